@@ -1,0 +1,63 @@
+"""One error envelope for every failure: ``{"error": {"code", "message", "details"}}``.
+
+Nothing from an unexpected exception reaches the client: no trace, no SQL, no content.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from memvault.errors import MemvaultError
+
+log = logging.getLogger("memvault.api")
+
+
+def envelope(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        status_code=status,
+        content={"error": {"code": code, "message": message, "details": details or {}}},
+    )
+
+
+async def _memvault_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemvaultError)
+    return envelope(exc.status_code, exc.code, exc.message, exc.details)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
+        for err in exc.errors()
+    ]
+    return envelope(422, "invalid_input", "The request is not valid.", {"errors": problems})
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return envelope(exc.status_code, code, str(exc.detail))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # The class name is enough to find the failure in the code; the message may hold data.
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
+    return envelope(500, "internal_error", "The server failed to handle this request.")
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(MemvaultError, _memvault_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,59 @@
+"""/v1/memories: parse, call the service, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from memvault.api.deps import MemoryDep
+from memvault.api.schemas import DeleteAllParams, HistoryPage, ListParams, Owner
+from memvault.models import DeleteResult, MemoryCreate, MemoryPage, MemoryRecord, MemoryUpdate
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def add_memory(body: MemoryCreate, memory: MemoryDep) -> MemoryRecord:
+    return await memory.add(**body.model_dump())
+
+
+@router.get("")
+async def list_memories(params: Annotated[ListParams, Query()], memory: MemoryDep) -> MemoryPage:
+    return await memory.list(**params.filters())
+
+
+@router.delete("")
+async def delete_all_memories(
+    params: Annotated[DeleteAllParams, Query()], memory: MemoryDep
+) -> DeleteResult:
+    return DeleteResult(deleted=await memory.delete_all(**params.model_dump()))
+
+
+@router.get("/{memory_id}")
+async def get_memory(
+    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+) -> MemoryRecord:
+    return await memory.get(memory_id, user_id=owner.user_id)
+
+
+@router.patch("/{memory_id}")
+async def update_memory(
+    memory_id: str, body: MemoryUpdate, owner: Annotated[Owner, Query()], memory: MemoryDep
+) -> MemoryRecord:
+    return await memory.update(memory_id, user_id=owner.user_id, **body.model_dump())
+
+
+@router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_memory(
+    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+) -> Response:
+    await memory.delete(memory_id, user_id=owner.user_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/{memory_id}/history")
+async def memory_history(
+    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+) -> HistoryPage:
+    return HistoryPage(results=await memory.history(memory_id, user_id=owner.user_id))

@@ -1,0 +1,57 @@
+"""Request shapes that exist only on the HTTP side (query strings); bodies reuse models.py."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.errors import InvalidInput
+from memvault.models import HistoryEntry
+
+
+class Owner(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: str = Field(description="the memory's owner; another user's memory is a 404")
+
+
+class ListParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+    app_id: str | None = None
+    project_id: str | None = None
+    environment: str | None = None
+    channel: str | None = None
+    source: str | None = None
+    tags: list[str] = Field(default=[], description="repeat for several: all must match")
+    metadata: str | None = Field(default=None, description='JSON object, e.g. {"topic":"food"}')
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    limit: int = 20
+    cursor: str | None = None
+
+    def filters(self) -> dict[str, Any]:
+        values = self.model_dump(exclude={"metadata"})
+        if self.metadata is not None:
+            try:
+                values["metadata"] = json.loads(self.metadata)
+            except ValueError:
+                raise InvalidInput(
+                    "metadata must be a JSON object.", details={"field": "metadata"}
+                ) from None
+            if not isinstance(values["metadata"], dict):
+                raise InvalidInput("metadata must be a JSON object.", details={"field": "metadata"})
+        return values
+
+
+class DeleteAllParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: str
+    app_id: str | None = None
+
+
+class HistoryPage(BaseModel):
+    results: list[HistoryEntry]

@@ -1,0 +1,266 @@
+"""The ``memvault`` command: the server, memory CRUD, maintenance and diagnostics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memvault.config import Settings
+from memvault.crypto import generate_key
+from memvault.errors import MemvaultError
+from memvault.models import HistoryEntry, MemoryRecord
+from memvault.service import Memory
+
+app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
+keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+out = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+
+
+def _fail(exc: MemvaultError) -> None:
+    err.print(f"[red]error:[/red] {exc.message}")
+    raise typer.Exit(1)
+
+
+@contextmanager
+def _memory() -> Iterator[Memory]:
+    try:
+        with Memory(Settings(), actor="cli") as memory:
+            yield memory
+    except MemvaultError as exc:
+        _fail(exc)
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except MemvaultError as exc:
+        _fail(exc)
+        raise  # unreachable: _fail always exits
+
+
+def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
+    if as_json:
+        out.print_json(json.dumps([r.model_dump(mode="json") for r in records]))
+        return
+    table = Table("created", "content", "tags")
+    table.add_column("id", no_wrap=True, min_width=36)
+    for r in records:
+        table.add_row(
+            r.created_at.strftime("%Y-%m-%d %H:%M"), r.content, ", ".join(r.tags), str(r.id)
+        )
+    out.print(table)
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="bind address (MEMVAULT_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (MEMVAULT_PORT)")] = None,
+) -> None:
+    """Run the REST API (and, in embedded mode, the database with it)."""
+    import uvicorn
+
+    from memvault.api import create_app
+    from memvault.db.embedded import ServeLock
+
+    settings = Settings()
+    overrides: dict[str, Any] = {"host": host, "port": port}
+    settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    lock = ServeLock(settings.data_dir)
+    if settings.embedded:
+        try:
+            lock.acquire()
+        except MemvaultError as exc:
+            _fail(exc)
+        out.print(f"memvault: embedded PostgreSQL, data in [bold]{settings.data_dir}[/bold]")
+    else:
+        out.print("memvault: using the database at MEMVAULT_DATABASE_URL")
+    url = f"http://{settings.host}:{settings.port}"
+    out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level.lower(),
+        )
+    finally:
+        lock.release()
+
+
+@app.command()
+def add(
+    content: str,
+    user: UserOpt,
+    app_id: Annotated[str, typer.Option("--app")] = "default",
+    tag: Annotated[list[str] | None, typer.Option(help="repeat for several")] = None,
+    metadata: Annotated[str | None, typer.Option(help="JSON object")] = None,
+    source: Annotated[str | None, typer.Option()] = None,
+    expires_at: Annotated[datetime | None, typer.Option(help="ISO 8601")] = None,
+) -> None:
+    """Store one memory."""
+    meta = _json_object(metadata)
+    with _memory() as memory:
+        record = _call(
+            lambda: memory.add(
+                content,
+                user_id=user,
+                app_id=app_id,
+                tags=tag or [],
+                metadata=meta,
+                source=source,
+                expires_at=expires_at,
+            )
+        )
+    out.print(str(record.id))
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        err.print("[red]error:[/red] --metadata must be a JSON object")
+        raise typer.Exit(2)
+    return value
+
+
+@app.command()
+def get(memory_id: str, user: UserOpt, as_json: JsonOpt = False) -> None:
+    """Show one memory."""
+    with _memory() as memory:
+        record = _call(lambda: memory.get(memory_id, user_id=user))
+    _print_records([record], as_json)
+
+
+@app.command("list")
+def list_(
+    user: UserOpt,
+    app_id: Annotated[str | None, typer.Option("--app")] = None,
+    tag: Annotated[list[str] | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option()] = 20,
+    cursor: Annotated[str | None, typer.Option()] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories, newest first."""
+    with _memory() as memory:
+        page = _call(
+            lambda: memory.list(
+                user_id=user, app_id=app_id, tags=tag or [], limit=limit, cursor=cursor
+            )
+        )
+    _print_records(page.results, as_json)
+    if page.next_cursor and not as_json:
+        err.print(f"more: --cursor {page.next_cursor}")
+
+
+@app.command()
+def delete(
+    user: UserOpt,
+    memory_id: Annotated[str | None, typer.Argument()] = None,
+    all_: Annotated[bool, typer.Option("--all", help="delete every memory of the user")] = False,
+) -> None:
+    """Delete one memory, or all of a user's with --all."""
+    if (memory_id is None) == (not all_):
+        err.print("[red]error:[/red] give a memory id or --all, not both")
+        raise typer.Exit(2)
+    with _memory() as memory:
+        if all_:
+            count = _call(lambda: memory.delete_all(user_id=user))
+            out.print(f"deleted {count}")
+        else:
+            assert memory_id is not None
+            _call(lambda: memory.delete(memory_id, user_id=user))
+            out.print("deleted 1")
+
+
+@app.command()
+def history(memory_id: str, user: UserOpt, as_json: JsonOpt = False) -> None:
+    """Show every change to a memory."""
+    with _memory() as memory:
+        entries: list[HistoryEntry] = _call(lambda: memory.history(memory_id, user_id=user))
+    if as_json:
+        out.print_json(json.dumps([e.model_dump(mode="json") for e in entries]))
+        return
+    table = Table("when", "action", "by", "old", "new")
+    for e in entries:
+        table.add_row(
+            e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            e.action,
+            e.actor,
+            e.old_content or "",
+            e.new_content or "",
+        )
+    out.print(table)
+
+
+@app.command()
+def cleanup() -> None:
+    """Delete memories whose expires_at has passed (reads already hide them)."""
+    with _memory() as memory:
+        count = _call(memory.purge_expired)
+    out.print(f"deleted {count} expired memories")
+
+
+@keys_app.command("generate")
+def keys_generate() -> None:
+    """Print a new random key for MEMVAULT_ENCRYPTION_KEY."""
+    out.print(generate_key())
+
+
+@keys_app.command("rotate")
+def keys_rotate() -> None:
+    """Re-encrypt every memory under a new key, while the server keeps serving.
+
+    Embedded mode: a new key is generated into the key file. With MEMVAULT_ENCRYPTION_KEY:
+    set the new key there and the old one in MEMVAULT_ENCRYPTION_OLD_KEYS on every process
+    first; this command then moves every row to the new key.
+    """
+    with _memory() as memory:
+        err.print("re-encrypting…")
+        report = _call(memory.rotate_encryption_key)
+    out.print(
+        f"active key {report.active_key_id}: {report.memories_reencrypted} memories and "
+        f"{report.history_reencrypted} history rows re-encrypted"
+    )
+    if report.retired_key_ids:
+        out.print(f"no row needs key(s) {', '.join(report.retired_key_ids)} any more")
+
+
+@app.command()
+def doctor() -> None:
+    """Check the database, pgvector, the encryption key and the embedding model."""
+    from memvault.diagnostics import run_checks
+
+    checks = asyncio.run(run_checks(Settings()))
+    table = Table("check", "status", "detail")
+    for check in checks:
+        mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
+        table.add_row(check.name, mark, check.detail)
+    out.print(table)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app(prog_name="memvault")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Envelope encryption of memory content, key ids and rotation, keyed content hashes.
+
+Every piece of content is sealed with AES-256-GCM under a fresh 96-bit nonce. The associated
+data binds a ciphertext to its tenant and row, so a ciphertext copied into another row or
+tenant fails to open instead of leaking. A key's id is derived from the key itself (an HMAC of
+a fixed label), so ids never need configuring and a wrong key is recognised by its id.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from memvault.errors import ConfigurationError, KeyMismatch
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+_KEY_ID_LABEL = b"memvault/key-id/v1"
+_HASH_KEY_LABEL = b"memvault/content-hash/v1"
+
+
+@dataclass(frozen=True)
+class Sealed:
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+
+
+@dataclass(frozen=True)
+class DataKey:
+    key_id: str
+    secret: bytes = field(repr=False)
+    hash_key: bytes = field(repr=False)
+
+    @classmethod
+    def from_secret(cls, secret: bytes) -> DataKey:
+        if len(secret) != KEY_BYTES:
+            raise ConfigurationError(
+                f"An encryption key must be {KEY_BYTES} bytes, not {len(secret)}."
+            )
+        key_id = hmac.new(secret, _KEY_ID_LABEL, hashlib.sha256).hexdigest()[:16]
+        hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HASH_KEY_LABEL)
+        return cls(key_id=key_id, secret=secret, hash_key=hkdf.derive(secret))
+
+
+def generate_key() -> str:
+    """A new random key, base64-encoded, as ``MEMVAULT_ENCRYPTION_KEY`` expects it."""
+    return base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode()
+
+
+def parse_key(encoded: str, *, name: str = "MEMVAULT_ENCRYPTION_KEY") -> bytes:
+    try:
+        secret = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigurationError(
+            f"{name} is not valid base64. Generate a key with `memvault keys generate`."
+        ) from exc
+    if len(secret) != KEY_BYTES:
+        raise ConfigurationError(
+            f"{name} must decode to {KEY_BYTES} bytes, it decodes to {len(secret)}. "
+            "Generate a key with `memvault keys generate`."
+        )
+    return secret
+
+
+def normalise_for_hash(text: str) -> str:
+    """Exact duplicates are compared after NFC, case folding and whitespace collapsing."""
+    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
+
+
+class Keyring:
+    """The active key that seals new content, and retired keys that may still open old rows."""
+
+    def __init__(self, active: bytes, retired: Iterable[bytes] = ()) -> None:
+        self.active = DataKey.from_secret(active)
+        self._keys = {self.active.key_id: self.active}
+        for secret in retired:
+            key = DataKey.from_secret(secret)
+            self._keys.setdefault(key.key_id, key)
+
+    @property
+    def key_ids(self) -> frozenset[str]:
+        return frozenset(self._keys)
+
+    @property
+    def retired_ids(self) -> frozenset[str]:
+        return self.key_ids - {self.active.key_id}
+
+    def key(self, key_id: str) -> DataKey:
+        try:
+            return self._keys[key_id]
+        except KeyError:
+            raise KeyMismatch(
+                f"Content is encrypted under key {key_id}, which is not configured.",
+                details={"key_id": key_id},
+            ) from None
+
+    def seal(self, plaintext: str, associated: bytes) -> Sealed:
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        ciphertext = AESGCM(self.active.secret).encrypt(nonce, plaintext.encode(), associated)
+        return Sealed(ciphertext=ciphertext, nonce=nonce, key_id=self.active.key_id)
+
+    def open(self, sealed: Sealed, associated: bytes) -> str:
+        key = self.key(sealed.key_id)
+        try:
+            return AESGCM(key.secret).decrypt(sealed.nonce, sealed.ciphertext, associated).decode()
+        except InvalidTag:
+            raise KeyMismatch(
+                "A stored memory failed its integrity check: it was altered or moved.",
+                details={"key_id": sealed.key_id},
+            ) from None
+
+    def content_hash(self, text: str, key_id: str | None = None) -> bytes:
+        key = self.active if key_id is None else self.key(key_id)
+        return hmac.new(key.hash_key, normalise_for_hash(text).encode(), hashlib.sha256).digest()
+
+
+def associated_data(*parts: str) -> bytes:
+    return "\x00".join(parts).encode()
+
+
+# --- the key file used in embedded mode -------------------------------------------------------
+
+
+def _write_key_file(path: Path, active: str, retired: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"version": 1, "active": active, "retired": retired}, handle)
+    os.replace(tmp, path)
+
+
+def _read_key_file(path: Path) -> tuple[str, list[str]]:
+    try:
+        data = json.loads(path.read_text())
+        return str(data["active"]), [str(k) for k in data.get("retired", [])]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(
+            f"The key file {path} cannot be read. Restore it from backup; without it the "
+            "stored memories cannot be decrypted."
+        ) from exc
+
+
+def load_key_file(path: Path, *, create: bool) -> Keyring:
+    if not path.exists():
+        if not create:
+            raise ConfigurationError(f"No key file at {path}.")
+        _write_key_file(path, generate_key(), [])
+    active, retired = _read_key_file(path)
+    return Keyring(
+        parse_key(active, name=str(path)), [parse_key(k, name=str(path)) for k in retired]
+    )
+
+
+def add_key_to_file(path: Path) -> Keyring:
+    """Make a fresh key active; the previous keys stay to open rows not yet re-encrypted."""
+    active, retired = _read_key_file(path)
+    _write_key_file(path, generate_key(), [active, *retired])
+    return load_key_file(path, create=False)
+
+
+def forget_keys_in_file(path: Path, key_ids: Iterable[str]) -> None:
+    """Drop retired keys once no row needs them."""
+    drop = set(key_ids)
+    active, retired = _read_key_file(path)
+    kept = [k for k in retired if DataKey.from_secret(parse_key(k)).key_id not in drop]
+    _write_key_file(path, active, kept)
+
+
+class KeyringSource:
+    """Hands out the current keyring; re-reads a key file when it changes (at most once a
+    second), so a rotation started by another process is picked up without a restart."""
+
+    def __init__(
+        self,
+        keyring: Keyring,
+        reload: Callable[[], Keyring] | None = None,
+        watch: Path | None = None,
+    ) -> None:
+        self._keyring = keyring
+        self._reload = reload
+        self._watch = watch
+        self._mtime = self._stat()
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def _stat(self) -> float | None:
+        return self._watch.stat().st_mtime if self._watch and self._watch.exists() else None
+
+    def current(self) -> Keyring:
+        if self._reload is None or time.monotonic() - self._checked < 1.0:
+            return self._keyring
+        with self._lock:
+            self._checked = time.monotonic()
+            mtime = self._stat()
+            if mtime != self._mtime:
+                self._keyring, self._mtime = self._reload(), mtime
+        return self._keyring
+
+    def refresh(self) -> Keyring:
+        if self._reload is not None:
+            with self._lock:
+                self._keyring, self._mtime = self._reload(), self._stat()
+        return self._keyring

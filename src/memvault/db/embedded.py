@@ -1,0 +1,113 @@
+"""The embedded PostgreSQL 16 + pgvector server from the ``pgserver`` wheel.
+
+pgserver shares one postmaster between every process that opens the same data directory and
+stops it when the last one exits, so short CLI commands can run beside ``memvault serve``.
+Two *servers* on one data directory would fight over it (two workers, two owners); the
+:class:`ServeLock` refuses the second one with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import warnings
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+from memvault.errors import ConfigurationError, DataDirInUse
+
+DATABASE_NAME = "memvault"
+
+
+class EmbeddedPostgres:
+    """Starts (or joins) the private server in ``pg_dir`` and hands out its URL."""
+
+    def __init__(self, pg_dir: Path) -> None:
+        self.pg_dir = pg_dir
+        self._server: Any = None
+
+    def start(self) -> str:
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers); harmless here.
+            warnings.simplefilter("ignore")
+            from pgserver import postgres_server
+
+        self.pg_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._server = postgres_server.get_server(self.pg_dir, cleanup_mode="stop")
+        except Exception as exc:
+            raise ConfigurationError(
+                f"The embedded PostgreSQL in {self.pg_dir} did not start; its log is "
+                f"{self.pg_dir / 'log'}. Set MEMVAULT_DATABASE_URL to use an external server."
+            ) from exc
+        self._ensure_database()
+        return self.url
+
+    @property
+    def socket_dir(self) -> str:
+        info = self._server.get_postmaster_info()
+        return str(info.socket_dir)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@/{DATABASE_NAME}?host={quote(self.socket_dir)}"
+
+    def admin_url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@/{database}?host={quote(self.socket_dir)}"
+
+    def _ensure_database(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_url(), autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
+            ).fetchone()
+            if not exists:
+                # Another process may create it between our check and our create.
+                with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                    conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+    def stop(self) -> None:
+        """Release our handle; the server stops when no other process holds one."""
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+
+class ServeLock:
+    """An exclusive lock on a data directory for the one long-running server that owns it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "serve.lock"
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")  # noqa: SIM115 - held open for the process lifetime
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise DataDirInUse(
+                f"Another memvault server (pid {owner}) is already using the data directory "
+                f"{self.path.parent}. Stop it first, or give this one its own directory with "
+                "MEMVAULT_DATA_DIR=/another/path.",
+                details={"pid": owner},
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None

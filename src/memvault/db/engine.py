@@ -1,0 +1,72 @@
+"""Connecting to PostgreSQL and bringing its schema up to date.
+
+One code path for both modes: the embedded server only decides where the URL comes from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memvault.errors import StoreUnavailable
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Any fixed 64-bit number: every process that migrates takes this advisory lock first, so two
+# servers starting at once apply each migration exactly once.
+_MIGRATION_LOCK = 0x6D656D7661756C74  # "memvault"
+
+
+def driver_url(url: str) -> sa.URL:
+    """Accept plain ``postgresql://`` URLs and pin them to the psycopg 3 driver."""
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    return create_async_engine(
+        driver_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
+    )
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(_alembic_config()).get_current_head()
+
+
+def migrate(url: str) -> None:
+    """Apply every pending migration, holding an advisory lock so concurrent starts are safe."""
+    engine = sa.create_engine(driver_url(url), poolclass=sa.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
+            try:
+                config = _alembic_config()
+                config.attributes["connection"] = conn
+                command.upgrade(config, "head")
+                conn.commit()
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
+                conn.commit()
+    except OperationalError as exc:
+        raise StoreUnavailable(
+            "Cannot reach PostgreSQL to apply migrations; check MEMVAULT_DATABASE_URL."
+        ) from exc
+    finally:
+        engine.dispose()
+
+
+def current_revision(sync_conn: sa.Connection) -> str | None:
+    return MigrationContext.configure(sync_conn).get_current_revision()

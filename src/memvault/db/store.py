@@ -1,0 +1,252 @@
+"""Every database call memvault makes, as small functions over an open connection.
+
+Callers pass the tenant explicitly; every statement on a tenant table filters by it. Nothing
+here encrypts or decrypts: rows go in and come out sealed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeAlias
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import encryption_keys, memories, memory_history
+
+# A row of any shape: these functions return whole table rows read by column name.
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+
+_m = memories.c
+_h = memory_history.c
+
+_live = sa.or_(_m.expires_at.is_(None), _m.expires_at > sa.func.now())
+
+
+def _owned(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bool]:
+    return sa.and_(_m.tenant_id == tenant_id, _m.id == memory_id, _m.user_id == user_id)
+
+
+async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: str) -> AnyRow:
+    row: AnyRow = (await conn.execute(memories.insert().values(values).returning(memories))).one()
+    await conn.execute(
+        memory_history.insert().values(
+            tenant_id=row.tenant_id,
+            memory_id=row.id,
+            user_id=row.user_id,
+            action="ADD",
+            new_ciphertext=row.ciphertext,
+            new_nonce=row.nonce,
+            new_key_id=row.key_id,
+            new_metadata=row.metadata,
+            actor=actor,
+        )
+    )
+    return row
+
+
+async def fetch_memory(
+    conn: AsyncConnection, tenant_id: str, memory_id: UUID, user_id: str, *, lock: bool = False
+) -> AnyRow | None:
+    query = sa.select(memories).where(_owned(tenant_id, memory_id, user_id), _live)
+    if lock:
+        query = query.with_for_update()
+    return (await conn.execute(query)).one_or_none()
+
+
+def _list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[bool]]:
+    where = [_m.tenant_id == tenant_id, _m.user_id == f["user_id"], _live]
+    for name in ("app_id", "project_id", "environment", "channel", "source"):
+        if f.get(name) is not None:
+            where.append(_m[name] == f[name])
+    if f.get("tags"):
+        where.append(_m.tags.contains(f["tags"]))
+    if f.get("metadata") is not None:
+        where.append(_m.metadata.contains(f["metadata"]))
+    if f.get("created_after") is not None:
+        where.append(_m.created_at >= f["created_after"])
+    if f.get("created_before") is not None:
+        where.append(_m.created_at < f["created_before"])
+    return where
+
+
+async def list_memories(
+    conn: AsyncConnection,
+    tenant_id: str,
+    filters: dict[str, Any],
+    limit: int,
+    after: tuple[datetime, UUID] | None,
+) -> Sequence[AnyRow]:
+    """Newest first, keyset-paginated on (created_at, id) so pages stay stable under writes."""
+    where = _list_filters(tenant_id, filters)
+    if after is not None:
+        where.append(sa.tuple_(_m.created_at, _m.id) < sa.tuple_(*after))
+    query = (
+        sa.select(memories).where(*where).order_by(_m.created_at.desc(), _m.id.desc()).limit(limit)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def update_memory(
+    conn: AsyncConnection, old: AnyRow, values: dict[str, Any], actor: str
+) -> AnyRow:
+    row: AnyRow = (
+        await conn.execute(
+            memories.update()
+            .where(_m.tenant_id == old.tenant_id, _m.id == old.id)
+            .values(**values, updated_at=sa.func.now())
+            .returning(memories)
+        )
+    ).one()
+    content_changed = row.ciphertext != old.ciphertext
+    await conn.execute(
+        memory_history.insert().values(
+            tenant_id=row.tenant_id,
+            memory_id=row.id,
+            user_id=row.user_id,
+            action="UPDATE",
+            old_ciphertext=old.ciphertext if content_changed else None,
+            old_nonce=old.nonce if content_changed else None,
+            old_key_id=old.key_id if content_changed else None,
+            new_ciphertext=row.ciphertext if content_changed else None,
+            new_nonce=row.nonce if content_changed else None,
+            new_key_id=row.key_id if content_changed else None,
+            old_metadata=old.metadata,
+            new_metadata=row.metadata,
+            actor=actor,
+        )
+    )
+    return row
+
+
+async def delete_where(conn: AsyncConnection, where: sa.ColumnElement[bool], actor: str) -> int:
+    """Delete matching memories and record a DELETE history row for each, in one statement."""
+    gone = (
+        memories.delete()
+        .where(where)
+        .returning(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id, _m.metadata)
+        .cte("gone")
+    )
+    history = memory_history.insert().from_select(
+        [
+            "tenant_id",
+            "memory_id",
+            "user_id",
+            "action",
+            "old_ciphertext",
+            "old_nonce",
+            "old_key_id",
+            "old_metadata",
+            "actor",
+        ],
+        sa.select(
+            gone.c.tenant_id,
+            gone.c.id,
+            gone.c.user_id,
+            sa.literal("DELETE"),
+            gone.c.ciphertext,
+            gone.c.nonce,
+            gone.c.key_id,
+            gone.c.metadata,
+            sa.literal(actor),
+        ),
+    )
+    return len((await conn.execute(history.returning(_h.id))).all())
+
+
+def owned_by(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bool]:
+    return _owned(tenant_id, memory_id, user_id)
+
+
+def belonging_to(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnElement[bool]:
+    where = [_m.tenant_id == tenant_id, _m.user_id == user_id]
+    if app_id is not None:
+        where.append(_m.app_id == app_id)
+    return sa.and_(*where)
+
+
+def expired(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(_m.expires_at.is_not(None), _m.expires_at <= now)
+
+
+async def fetch_history(
+    conn: AsyncConnection, tenant_id: str, memory_id: UUID, user_id: str
+) -> Sequence[AnyRow]:
+    query = (
+        sa.select(memory_history)
+        .where(_h.tenant_id == tenant_id, _h.memory_id == memory_id, _h.user_id == user_id)
+        .order_by(_h.id)
+    )
+    return (await conn.execute(query)).all()
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+async def registered_key_ids(conn: AsyncConnection) -> set[str]:
+    return set((await conn.execute(sa.select(encryption_keys.c.key_id))).scalars())
+
+
+async def register_key(conn: AsyncConnection, key_id: str) -> None:
+    from sqlalchemy.dialects.postgresql import insert
+
+    await conn.execute(insert(encryption_keys).values(key_id=key_id).on_conflict_do_nothing())
+
+
+async def unregister_keys(conn: AsyncConnection, key_ids: Sequence[str]) -> None:
+    await conn.execute(encryption_keys.delete().where(encryption_keys.c.key_id.in_(key_ids)))
+
+
+async def claim_memories_to_reseal(
+    conn: AsyncConnection, active_key_id: str, batch: int
+) -> Sequence[AnyRow]:
+    """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
+    query = (
+        sa.select(_m.tenant_id, _m.id, _m.ciphertext, _m.nonce, _m.key_id)
+        .where(_m.key_id != active_key_id)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def reseal_memory(
+    conn: AsyncConnection, tenant_id: str, memory_id: UUID, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        memories.update().where(_m.tenant_id == tenant_id, _m.id == memory_id).values(values)
+    )
+
+
+async def claim_history_to_reseal(
+    conn: AsyncConnection, active_key_id: str, batch: int
+) -> Sequence[AnyRow]:
+    query = (
+        sa.select(memory_history)
+        .where(sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id))
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def reseal_history(
+    conn: AsyncConnection, tenant_id: str, history_id: int, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        memory_history.update().where(_h.tenant_id == tenant_id, _h.id == history_id).values(values)
+    )
+
+
+async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: str) -> int:
+    in_memories = sa.select(sa.func.count()).where(_m.key_id != active_key_id)
+    in_history = sa.select(sa.func.count()).where(
+        sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
+    )
+    total = 0
+    for query in (in_memories.select_from(memories), in_history.select_from(memory_history)):
+        total += (await conn.execute(query)).scalar_one()
+    return total

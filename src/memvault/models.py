@@ -1,0 +1,161 @@
+"""Pydantic models: what callers send (…Create / …Update / …Query) and what they get back."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _identifier(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace")
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _content(value: str) -> str:
+    if not value.strip():
+        raise ValueError("content must not be empty or whitespace-only")
+    if "\x00" in value:
+        raise ValueError("content must not contain NUL characters")
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    """A timestamp without a zone is taken as UTC, never as the server's local time."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _tags(values: list[str]) -> list[str]:
+    return sorted({_identifier(v) for v in values})
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_identifier)]
+Content = Annotated[str, AfterValidator(_content)]
+Tags = Annotated[
+    list[Annotated[str, Field(max_length=100)]], Field(max_length=50), AfterValidator(_tags)
+]
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+MemoryType = Literal["persistent", "temporal"]
+Tier = Literal["hot", "warm", "cold"]
+HistoryAction = Literal["ADD", "UPDATE", "DELETE"]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Scope(_Input):
+    """Where a memory lives inside a tenant."""
+
+    user_id: Identifier
+    app_id: Identifier = "default"
+    project_id: Identifier | None = None
+    environment: Identifier | None = None
+    channel: Identifier = "_global"
+
+
+class MemoryCreate(Scope):
+    content: Content
+    source: Identifier | None = None
+    tags: Tags = []
+    metadata: dict[str, Any] = {}
+    occurred_at: Timestamp | None = None
+    expires_at: Timestamp | None = None
+
+
+class MemoryUpdate(_Input):
+    """Content replaces the old text (and queues re-embedding); metadata is merged key by key,
+    a key set to null is removed."""
+
+    content: Content | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> MemoryUpdate:
+        if self.content is None and self.metadata is None:
+            raise ValueError("give content, metadata or both")
+        return self
+
+
+class MemoryQuery(_Input):
+    """Filters for listing; every one is applied in SQL, inside the caller's tenant."""
+
+    user_id: Identifier
+    app_id: Identifier | None = None
+    project_id: Identifier | None = None
+    environment: Identifier | None = None
+    channel: Identifier | None = None
+    source: Identifier | None = None
+    tags: Tags = Field(default=[], description="memories carrying all of these tags")
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="JSON containment: memories whose metadata includes this"
+    )
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
+    limit: int = Field(default=20, ge=1)
+    cursor: str | None = None
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory, decrypted for its owner."""
+
+    id: UUID
+    content: str
+    user_id: str
+    app_id: str
+    project_id: str | None
+    environment: str | None
+    channel: str
+    source: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    categories: list[str]
+    importance: int | None
+    memory_type: MemoryType
+    valid_until: datetime | None
+    tier: Tier
+    embedded: bool
+    access_count: int
+    last_accessed: datetime | None
+    occurred_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+class MemoryPage(BaseModel):
+    results: list[MemoryRecord]
+    next_cursor: str | None = Field(
+        description="pass as `cursor` for the next page; null on the last page"
+    )
+
+
+class HistoryEntry(BaseModel):
+    id: int
+    memory_id: UUID
+    action: HistoryAction
+    old_content: str | None
+    new_content: str | None
+    old_metadata: dict[str, Any] | None
+    new_metadata: dict[str, Any] | None
+    actor: str
+    created_at: datetime
+
+
+class DeleteResult(BaseModel):
+    deleted: int
+
+
+class RotationReport(BaseModel):
+    active_key_id: str
+    memories_reencrypted: int
+    history_reencrypted: int
+    retired_key_ids: list[str]

@@ -1,0 +1,130 @@
+"""Encryption-key rotation without downtime.
+
+A new key becomes active first (every process picks it up within a second and seals new writes
+with it); then rows still sealed under older keys are re-sealed in small batches, each its own
+short transaction. Rows a writer holds are skipped and taken in a later pass, so nothing waits
+on the rotation and no row is lost. Old keys are forgotten only once no row needs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
+from memvault.db import store
+from memvault.models import RotationReport
+from memvault.runtime import Backend
+
+log = logging.getLogger(__name__)
+BATCH = 500
+MAX_IDLE_PASSES = 50
+
+
+async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
+    if backend.key_file is not None:
+        await asyncio.to_thread(add_key_to_file, backend.key_file)
+        backend.keys.refresh()
+        # Other processes re-read the key file at most a second late; wait them out so no new
+        # row is sealed with the old key after we start sweeping.
+        await asyncio.sleep(reload_grace_s)
+    keyring = backend.keys.current()
+    async with backend.engine.begin() as conn:
+        await store.register_key(conn, keyring.active.key_id)
+    memories_done = history_done = idle = 0
+    while True:
+        moved_m = await _reseal_memories(backend, keyring)
+        moved_h = await _reseal_history(backend, keyring)
+        memories_done, history_done = memories_done + moved_m, history_done + moved_h
+        if moved_m or moved_h:
+            log.info(
+                "rotation: %d memories, %d history rows re-sealed so far",
+                memories_done,
+                history_done,
+            )
+            continue
+        async with backend.engine.connect() as conn:
+            left = await store.count_sealed_under_other_keys(conn, keyring.active.key_id)
+        if left == 0:
+            break
+        idle += 1  # the rows left are locked by writers right now; they free up in a moment
+        if idle > MAX_IDLE_PASSES:
+            raise RuntimeError(f"{left} rows stayed locked during rotation; run it again.")
+        await asyncio.sleep(0.1)
+    retired = await _forget_retired(backend, keyring)
+    return RotationReport(
+        active_key_id=keyring.active.key_id,
+        memories_reencrypted=memories_done,
+        history_reencrypted=history_done,
+        retired_key_ids=retired,
+    )
+
+
+def _reseal(
+    keyring: Keyring, tenant_id: str, memory_id: Any, ciphertext: bytes, nonce: bytes, key_id: str
+) -> tuple[str, Sealed]:
+    aad = associated_data(tenant_id, str(memory_id))
+    plaintext = keyring.open(Sealed(ciphertext, nonce, key_id), aad)
+    return plaintext, keyring.seal(plaintext, aad)
+
+
+async def _reseal_memories(backend: Backend, keyring: Keyring) -> int:
+    async with backend.engine.begin() as conn:
+        rows = await store.claim_memories_to_reseal(conn, keyring.active.key_id, BATCH)
+        for row in rows:
+            plaintext, sealed = _reseal(
+                keyring, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id
+            )
+            await store.reseal_memory(
+                conn,
+                row.tenant_id,
+                row.id,
+                {
+                    "ciphertext": sealed.ciphertext,
+                    "nonce": sealed.nonce,
+                    "key_id": sealed.key_id,
+                    "content_hash": keyring.content_hash(plaintext),
+                },
+            )
+    return len(rows)
+
+
+async def _reseal_history(backend: Backend, keyring: Keyring) -> int:
+    active = keyring.active.key_id
+    async with backend.engine.begin() as conn:
+        rows = await store.claim_history_to_reseal(conn, active, BATCH)
+        for row in rows:
+            values: dict[str, Any] = {}
+            for side in ("old", "new"):
+                key_id = getattr(row, f"{side}_key_id")
+                if key_id is None or key_id == active:
+                    continue
+                _, sealed = _reseal(
+                    keyring,
+                    row.tenant_id,
+                    row.memory_id,
+                    getattr(row, f"{side}_ciphertext"),
+                    getattr(row, f"{side}_nonce"),
+                    key_id,
+                )
+                values.update(
+                    {
+                        f"{side}_ciphertext": sealed.ciphertext,
+                        f"{side}_nonce": sealed.nonce,
+                        f"{side}_key_id": sealed.key_id,
+                    }
+                )
+            await store.reseal_history(conn, row.tenant_id, row.id, values)
+    return len(rows)
+
+
+async def _forget_retired(backend: Backend, keyring: Keyring) -> list[str]:
+    async with backend.engine.begin() as conn:
+        retired = sorted(await store.registered_key_ids(conn) - {keyring.active.key_id})
+        if retired:
+            await store.unregister_keys(conn, retired)
+    if backend.key_file is not None:
+        await asyncio.to_thread(forget_keys_in_file, backend.key_file, retired)
+        backend.keys.refresh()
+    return retired

@@ -1,0 +1,379 @@
+"""``AsyncMemory`` (the async core) and ``Memory`` (its sync face): the library's front door.
+
+Everything a caller does goes through here: validation, sealing and opening content, and one
+transaction per write that holds the row and its history together.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from uuid import UUID, uuid4
+
+from pydantic import BaseModel, ValidationError
+
+from memvault import rotation
+from memvault._sync import LoopThread, blocking
+from memvault.config import Settings
+from memvault.crypto import Sealed, associated_data
+from memvault.db import store
+from memvault.db.store import AnyRow
+from memvault.errors import ContentTooLong, InvalidInput, NotFound
+from memvault.models import (
+    HistoryEntry,
+    MemoryCreate,
+    MemoryPage,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryUpdate,
+    RotationReport,
+)
+from memvault.runtime import Backend, open_backend
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], **fields: Any) -> M:
+    """Build an input model; bad input becomes ``InvalidInput`` that never echoes the values."""
+    try:
+        return model.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
+            for err in exc.errors(include_input=False, include_url=False)
+        ]
+        raise InvalidInput("The request is not valid.", details={"errors": problems}) from None
+
+
+def parse_id(memory_id: UUID | str) -> UUID:
+    if isinstance(memory_id, UUID):
+        return memory_id
+    try:
+        return UUID(memory_id)
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidInput("A memory id must be a UUID.", details={"field": "memory_id"}) from None
+
+
+def _encode_cursor(row: AnyRow) -> str:
+    return base64.urlsafe_b64encode(f"{row.created_at.isoformat()}|{row.id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        created, ident = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(created), UUID(ident)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInput(
+            "The cursor is not one this server handed out.", details={"field": "cursor"}
+        ) from None
+
+
+class AsyncMemory:
+    """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``."""
+
+    def __init__(
+        self, backend: Backend, *, tenant_id: str = "default", actor: str = "library"
+    ) -> None:
+        self._backend = backend
+        self.tenant_id = tenant_id
+        self.actor = actor
+
+    @classmethod
+    async def open(
+        cls, settings: Settings, *, tenant_id: str = "default", actor: str = "library"
+    ) -> AsyncMemory:
+        return cls(await open_backend(settings), tenant_id=tenant_id, actor=actor)
+
+    def for_tenant(self, tenant_id: str, *, actor: str | None = None) -> AsyncMemory:
+        """A view of the same store scoped to another tenant (sharing the connection pool)."""
+        return AsyncMemory(self._backend, tenant_id=tenant_id, actor=actor or self.actor)
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    async def close(self) -> None:
+        await self._backend.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- sealing ------------------------------------------------------------------------------
+
+    def _seal(self, memory_id: UUID, content: str) -> dict[str, Any]:
+        keyring = self._backend.keys.current()
+        sealed = keyring.seal(content, associated_data(self.tenant_id, str(memory_id)))
+        return {
+            "ciphertext": sealed.ciphertext,
+            "nonce": sealed.nonce,
+            "key_id": sealed.key_id,
+            "content_hash": keyring.content_hash(content),
+        }
+
+    def _open(
+        self, tenant_id: str, memory_id: UUID, ciphertext: bytes, nonce: bytes, key_id: str
+    ) -> str:
+        return self._backend.keys.current().open(
+            Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
+        )
+
+    def _record(self, row: AnyRow) -> MemoryRecord:
+        content = self._open(row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
+        fields = {
+            name: getattr(row, name) for name in MemoryRecord.model_fields if name != "content"
+        }
+        return MemoryRecord(content=content, **fields)
+
+    def _check_length(self, content: str) -> None:
+        limit = self._backend.settings.max_content_chars
+        if len(content) > limit:
+            raise ContentTooLong(
+                f"Content is {len(content)} characters; the limit is {limit}.",
+                details={"limit": limit, "length": len(content)},
+            )
+
+    # --- CRUD ---------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        content: str,
+        *,
+        user_id: str,
+        app_id: str = "default",
+        project_id: str | None = None,
+        environment: str | None = None,
+        channel: str = "_global",
+        source: str | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        occurred_at: datetime | None = None,
+        expires_at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Store one memory and return it as stored."""
+        item = validated(
+            MemoryCreate,
+            content=content,
+            user_id=user_id,
+            app_id=app_id,
+            project_id=project_id,
+            environment=environment,
+            channel=channel,
+            source=source,
+            tags=tags,
+            metadata=metadata,
+            occurred_at=occurred_at,
+            expires_at=expires_at,
+        )
+        self._check_length(item.content)
+        if item.expires_at is not None and item.expires_at <= datetime.now(UTC):
+            raise InvalidInput("expires_at is in the past.", details={"field": "expires_at"})
+        memory_id = uuid4()
+        values = item.model_dump(exclude={"content"}, exclude_none=True)
+        values.update(self._seal(memory_id, item.content), tenant_id=self.tenant_id, id=memory_id)
+        async with self._backend.engine.begin() as conn:
+            row = await store.insert_memory(conn, values, self.actor)
+        return self._record(row)
+
+    async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
+        ident = parse_id(memory_id)
+        async with self._backend.engine.connect() as conn:
+            row = await store.fetch_memory(conn, self.tenant_id, ident, user_id)
+        if row is None:
+            raise NotFound("No such memory for this user.", details={"id": str(ident)})
+        return self._record(row)
+
+    async def list(
+        self,
+        *,
+        user_id: str,
+        app_id: str | None = None,
+        project_id: str | None = None,
+        environment: str | None = None,
+        channel: str | None = None,
+        source: str | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """One page of memories, newest first; pass ``next_cursor`` back for the next page."""
+        query = validated(
+            MemoryQuery,
+            user_id=user_id,
+            app_id=app_id,
+            project_id=project_id,
+            environment=environment,
+            channel=channel,
+            source=source,
+            tags=tags,
+            metadata=metadata,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+            cursor=cursor,
+        )
+        cap = self._backend.settings.max_page_size
+        if query.limit > cap:
+            raise InvalidInput(f"limit must be at most {cap}.", details={"field": "limit"})
+        after = _decode_cursor(query.cursor) if query.cursor else None
+        filters = query.model_dump(exclude={"limit", "cursor"})
+        async with self._backend.engine.connect() as conn:
+            rows = await store.list_memories(conn, self.tenant_id, filters, query.limit + 1, after)
+        page = rows[: query.limit]
+        next_cursor = _encode_cursor(page[-1]) if len(rows) > query.limit else None
+        return MemoryPage(results=[self._record(r) for r in page], next_cursor=next_cursor)
+
+    async def update(
+        self,
+        memory_id: UUID | str,
+        *,
+        user_id: str,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryRecord:
+        """Replace the content and/or merge metadata (a key set to None is removed)."""
+        ident = parse_id(memory_id)
+        change = validated(MemoryUpdate, content=content, metadata=metadata)
+        values: dict[str, Any] = {}
+        if change.content is not None:
+            self._check_length(change.content)
+            # New text means old vectors no longer describe it: queue it for re-embedding.
+            values.update(self._seal(ident, change.content), embedded=False)
+        async with self._backend.engine.begin() as conn:
+            old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
+            if old is None:
+                raise NotFound("No such memory for this user.", details={"id": str(ident)})
+            if change.metadata is not None:
+                merged = {**old.metadata, **change.metadata}
+                values["metadata"] = {k: v for k, v in merged.items() if v is not None}
+            row = await store.update_memory(conn, old, values, self.actor)
+        return self._record(row)
+
+    async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
+        ident = parse_id(memory_id)
+        async with self._backend.engine.begin() as conn:
+            deleted = await store.delete_where(
+                conn, store.owned_by(self.tenant_id, ident, user_id), self.actor
+            )
+        if not deleted:
+            raise NotFound("No such memory for this user.", details={"id": str(ident)})
+
+    async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
+        """Delete every memory of a user (in one app, if given); returns how many."""
+        scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
+        async with self._backend.engine.begin() as conn:
+            return await store.delete_where(
+                conn, store.belonging_to(self.tenant_id, scope.user_id, scope.app_id), self.actor
+            )
+
+    async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
+        """Every ADD, UPDATE and DELETE of a memory, oldest first (kept after deletion)."""
+        ident = parse_id(memory_id)
+        async with self._backend.engine.connect() as conn:
+            rows = await store.fetch_history(conn, self.tenant_id, ident, user_id)
+        if not rows:
+            raise NotFound("No such memory for this user.", details={"id": str(ident)})
+        return [self._history_entry(r) for r in rows]
+
+    def _history_entry(self, row: AnyRow) -> HistoryEntry:
+        def side(prefix: str) -> str | None:
+            ciphertext = getattr(row, f"{prefix}_ciphertext")
+            if ciphertext is None:
+                return None
+            return self._open(
+                row.tenant_id,
+                row.memory_id,
+                ciphertext,
+                getattr(row, f"{prefix}_nonce"),
+                getattr(row, f"{prefix}_key_id"),
+            )
+
+        return HistoryEntry(
+            id=row.id,
+            memory_id=row.memory_id,
+            action=row.action,
+            old_content=side("old"),
+            new_content=side("new"),
+            old_metadata=row.old_metadata,
+            new_metadata=row.new_metadata,
+            actor=row.actor,
+            created_at=row.created_at,
+        )
+
+    # --- maintenance (whole store, every tenant) ------------------------------------------------
+
+    async def purge_expired(self) -> int:
+        """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
+        async with self._backend.engine.begin() as conn:
+            return await store.delete_where(conn, store.expired(datetime.now(UTC)), "ttl")
+
+    async def rotate_encryption_key(self, *, reload_grace_s: float = 1.5) -> RotationReport:
+        """Re-encrypt every row under a new active key while reads and writes go on."""
+        return await rotation.rotate(self._backend, reload_grace_s=reload_grace_s)
+
+
+class Memory:
+    """The synchronous face of :class:`AsyncMemory`, same methods, same behaviour.
+
+    ``Memory()`` reads ``MEMVAULT_*`` settings from the environment, like the CLI does; pass a
+    :class:`~memvault.config.Settings` to be explicit.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tenant_id: str = "default",
+        actor: str = "library",
+    ) -> None:
+        self._loop = LoopThread()
+        try:
+            self._async = self._loop.run(
+                AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor)
+            )
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    add = blocking(AsyncMemory.add)
+    get = blocking(AsyncMemory.get)
+    list = blocking(AsyncMemory.list)
+    update = blocking(AsyncMemory.update)
+    delete = blocking(AsyncMemory.delete)
+    delete_all = blocking(AsyncMemory.delete_all)
+    history = blocking(AsyncMemory.history)
+    purge_expired = blocking(AsyncMemory.purge_expired)
+    rotate_encryption_key = blocking(AsyncMemory.rotate_encryption_key)
+
+    @property
+    def tenant_id(self) -> str:
+        tenant: str = self._async.tenant_id
+        return tenant
+
+    def close(self) -> None:
+        if self._loop.loop.is_running():
+            self._loop.run(self._async.close())
+            self._loop.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["AsyncMemory", "Memory"]
