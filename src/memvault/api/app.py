@@ -6,12 +6,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from memvault import __version__
 from memvault.api import errors
+from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.routes import memories
 from memvault.config import Settings
 from memvault.service import AsyncMemory
+
+
+class _MemvaultAPI(FastAPI):
+    def build_middleware_stack(self) -> ASGIApp:
+        # Outermost, so even FastAPI's own body limiter answers in the error envelope.
+        return PayloadLimitEnvelope(super().build_middleware_stack(), self.max_body_size or 0)
 
 
 def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> FastAPI:
@@ -31,7 +39,7 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
         finally:
             await opened.close()
 
-    app = FastAPI(
+    app = _MemvaultAPI(
         title="memvault",
         version=__version__,
         description="Long-term memory for AI agents.",

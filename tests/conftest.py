@@ -1,0 +1,93 @@
+"""Real PostgreSQL for every test: one embedded server per session, a migrated template
+database built once, and a fresh copy of it for each test (CREATE DATABASE … TEMPLATE)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault.api import create_app
+from memvault.config import Settings
+from memvault.crypto import generate_key
+from memvault.db.embedded import EmbeddedPostgres
+from memvault.db.engine import migrate
+from memvault.service import AsyncMemory
+
+TEMPLATE = "memvault_template"
+KEY = generate_key()
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests build their settings explicitly; nothing leaks in from the caller's shell."""
+    for name in list(os.environ):
+        if name.startswith("MEMVAULT_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data")
+    server.start()
+    with psycopg.connect(server.admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    migrate(server.admin_url(TEMPLATE))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+    yield pg_server.admin_url(name)
+    with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
+    def build(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "database_url": database_url,
+            "encryption_key": KEY,
+            "data_dir": tmp_path / "data",
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return build
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings]) -> Settings:
+    return make_settings()
+
+
+@pytest.fixture
+async def memory(settings: Settings) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(settings)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def raw(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A plain connection for looking at what is really stored."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
+        yield test_client

@@ -1,0 +1,175 @@
+"""The REST API: every route, and every error case answered in one envelope."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+USER = {"user_id": "alice"}
+
+
+def add(client: TestClient, content: str = "likes tea", **extra: Any) -> dict[str, Any]:
+    response = client.post("/v1/memories", json={"content": content, "user_id": "alice", **extra})
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert error["code"] == code
+    assert set(error) == {"code", "message", "details"}
+    return error
+
+
+def test_health(client: TestClient) -> None:
+    assert client.get("/health").json() == {"status": "ok"}
+
+
+def test_openapi_docs_are_served(client: TestClient) -> None:
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/memories", "/v1/memories/{memory_id}", "/v1/memories/{memory_id}/history"} <= set(
+        paths
+    )
+
+
+def test_crud_round_trip(client: TestClient) -> None:
+    created = add(client, tags=["drink"], metadata={"source": "chat"})
+    mid = created["id"]
+    assert client.get(f"/v1/memories/{mid}", params=USER).json() == created
+
+    patched = client.patch(f"/v1/memories/{mid}", params=USER, json={"content": "likes coffee"})
+    assert patched.status_code == 200 and patched.json()["content"] == "likes coffee"
+
+    history = client.get(f"/v1/memories/{mid}/history", params=USER).json()["results"]
+    assert [h["action"] for h in history] == ["ADD", "UPDATE"]
+    assert history[1]["old_content"] == "likes tea"
+
+    assert client.delete(f"/v1/memories/{mid}", params=USER).status_code == 204
+    assert_error(client.get(f"/v1/memories/{mid}", params=USER), 404, "not_found")
+
+
+def test_list_filters_and_pages(client: TestClient) -> None:
+    for i in range(5):
+        add(client, f"note {i}", tags=["even"] if i % 2 == 0 else [], metadata={"i": i})
+    page = client.get("/v1/memories", params={**USER, "limit": 2}).json()
+    assert [m["content"] for m in page["results"]] == ["note 4", "note 3"]
+    second = client.get(
+        "/v1/memories", params={**USER, "limit": 2, "cursor": page["next_cursor"]}
+    ).json()
+    assert [m["content"] for m in second["results"]] == ["note 2", "note 1"]
+    tagged = client.get("/v1/memories", params={**USER, "tags": "even"}).json()["results"]
+    assert len(tagged) == 3
+    by_meta = client.get("/v1/memories", params={**USER, "metadata": json.dumps({"i": 3})}).json()[
+        "results"
+    ]
+    assert [m["content"] for m in by_meta] == ["note 3"]
+
+
+def test_delete_all(client: TestClient) -> None:
+    add(client, "one", app_id="x")
+    add(client, "two", app_id="y")
+    response = client.delete("/v1/memories", params={**USER, "app_id": "x"})
+    assert response.json() == {"deleted": 1}
+    assert client.delete("/v1/memories", params=USER).json() == {"deleted": 1}
+
+
+def test_another_users_memory_is_not_found(client: TestClient) -> None:
+    mid = add(client)["id"]
+    other = {"user_id": "mallory"}
+    assert_error(client.get(f"/v1/memories/{mid}", params=other), 404, "not_found")
+    assert_error(
+        client.patch(f"/v1/memories/{mid}", params=other, json={"content": "x"}), 404, "not_found"
+    )
+    assert_error(client.delete(f"/v1/memories/{mid}", params=other), 404, "not_found")
+    assert_error(client.get(f"/v1/memories/{mid}/history", params=other), 404, "not_found")
+    assert client.get(f"/v1/memories/{mid}", params=USER).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": "", "user_id": "alice"},
+        {"content": "   \n", "user_id": "alice"},
+        {"content": "x" * 32_001, "user_id": "alice"},
+        {"content": "ok", "user_id": ""},
+        {"content": "ok"},
+        {"content": "ok", "user_id": "alice", "colour": "blue"},
+        {"content": 42, "user_id": "alice"},
+    ],
+)
+def test_invalid_bodies_are_422_and_store_nothing(
+    client: TestClient, raw: psycopg.Connection[Any], body: dict[str, Any]
+) -> None:
+    response = client.post("/v1/memories", json=body)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] in {"invalid_input", "content_too_long"}
+    assert raw.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+
+
+def test_too_long_content_says_so(client: TestClient) -> None:
+    error = assert_error(
+        client.post("/v1/memories", json={"content": "y" * 32_001, **USER}), 422, "content_too_long"
+    )
+    assert error["details"]["limit"] == 32_000
+    assert "yyyy" not in json.dumps(error)
+
+
+@pytest.mark.parametrize("path", ["/v1/memories/not-a-uuid", "/v1/memories/123/history"])
+def test_bad_ids_are_422(client: TestClient, path: str) -> None:
+    assert_error(client.get(path, params=USER), 422, "invalid_input")
+
+
+def test_unknown_query_fields_are_422(client: TestClient) -> None:
+    assert_error(
+        client.get("/v1/memories", params={**USER, "colour": "blue"}), 422, "invalid_input"
+    )
+
+
+def test_missing_user_is_422(client: TestClient) -> None:
+    mid = add(client)["id"]
+    assert_error(client.get(f"/v1/memories/{mid}"), 422, "invalid_input")
+
+
+def test_bad_metadata_filter_is_422(client: TestClient) -> None:
+    assert_error(
+        client.get("/v1/memories", params={**USER, "metadata": "{nope"}), 422, "invalid_input"
+    )
+
+
+def test_oversized_body_is_413(client: TestClient) -> None:
+    body = json.dumps({"content": "z" * 2_000_000, "user_id": "alice"})
+    response = client.post(
+        "/v1/memories", content=body, headers={"content-type": "application/json"}
+    )
+    assert_error(response, 413, "payload_too_large")
+
+
+def test_unknown_route_uses_the_envelope(client: TestClient) -> None:
+    assert_error(client.get("/v1/nothing-here"), 404, "not_found")
+
+
+def test_internal_errors_reveal_nothing(client: TestClient, raw: psycopg.Connection[Any]) -> None:
+    raw.execute("ALTER TABLE memories RENAME TO memories_gone")
+    response = client.post("/v1/memories", json={"content": "secret sauce", **USER})
+    error = assert_error(response, 500, "internal_error")
+    text = json.dumps(error).lower()
+    for leak in ("secret sauce", "traceback", "select", "insert", "memories", "psycopg"):
+        assert leak not in text
+
+
+def test_streamed_oversized_body_is_413(client: TestClient) -> None:
+    def chunks() -> Any:
+        for _ in range(300):
+            yield b"x" * 8192
+
+    response = client.post(
+        "/v1/memories", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert_error(response, 413, "payload_too_large")
