@@ -76,9 +76,8 @@ def serve(
     from memvault.api import create_app
     from memvault.db.embedded import ServeLock
 
-    settings = Settings()
     overrides: dict[str, Any] = {"host": host, "port": port}
-    settings = settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     lock = ServeLock(settings.data_dir)
     if settings.embedded:
         try:

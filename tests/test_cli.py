@@ -1,0 +1,146 @@
+"""The ``memvault`` command, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from memvault.cli import app
+from tests.conftest import KEY
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    values = {"MEMVAULT_DATABASE_URL": database_url, "MEMVAULT_ENCRYPTION_KEY": KEY}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+def run(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_add_get_list_history_delete(env: dict[str, str]) -> None:
+    memory_id = run(
+        "add",
+        "Carol is allergic to peanuts",
+        "-u",
+        "carol",
+        "--tag",
+        "health",
+        "--metadata",
+        '{"severity": "high"}',
+    ).strip()
+    got = json.loads(run("get", memory_id, "-u", "carol", "--json"))
+    assert got[0]["content"] == "Carol is allergic to peanuts"
+    assert got[0]["metadata"] == {"severity": "high"}
+    listed = json.loads(run("list", "-u", "carol", "--json"))
+    assert [m["id"] for m in listed] == [memory_id]
+    history = json.loads(run("history", memory_id, "-u", "carol", "--json"))
+    assert [h["action"] for h in history] == ["ADD"]
+    assert history[0]["actor"] == "cli"
+    assert "deleted 1" in run("delete", memory_id, "-u", "carol")
+    result = runner.invoke(app, ["get", memory_id, "-u", "carol"])
+    assert result.exit_code == 1
+    assert "No such memory" in result.output
+
+
+def test_errors_are_one_clear_line(env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["add", "   ", "-u", "carol"])
+    assert result.exit_code == 1
+    assert "not valid" in result.output and "Traceback" not in result.output
+
+
+def test_cleanup_and_keys(env: dict[str, str]) -> None:
+    assert "deleted 0 expired" in run("cleanup")
+    assert len(run("keys", "generate").strip()) == 44
+    assert "active key" in run("keys", "rotate")
+
+
+def test_doctor_reports_every_check(env: dict[str, str]) -> None:
+    output = run("doctor")
+    for check in ("database", "pgvector", "schema", "encryption key", "embedding model"):
+        assert check in output
+    assert "FAIL" not in output
+
+
+def test_doctor_explains_a_missing_key(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMVAULT_ENCRYPTION_KEY")
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 1
+    assert "memvault keys generate" in result.output.replace("\n", " ")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, str], int]]:
+    port = _free_port()
+    env = {**os.environ, "MEMVAULT_DATA_DIR": str(tmp_path / "data"), "MEMVAULT_PORT": str(port)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memvault.cli", "serve"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    yield proc, env, port
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_serve_embedded_answers_and_refuses_a_second_server(
+    served: tuple[subprocess.Popen[str], dict[str, str], int], tmp_path: Path
+) -> None:
+    proc, env, port = served
+    base = f"http://127.0.0.1:{port}"
+    assert httpx.get(f"{base}/health").json() == {"status": "ok"}
+    created = httpx.post(f"{base}/v1/memories", json={"content": "served", "user_id": "u"})
+    assert created.status_code == 201
+
+    second = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "serve"],
+        env={**env, "MEMVAULT_PORT": str(_free_port())},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1
+    assert "already using the data directory" in second.stderr.replace("\n", " ")
+
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    assert str(tmp_path / "data") in output.replace("\n", "")
+    assert not (tmp_path / "data" / "pg" / "postmaster.pid").exists()
