@@ -22,7 +22,7 @@ from memvault.service import Memory
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
 
