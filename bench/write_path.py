@@ -15,15 +15,19 @@ import random
 import tempfile
 from pathlib import Path
 
-from _stats import print_table, summary_ms, timed
-
 from memvault import AsyncMemory, Settings
 
+from _stats import print_table, summary_ms, timed
+
 SENTENCES = [
-    "prefers window seats on long flights", "is allergic to peanuts",
-    "works at a robotics startup in Lyon", "has a daughter called Mia who plays chess",
-    "asked to be reminded about the dentist on Friday", "uses vim and hates tabs",
-    "is training for the Berlin marathon", "drinks oat milk flat whites",
+    "prefers window seats on long flights",
+    "is allergic to peanuts",
+    "works at a robotics startup in Lyon",
+    "has a daughter called Mia who plays chess",
+    "asked to be reminded about the dentist on Friday",
+    "uses vim and hates tabs",
+    "is training for the Berlin marathon",
+    "drinks oat milk flat whites",
 ]
 
 
@@ -40,17 +44,17 @@ async def run(count: int) -> None:
             text = f"{user} {rng.choice(SENTENCES)} (note {i})"
             with timed(both):
                 with timed(adds):
-                    record = await memory.add(text, user_id=user, tags=["bench"],
-                                              metadata={"n": i})
+                    record = await memory.add(text, user_id=user, tags=["bench"], metadata={"n": i})
                 with timed(gets):
                     await memory.get(record.id, user_id=user)
             ids.append(record.id)
             if (i + 1) % 2000 == 0:
                 print(f"  {i + 1}/{count} written", flush=True)
         await memory.close()
-    print_table(f"write path, embedded mode, {count} memories",
-                {"add": summary_ms(adds), "get": summary_ms(gets),
-                 "add + get": summary_ms(both)})
+    print_table(
+        f"write path, embedded mode, {count} memories",
+        {"add": summary_ms(adds), "get": summary_ms(gets), "add + get": summary_ms(both)},
+    )
 
 
 def main() -> None:
