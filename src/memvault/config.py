@@ -13,6 +13,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+EmbeddingProviderName = Literal["local", "openai", "hash"]
 
 
 def _default_data_dir() -> Path:
@@ -48,9 +49,56 @@ class Settings(BaseSettings):
     max_page_size: int = Field(default=100, ge=1)
     pool_size: int = Field(default=10, ge=1)
 
+    # --- embeddings ---
+    embedding_provider: EmbeddingProviderName = "local"
+    embedding_model: str = Field(
+        default="all-MiniLM-L6-v2",
+        description="model name; for `local` the bundled all-MiniLM-L6-v2",
+    )
+    embedding_base_url: str = Field(
+        default="https://api.openai.com/v1", description="OpenAI-compatible API root (openai)"
+    )
+    embedding_api_key: SecretStr | None = None
+    embedding_dimensions: int | None = Field(default=None, ge=1, le=16_000)
+    embedding_timeout_s: float = Field(default=30.0, gt=0)
+    embedding_attempts: int = Field(default=5, ge=1, description="tries before falling back")
+    embedding_retry_base_s: float = Field(default=0.5, ge=0)
+    embedding_fallback: bool = Field(
+        default=True, description="fall back to the local model, then hash vectors"
+    )
+    embedding_max_chars: int = Field(default=8_000, ge=1)
+    embedding_cache_ttl_s: int = Field(default=3_600, ge=0)
+    chunk_tokens: int = Field(default=256, ge=16, le=8_192)
+    chunk_overlap: int = Field(default=32, ge=0)
+
+    # --- worker ---
+    run_worker: bool | None = Field(
+        default=None, description="run the embedding worker in-process; unset: in embedded mode"
+    )
+    worker_concurrency: int = Field(default=1, ge=1)
+    worker_batch_size: int = Field(default=64, ge=1)
+    worker_batch_wait_ms: int = Field(default=10, ge=0)
+    worker_max_attempts: int = Field(default=5, ge=1)
+    worker_backoff_base_s: float = Field(default=2.0, ge=0)
+    worker_lease_s: float = Field(default=120.0, gt=0)
+    worker_sweep_interval_s: float = Field(default=30.0, gt=0)
+    wait_timeout_s: float = Field(default=30.0, gt=0, description="longest add(wait=True)")
+
+    # --- search ---
+    search_exact_max_chunks: int = Field(
+        default=20_000,
+        ge=0,
+        description="scopes with at most this many chunks are searched exactly, not by HNSW",
+    )
+    hnsw_ef_search: int = Field(default=200, ge=1, le=1000)
+
     @property
     def embedded(self) -> bool:
         return self.database_url is None
+
+    @property
+    def worker_in_process(self) -> bool:
+        return self.embedded if self.run_worker is None else self.run_worker
 
     @property
     def key_file(self) -> Path:

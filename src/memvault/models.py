@@ -131,6 +131,44 @@ class MemoryRecord(BaseModel):
     expires_at: datetime | None
 
 
+class SearchHit(MemoryRecord):
+    similarity: float = Field(description="cosine similarity of the best chunk, 0..1")
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    model: str = Field(description="the embedding model that compared query and memories")
+    degraded: bool = Field(
+        description="true when the query was embedded by a fallback model: only memories "
+        "embedded by the same fallback were compared"
+    )
+
+
+class SearchRequest(Scope):
+    """Body of POST /v1/memories/search."""
+
+    query: Content
+    app_id: Identifier | None = None  # type: ignore[assignment]
+    channel: Identifier | None = None  # type: ignore[assignment]
+    source: Identifier | None = None
+    tags: Tags = []
+    metadata: dict[str, Any] | None = None
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+class EmbeddingJob(BaseModel):
+    id: int
+    tenant_id: str
+    memory_id: UUID
+    status: Literal["queued", "processing", "done", "failed"]
+    attempts: int
+    last_error: str | None
+    available_at: datetime
+    updated_at: datetime
+
+
 class MemoryPage(BaseModel):
     results: list[MemoryRecord]
     next_cursor: str | None = Field(

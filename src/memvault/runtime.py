@@ -17,8 +17,11 @@ from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
 from memvault.db import store
 from memvault.db.embedded import EmbeddedPostgres
-from memvault.db.engine import create_engine, migrate
+from memvault.db.engine import create_engine, libpq_url, migrate
+from memvault.db.vectors import ensure_index
+from memvault.embedding import EmbeddingService, build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
+from memvault.worker.runner import Worker
 
 
 @dataclass
@@ -29,10 +32,28 @@ class Backend:
     keys: KeyringSource
     settings: Settings
     url: str
+    embeddings: EmbeddingService
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _workers: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def start_workers(self, concurrency: int) -> None:
+        """Run embedding workers as tasks on the current event loop until ``close``."""
+        for n in range(concurrency):
+            worker = Worker(self.engine, self.url, self.keys, self.embeddings, self.settings)
+            self._workers.append(
+                asyncio.create_task(
+                    worker.run(self._stop, sweeper=n == 0), name=f"memvault-worker-{n}"
+                )
+            )
 
     async def close(self) -> None:
+        self._stop.set()
+        if self._workers:
+            await asyncio.gather(*self._workers, return_exceptions=True)
+            self._workers.clear()
+        await self.embeddings.aclose()
         await self.engine.dispose()
         for close in reversed(self.closers):
             await asyncio.to_thread(close)
@@ -52,9 +73,21 @@ async def open_backend(settings: Settings) -> Backend:
         await asyncio.to_thread(migrate, url)
         engine = create_engine(url, pool_size=settings.pool_size)
         keys, key_file = await _open_keys(engine, settings)
-        return Backend(
-            engine=engine, keys=keys, settings=settings, url=url, key_file=key_file, closers=closers
+        embeddings = build_embedding_service(settings, engine)
+        if embeddings.primary.dimensions:
+            await ensure_index(engine, embeddings.active_model, embeddings.primary.dimensions)
+        backend = Backend(
+            engine=engine,
+            keys=keys,
+            settings=settings,
+            url=libpq_url(url),
+            embeddings=embeddings,
+            key_file=key_file,
+            closers=closers,
         )
+        if settings.worker_in_process:
+            backend.start_workers(settings.worker_concurrency)
+        return backend
     except BaseException:
         if engine is not None:
             await engine.dispose()

@@ -6,6 +6,7 @@ transaction per write that holds the row and its history together.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import builtins
@@ -19,11 +20,12 @@ from pydantic import BaseModel, ValidationError
 from memvault import rotation
 from memvault._sync import LoopThread, blocking
 from memvault.config import Settings
-from memvault.crypto import Sealed, associated_data
-from memvault.db import store
+from memvault.db import jobs, store, vectors
 from memvault.db.store import AnyRow
+from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.models import (
+    EmbeddingJob,
     HistoryEntry,
     MemoryCreate,
     MemoryPage,
@@ -31,8 +33,13 @@ from memvault.models import (
     MemoryRecord,
     MemoryUpdate,
     RotationReport,
+    SearchHit,
+    SearchRequest,
+    SearchResult,
 )
 from memvault.runtime import Backend, open_backend
+from memvault.sealing import open_content, seal_content
+from memvault.worker import Worker
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,21 +115,12 @@ class AsyncMemory:
     # --- sealing ------------------------------------------------------------------------------
 
     def _seal(self, memory_id: UUID, content: str) -> dict[str, Any]:
-        keyring = self._backend.keys.current()
-        sealed = keyring.seal(content, associated_data(self.tenant_id, str(memory_id)))
-        return {
-            "ciphertext": sealed.ciphertext,
-            "nonce": sealed.nonce,
-            "key_id": sealed.key_id,
-            "content_hash": keyring.content_hash(content),
-        }
+        return seal_content(self._backend.keys, self.tenant_id, memory_id, content)
 
     def _open(
         self, tenant_id: str, memory_id: UUID, ciphertext: bytes, nonce: bytes, key_id: str
     ) -> str:
-        return self._backend.keys.current().open(
-            Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
-        )
+        return open_content(self._backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
 
     def _record(self, row: AnyRow) -> MemoryRecord:
         content = self._open(row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
@@ -155,8 +153,13 @@ class AsyncMemory:
         metadata: dict[str, Any] | None = None,
         occurred_at: datetime | None = None,
         expires_at: datetime | None = None,
+        wait: bool = False,
     ) -> MemoryRecord:
-        """Store one memory and return it as stored."""
+        """Store one memory and queue it for embedding.
+
+        With ``wait=True`` return only once it is searchable (or ``wait_timeout_s`` passed:
+        then the returned record says ``embedded=False``; the memory is stored either way).
+        """
         item = validated(
             MemoryCreate,
             content=content,
@@ -179,7 +182,21 @@ class AsyncMemory:
         values.update(self._seal(memory_id, item.content), tenant_id=self.tenant_id, id=memory_id)
         async with self._backend.engine.begin() as conn:
             row = await store.insert_memory(conn, values, self.actor)
+            await jobs.enqueue(conn, self.tenant_id, [memory_id])
+        if wait:
+            return await self._when_searchable(memory_id, row.user_id)
         return self._record(row)
+
+    async def _when_searchable(self, memory_id: UUID, user_id: str) -> MemoryRecord:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._backend.settings.wait_timeout_s
+        delay = 0.002
+        while True:
+            record = await self.get(memory_id, user_id=user_id)
+            if record.embedded or loop.time() >= deadline:
+                return record
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.025)
 
     async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
         ident = parse_id(memory_id)
@@ -256,6 +273,8 @@ class AsyncMemory:
                 merged = {**old.metadata, **change.metadata}
                 values["metadata"] = {k: v for k, v in merged.items() if v is not None}
             row = await store.update_memory(conn, old, values, self.actor)
+            if change.content is not None:
+                await jobs.enqueue(conn, self.tenant_id, [ident])
         return self._record(row)
 
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
@@ -309,7 +328,108 @@ class AsyncMemory:
             created_at=row.created_at,
         )
 
+    # --- search -------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        app_id: str | None = None,
+        project_id: str | None = None,
+        environment: str | None = None,
+        channel: str | None = None,
+        source: str | None = None,
+        tags: builtins.list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        limit: int = 10,
+    ) -> SearchResult:
+        """Memories of this user nearest in meaning to ``query``; unembedded ones never appear."""
+        request = validated(
+            SearchRequest,
+            query=query,
+            user_id=user_id,
+            app_id=app_id,
+            project_id=project_id,
+            environment=environment,
+            channel=channel,
+            source=source,
+            tags=tags,
+            metadata=metadata,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+        )
+        settings = self._backend.settings
+        embedded = await self._backend.embeddings.embed_batch(
+            [clean(request.query, settings.embedding_max_chars)]
+        )
+        filters = request.model_dump(exclude={"query", "limit"})
+        async with self._backend.engine.begin() as conn:
+            size = await vectors.scope_size(
+                conn, self.tenant_id, request.user_id, embedded.model_id
+            )
+            rows = await vectors.nearest(
+                conn,
+                self.tenant_id,
+                filters,
+                embedded.vectors[0],
+                embedded.model_id,
+                embedded.dimensions,
+                request.limit,
+                exact=size <= settings.search_exact_max_chunks,
+                ef_search=settings.hnsw_ef_search,
+            )
+        hits = [
+            SearchHit(
+                **self._record(row).model_dump(),
+                similarity=1.0 - min(max(float(row.distance), 0.0), 1.0),
+            )
+            for row in rows
+        ]
+        return SearchResult(results=hits, model=embedded.model_id, degraded=embedded.fallback)
+
     # --- maintenance (whole store, every tenant) ------------------------------------------------
+
+    async def list_jobs(
+        self, *, status: str | None = None, limit: int = 50
+    ) -> builtins.list[EmbeddingJob]:
+        """Embedding jobs, most recently changed first (``status="failed"``: dead letters)."""
+        async with self._backend.engine.connect() as conn:
+            rows = await jobs.list_jobs(conn, status, limit)
+        return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
+
+    async def retry_jobs(self, job_ids: builtins.list[int] | None = None) -> int:
+        """Put failed jobs (all, or these ids) back in the queue."""
+        async with self._backend.engine.begin() as conn:
+            return await jobs.retry_failed(conn, job_ids)
+
+    async def queue_counts(self) -> dict[str, int]:
+        async with self._backend.engine.connect() as conn:
+            return await jobs.counts(conn)
+
+    async def reembed(self) -> int:
+        """Queue every memory not yet embedded by the active model; returns how many."""
+        total = 0
+        while True:
+            async with self._backend.engine.begin() as conn:
+                queued = await jobs.sweep(
+                    conn, active_model=self._backend.embeddings.active_model, limit=10_000
+                )
+            total += queued
+            if queued < 10_000:
+                return total
+
+    async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
+        """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
+        backend = self._backend
+        workers = [
+            Worker(backend.engine, backend.url, backend.keys, backend.embeddings, backend.settings)
+            for _ in range(concurrency)
+        ]
+        await asyncio.gather(*(w.run(stop, sweeper=i == 0) for i, w in enumerate(workers)))
 
     async def purge_expired(self) -> int:
         """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
@@ -351,6 +471,11 @@ class Memory:
     delete = blocking(AsyncMemory.delete)
     delete_all = blocking(AsyncMemory.delete_all)
     history = blocking(AsyncMemory.history)
+    search = blocking(AsyncMemory.search)
+    list_jobs = blocking(AsyncMemory.list_jobs)
+    retry_jobs = blocking(AsyncMemory.retry_jobs)
+    queue_counts = blocking(AsyncMemory.queue_counts)
+    reembed = blocking(AsyncMemory.reembed)
     purge_expired = blocking(AsyncMemory.purge_expired)
     rotate_encryption_key = blocking(AsyncMemory.rotate_encryption_key)
 

@@ -30,9 +30,20 @@ def driver_url(url: str) -> sa.URL:
     return parsed.set(drivername="postgresql+psycopg")
 
 
+def libpq_url(url: str) -> str:
+    """The same URL as plain libpq understands it (for LISTEN connections)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     return create_async_engine(
-        driver_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
+        driver_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_recycle=1800,
+        # No server-side prepared statements: each query is planned with its real parameters,
+        # which lets the planner match a model's partial vector index.
+        connect_args={"prepare_threshold": None},
     )
 
 

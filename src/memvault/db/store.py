@@ -57,7 +57,7 @@ async def fetch_memory(
     return (await conn.execute(query)).one_or_none()
 
 
-def _list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[bool]]:
+def list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[bool]]:
     where = [_m.tenant_id == tenant_id, _m.user_id == f["user_id"], _live]
     for name in ("app_id", "project_id", "environment", "channel", "source"):
         if f.get(name) is not None:
@@ -81,7 +81,7 @@ async def list_memories(
     after: tuple[datetime, UUID] | None,
 ) -> Sequence[AnyRow]:
     """Newest first, keyset-paginated on (created_at, id) so pages stay stable under writes."""
-    where = _list_filters(tenant_id, filters)
+    where = list_filters(tenant_id, filters)
     if after is not None:
         where.append(sa.tuple_(_m.created_at, _m.id) < sa.tuple_(*after))
     query = (

@@ -8,12 +8,14 @@ key id; ``content_hash`` is a keyed HMAC, so equality is checkable without plain
 
 from __future__ import annotations
 
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
     Column,
     DateTime,
+    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
@@ -54,6 +56,8 @@ memories = Table(
     Column("valid_until", DateTime(timezone=True)),
     Column("tier", Text, nullable=False, server_default="hot"),
     Column("embedded", Boolean, nullable=False, server_default=text("false")),
+    # Which model made this memory's vectors: a fallback model's are redone by the sweep.
+    Column("embedding_model", Text),
     Column("access_count", Integer, nullable=False, server_default="0"),
     Column("last_accessed", DateTime(timezone=True)),
     Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
@@ -109,4 +113,86 @@ encryption_keys = Table(
     Column("first_used_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
 
-__all__ = ["encryption_keys", "memories", "memory_history", "metadata"]
+# One row per chunk of a memory per model. The vector column has no fixed dimension, so models
+# of any size can coexist; each model gets its own partial HNSW index over a cast to its size
+# (created at start-up for the active model, see db/vectors.py).
+memory_chunks = Table(
+    "memory_chunks",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("chunk_index", Integer, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("embedding", Vector(), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "memory_id", "model", "chunk_index", name="pk_memory_chunks"),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_memory_chunks_memory",
+    ),
+    Index("ix_memory_chunks_owner", "tenant_id", "user_id", "model"),
+)
+
+embedding_jobs = Table(
+    "embedding_jobs",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("status", Text, nullable=False, server_default="queued"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("locked_until", DateTime(timezone=True)),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_embedding_jobs"),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_embedding_jobs_memory",
+    ),
+    CheckConstraint(
+        "status IN ('queued', 'processing', 'done', 'failed')", name="ck_embedding_jobs_status"
+    ),
+    # At most one waiting job per memory: a second content change before the first is picked
+    # up needs no second job, the worker always embeds the current content.
+    Index(
+        "ux_embedding_jobs_queued",
+        "tenant_id",
+        "memory_id",
+        unique=True,
+        postgresql_where=text("status = 'queued'"),
+    ),
+    Index("ix_embedding_jobs_ready", "available_at", postgresql_where=text("status = 'queued'")),
+    Index(
+        "ix_embedding_jobs_leased", "locked_until", postgresql_where=text("status = 'processing'")
+    ),
+    Index("ix_embedding_jobs_memory", "tenant_id", "memory_id"),
+)
+
+# Vectors by SHA-256(model + text); UNLOGGED: a cache may be lost in a crash, it is never the
+# only copy of anything.
+embedding_cache = Table(
+    "embedding_cache",
+    metadata,
+    Column("key", LargeBinary, primary_key=True),
+    Column("embedding", Vector(), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Index("ix_embedding_cache_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
+__all__ = [
+    "embedding_cache",
+    "embedding_jobs",
+    "encryption_keys",
+    "memories",
+    "memory_chunks",
+    "memory_history",
+    "metadata",
+]

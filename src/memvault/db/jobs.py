@@ -1,0 +1,186 @@
+"""The embedding job queue, in PostgreSQL.
+
+Workers claim with ``FOR UPDATE SKIP LOCKED`` and a lease (``locked_until``); a crashed worker's
+jobs come back when the lease runs out. New jobs ``NOTIFY`` idle workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.store import AnyRow
+from memvault.db.tables import embedding_jobs, memories
+
+CHANNEL = "memvault_jobs"
+_j = embedding_jobs.c
+_m = memories.c
+_LIVE = ("queued", "processing")
+
+
+async def enqueue(conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]) -> None:
+    if not memory_ids:
+        return
+    await conn.execute(
+        insert(embedding_jobs)
+        .values([{"tenant_id": tenant_id, "memory_id": m} for m in memory_ids])
+        .on_conflict_do_nothing(
+            index_elements=["tenant_id", "memory_id"], index_where=_j.status == "queued"
+        )
+    )
+    await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "")))
+
+
+async def claim(conn: AsyncConnection, limit: int, lease_s: float) -> Sequence[AnyRow]:
+    ready = sa.or_(
+        sa.and_(_j.status == "queued", _j.available_at <= sa.func.now()),
+        sa.and_(_j.status == "processing", _j.locked_until < sa.func.now()),
+    )
+    picked = (
+        sa.select(_j.tenant_id, _j.id)
+        .where(ready)
+        .order_by(_j.available_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .cte("picked")
+    )
+    statement = (
+        embedding_jobs.update()
+        .where(sa.tuple_(_j.tenant_id, _j.id).in_(sa.select(picked.c.tenant_id, picked.c.id)))
+        .values(
+            status="processing",
+            attempts=_j.attempts + 1,
+            updated_at=sa.func.now(),
+            locked_until=sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, lease_s),
+        )
+        .returning(_j.tenant_id, _j.id, _j.memory_id, _j.attempts, _j.locked_until)
+    )
+    return (await conn.execute(statement)).all()
+
+
+def _mine(job: AnyRow) -> sa.ColumnElement[bool]:
+    # A lease that ran out may have been claimed by another worker: touch only our own claim.
+    return sa.and_(
+        _j.tenant_id == job.tenant_id,
+        _j.id == job.id,
+        _j.status == "processing",
+        _j.locked_until == job.locked_until,
+    )
+
+
+async def complete(conn: AsyncConnection, job: AnyRow) -> bool:
+    result = await conn.execute(
+        embedding_jobs.update()
+        .where(_mine(job))
+        .values(status="done", locked_until=None, last_error=None, updated_at=sa.func.now())
+        .returning(_j.id)
+    )
+    return result.first() is not None
+
+
+async def fail(
+    conn: AsyncConnection, job: AnyRow, error: str, *, max_attempts: int, backoff_base_s: float
+) -> str:
+    """Back off exponentially; after the last attempt the job is ``failed`` (dead letter)."""
+    other = embedding_jobs.alias("other")
+    other_queued = sa.exists().where(
+        other.c.tenant_id == _j.tenant_id,
+        other.c.memory_id == _j.memory_id,
+        other.c.status == "queued",
+    )
+    status = sa.case(
+        (_j.attempts >= max_attempts, "failed"),
+        (other_queued, "done"),  # a newer job for the same memory is already waiting
+        else_="queued",
+    )
+    delay = backoff_base_s * 2 ** (job.attempts - 1)
+    result = await conn.execute(
+        embedding_jobs.update()
+        .where(_mine(job))
+        .values(
+            status=status,
+            last_error=error[:500],
+            locked_until=None,
+            updated_at=sa.func.now(),
+            available_at=sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, delay),
+        )
+        .returning(_j.status)
+    )
+    return str(result.scalar_one_or_none() or "lost")
+
+
+async def sweep(conn: AsyncConnection, *, active_model: str | None, limit: int) -> int:
+    """Queue memories that need vectors: never embedded, or (``active_model`` given) embedded
+    by another model. Dead letters are left for a person to retry."""
+    needs: sa.ColumnElement[bool] = _m.embedded.is_(False)
+    if active_model is not None:
+        needs = sa.or_(needs, _m.embedding_model.is_distinct_from(active_model))
+    has_job = sa.exists().where(
+        _j.tenant_id == _m.tenant_id, _j.memory_id == _m.id, _j.status.in_((*_LIVE, "failed"))
+    )
+    pending = sa.select(_m.tenant_id, _m.id).where(needs, ~has_job).limit(limit)
+    result = await conn.execute(
+        insert(embedding_jobs)
+        .from_select(["tenant_id", "memory_id"], pending)
+        .on_conflict_do_nothing(
+            index_elements=["tenant_id", "memory_id"], index_where=_j.status == "queued"
+        )
+        .returning(_j.id)
+    )
+    count = len(result.all())
+    if count:
+        await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "")))
+    return count
+
+
+async def purge_done(conn: AsyncConnection, older_than_s: float) -> None:
+    await conn.execute(
+        embedding_jobs.delete().where(
+            _j.status == "done",
+            _j.updated_at < sa.func.now() - sa.func.make_interval(0, 0, 0, 0, 0, 0, older_than_s),
+        )
+    )
+
+
+async def list_jobs(conn: AsyncConnection, status: str | None, limit: int) -> Sequence[AnyRow]:
+    query = sa.select(embedding_jobs).order_by(_j.updated_at.desc()).limit(limit)
+    if status:
+        query = query.where(_j.status == status)
+    return (await conn.execute(query)).all()
+
+
+async def retry_failed(conn: AsyncConnection, job_ids: Sequence[int] | None) -> int:
+    other = embedding_jobs.alias("other")
+    already_queued = sa.exists().where(
+        other.c.tenant_id == _j.tenant_id,
+        other.c.memory_id == _j.memory_id,
+        other.c.status == "queued",
+    )
+    where: list[Any] = [_j.status == "failed", ~already_queued]
+    if job_ids:
+        where.append(_j.id.in_(job_ids))
+    result = await conn.execute(
+        embedding_jobs.update()
+        .where(*where)
+        .values(
+            status="queued",
+            attempts=0,
+            available_at=sa.func.now(),
+            last_error=None,
+            updated_at=sa.func.now(),
+        )
+        .returning(_j.id)
+    )
+    count = len(result.all())
+    await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "")))
+    return count
+
+
+async def counts(conn: AsyncConnection) -> dict[str, int]:
+    rows = await conn.execute(sa.select(_j.status, sa.func.count()).group_by(_j.status))
+    return {str(status): int(n) for status, n in rows}

@@ -1,0 +1,148 @@
+"""Chunk vectors: writing them, per-model HNSW indexes, and nearest-neighbour search.
+
+The ``embedding`` column has no fixed dimension; each model gets a partial HNSW index over
+``embedding::vector(d)`` restricted to its rows, and queries use the same expression.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from memvault.db.store import AnyRow, list_filters
+from memvault.db.tables import memories, memory_chunks
+
+_c = memory_chunks.c
+_m = memories.c
+_MODEL_ID = re.compile(r"^[A-Za-z0-9._/:@-]{1,200}$")
+_INDEX_LOCK = 0x6D76696478  # "mvidx"
+
+
+def _checked(model: str, dims: int) -> tuple[str, int]:
+    if not _MODEL_ID.match(model) or not 0 < int(dims) <= 16_000:
+        raise ValueError(f"unusable model id or dimension: {model!r}, {dims!r}")
+    return model, int(dims)
+
+
+def _cast(dims: int) -> sa.ColumnElement[Any]:
+    return sa.literal_column(f"memory_chunks.embedding::vector({int(dims)})")
+
+
+def index_name(model: str) -> str:
+    return f"ix_memory_chunks_hnsw_{hashlib.sha256(model.encode()).hexdigest()[:12]}"
+
+
+async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
+    """Create the model's HNSW index if missing, without blocking writes (CONCURRENTLY)."""
+    model, dims = _checked(model, dims)
+    ddl = (
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(model)} ON memory_chunks "
+        f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+        f"WHERE model = '{model}'"
+    )
+    async with engine.connect() as conn:
+        conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _INDEX_LOCK})
+        try:
+            await conn.execute(sa.text(ddl))
+        finally:
+            await conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _INDEX_LOCK})
+
+
+async def replace_chunks(
+    conn: AsyncConnection,
+    tenant_id: str,
+    memory_id: UUID,
+    user_id: str,
+    model: str,
+    vectors: Sequence[Sequence[float]],
+) -> None:
+    """A memory's vectors, all models' old ones gone, in the caller's transaction."""
+    await conn.execute(
+        memory_chunks.delete().where(_c.tenant_id == tenant_id, _c.memory_id == memory_id)
+    )
+    await conn.execute(
+        memory_chunks.insert().values(
+            [
+                {
+                    "tenant_id": tenant_id,
+                    "memory_id": memory_id,
+                    "model": model,
+                    "chunk_index": i,
+                    "user_id": user_id,
+                    "embedding": list(v),
+                }
+                for i, v in enumerate(vectors)
+            ]
+        )
+    )
+
+
+async def scope_size(conn: AsyncConnection, tenant_id: str, user_id: str, model: str) -> int:
+    query = (
+        sa.select(sa.func.count())
+        .select_from(memory_chunks)
+        .where(_c.tenant_id == tenant_id, _c.user_id == user_id, _c.model == model)
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def nearest(
+    conn: AsyncConnection,
+    tenant_id: str,
+    filters: dict[str, Any],
+    query: Sequence[float],
+    model: str,
+    dims: int,
+    limit: int,
+    *,
+    exact: bool,
+    ef_search: int,
+) -> Sequence[AnyRow]:
+    """Memories by their best chunk's cosine distance, filtered in SQL, nearest first.
+
+    ``exact`` scores every chunk in the owner's scope (small scopes: fast and perfect);
+    otherwise the HNSW index proposes candidates, over-fetched, then the filters apply.
+    """
+    model, dims = _checked(model, dims)
+    probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
+    distance = _cast(dims).op("<=>")(probe)
+    if exact:
+        candidates = sa.select(_c.memory_id, distance.label("distance")).where(
+            _c.tenant_id == tenant_id, _c.user_id == filters["user_id"], _c.model == model
+        )
+    else:
+        await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+        ann = (
+            sa.select(_c.tenant_id, _c.memory_id, distance.label("distance"))
+            .where(_c.model == model)
+            .order_by(distance)
+            .limit(max(ef_search, limit * 10))
+            .subquery("ann")
+        )
+        candidates = sa.select(ann.c.memory_id, ann.c.distance).where(ann.c.tenant_id == tenant_id)
+    scored = candidates.subquery("scored")
+    best = (
+        sa.select(scored.c.memory_id, sa.func.min(scored.c.distance).label("distance"))
+        .group_by(scored.c.memory_id)
+        .subquery("best")
+    )
+    statement = (
+        sa.select(memories, best.c.distance)
+        .join(best, sa.and_(_m.tenant_id == tenant_id, _m.id == best.c.memory_id))
+        .where(*list_filters(tenant_id, filters))
+        .order_by(best.c.distance, _m.id)
+        .limit(limit)
+    )
+    return (await conn.execute(statement)).all()
+
+
+def _vector_text(values: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"

@@ -1,0 +1,117 @@
+"""The embedding cache: Redis when configured, else an UNLOGGED PostgreSQL table.
+
+A failing cache degrades to a miss (counted in ``memvault_cache_errors_total``); it never fails
+a write. Keys are SHA-256 digests, so neither store holds any text.
+"""
+
+from __future__ import annotations
+
+import array
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memvault.db.tables import embedding_cache
+from memvault.metrics import CACHE_ERRORS
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddingCache(Protocol):
+    async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]: ...
+
+    async def set_many(self, items: dict[bytes, list[float]]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class PostgresCache:
+    def __init__(self, engine: AsyncEngine, ttl_s: int) -> None:
+        self._engine = engine
+        self._ttl = timedelta(seconds=ttl_s)
+
+    async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]:
+        c = embedding_cache.c
+        query = sa.select(c.key, c.embedding).where(
+            c.key.in_(list(keys)), c.expires_at > sa.func.now()
+        )
+        try:
+            async with self._engine.connect() as conn:
+                found = {
+                    row.key: [float(x) for x in row.embedding] for row in await conn.execute(query)
+                }
+        except sa.exc.SQLAlchemyError as exc:
+            CACHE_ERRORS.labels("postgres").inc()
+            log.warning("embedding cache read failed: %s", type(exc).__name__)
+            return [None] * len(keys)
+        return [found.get(k) for k in keys]
+
+    async def set_many(self, items: dict[bytes, list[float]]) -> None:
+        if not items:
+            return
+        expires = datetime.now(UTC) + self._ttl
+        rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in items.items()]
+        statement = insert(embedding_cache).values(rows)
+        statement = statement.on_conflict_do_update(
+            index_elements=["key"],
+            set_={
+                "embedding": statement.excluded.embedding,
+                "expires_at": statement.excluded.expires_at,
+            },
+        )
+        try:
+            async with self._engine.begin() as conn:
+                await conn.execute(statement)
+        except sa.exc.SQLAlchemyError as exc:
+            CACHE_ERRORS.labels("postgres").inc()
+            log.warning("embedding cache write failed: %s", type(exc).__name__)
+
+    async def purge_expired(self) -> None:
+        async with self._engine.begin() as conn:
+            await conn.execute(
+                embedding_cache.delete().where(embedding_cache.c.expires_at <= sa.func.now())
+            )
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RedisCache:
+    """Vectors as packed float32 under ``memvault:emb:<hex key>`` with a TTL."""
+
+    def __init__(self, url: str, ttl_s: int) -> None:
+        import redis.asyncio as redis
+
+        self._redis: Any = redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._ttl = max(ttl_s, 1)
+
+    @staticmethod
+    def _name(key: bytes) -> str:
+        return f"memvault:emb:{key.hex()}"
+
+    async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]:
+        try:
+            values = await self._redis.mget([self._name(k) for k in keys])
+        except Exception as exc:  # redis raises many unrelated types; any of them is a miss
+            CACHE_ERRORS.labels("redis").inc()
+            log.warning("embedding cache read failed: %s", type(exc).__name__)
+            return [None] * len(keys)
+        return [list(array.array("f", v)) if v else None for v in values]
+
+    async def set_many(self, items: dict[bytes, list[float]]) -> None:
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key, vector in items.items():
+                    pipe.set(self._name(key), array.array("f", vector).tobytes(), ex=self._ttl)
+                await pipe.execute()
+        except Exception as exc:
+            CACHE_ERRORS.labels("redis").inc()
+            log.warning("embedding cache write failed: %s", type(exc).__name__)
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()

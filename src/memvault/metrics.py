@@ -1,0 +1,26 @@
+"""Prometheus metrics, defined once per process and shared by every module that counts."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+EMBEDDING_CACHE = Counter(
+    "memvault_embedding_cache_requests_total", "Embedding cache look-ups", ["result"]
+)
+EMBEDDING_FALLBACKS = Counter(
+    "memvault_embedding_fallbacks_total", "Batches embedded by a fallback model", ["model"]
+)
+EMBEDDING_ERRORS = Counter(
+    "memvault_embedding_provider_errors_total", "Failed embedding provider calls", ["provider"]
+)
+EMBEDDING_JOBS = Counter(
+    "memvault_embedding_jobs_total", "Embedding jobs finished, by outcome", ["outcome"]
+)
+CACHE_ERRORS = Counter("memvault_cache_errors_total", "Cache back-end failures", ["backend"])
+
+
+def cache_hit_rate() -> float | None:
+    hits = EMBEDDING_CACHE.labels("hit")._value.get()
+    misses = EMBEDDING_CACHE.labels("miss")._value.get()
+    total = hits + misses
+    return hits / total if total else None

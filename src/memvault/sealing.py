@@ -1,0 +1,35 @@
+"""Sealing memory content for its row: the associated data is always (tenant, memory id)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from memvault.crypto import KeyringSource, Sealed, associated_data
+
+
+def seal_content(
+    keys: KeyringSource, tenant_id: str, memory_id: UUID, content: str
+) -> dict[str, Any]:
+    """Column values for a memory's content: ciphertext, nonce, key id and content hash."""
+    keyring = keys.current()
+    sealed = keyring.seal(content, associated_data(tenant_id, str(memory_id)))
+    return {
+        "ciphertext": sealed.ciphertext,
+        "nonce": sealed.nonce,
+        "key_id": sealed.key_id,
+        "content_hash": keyring.content_hash(content),
+    }
+
+
+def open_content(
+    keys: KeyringSource,
+    tenant_id: str,
+    memory_id: UUID,
+    ciphertext: bytes,
+    nonce: bytes,
+    key_id: str,
+) -> str:
+    return keys.current().open(
+        Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
+    )
