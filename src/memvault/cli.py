@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,11 +18,13 @@ from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
 from memvault.models import HistoryEntry, MemoryRecord
-from memvault.service import Memory
+from memvault.service import AsyncMemory, Memory
 
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
+jobs_app = typer.Typer(help="The embedding job queue.", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -36,9 +39,10 @@ def _fail(exc: MemvaultError) -> None:
 
 
 @contextmanager
-def _memory() -> Iterator[Memory]:
+def _memory(*, worker: bool = False) -> Iterator[Memory]:
+    """A store for one command; embedding workers only for commands that wait on them."""
     try:
-        with Memory(Settings(), actor="cli") as memory:
+        with Memory(Settings(run_worker=worker), actor="cli") as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -109,10 +113,11 @@ def add(
     metadata: Annotated[str | None, typer.Option(help="JSON object")] = None,
     source: Annotated[str | None, typer.Option()] = None,
     expires_at: Annotated[datetime | None, typer.Option(help="ISO 8601")] = None,
+    wait: Annotated[bool, typer.Option(help="return once it is searchable")] = False,
 ) -> None:
     """Store one memory."""
     meta = _json_object(metadata)
-    with _memory() as memory:
+    with _memory(worker=wait) as memory:
         record = _call(
             lambda: memory.add(
                 content,
@@ -122,6 +127,7 @@ def add(
                 metadata=meta,
                 source=source,
                 expires_at=expires_at,
+                wait=wait,
             )
         )
     out.print(str(record.id))
@@ -207,6 +213,108 @@ def history(memory_id: str, user: UserOpt, as_json: JsonOpt = False) -> None:
             e.new_content or "",
         )
     out.print(table)
+
+
+@app.command()
+def search(
+    query: str,
+    user: UserOpt,
+    app_id: Annotated[str | None, typer.Option("--app")] = None,
+    tag: Annotated[list[str] | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option()] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find a user's memories nearest in meaning to QUERY."""
+    with _memory() as memory:
+        result = _call(
+            lambda: memory.search(query, user_id=user, app_id=app_id, tags=tag or [], limit=limit)
+        )
+    if as_json:
+        out.print_json(result.model_dump_json())
+        return
+    table = Table("similarity", "content")
+    table.add_column("id", no_wrap=True, min_width=36)
+    for hit in result.results:
+        table.add_row(f"{hit.similarity:.3f}", hit.content, str(hit.id))
+    out.print(table)
+    if result.degraded:
+        err.print(f"[yellow]degraded:[/yellow] the query was embedded by {result.model}")
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int, typer.Option(help="parallel workers in this process")] = 1,
+) -> None:
+    """Process embedding jobs until interrupted (run any number, on any machine)."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        memory = await AsyncMemory.open(Settings(run_worker=False), actor="worker")
+        err.print(
+            f"memvault worker: {concurrency} worker(s), model "
+            f"{memory.backend.embeddings.active_model}; Ctrl-C to stop"
+        )
+        try:
+            await memory.run_worker(stop, concurrency=concurrency)
+        finally:
+            await memory.close()
+
+    try:
+        asyncio.run(main())
+    except MemvaultError as exc:
+        _fail(exc)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    status: Annotated[str | None, typer.Option(help="queued, processing, done or failed")] = None,
+    limit: Annotated[int, typer.Option()] = 50,
+) -> None:
+    """Show embedding jobs; --status failed lists the dead letters."""
+    with _memory() as memory:
+        found = _call(lambda: memory.list_jobs(status=status, limit=limit))
+        counts = _call(memory.queue_counts)
+    table = Table("job", "status", "attempts", "memory", "last error")
+    for job in found:
+        table.add_row(
+            str(job.id), job.status, str(job.attempts), str(job.memory_id), job.last_error or ""
+        )
+    out.print(table)
+    out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no jobs")
+
+
+@jobs_app.command("retry")
+def jobs_retry(job_ids: Annotated[list[int] | None, typer.Argument()] = None) -> None:
+    """Queue failed jobs again (all of them, or the ids given)."""
+    with _memory() as memory:
+        count = _call(lambda: memory.retry_jobs(job_ids or None))
+    out.print(f"queued {count} job(s) again")
+
+
+@app.command()
+def reembed() -> None:
+    """Rebuild vectors with the configured model, in the background, with progress.
+
+    Search keeps answering throughout, from the memories already embedded by that model.
+    """
+    from rich.progress import Progress
+
+    with _memory(worker=True) as memory:
+        total = _call(memory.reembed)
+        with Progress(console=err) as progress:
+            task = progress.add_task("re-embedding", total=total or 1)
+            while True:
+                counts = _call(memory.queue_counts)
+                left = counts.get("queued", 0) + counts.get("processing", 0)
+                progress.update(task, completed=max(total - left, 0))
+                if left == 0:
+                    break
+                time.sleep(0.5)
+    out.print(f"re-embedded {total} memories")
 
 
 @app.command()

@@ -8,14 +8,31 @@ from fastapi import APIRouter, Query, Response, status
 
 from memvault.api.deps import MemoryDep
 from memvault.api.schemas import DeleteAllParams, HistoryPage, ListParams, Owner
-from memvault.models import DeleteResult, MemoryCreate, MemoryPage, MemoryRecord, MemoryUpdate
+from memvault.models import (
+    DeleteResult,
+    MemoryCreate,
+    MemoryPage,
+    MemoryRecord,
+    MemoryUpdate,
+    SearchRequest,
+    SearchResult,
+)
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)
-async def add_memory(body: MemoryCreate, memory: MemoryDep) -> MemoryRecord:
-    return await memory.add(**body.model_dump())
+async def add_memory(
+    body: MemoryCreate,
+    memory: MemoryDep,
+    wait: Annotated[bool, Query(description="answer once the memory is searchable")] = False,
+) -> MemoryRecord:
+    return await memory.add(**body.model_dump(), wait=wait)
+
+
+@router.post("/search")
+async def search_memories(body: SearchRequest, memory: MemoryDep) -> SearchResult:
+    return await memory.search(**body.model_dump())
 
 
 @router.get("")
