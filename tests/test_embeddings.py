@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import uuid
 from collections.abc import Callable
@@ -51,7 +52,7 @@ def test_chunks_respect_window_and_overlap(words: int, window: int, overlap: int
     tokens = [p.split() for p in pieces]
     assert all(len(t) <= size for t in tokens)
     assert tokens[0][0] == "w0" and tokens[-1][-1] == f"w{words - 1}"
-    for before, after in zip(tokens, tokens[1:], strict=False):
+    for before, after in itertools.pairwise(tokens):
         shared = min(overlap, size - 1)
         assert before[len(before) - shared :] == after[:shared]
     assert all(p in text for p in pieces)
@@ -148,7 +149,7 @@ async def test_cache_hits_skip_the_provider(
 
 async def test_an_unreachable_cache_is_a_miss_not_a_failure() -> None:
     cache = RedisCache("redis://127.0.0.1:1/0", 3600)
-    with embedding_server() as (url, script):
+    with embedding_server() as (url, _script):
         service = EmbeddingService(openai(url), [], cache, attempts=1)
         assert len((await service.embed_batch(["x"])).vectors) == 1
         await service.aclose()
