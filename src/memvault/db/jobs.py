@@ -138,6 +138,12 @@ async def sweep(conn: AsyncConnection, *, active_model: str | None, limit: int) 
     return count
 
 
+async def has_other_models(conn: AsyncConnection, active_model: str) -> bool:
+    """Are there memories embedded by a model other than the active one (a fallback's)?"""
+    query = sa.select(sa.exists().where(_m.embedded.is_(True), _m.embedding_model != active_model))
+    return bool((await conn.execute(query)).scalar())
+
+
 async def purge_done(conn: AsyncConnection, older_than_s: float) -> None:
     await conn.execute(
         embedding_jobs.delete().where(

@@ -49,7 +49,16 @@ async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
     )
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _INDEX_LOCK})
+        exists = await conn.execute(
+            sa.text("SELECT 1 FROM pg_indexes WHERE indexname = :n"), {"n": index_name(model)}
+        )
+        if exists.first() is not None:
+            return
+        # Never wait for this lock: a concurrent build waits for every open transaction, and a
+        # second builder queued on a lock would be one of them. Whoever holds it builds.
+        locked = await conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _INDEX_LOCK})
+        if not locked.scalar():
+            return
         try:
             await conn.execute(sa.text(ddl))
         finally:

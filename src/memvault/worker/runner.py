@@ -214,11 +214,14 @@ class Worker:
 
     async def sweep(self) -> int:
         """Queue unembedded memories, and fallback-embedded ones once the primary is back."""
-        healthy = await self.embeddings.primary_healthy()
+        active = self.embeddings.active_model
         async with self.engine.begin() as conn:
-            queued = await jobs.sweep(
-                conn, active_model=self.embeddings.active_model if healthy else None, limit=10_000
-            )
+            queued = await jobs.sweep(conn, active_model=None, limit=10_000)
+            redo = await jobs.has_other_models(conn, active)
+        if redo and await self.embeddings.primary_healthy():
+            async with self.engine.begin() as conn:
+                queued += await jobs.sweep(conn, active_model=active, limit=10_000)
+        async with self.engine.begin() as conn:
             await jobs.purge_done(conn, older_than_s=86_400)
         cache = self.embeddings.cache
         purge = getattr(cache, "purge_expired", None)
