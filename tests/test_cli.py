@@ -144,3 +144,17 @@ def test_serve_embedded_answers_and_refuses_a_second_server(
     assert proc.returncode in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
     assert str(tmp_path / "data") in output.replace("\n", "")
     assert not (tmp_path / "data" / "pg" / "postmaster.pid").exists()
+
+
+def test_search_jobs_and_reembed(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_PROVIDER", "hash")
+    run("add", "Ivan collects vinyl records", "-u", "ivan", "--wait")
+    found = json.loads(run("search", "vinyl records", "-u", "ivan", "--json"))
+    assert [r["content"] for r in found["results"]] == ["Ivan collects vinyl records"]
+    assert "1 done" in run("jobs", "list")
+    assert "queued 0 job(s)" in run("jobs", "retry")
+
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_DIMENSIONS", "64")  # "change the model"
+    assert "re-embedded 1 memories" in run("reembed")
+    found = json.loads(run("search", "vinyl", "-u", "ivan", "--json"))
+    assert found["model"] == "hash/64" and len(found["results"]) == 1

@@ -139,8 +139,9 @@ async def test_cache_hits_skip_the_provider(
         service = EmbeddingService(openai(url), [], cache, attempts=1)
         first = await service.embed_batch(texts)
         second = await service.embed_batch(texts)
-        partly = await service.embed_batch([texts[0], "a new one"])
-        assert script.requests == [texts, ["a new one"]]
+        fresh = f"a new one {uuid.uuid4()}"
+        partly = await service.embed_batch([texts[0], fresh])
+        assert script.requests == [texts, [fresh]]
         assert [pytest.approx(v, abs=1e-6) for v in first.vectors] == second.vectors
         assert len(partly.vectors) == 2 and len(partly.vectors[0]) == DIMS
         await service.aclose()

@@ -1,0 +1,127 @@
+"""Semantic search: tenant-scoped, only embedded memories, exact and HNSW paths, over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault import InvalidInput, Settings
+from memvault.api import create_app
+from memvault.service import AsyncMemory
+from memvault.worker import Worker
+
+FACTS = [
+    "Erin's favourite drink is green tea",
+    "Erin drives a red bicycle to work",
+    "Erin's sister lives in Madrid",
+    "The quarterly report is due on Monday",
+]
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="local"))
+    yield opened
+    await opened.close()
+
+
+async def embed_all(memory: AsyncMemory) -> None:
+    b = memory.backend
+    worker = Worker(b.engine, b.url, b.keys, b.embeddings, b.settings)
+    while await worker.run_once():
+        pass
+
+
+async def test_search_ranks_by_meaning_and_reports_similarity(memory: AsyncMemory) -> None:
+    for fact in FACTS:
+        await memory.add(fact, user_id="erin")
+    await embed_all(memory)
+    result = await memory.search("what does Erin like to drink?", user_id="erin", limit=2)
+    assert result.model == "local/all-MiniLM-L6-v2" and not result.degraded
+    assert result.results[0].content == FACTS[0]
+    assert 0 < result.results[1].similarity < result.results[0].similarity <= 1
+
+
+async def test_search_is_tenant_and_user_scoped_and_skips_unembedded(
+    memory: AsyncMemory,
+) -> None:
+    mine = await memory.add("I keep bees on the roof", user_id="u")
+    await memory.add("I keep bees on the roof", user_id="other-user")
+    await memory.for_tenant("other-org").add("I keep bees on the roof", user_id="u")
+    await embed_all(memory)
+    await memory.add("bees bees bees, not yet embedded", user_id="u")
+    result = await memory.search("bees", user_id="u")
+    assert [h.id for h in result.results] == [mine.id]
+
+
+async def test_filters_apply_to_search(memory: AsyncMemory) -> None:
+    await memory.add("Fix the login bug", user_id="u", app_id="work", tags=["todo"])
+    await memory.add("Fix the bike chain", user_id="u", app_id="home", tags=["todo"])
+    await memory.add("Fixed the leaking tap", user_id="u", app_id="home")
+    await embed_all(memory)
+    at_home = await memory.search("fix", user_id="u", app_id="home", tags=["todo"])
+    assert [h.content for h in at_home.results] == ["Fix the bike chain"]
+
+
+async def test_the_hnsw_path_finds_the_same_memories(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    memory = await AsyncMemory.open(
+        make_settings(embedding_provider="local", search_exact_max_chunks=0)
+    )
+    for fact in FACTS:
+        await memory.add(fact, user_id="erin")
+    await memory.for_tenant("elsewhere").add(FACTS[0], user_id="erin")
+    await embed_all(memory)
+    indexes = [
+        r[0]
+        for r in raw.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'memory_chunks'")
+    ]
+    assert any("hnsw" in d and "vector(384)" in d for d in indexes)
+    result = await memory.search("Erin's drink", user_id="erin", limit=10)
+    assert result.results[0].content == FACTS[0]
+    assert len(result.results) == 4  # the other tenant's copy is not among them
+    await memory.close()
+
+
+async def test_search_validates_its_input(memory: AsyncMemory) -> None:
+    with pytest.raises(InvalidInput):
+        await memory.search("   ", user_id="u")
+    with pytest.raises(InvalidInput):
+        await memory.search("x", user_id="u", limit=0)
+
+
+async def test_add_with_wait_returns_a_searchable_memory(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash", run_worker=True))
+    record = await memory.add("Frank plays the cello", user_id="frank", wait=True)
+    assert record.embedded
+    assert [h.id for h in (await memory.search("cello", user_id="frank")).results] == [record.id]
+    await memory.close()
+
+
+def test_search_and_wait_over_http(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings(embedding_provider="hash", run_worker=True)
+    with TestClient(create_app(settings)) as client:
+        created = client.post(
+            "/v1/memories?wait=true",
+            json={"content": "Gina's flight lands at 9pm", "user_id": "gina"},
+        )
+        assert created.status_code == 201 and created.json()["embedded"] is True
+        found = client.post(
+            "/v1/memories/search", json={"query": "when does the flight land", "user_id": "gina"}
+        )
+        assert found.status_code == 200
+        body = found.json()
+        assert [r["content"] for r in body["results"]] == ["Gina's flight lands at 9pm"]
+        assert 0 < body["results"][0]["similarity"] <= 1
+        assert body["model"] == "hash/384"
+        bad = client.post("/v1/memories/search", json={"query": "", "user_id": "gina"})
+        assert bad.status_code == 422
+        other = client.post("/v1/memories/search", json={"query": "flight", "user_id": "hal"})
+        assert other.json()["results"] == []
