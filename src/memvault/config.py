@@ -86,7 +86,7 @@ class Settings(BaseSettings):
 
     # --- search ---
     search_exact_max_chunks: int = Field(
-        default=20_000,
+        default=10_000,
         ge=0,
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )

@@ -182,7 +182,6 @@ class AsyncMemory:
         values.update(self._seal(memory_id, item.content), tenant_id=self.tenant_id, id=memory_id)
         async with self._backend.engine.begin() as conn:
             row = await store.insert_memory(conn, values, self.actor)
-            await jobs.enqueue(conn, self.tenant_id, [memory_id])
         if wait:
             return await self._when_searchable(memory_id, row.user_id)
         return self._record(row)
@@ -369,7 +368,11 @@ class AsyncMemory:
         filters = request.model_dump(exclude={"query", "limit"})
         async with self._backend.engine.begin() as conn:
             size = await vectors.scope_size(
-                conn, self.tenant_id, request.user_id, embedded.model_id
+                conn,
+                self.tenant_id,
+                request.user_id,
+                embedded.model_id,
+                cap=settings.search_exact_max_chunks,
             )
             rows = await vectors.nearest(
                 conn,

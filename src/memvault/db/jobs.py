@@ -15,9 +15,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.store import AnyRow
-from memvault.db.tables import embedding_jobs, memories
+from memvault.db.tables import JOBS_CHANNEL, embedding_jobs, memories
 
-CHANNEL = "memvault_jobs"
+CHANNEL = JOBS_CHANNEL
 _j = embedding_jobs.c
 _m = memories.c
 _LIVE = ("queued", "processing")
@@ -73,14 +73,20 @@ def _mine(job: AnyRow) -> sa.ColumnElement[bool]:
     )
 
 
-async def complete(conn: AsyncConnection, job: AnyRow) -> bool:
+async def complete(conn: AsyncConnection, claimed: Sequence[AnyRow]) -> int:
+    """Mark our claims done; a claim whose lease ran out and was re-claimed is left alone."""
+    if not claimed:
+        return 0
+    ours = sa.tuple_(_j.tenant_id, _j.id, _j.locked_until).in_(
+        [(j.tenant_id, j.id, j.locked_until) for j in claimed]
+    )
     result = await conn.execute(
         embedding_jobs.update()
-        .where(_mine(job))
+        .where(ours, _j.status == "processing")
         .values(status="done", locked_until=None, last_error=None, updated_at=sa.func.now())
         .returning(_j.id)
     )
-    return result.first() is not None
+    return len(result.all())
 
 
 async def fail(

@@ -15,7 +15,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.tables import encryption_keys, memories, memory_history
+from memvault.db.tables import (
+    JOBS_CHANNEL,
+    embedding_jobs,
+    encryption_keys,
+    memories,
+    memory_history,
+)
 
 # A row of any shape: these functions return whole table rows read by column name.
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -31,20 +37,44 @@ def _owned(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bo
 
 
 async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: str) -> AnyRow:
-    row: AnyRow = (await conn.execute(memories.insert().values(values).returning(memories))).one()
-    await conn.execute(
-        memory_history.insert().values(
-            tenant_id=row.tenant_id,
-            memory_id=row.id,
-            user_id=row.user_id,
-            action="ADD",
-            new_ciphertext=row.ciphertext,
-            new_nonce=row.nonce,
-            new_key_id=row.key_id,
-            new_metadata=row.metadata,
-            actor=actor,
+    """Insert a memory, its ADD history row and its embedding job, and wake the workers:
+    one statement, one round trip."""
+    new = memories.insert().values(values).returning(memories).cte("new")
+    history = (
+        memory_history.insert()
+        .from_select(
+            [
+                "tenant_id",
+                "memory_id",
+                "user_id",
+                "action",
+                "new_ciphertext",
+                "new_nonce",
+                "new_key_id",
+                "new_metadata",
+                "actor",
+            ],
+            sa.select(
+                new.c.tenant_id,
+                new.c.id,
+                new.c.user_id,
+                sa.literal("ADD"),
+                new.c.ciphertext,
+                new.c.nonce,
+                new.c.key_id,
+                new.c.metadata,
+                sa.literal(actor),
+            ),
         )
+        .cte("history")
     )
+    job = (
+        embedding_jobs.insert()
+        .from_select(["tenant_id", "memory_id"], sa.select(new.c.tenant_id, new.c.id))
+        .cte("job")
+    )
+    statement = sa.select(new, sa.func.pg_notify(JOBS_CHANNEL, "").label("notified"))
+    row: AnyRow = (await conn.execute(statement.add_cte(history, job))).one()
     return row
 
 

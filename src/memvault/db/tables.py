@@ -33,6 +33,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 metadata = MetaData()
 
+# Workers LISTEN here; every new embedding job NOTIFYs it.
+JOBS_CHANNEL = "memvault_jobs"
+
 memories = Table(
     "memories",
     metadata,
@@ -175,13 +178,13 @@ embedding_jobs = Table(
     Index("ix_embedding_jobs_memory", "tenant_id", "memory_id"),
 )
 
-# Vectors by SHA-256(model + text); UNLOGGED: a cache may be lost in a crash, it is never the
-# only copy of anything.
+# Vectors (packed float32) by SHA-256(model + text); UNLOGGED: a cache may be lost in a crash,
+# it is never the only copy of anything.
 embedding_cache = Table(
     "embedding_cache",
     metadata,
     Column("key", LargeBinary, primary_key=True),
-    Column("embedding", Vector(), nullable=False),
+    Column("embedding", LargeBinary, nullable=False),  # packed float32
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Index("ix_embedding_cache_expires", "expires_at"),
     prefixes=["UNLOGGED"],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -68,39 +68,48 @@ async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
 async def replace_chunks(
     conn: AsyncConnection,
     tenant_id: str,
-    memory_id: UUID,
-    user_id: str,
+    vectors_by_memory: Mapping[UUID, tuple[str, Sequence[Sequence[float]]]],
     model: str,
-    vectors: Sequence[Sequence[float]],
 ) -> None:
-    """A memory's vectors, all models' old ones gone, in the caller's transaction."""
+    """Memories' vectors (memory id → (user id, one vector per chunk)), replacing every older
+    vector of those memories, of any model, in the caller's transaction."""
+    if not vectors_by_memory:
+        return
     await conn.execute(
-        memory_chunks.delete().where(_c.tenant_id == tenant_id, _c.memory_id == memory_id)
-    )
-    await conn.execute(
-        memory_chunks.insert().values(
-            [
-                {
-                    "tenant_id": tenant_id,
-                    "memory_id": memory_id,
-                    "model": model,
-                    "chunk_index": i,
-                    "user_id": user_id,
-                    "embedding": list(v),
-                }
-                for i, v in enumerate(vectors)
-            ]
+        memory_chunks.delete().where(
+            _c.tenant_id == tenant_id, _c.memory_id.in_(list(vectors_by_memory))
         )
     )
+    await conn.execute(
+        memory_chunks.insert(),
+        [
+            {
+                "tenant_id": tenant_id,
+                "memory_id": memory_id,
+                "model": model,
+                "chunk_index": i,
+                "user_id": user_id,
+                "embedding": list(v),
+            }
+            for memory_id, (user_id, vecs) in vectors_by_memory.items()
+            for i, v in enumerate(vecs)
+        ],
+    )
 
 
-async def scope_size(conn: AsyncConnection, tenant_id: str, user_id: str, model: str) -> int:
-    query = (
-        sa.select(sa.func.count())
+async def scope_size(
+    conn: AsyncConnection, tenant_id: str, user_id: str, model: str, *, cap: int
+) -> int:
+    """How many chunks the owner has under ``model``, counting no further than ``cap + 1``
+    (all the caller needs to choose exact or approximate search, at a bounded cost)."""
+    limited = (
+        sa.select(sa.literal(1))
         .select_from(memory_chunks)
         .where(_c.tenant_id == tenant_id, _c.user_id == user_id, _c.model == model)
+        .limit(cap + 1)
+        .subquery()
     )
-    return int((await conn.execute(query)).scalar_one())
+    return int((await conn.execute(sa.select(sa.func.count()).select_from(limited))).scalar_one())
 
 
 async def nearest(

@@ -22,6 +22,14 @@ from memvault.metrics import CACHE_ERRORS
 log = logging.getLogger(__name__)
 
 
+def pack(vector: list[float]) -> bytes:
+    return array.array("f", vector).tobytes()
+
+
+def unpack(raw: bytes) -> list[float]:
+    return array.array("f", raw).tolist()
+
+
 class EmbeddingCache(Protocol):
     async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]: ...
 
@@ -42,9 +50,7 @@ class PostgresCache:
         )
         try:
             async with self._engine.connect() as conn:
-                found = {
-                    row.key: [float(x) for x in row.embedding] for row in await conn.execute(query)
-                }
+                found = {row.key: unpack(row.embedding) for row in await conn.execute(query)}
         except sa.exc.SQLAlchemyError as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
@@ -55,7 +61,7 @@ class PostgresCache:
         if not items:
             return
         expires = datetime.now(UTC) + self._ttl
-        rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in items.items()]
+        rows = [{"key": k, "embedding": pack(v), "expires_at": expires} for k, v in items.items()]
         statement = insert(embedding_cache).values(rows)
         statement = statement.on_conflict_do_update(
             index_elements=["key"],
@@ -101,13 +107,13 @@ class RedisCache:
             CACHE_ERRORS.labels("redis").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
             return [None] * len(keys)
-        return [list(array.array("f", v)) if v else None for v in values]
+        return [unpack(v) if v else None for v in values]
 
     async def set_many(self, items: dict[bytes, list[float]]) -> None:
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
                 for key, vector in items.items():
-                    pipe.set(self._name(key), array.array("f", vector).tobytes(), ex=self._ttl)
+                    pipe.set(self._name(key), pack(vector), ex=self._ttl)
                 await pipe.execute()
         except Exception as exc:
             CACHE_ERRORS.labels("redis").inc()

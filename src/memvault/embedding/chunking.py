@@ -22,8 +22,10 @@ def chunk(text: str, tokenizer: Tokenizer, window: int, overlap: int) -> list[st
     The pieces are slices of the original text (not decoded tokens), so casing and spacing
     survive.
     """
-    spans = tokenizer.spans(text)
     size = max(1, window - _SPECIAL_TOKENS)
+    if len(text) <= size:
+        return [text]  # every token covers at least one character: it cannot overflow
+    spans = tokenizer.spans(text)
     if len(spans) <= size:
         return [text]
     step = max(1, size - min(overlap, size - 1))

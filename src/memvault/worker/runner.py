@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from uuid import UUID
 
 import psycopg
 import sqlalchemy as sa
@@ -174,28 +175,36 @@ class Worker:
             self._indexed.add(embedded.model_id)
 
     async def _write(self, prepared: list[_Prepared], embedded: Embedded) -> None:
+        """Chunks, flags and job outcomes for the whole batch, in one transaction, set-wise."""
+        by_tenant: dict[str, dict[UUID, tuple[str, list[list[float]]]]] = {}
         offset = 0
+        for p in prepared:
+            vecs = embedded.vectors[offset : offset + len(p.chunks)]
+            offset += len(p.chunks)
+            by_tenant.setdefault(p.row.tenant_id, {})[p.row.id] = (p.row.user_id, vecs)
+        embedded_hash = {(p.row.tenant_id, p.row.id): p.row.content_hash for p in prepared}
         async with self.engine.begin() as conn:
-            for p in prepared:
-                vecs = embedded.vectors[offset : offset + len(p.chunks)]
-                offset += len(p.chunks)
-                current = (
-                    await conn.execute(
-                        sa.select(_m.content_hash)
-                        .where(_m.tenant_id == p.row.tenant_id, _m.id == p.row.id)
-                        .with_for_update()
-                    )
-                ).scalar_one_or_none()
-                if current == p.row.content_hash:
-                    await vectors.replace_chunks(
-                        conn, p.row.tenant_id, p.row.id, p.row.user_id, embedded.model_id, vecs
-                    )
-                    await conn.execute(
-                        memories.update()
-                        .where(_m.tenant_id == p.row.tenant_id, _m.id == p.row.id)
-                        .values(embedded=True, embedding_model=embedded.model_id)
-                    )
-                await jobs.complete(conn, p.job)
+            # Lock the rows and keep only those whose content is still what we embedded.
+            current = await conn.execute(
+                sa.select(_m.tenant_id, _m.id, _m.content_hash)
+                .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(embedded_hash)))
+                .with_for_update()
+            )
+            unchanged = {
+                (r.tenant_id, r.id)
+                for r in current
+                if embedded_hash[(r.tenant_id, r.id)] == r.content_hash
+            }
+            for tenant_id, batch in by_tenant.items():
+                fresh = {k: v for k, v in batch.items() if (tenant_id, k) in unchanged}
+                await vectors.replace_chunks(conn, tenant_id, fresh, embedded.model_id)
+            if unchanged:
+                await conn.execute(
+                    memories.update()
+                    .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(unchanged)))
+                    .values(embedded=True, embedding_model=embedded.model_id)
+                )
+            await jobs.complete(conn, [p.job for p in prepared])
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
 
     async def _fail(self, job: AnyRow, error: str) -> None:

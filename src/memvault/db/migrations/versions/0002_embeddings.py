@@ -104,7 +104,7 @@ def upgrade() -> None:
     op.create_table(
         "embedding_cache",
         sa.Column("key", sa.LargeBinary(), nullable=False),
-        sa.Column("embedding", Vector(), nullable=False),
+        sa.Column("embedding", sa.LargeBinary(), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("key"),
         prefixes=["UNLOGGED"],

@@ -1,0 +1,205 @@
+"""Embedding throughput, add-to-searchable latency, and search at 10k and 100k memories.
+
+    .venv/bin/python bench/ingest.py [--memories 5000] [--skip-scale]
+
+1. Raw model throughput: ``LocalEmbedder.embed_batch`` on N short texts, batches of 64.
+2. Sustained ingest, same run: N ``add`` calls (4 concurrent callers) into a fresh embedded
+   store with its in-process worker, timed from the first ``add`` until every memory is
+   searchable. Reported as memories/s and as a fraction of (1).
+3. ``add(wait=True)`` latency at idle, 200 sequential adds.
+4. Search latency (query embedding included, cache off) and recall@10 of what ``search``
+   returns against exact search, at 10k and 100k memories:
+   - "1,000 users": memories spread over users sharing one table; each query is scoped to one
+     user, so the default plan scores that user's chunks exactly.
+   - "one user": every memory belongs to one user; the HNSW index answers.
+   For scale, vectors are loaded in bulk: 10,000 distinct texts are embedded by the real
+   model, and each stored vector is one of those plus small Gaussian noise (renormalised),
+   written with its encrypted memory row through the same tables the worker writes. Queries
+   go through the real ``search`` with real query embedding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+from _corpus import memories, questions
+from memvault import AsyncMemory, Settings
+from memvault.db import vectors
+from memvault.db.tables import memories as memories_table
+from memvault.db.tables import memory_chunks
+from memvault.embedding import LocalEmbedder
+from memvault.sealing import seal_content
+
+from _stats import print_table, summary_ms, timed
+
+MODEL = "local/all-MiniLM-L6-v2"
+
+
+async def raw_throughput(texts: list[str]) -> float:
+    embedder = LocalEmbedder()
+    await embedder.embed_batch(["warm up"])
+    start = time.perf_counter()
+    for i in range(0, len(texts), 64):
+        await embedder.embed_batch(texts[i : i + 64])
+    return len(texts) / (time.perf_counter() - start)
+
+
+async def ingest(data_dir: Path, texts: list[str]) -> tuple[float, dict[str, float]]:
+    memory = await AsyncMemory.open(
+        Settings(data_dir=data_dir, run_worker=True, worker_batch_size=64)
+    )
+    await memory.backend.embeddings.embed_batch(["warm up"])
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for text in texts:
+        queue.put_nowait(text)
+
+    async def caller(n: int) -> None:
+        while not queue.empty():
+            await memory.add(queue.get_nowait(), user_id=f"user-{n}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(caller(n) for n in range(4)))
+    while True:
+        async with memory.backend.engine.connect() as conn:
+            left = (
+                await conn.execute(sa.text("SELECT count(*) FROM memories WHERE NOT embedded"))
+            ).scalar_one()
+        if left == 0:
+            break
+        await asyncio.sleep(0.02)
+    rate = len(texts) / (time.perf_counter() - start)
+
+    latencies: list[float] = []
+    for i in range(200):
+        with timed(latencies):
+            record = await memory.add(f"idle latency probe {i}", user_id="probe", wait=True)
+        assert record.embedded
+        await asyncio.sleep(0.02)
+    await memory.close()
+    return rate, summary_ms(latencies)
+
+
+async def bulk_load(memory: AsyncMemory, base: np.ndarray, count: int, users: int) -> None:
+    """``count`` memories: real base vectors plus noise, sealed rows, chunks; then the index."""
+    backend, rng = memory.backend, np.random.default_rng(5)
+    texts = memories(len(base), seed=3)
+    async with backend.engine.begin() as conn:
+        await conn.execute(sa.text(f"DROP INDEX IF EXISTS {vectors.index_name(MODEL)}"))
+    for start in range(0, count, 2000):
+        rows, chunks = [], []
+        for i in range(start, min(count, start + 2000)):
+            memory_id, user = uuid.uuid4(), f"user-{i % users}"
+            vector = base[i % len(base)] + rng.normal(0, 0.02, base.shape[1])
+            vector /= np.linalg.norm(vector)
+            rows.append(
+                {
+                    "tenant_id": "default",
+                    "id": memory_id,
+                    "user_id": user,
+                    "embedded": True,
+                    "embedding_model": MODEL,
+                    **seal_content(backend.keys, "default", memory_id, texts[i % len(texts)]),
+                }
+            )
+            chunks.append(
+                {
+                    "tenant_id": "default",
+                    "memory_id": memory_id,
+                    "model": MODEL,
+                    "chunk_index": 0,
+                    "user_id": user,
+                    "embedding": vector.tolist(),
+                }
+            )
+        async with backend.engine.begin() as conn:
+            await conn.execute(memories_table.insert(), rows)
+            await conn.execute(memory_chunks.insert(), chunks)
+    async with backend.engine.begin() as conn:
+        await conn.execute(sa.text("SET maintenance_work_mem = '1GB'"))
+        await conn.execute(sa.text("ANALYZE memories"))
+        await conn.execute(sa.text("ANALYZE memory_chunks"))
+    await vectors.ensure_index(backend.engine, MODEL, 384)
+
+
+async def search_figures(
+    memory: AsyncMemory, users: int, queries: list[str]
+) -> tuple[dict[str, float], float]:
+    rng = random.Random(11)
+    default = memory.backend.settings
+    exact = default.model_copy(update={"search_exact_max_chunks": 10**9})
+    latencies, recalls = [], []
+    for query in queries:
+        user = f"user-{rng.randrange(users)}"
+        with timed(latencies):
+            got = await memory.search(query, user_id=user, limit=10)
+        memory.backend.settings = exact
+        truth = await memory.search(query, user_id=user, limit=10)
+        memory.backend.settings = default
+        expected = {h.id for h in truth.results}
+        recalls.append(len(expected & {h.id for h in got.results}) / max(len(expected), 1))
+    return summary_ms(latencies), sum(recalls) / len(recalls)
+
+
+async def scale(
+    tmp: Path, base: np.ndarray, count: int, users: int
+) -> tuple[dict[str, float], float]:
+    data_dir = tmp / f"scale-{count}-{users}"
+    memory = await AsyncMemory.open(
+        Settings(data_dir=data_dir, run_worker=False, embedding_cache_ttl_s=0)
+    )
+    t0 = time.perf_counter()
+    await bulk_load(memory, base, count, users)
+    print(
+        f"  loaded {count:,} memories for {users:,} user(s) in {time.perf_counter() - t0:.0f}s",
+        flush=True,
+    )
+    await memory.search("warm up", user_id="user-0")
+    figures = await search_figures(memory, users, questions(300))
+    await memory.close()
+    return figures
+
+
+async def main(count: int, skip_scale: bool) -> None:
+    texts = memories(count)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        raw = await raw_throughput(texts)
+        print(f"raw model throughput: {raw:.0f} texts/s", flush=True)
+        rate, idle = await ingest(tmp / "ingest", texts)
+        print(f"sustained ingest: {rate:.0f} memories/s = {rate / raw:.0%} of raw", flush=True)
+        print_table("add(wait=True) at idle, 200 adds", {"add → searchable": idle})
+        if skip_scale:
+            return
+        base_texts = memories(10_000, seed=3)
+        embedder = LocalEmbedder()
+        base = np.array(
+            [
+                v
+                for i in range(0, len(base_texts), 256)
+                for v in await embedder.embed_batch(base_texts[i : i + 256])
+            ]
+        )
+        rows: dict[str, dict[str, float]] = {}
+        for total, users in ((10_000, 100), (100_000, 1_000), (100_000, 1)):
+            figures, recall = await scale(tmp, base, total, users)
+            label = f"search, {total:,} memories, {users:,} user(s)"
+            rows[label] = figures
+            print(f"  {label}: recall@10 vs exact = {recall:.3f}", flush=True)
+        print_table("search latency (query embedding included)", rows)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memories", type=int, default=5_000)
+    parser.add_argument("--skip-scale", action="store_true")
+    args = parser.parse_args()
+    asyncio.run(main(args.memories, args.skip_scale))
