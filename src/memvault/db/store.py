@@ -36,9 +36,39 @@ def _owned(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bo
     return sa.and_(_m.tenant_id == tenant_id, _m.id == memory_id, _m.user_id == user_id)
 
 
-async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: str) -> AnyRow:
-    """Insert a memory, its ADD history row and its embedding job, and wake the workers:
-    one statement, one round trip."""
+# Every column an add may set; the statement is built once (building and cache-keying a CTE
+# statement per call cost more CPU than the insert itself).
+_ADD_COLUMNS = (
+    "tenant_id",
+    "id",
+    "user_id",
+    "app_id",
+    "project_id",
+    "environment",
+    "channel",
+    "source",
+    "tags",
+    "ciphertext",
+    "nonce",
+    "key_id",
+    "content_hash",
+    "metadata",
+    "expires_at",
+)
+_ADD_DEFAULTS: dict[str, Any] = {
+    "app_id": "default",
+    "channel": "_global",
+    "tags": [],
+    "metadata": {},
+    "occurred_at": None,
+}
+
+
+def _build_add() -> sa.Select[Any]:
+    values: dict[str, Any] = {c: sa.bindparam(c, type_=_m[c].type) for c in _ADD_COLUMNS}
+    values["occurred_at"] = sa.func.coalesce(
+        sa.bindparam("occurred_at", type_=_m.occurred_at.type), sa.func.now()
+    )
     new = memories.insert().values(values).returning(memories).cte("new")
     history = (
         memory_history.insert()
@@ -63,7 +93,7 @@ async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: st
                 new.c.nonce,
                 new.c.key_id,
                 new.c.metadata,
-                sa.literal(actor),
+                sa.bindparam("actor", type_=sa.Text()),
             ),
         )
         .cte("history")
@@ -73,8 +103,26 @@ async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: st
         .from_select(["tenant_id", "memory_id"], sa.select(new.c.tenant_id, new.c.id))
         .cte("job")
     )
-    statement = sa.select(new, sa.func.pg_notify(JOBS_CHANNEL, "").label("notified"))
-    row: AnyRow = (await conn.execute(statement.add_cte(history, job))).one()
+    notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
+    return sa.select(new, notify).add_cte(history, job)
+
+
+_ADD = _build_add()
+
+
+async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: str) -> AnyRow:
+    """Insert a memory, its ADD history row and its embedding job, and wake the workers:
+    one statement, one round trip."""
+    params = {
+        **_ADD_DEFAULTS,
+        "project_id": None,
+        "environment": None,
+        "source": None,
+        "expires_at": None,
+        **values,
+        "actor": actor,
+    }
+    row: AnyRow = (await conn.execute(_ADD, params)).one()
     return row
 
 
