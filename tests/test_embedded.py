@@ -51,7 +51,7 @@ def test_embedded_store_survives_restarts_and_stops_its_server(tmp_path: Path) -
 def test_rotation_with_the_key_file_keeps_every_memory(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data")
     with Memory(settings) as memory:
-        ids = [memory.add(f"memory {i}", user_id="u").id for i in range(20)]
+        ids = [memory.add(f"memory {i}", user_id="u", infer=False).id for i in range(20)]
         before = settings.key_file.read_text()
         report = memory.rotate_encryption_key(reload_grace_s=0)
         assert report.memories_reencrypted == 20

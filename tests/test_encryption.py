@@ -81,7 +81,7 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
     old_key, new_key = generate_key(), generate_key()
     before = await AsyncMemory.open(make_settings(encryption_key=old_key))
     for i in range(300):
-        await before.add(f"before rotation {i}", user_id=f"user{i % 7}")
+        await before.add(f"before rotation {i}", user_id=f"user{i % 7}", infer=False)
     await before.close()
 
     # The operator makes the new key active everywhere, the old one still readable ...
@@ -94,7 +94,9 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
     async def writer(n: int) -> None:
         i = 0
         while not stop.is_set():
-            record = await during.add(f"written during rotation {n}-{i}", user_id=f"w{n}")
+            record = await during.add(
+                f"written during rotation {n}-{i}", user_id=f"w{n}", infer=False
+            )
             acknowledged.append((record.id, record.user_id, record.content))
             i += 1
 

@@ -32,7 +32,9 @@ async def test_memories_are_visible_only_to_their_owner(
     stored = []
     for tenant, user, content in writes:
         owner = (f"{tenant}-{run}", f"{user}-{run}")
-        record = await memory.for_tenant(owner[0]).add(content, user_id=owner[1])
+        record = await memory.for_tenant(owner[0]).add(
+            content, user_id=owner[1], infer=False, pii_policy="allow"
+        )
         stored.append((owner, record.id, content))
 
     for tenant, user in owners:

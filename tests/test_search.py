@@ -31,7 +31,7 @@ async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncM
 
 async def embed_all(memory: AsyncMemory) -> None:
     b = memory.backend
-    worker = Worker(b.engine, b.url, b.keys, b.embeddings, b.settings)
+    worker = Worker(b)
     while await worker.run_once():
         pass
 
@@ -53,7 +53,7 @@ async def test_search_is_tenant_and_user_scoped_and_skips_unembedded(
     await memory.add("I keep bees on the roof", user_id="other-user")
     await memory.for_tenant("other-org").add("I keep bees on the roof", user_id="u")
     await embed_all(memory)
-    await memory.add("bees bees bees, not yet embedded", user_id="u")
+    await memory.add("bees bees bees, not yet embedded", user_id="u", background=True)
     result = await memory.search("bees", user_id="u")
     assert [h.id for h in result.results] == [mine.id]
 

@@ -56,7 +56,7 @@ async def store(http_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMe
 
 def worker_for(memory: AsyncMemory) -> Worker:
     b = memory.backend
-    return Worker(b.engine, b.url, b.keys, b.embeddings, b.settings)
+    return Worker(b)
 
 
 def chunk_counts(raw: psycopg.Connection[Any]) -> dict[Any, int]:
@@ -67,7 +67,10 @@ def chunk_counts(raw: psycopg.Connection[Any]) -> dict[Any, int]:
 async def test_a_batch_of_jobs_is_embedded_in_one_provider_call(
     store: AsyncMemory, provider: tuple[str, Script], raw: psycopg.Connection[Any]
 ) -> None:
-    added = [await store.add(f"fact number {i}", user_id="u") for i in range(10)]
+    added = [
+        await store.add(f"fact number {i}", user_id="u", background=True, infer=False)
+        for i in range(10)
+    ]
     assert await worker_for(store).run_once() == 10
     assert len(provider[1].requests) == 1 and len(provider[1].requests[0]) == 10
     for record in added:
@@ -83,7 +86,7 @@ async def test_failures_back_off_then_dead_letter_and_a_manual_retry_succeeds(
     raw: psycopg.Connection[Any],
 ) -> None:
     memory = await AsyncMemory.open(http_settings(worker_max_attempts=3, worker_backoff_base_s=60))
-    record = await memory.add("will fail for a while", user_id="u")
+    record = await memory.add("will fail for a while", user_id="u", background=True, infer=False)
     worker = worker_for(memory)
     provider[1].fail_next = 100
     assert await worker.run_once() == 1
@@ -112,7 +115,7 @@ async def test_two_workers_never_process_the_same_job(
 ) -> None:
     contents = [f"memory {i}" for i in range(60)]
     for text in contents:
-        await store.add(text, user_id="u")
+        await store.add(text, user_id="u", background=True, infer=False)
     provider[1].hang_s = 0.05  # keep batches in flight at the same time
 
     async def drain(worker: Worker) -> int:
@@ -123,7 +126,7 @@ async def test_two_workers_never_process_the_same_job(
 
     settings = store.backend.settings.model_copy(update={"worker_batch_size": 7})
     b = store.backend
-    workers = [Worker(b.engine, b.url, b.keys, b.embeddings, settings) for _ in range(2)]
+    workers = [Worker(b, settings) for _ in range(2)]
     done = await asyncio.gather(*(drain(w) for w in workers))
     assert sum(done) == 60 and all(done)
     embedded_texts = [t for request in provider[1].requests for t in request]
@@ -134,7 +137,7 @@ async def test_two_workers_never_process_the_same_job(
 async def test_content_updates_reembed_and_metadata_updates_do_not(
     store: AsyncMemory, provider: tuple[str, Script], raw: psycopg.Connection[Any]
 ) -> None:
-    record = await store.add("Dana lives in Oslo", user_id="u")
+    record = await store.add("Dana lives in Oslo", user_id="u", background=True, infer=False)
     worker = worker_for(store)
     await worker.run_once()
     before = raw.execute("SELECT embedding::text FROM memory_chunks").fetchall()
@@ -154,7 +157,7 @@ async def test_content_updates_reembed_and_metadata_updates_do_not(
 async def test_an_edit_during_embedding_is_not_overwritten_by_stale_vectors(
     store: AsyncMemory, provider: tuple[str, Script], raw: psycopg.Connection[Any]
 ) -> None:
-    record = await store.add("first version", user_id="u")
+    record = await store.add("first version", user_id="u", background=True, infer=False)
     provider[1].hang_s = 0.3
     worker = worker_for(store)
     in_flight = asyncio.create_task(worker.run_once())
@@ -172,7 +175,9 @@ async def test_fallback_vectors_are_marked_and_redone_when_the_provider_returns(
     http_settings: Callable[..., Settings], provider: tuple[str, Script]
 ) -> None:
     memory = await AsyncMemory.open(http_settings(embedding_fallback=True))
-    record = await memory.add("embedded during an outage", user_id="u")
+    record = await memory.add(
+        "embedded during an outage", user_id="u", background=True, infer=False
+    )
     worker = worker_for(memory)
     provider[1].fail_next = 1
     await worker.run_once()
@@ -203,7 +208,7 @@ async def _model_of(memory: AsyncMemory, memory_id: Any) -> str | None:
 async def test_sweep_queues_memories_that_lost_their_job(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
-    record = await store.add("orphan", user_id="u")
+    record = await store.add("orphan", user_id="u", background=True, infer=False)
     raw.execute("DELETE FROM embedding_jobs")
     assert await worker_for(store).sweep() == 1
     assert await worker_for(store).run_once() == 1
@@ -218,7 +223,10 @@ async def test_a_killed_worker_loses_nothing_and_leaves_no_duplicates(
     raw: psycopg.Connection[Any],
 ) -> None:
     memory = await AsyncMemory.open(http_settings(worker_lease_s=1))
-    ids = [(await memory.add(f"survivor {i}", user_id="u")).id for i in range(20)]
+    ids = [
+        (await memory.add(f"survivor {i}", user_id="u", background=True, infer=False)).id
+        for i in range(20)
+    ]
     provider[1].hang_s = 30  # the doomed worker's batch never comes back
     env = {
         **os.environ,

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -213,6 +214,55 @@ def history(memory_id: str, user: UserOpt, as_json: JsonOpt = False) -> None:
             e.new_content or "",
         )
     out.print(table)
+
+
+@app.command("import")
+def import_(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="JSONL: one memory per line, shaped like the body of POST /v1/memories",
+        ),
+    ],
+    batch: Annotated[int, typer.Option(help="memories per batch")] = 100,
+) -> None:
+    """Bulk-import memories from a JSONL file, in batches, with progress."""
+    from collections import Counter
+
+    from rich.progress import Progress
+
+    items = _read_jsonl(path)
+    actions: Counter[str] = Counter()
+    with _memory() as memory, Progress(console=err) as progress:
+        task = progress.add_task("importing", total=len(items))
+        for start in range(0, len(items), batch):
+            chunk = items[start : start + batch]
+            results = _call(lambda chunk=chunk: memory.add_many(chunk))  # type: ignore[misc]
+            actions.update(r.dedup.action for r in results)
+            progress.advance(task, len(chunk))
+    out.print(
+        f"imported {len(items)} lines: "
+        + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
+    )
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    items = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            item = None
+        if not isinstance(item, dict):
+            err.print(f"[red]error:[/red] {path}:{number} is not a JSON object; nothing imported")
+            raise typer.Exit(2)
+        items.append(item)
+    return items
 
 
 @app.command()

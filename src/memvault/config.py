@@ -14,6 +14,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 EmbeddingProviderName = Literal["local", "openai", "hash"]
+LLMProviderName = Literal["openai", "anthropic"]
+PIIPolicyName = Literal["redact", "reject", "allow"]
 
 
 def _default_data_dir() -> Path:
@@ -71,6 +73,23 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(default=256, ge=16, le=8_192)
     chunk_overlap: int = Field(default=32, ge=0)
 
+    # --- LLM (optional: every feature has an offline path) ---
+    llm_provider: LLMProviderName | None = Field(
+        default=None, description="unset: offline rules decide dedup and enrichment"
+    )
+    llm_model: str = Field(default="", description="required with an LLM provider")
+    llm_base_url: str | None = Field(default=None, description="API root; unset: the vendor's")
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=20.0, gt=0)
+    llm_attempts: int = Field(default=3, ge=1)
+    llm_retry_base_s: float = Field(default=0.5, ge=0)
+
+    # --- write pipeline ---
+    pii_policy: PIIPolicyName = "redact"
+    dedup_duplicate_threshold: float = Field(default=0.98, gt=0, le=1)
+    dedup_similar_threshold: float = Field(default=0.70, gt=0, le=1)
+    max_batch_items: int = Field(default=1_000, ge=1)
+
     # --- worker ---
     run_worker: bool | None = Field(
         default=None, description="run the embedding worker in-process; unset: in embedded mode"
@@ -90,7 +109,7 @@ class Settings(BaseSettings):
         ge=0,
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )
-    hnsw_ef_search: int = Field(default=200, ge=1, le=1000)
+    hnsw_ef_search: int = Field(default=400, ge=1, le=1000)
 
     @property
     def embedded(self) -> bool:

@@ -130,6 +130,10 @@ class Keyring:
         key = self.active if key_id is None else self.key(key_id)
         return hmac.new(key.hash_key, normalise_for_hash(text).encode(), hashlib.sha256).digest()
 
+    def content_hashes(self, text: str) -> list[bytes]:
+        """The hash under every key held: rows written before a rotation finished match too."""
+        return [self.content_hash(text, key_id) for key_id in sorted(self._keys)]
+
 
 def associated_data(*parts: str) -> bytes:
     return "\x00".join(parts).encode()

@@ -2,7 +2,8 @@
 
     MemvaultError                     500 internal_error
     ├── InvalidInput                  422 invalid_input
-    │   └── ContentTooLong            422 content_too_long
+    │   ├── ContentTooLong            422 content_too_long
+    │   └── PIIRejected               422 pii_rejected          (never carries the values)
     ├── NotFound                      404 not_found
     ├── PayloadTooLarge               413 payload_too_large
     ├── ConfigurationError            500 configuration_error   (start-up: bad settings)
@@ -41,6 +42,10 @@ class InvalidInput(MemvaultError):
 
 class ContentTooLong(InvalidInput):
     code = "content_too_long"
+
+
+class PIIRejected(InvalidInput):
+    code = "pii_rejected"
 
 
 class NotFound(MemvaultError):

@@ -16,6 +16,11 @@ EMBEDDING_ERRORS = Counter(
 EMBEDDING_JOBS = Counter(
     "memvault_embedding_jobs_total", "Embedding jobs finished, by outcome", ["outcome"]
 )
+LLM_FALLBACKS = Counter(
+    "memvault_llm_fallbacks_total",
+    "LLM calls that fell back to the offline rules",
+    ["task", "reason"],
+)
 CACHE_ERRORS = Counter("memvault_cache_errors_total", "Cache back-end failures", ["backend"])
 
 

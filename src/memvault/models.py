@@ -71,6 +71,23 @@ class MemoryCreate(Scope):
     expires_at: Timestamp | None = None
 
 
+PIIPolicy = Literal["redact", "reject", "allow"]
+
+
+class MemoryInput(MemoryCreate):
+    """One memory to add, with how to add it (the body of POST /v1/memories, and each item of
+    POST /v1/memories/batch)."""
+
+    infer: bool = Field(
+        default=True,
+        description="run deduplication and enrichment; false stores the text as given "
+        "(PII protection still applies)",
+    )
+    pii_policy: PIIPolicy | None = Field(
+        default=None, description="redact, reject or allow; unset: MEMVAULT_PII_POLICY"
+    )
+
+
 class MemoryUpdate(_Input):
     """Content replaces the old text (and queues re-embedding); metadata is merged key by key,
     a key set to null is removed."""
@@ -129,6 +146,45 @@ class MemoryRecord(BaseModel):
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None
+
+
+DedupAction = Literal["stored_new", "duplicate_exact", "merge", "replace", "keep_both", "pending"]
+FieldSource = Literal["llm", "rules", "given", "pending"]
+
+
+class DedupInfo(BaseModel):
+    action: DedupAction = Field(
+        description="stored_new; duplicate_exact (nothing stored, the existing memory "
+        "returned); merge / replace (the existing memory updated); keep_both; pending "
+        "(background adds: decided by the worker)"
+    )
+    existing_id: UUID | None = None
+    similarity: float | None = None
+    decided_by: Literal["hash", "vector", "llm", "rules"] | None = None
+
+
+class PIIInfo(BaseModel):
+    policy: PIIPolicy
+    found: dict[str, int] = Field(description="types and counts detected; never the values")
+    redacted: bool
+
+
+class AddResult(MemoryRecord):
+    """The memory as stored (or the existing one it was folded into), and how it got there."""
+
+    dedup: DedupInfo
+    pii: PIIInfo
+    sources: dict[str, FieldSource] = Field(
+        description="which path produced importance, memory_type/valid_until and categories"
+    )
+
+
+class BatchRequest(_Input):
+    memories: list[MemoryInput] = Field(min_length=1)
+
+
+class BatchResult(BaseModel):
+    results: list[AddResult]
 
 
 class SearchHit(MemoryRecord):

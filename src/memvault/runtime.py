@@ -21,6 +21,8 @@ from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
 from memvault.embedding import EmbeddingService, build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
+from memvault.llm import build_llm
+from memvault.pipeline.judge import Judge
 from memvault.worker.runner import Worker
 
 
@@ -33,6 +35,7 @@ class Backend:
     settings: Settings
     url: str
     embeddings: EmbeddingService
+    judge: Judge
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -41,7 +44,7 @@ class Backend:
     def start_workers(self, concurrency: int) -> None:
         """Run embedding workers as tasks on the current event loop until ``close``."""
         for n in range(concurrency):
-            worker = Worker(self.engine, self.url, self.keys, self.embeddings, self.settings)
+            worker = Worker(self)
             self._workers.append(
                 asyncio.create_task(
                     worker.run(self._stop, sweeper=n == 0), name=f"memvault-worker-{n}"
@@ -54,6 +57,8 @@ class Backend:
             await asyncio.gather(*self._workers, return_exceptions=True)
             self._workers.clear()
         await self.embeddings.aclose()
+        if self.judge.llm is not None:
+            await self.judge.llm.aclose()
         await self.engine.dispose()
         for close in reversed(self.closers):
             await asyncio.to_thread(close)
@@ -82,6 +87,7 @@ async def open_backend(settings: Settings) -> Backend:
             settings=settings,
             url=libpq_url(url),
             embeddings=embeddings,
+            judge=Judge(build_llm(settings)),
             key_file=key_file,
             closers=closers,
         )

@@ -6,6 +6,7 @@ from typing import Any
 from uuid import UUID
 
 from memvault.crypto import KeyringSource, Sealed, associated_data
+from memvault.models import MemoryRecord
 
 
 def seal_content(
@@ -33,3 +34,10 @@ def open_content(
     return keys.current().open(
         Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
     )
+
+
+def to_record(keys: KeyringSource, row: Any) -> MemoryRecord:
+    """A memories row, decrypted, as the caller sees it."""
+    content = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
+    fields = {name: getattr(row, name) for name in MemoryRecord.model_fields if name != "content"}
+    return MemoryRecord(content=content, **fields)

@@ -13,7 +13,7 @@ import builtins
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,20 +25,24 @@ from memvault.db.store import AnyRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.models import (
+    AddResult,
     EmbeddingJob,
     HistoryEntry,
-    MemoryCreate,
+    MemoryInput,
     MemoryPage,
     MemoryQuery,
     MemoryRecord,
     MemoryUpdate,
+    PIIPolicy,
     RotationReport,
     SearchHit,
     SearchRequest,
     SearchResult,
 )
+from memvault.pipeline import pii
+from memvault.pipeline.ingest import Pipeline
 from memvault.runtime import Backend, open_backend
-from memvault.sealing import open_content, seal_content
+from memvault.sealing import open_content, seal_content, to_record
 from memvault.worker import Worker
 
 M = TypeVar("M", bound=BaseModel)
@@ -123,18 +127,16 @@ class AsyncMemory:
         return open_content(self._backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
 
     def _record(self, row: AnyRow) -> MemoryRecord:
-        content = self._open(row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
-        fields = {
-            name: getattr(row, name) for name in MemoryRecord.model_fields if name != "content"
-        }
-        return MemoryRecord(content=content, **fields)
+        return to_record(self._backend.keys, row)
 
-    def _check_length(self, content: str) -> None:
+    def _check_length(self, content: str, *, index: int | None = None) -> None:
         limit = self._backend.settings.max_content_chars
         if len(content) > limit:
+            details: dict[str, Any] = {"limit": limit, "length": len(content)}
+            if index is not None:
+                details["index"] = index
             raise ContentTooLong(
-                f"Content is {len(content)} characters; the limit is {limit}.",
-                details={"limit": limit, "length": len(content)},
+                f"Content is {len(content)} characters; the limit is {limit}.", details=details
             )
 
     # --- CRUD ---------------------------------------------------------------------------------
@@ -149,19 +151,23 @@ class AsyncMemory:
         environment: str | None = None,
         channel: str = "_global",
         source: str | None = None,
-        tags: list[str] | None = None,
+        tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         occurred_at: datetime | None = None,
         expires_at: datetime | None = None,
+        infer: bool = True,
+        pii_policy: PIIPolicy | None = None,
         wait: bool = False,
-    ) -> MemoryRecord:
-        """Store one memory and queue it for embedding.
+        background: bool = False,
+    ) -> AddResult:
+        """Store one memory through the write pipeline (PII, embedding, dedup, enrichment).
 
-        With ``wait=True`` return only once it is searchable (or ``wait_timeout_s`` passed:
-        then the returned record says ``embedded=False``; the memory is stored either way).
+        A text that fits the model's window is searchable when this returns; a longer one, or
+        any with ``background=True``, is stored at once and finished by the worker (``wait=True``
+        waits for that, up to ``wait_timeout_s``).
         """
         item = validated(
-            MemoryCreate,
+            MemoryInput,
             content=content,
             user_id=user_id,
             app_id=app_id,
@@ -173,18 +179,40 @@ class AsyncMemory:
             metadata=metadata,
             occurred_at=occurred_at,
             expires_at=expires_at,
+            infer=infer,
+            pii_policy=pii_policy,
         )
-        self._check_length(item.content)
-        if item.expires_at is not None and item.expires_at <= datetime.now(UTC):
-            raise InvalidInput("expires_at is in the past.", details={"field": "expires_at"})
-        memory_id = uuid4()
-        values = item.model_dump(exclude={"content"}, exclude_none=True)
-        values.update(self._seal(memory_id, item.content), tenant_id=self.tenant_id, id=memory_id)
-        async with self._backend.engine.begin() as conn:
-            row = await store.insert_memory(conn, values, self.actor)
+        (result,) = await self.add_many([item], wait=wait, background=background)
+        return result
+
+    async def add_many(
+        self,
+        items: builtins.list[MemoryInput | dict[str, Any]],
+        *,
+        wait: bool = False,
+        background: bool = False,
+    ) -> builtins.list[AddResult]:
+        """Store a batch as a batch: one embedding call, one transaction; results in order.
+
+        Any invalid item (including a PII rejection) fails the whole batch, storing nothing.
+        """
+        cap = self._backend.settings.max_batch_items
+        if not 0 < len(items) <= cap:
+            raise InvalidInput(f"A batch holds 1 to {cap} memories.", details={"limit": cap})
+        checked = [i if isinstance(i, MemoryInput) else validated(MemoryInput, **i) for i in items]
+        for index, item in enumerate(checked):
+            self._check_length(item.content, index=index)
+        pipeline = Pipeline(self._backend, self._backend.judge, self.tenant_id, self.actor)
+        results = await pipeline.ingest(checked, background=background)
         if wait:
-            return await self._when_searchable(memory_id, row.user_id)
-        return self._record(row)
+            return [await self._waited(r) for r in results]
+        return results
+
+    async def _waited(self, result: AddResult) -> AddResult:
+        if result.embedded:
+            return result
+        record = await self._when_searchable(result.id, result.user_id)
+        return result.model_copy(update=record.model_dump())
 
     async def _when_searchable(self, memory_id: UUID, user_id: str) -> MemoryRecord:
         loop = asyncio.get_running_loop()
@@ -261,9 +289,11 @@ class AsyncMemory:
         change = validated(MemoryUpdate, content=content, metadata=metadata)
         values: dict[str, Any] = {}
         if change.content is not None:
-            self._check_length(change.content)
+            # Secrets must not slip in through an edit either.
+            content = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
+            self._check_length(content)
             # New text means old vectors no longer describe it: queue it for re-embedding.
-            values.update(self._seal(ident, change.content), embedded=False)
+            values.update(self._seal(ident, content), embedded=False)
         async with self._backend.engine.begin() as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
@@ -428,10 +458,7 @@ class AsyncMemory:
     async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
         """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
         backend = self._backend
-        workers = [
-            Worker(backend.engine, backend.url, backend.keys, backend.embeddings, backend.settings)
-            for _ in range(concurrency)
-        ]
+        workers = [Worker(backend) for _ in range(concurrency)]
         await asyncio.gather(*(w.run(stop, sweeper=i == 0) for i, w in enumerate(workers)))
 
     async def purge_expired(self) -> int:
@@ -468,6 +495,7 @@ class Memory:
             raise
 
     add = blocking(AsyncMemory.add)
+    add_many = blocking(AsyncMemory.add_many)
     get = blocking(AsyncMemory.get)
     list = blocking(AsyncMemory.list)
     update = blocking(AsyncMemory.update)

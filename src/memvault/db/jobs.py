@@ -58,7 +58,7 @@ async def claim(conn: AsyncConnection, limit: int, lease_s: float) -> Sequence[A
             updated_at=sa.func.now(),
             locked_until=sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, lease_s),
         )
-        .returning(_j.tenant_id, _j.id, _j.memory_id, _j.attempts, _j.locked_until)
+        .returning(_j.tenant_id, _j.id, _j.memory_id, _j.kind, _j.attempts, _j.locked_until)
     )
     return (await conn.execute(statement)).all()
 

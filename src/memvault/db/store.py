@@ -36,7 +36,7 @@ def _owned(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bo
     return sa.and_(_m.tenant_id == tenant_id, _m.id == memory_id, _m.user_id == user_id)
 
 
-# Every column an add may set; the statement is built once (building and cache-keying a CTE
+# Every column an add may set; the statements are built once (building and cache-keying a CTE
 # statement per call cost more CPU than the insert itself).
 _ADD_COLUMNS = (
     "tenant_id",
@@ -54,6 +54,12 @@ _ADD_COLUMNS = (
     "content_hash",
     "metadata",
     "expires_at",
+    "embedded",
+    "embedding_model",
+    "importance",
+    "memory_type",
+    "valid_until",
+    "categories",
 )
 _ADD_DEFAULTS: dict[str, Any] = {
     "app_id": "default",
@@ -61,10 +67,20 @@ _ADD_DEFAULTS: dict[str, Any] = {
     "tags": [],
     "metadata": {},
     "occurred_at": None,
+    "project_id": None,
+    "environment": None,
+    "source": None,
+    "expires_at": None,
+    "embedded": False,
+    "embedding_model": None,
+    "importance": None,
+    "memory_type": "persistent",
+    "valid_until": None,
+    "categories": [],
 }
 
 
-def _build_add() -> sa.Select[Any]:
+def _build_add(*, with_job: bool) -> sa.Select[Any]:
     values: dict[str, Any] = {c: sa.bindparam(c, type_=_m[c].type) for c in _ADD_COLUMNS}
     values["occurred_at"] = sa.func.coalesce(
         sa.bindparam("occurred_at", type_=_m.occurred_at.type), sa.func.now()
@@ -98,32 +114,74 @@ def _build_add() -> sa.Select[Any]:
         )
         .cte("history")
     )
+    if not with_job:
+        return sa.select(new).add_cte(history)
     job = (
         embedding_jobs.insert()
-        .from_select(["tenant_id", "memory_id"], sa.select(new.c.tenant_id, new.c.id))
+        .from_select(
+            ["tenant_id", "memory_id", "kind"],
+            sa.select(new.c.tenant_id, new.c.id, sa.bindparam("job_kind", type_=sa.Text())),
+        )
         .cte("job")
     )
     notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
     return sa.select(new, notify).add_cte(history, job)
 
 
-_ADD = _build_add()
+_ADD_QUEUED = _build_add(with_job=True)
+_ADD_EMBEDDED = _build_add(with_job=False)
 
 
-async def insert_memory(conn: AsyncConnection, values: dict[str, Any], actor: str) -> AnyRow:
-    """Insert a memory, its ADD history row and its embedding job, and wake the workers:
-    one statement, one round trip."""
-    params = {
-        **_ADD_DEFAULTS,
-        "project_id": None,
-        "environment": None,
-        "source": None,
-        "expires_at": None,
-        **values,
-        "actor": actor,
-    }
-    row: AnyRow = (await conn.execute(_ADD, params)).one()
+async def insert_memory(
+    conn: AsyncConnection,
+    values: dict[str, Any],
+    actor: str,
+    *,
+    queue_embedding: bool = True,
+    job_kind: str = "embed",
+) -> AnyRow:
+    """Insert a memory and its ADD history row (and, unless its vectors come with it, its
+    embedding job, waking the workers): one statement, one round trip."""
+    params = {**_ADD_DEFAULTS, **values, "actor": actor, "job_kind": job_kind}
+    statement = _ADD_QUEUED if queue_embedding else _ADD_EMBEDDED
+    row: AnyRow = (await conn.execute(statement, params)).one()
     return row
+
+
+async def find_by_hash(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    app_id: str,
+    hashes: Sequence[bytes],
+    *,
+    exclude: UUID | None = None,
+) -> AnyRow | None:
+    """A live memory of this owner (other than ``exclude``) whose keyed content hash is one of
+    ``hashes``."""
+    query = (
+        sa.select(memories)
+        .where(
+            _m.tenant_id == tenant_id,
+            _m.user_id == user_id,
+            _m.app_id == app_id,
+            _m.content_hash.in_(list(hashes)),
+            _m.id != exclude if exclude is not None else sa.true(),
+            _live,
+        )
+        .order_by(_m.created_at)
+        .limit(1)
+    )
+    return (await conn.execute(query)).first()
+
+
+async def lock_content(conn: AsyncConnection, keys: Sequence[str]) -> None:
+    """Serialise writers of the same content for the rest of the transaction (sorted, so two
+    batches never wait on each other in opposite orders)."""
+    for key in sorted(set(keys)):
+        await conn.execute(
+            sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0)))
+        )
 
 
 async def fetch_memory(
@@ -148,6 +206,8 @@ def list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[boo
         where.append(_m.created_at >= f["created_after"])
     if f.get("created_before") is not None:
         where.append(_m.created_at < f["created_before"])
+    if f.get("exclude_id") is not None:
+        where.append(_m.id != f["exclude_id"])
     return where
 
 

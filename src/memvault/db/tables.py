@@ -146,6 +146,8 @@ embedding_jobs = Table(
     Column("id", BigInteger, Identity(always=False), nullable=False),
     Column("memory_id", Uuid, nullable=False),
     Column("status", Text, nullable=False, server_default="queued"),
+    # embed: vectors only; ingest: vectors, then the write pipeline's dedup and enrichment.
+    Column("kind", Text, nullable=False, server_default="embed"),
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("last_error", Text),
     Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
@@ -162,6 +164,7 @@ embedding_jobs = Table(
     CheckConstraint(
         "status IN ('queued', 'processing', 'done', 'failed')", name="ck_embedding_jobs_status"
     ),
+    CheckConstraint("kind IN ('embed', 'ingest')", name="ck_embedding_jobs_kind"),
     # At most one waiting job per memory: a second content change before the first is picked
     # up needs no second job, the worker always embeds the current content.
     Index(

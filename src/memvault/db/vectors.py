@@ -164,3 +164,17 @@ async def nearest(
 
 def _vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+async def first_vector(
+    conn: AsyncConnection, tenant_id: str, memory_id: UUID
+) -> tuple[str, list[float]] | None:
+    """A memory's first chunk vector and its model (what a background add is compared by)."""
+    query = (
+        sa.select(_c.model, _c.embedding)
+        .where(_c.tenant_id == tenant_id, _c.memory_id == memory_id)
+        .order_by(_c.chunk_index)
+        .limit(1)
+    )
+    row = (await conn.execute(query)).first()
+    return None if row is None else (str(row.model), [float(x) for x in row.embedding])

@@ -13,14 +13,13 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import psycopg
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault.config import Settings
-from memvault.crypto import KeyringSource
 from memvault.db import jobs, vectors
 from memvault.db.store import AnyRow
 from memvault.db.tables import memories
@@ -28,7 +27,11 @@ from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError
 from memvault.metrics import EMBEDDING_JOBS
+from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
+
+if TYPE_CHECKING:
+    from memvault.runtime import Backend
 
 log = logging.getLogger(__name__)
 _m = memories.c
@@ -42,19 +45,14 @@ class _Prepared:
 
 
 class Worker:
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        url: str,
-        keys: KeyringSource,
-        embeddings: EmbeddingService,
-        settings: Settings,
-    ) -> None:
-        self.engine = engine
-        self.url = url
-        self.keys = keys
-        self.embeddings = embeddings
-        self.settings = settings
+    def __init__(self, backend: Backend, settings: Settings | None = None) -> None:
+        self.backend = backend
+        self.engine = backend.engine
+        self.url = backend.url
+        self.keys = backend.keys
+        self.embeddings: EmbeddingService = backend.embeddings
+        self.judge = backend.judge
+        self.settings = settings or backend.settings
         self._indexed: set[str] = set()
 
     # --- loop ---------------------------------------------------------------------------------
@@ -134,7 +132,10 @@ class Worker:
                 await self._fail(p.job, f"{exc.code}: {exc.message}")
             return
         await self._ensure_index(embedded)
-        await self._write(prepared, embedded)
+        written = await self._write(prepared, embedded)
+        ingest = [p.row for p in prepared if p.job.kind == "ingest" and p.row.id in written]
+        if ingest:
+            await settle(self.backend, self.judge, ingest)
 
     async def _prepare(
         self, claimed: Sequence[AnyRow]
@@ -174,7 +175,7 @@ class Worker:
             await vectors.ensure_index(self.engine, embedded.model_id, embedded.dimensions)
             self._indexed.add(embedded.model_id)
 
-    async def _write(self, prepared: list[_Prepared], embedded: Embedded) -> None:
+    async def _write(self, prepared: list[_Prepared], embedded: Embedded) -> set[UUID]:
         """Chunks, flags and job outcomes for the whole batch, in one transaction, set-wise."""
         by_tenant: dict[str, dict[UUID, tuple[str, list[list[float]]]]] = {}
         offset = 0
@@ -206,6 +207,7 @@ class Worker:
                 )
             await jobs.complete(conn, [p.job for p in prepared])
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
+        return {memory_id for _, memory_id in unchanged}
 
     async def _fail(self, job: AnyRow, error: str) -> None:
         async with self.engine.begin() as conn:

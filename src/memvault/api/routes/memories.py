@@ -9,8 +9,11 @@ from fastapi import APIRouter, Query, Response, status
 from memvault.api.deps import MemoryDep
 from memvault.api.schemas import DeleteAllParams, HistoryPage, ListParams, Owner
 from memvault.models import (
+    AddResult,
+    BatchRequest,
+    BatchResult,
     DeleteResult,
-    MemoryCreate,
+    MemoryInput,
     MemoryPage,
     MemoryRecord,
     MemoryUpdate,
@@ -21,13 +24,29 @@ from memvault.models import (
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
 
+Wait = Annotated[bool, Query(description="answer once the memory is searchable")]
+Background = Annotated[
+    bool, Query(alias="async", description="store now, embed / dedup / enrich in the worker")
+]
+
+
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def add_memory(
-    body: MemoryCreate,
-    memory: MemoryDep,
-    wait: Annotated[bool, Query(description="answer once the memory is searchable")] = False,
-) -> MemoryRecord:
-    return await memory.add(**body.model_dump(), wait=wait)
+    body: MemoryInput, memory: MemoryDep, wait: Wait = False, background: Background = False
+) -> AddResult:
+    (result,) = await memory.add_many([body], wait=wait, background=background)
+    return result
+
+
+@router.post("/batch", status_code=status.HTTP_201_CREATED)
+async def add_memories(
+    body: BatchRequest, memory: MemoryDep, wait: Wait = False, background: Background = False
+) -> BatchResult:
+    """Bulk import: one embedding call and one transaction for the whole batch; an invalid
+    item fails the batch (nothing stored) and the error names its index."""
+    return BatchResult(
+        results=await memory.add_many(list(body.memories), wait=wait, background=background)
+    )
 
 
 @router.post("/search")

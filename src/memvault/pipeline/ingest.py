@@ -1,0 +1,454 @@
+"""``ingest(batch)``: the write pipeline, one function over a batch of memories.
+
+    validate ─► PII (redact | reject) ─► embed (one call) ─► dedup ─► enrich ─► one transaction
+
+Texts that fit the model's window go through inline, so ``add`` answers with a searchable,
+deduplicated, enriched memory. Long texts and background adds are stored at once (PII already
+applied) and queued: the worker embeds them and runs the same dedup and enrichment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID, uuid4
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from memvault.db import jobs, store, vectors
+from memvault.db.store import AnyRow
+from memvault.db.tables import memories as memories_table
+from memvault.embedding.chunking import clean
+from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
+from memvault.models import AddResult, DedupInfo, FieldSource, MemoryInput, PIIInfo
+from memvault.pipeline import pii, rules
+from memvault.pipeline.decisions import Enrichment
+from memvault.pipeline.judge import Judge
+from memvault.sealing import open_content, seal_content, to_record
+
+if TYPE_CHECKING:
+    from memvault.runtime import Backend
+
+log = logging.getLogger(__name__)
+_CHUNK_SPECIAL_TOKENS = 2
+
+
+@dataclass
+class Draft:
+    """One memory on its way through the pipeline."""
+
+    index: int
+    item: MemoryInput
+    text: str
+    pii: PIIInfo
+    memory_id: UUID = field(default_factory=uuid4)
+    vector: list[float] | None = None
+    dedup: DedupInfo = field(default_factory=lambda: DedupInfo(action="stored_new"))
+    target: AnyRow | None = None  # the existing memory for duplicate / merge / replace
+    final_text: str = ""
+    final_vector: list[float] | None = None
+    enrichment: Enrichment | None = None
+    sources: dict[str, FieldSource] = field(default_factory=dict)
+    twin_of: int | None = None  # index of an identical earlier item in the same batch
+
+    @property
+    def scope(self) -> tuple[str, str]:
+        return self.item.user_id, self.item.app_id
+
+
+class Pipeline:
+    def __init__(self, backend: Backend, judge: Judge, tenant_id: str, actor: str) -> None:
+        self.backend = backend
+        self.judge = judge
+        self.tenant_id = tenant_id
+        self.actor = actor
+        self.settings = backend.settings
+        # The model that embeds this batch; a fallback model replaces these in _embed.
+        self.model = backend.embeddings.active_model
+        self.dims = backend.embeddings.primary.dimensions or 0
+
+    async def ingest(
+        self, items: list[MemoryInput], *, background: bool = False
+    ) -> list[AddResult]:
+        drafts = [self._protect(i, item) for i, item in enumerate(items)]
+        inline = [d for d in drafts if not background and self._fits_one_chunk(d.text)]
+        deferred = [d for d in drafts if d not in inline]
+        if inline:
+            await self._embed(inline)
+            await self._dedup(inline)
+            await self._enrich(inline)
+        return await self._commit(inline, deferred)
+
+    # --- PII -----------------------------------------------------------------------------------
+
+    def _protect(self, index: int, item: MemoryInput) -> Draft:
+        policy = item.pii_policy or self.settings.pii_policy
+        try:
+            report = pii.apply_policy(item.content, policy)
+        except PIIRejected as exc:
+            raise PIIRejected(exc.message, details={**exc.details, "index": index}) from None
+        limit = self.settings.max_content_chars
+        if len(report.text) > limit:
+            raise ContentTooLong(
+                f"Content is {len(report.text)} characters; the limit is {limit}.",
+                details={"limit": limit, "index": index},
+            )
+        if item.expires_at is not None and item.expires_at <= datetime.now(UTC):
+            raise InvalidInput(
+                "expires_at is in the past.", details={"field": "expires_at", "index": index}
+            )
+        info = PIIInfo(policy=policy, found=report.found, redacted=report.redacted)
+        return Draft(index=index, item=item, text=report.text, pii=info, final_text=report.text)
+
+    def _fits_one_chunk(self, text: str) -> bool:
+        primary = self.backend.embeddings.primary
+        size = min(self.settings.chunk_tokens, primary.max_tokens) - _CHUNK_SPECIAL_TOKENS
+        if len(text) <= size:
+            return True
+        return len(primary.tokenizer().spans(text)) <= size
+
+    # --- embed and dedup -----------------------------------------------------------------------
+
+    async def _embed(self, drafts: list[Draft]) -> None:
+        texts = [clean(d.text, self.settings.embedding_max_chars) for d in drafts]
+        embedded = await self.backend.embeddings.embed_batch(texts)
+        self.model, self.dims = embedded.model_id, embedded.dimensions
+        for draft, vector in zip(drafts, embedded.vectors, strict=True):
+            draft.vector = draft.final_vector = vector
+
+    async def _dedup(self, drafts: list[Draft]) -> None:
+        keyring = self.backend.keys.current()
+        first_of: dict[tuple[str, str, bytes], Draft] = {}
+        for draft in drafts:
+            if not draft.item.infer:
+                continue
+            key = (*draft.scope, keyring.content_hash(draft.text))
+            if key in first_of:  # the same text twice in one batch: one memory
+                draft.twin_of = first_of[key].index
+                draft.dedup = DedupInfo(action="duplicate_exact", similarity=1.0, decided_by="hash")
+                continue
+            near = self._near_twin(draft, list(first_of.values()))
+            if near is not None:
+                draft.twin_of = near.index
+                draft.dedup = DedupInfo(
+                    action="duplicate_exact", similarity=1.0, decided_by="vector"
+                )
+                continue
+            first_of[key] = draft
+            await self._dedup_one(draft, keyring.content_hashes(draft.text))
+
+    def _near_twin(self, draft: Draft, earlier: list[Draft]) -> Draft | None:
+        """An earlier item of this batch that says the same thing (cosine ≥ the duplicate
+        threshold): the database cannot see it yet."""
+        for other in earlier:
+            if (
+                other.scope == draft.scope
+                and other.vector
+                and draft.vector
+                and cosine(other.vector, draft.vector) >= self.settings.dedup_duplicate_threshold
+            ):
+                return other
+        return None
+
+    async def _dedup_one(
+        self, draft: Draft, hashes: list[bytes], *, exclude: UUID | None = None
+    ) -> None:
+        user_id, app_id = draft.scope
+        async with self.backend.engine.begin() as conn:
+            twin = await store.find_by_hash(
+                conn, self.tenant_id, user_id, app_id, hashes, exclude=exclude
+            )
+            if twin is not None:
+                draft.target = twin
+                draft.dedup = DedupInfo(
+                    action="duplicate_exact", existing_id=twin.id, similarity=1.0, decided_by="hash"
+                )
+                return
+            filters = {**_scope_filters(user_id, app_id), "exclude_id": exclude}
+            size = await vectors.scope_size(
+                conn, self.tenant_id, user_id, self.model, cap=self.settings.search_exact_max_chunks
+            )
+            nearest = await vectors.nearest(
+                conn,
+                self.tenant_id,
+                filters,
+                draft.vector or [],
+                self.model,
+                self.dims,
+                1,
+                exact=size <= self.settings.search_exact_max_chunks,
+                ef_search=self.settings.hnsw_ef_search,
+            )
+        if not nearest:
+            return
+        row = nearest[0]
+        similarity = 1.0 - min(max(float(row.distance), 0.0), 1.0)
+        await self._judge_similar(draft, row, similarity)
+
+    async def _judge_similar(self, draft: Draft, row: AnyRow, similarity: float) -> None:
+        if similarity < self.settings.dedup_similar_threshold:
+            return
+        existing = open_content(
+            self.backend.keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id
+        )
+        # MiniLM scores "34 years old" and "35 years old" above 0.98: a near copy is a
+        # duplicate only when the offline rules see no changed value in it either.
+        near_copy = similarity >= self.settings.dedup_duplicate_threshold
+        if near_copy and rules.decide_duplicate(existing, draft.text, similarity).action == "merge":
+            draft.target = row
+            draft.dedup = DedupInfo(
+                action="duplicate_exact",
+                existing_id=row.id,
+                similarity=similarity,
+                decided_by="vector",
+            )
+            return
+        decision, source = await self.judge.decide(existing, draft.text, similarity)
+        if decision.action == "keep_both":
+            draft.dedup = DedupInfo(
+                action="keep_both", existing_id=row.id, similarity=similarity, decided_by=source
+            )
+            return
+        draft.target = row
+        draft.dedup = DedupInfo(
+            action=decision.action, existing_id=row.id, similarity=similarity, decided_by=source
+        )
+        if decision.action == "merge" and decision.merged_text:
+            draft.final_text = decision.merged_text.strip()
+            draft.final_vector = None  # embedded again below
+
+    # --- enrich --------------------------------------------------------------------------------
+
+    async def _enrich(self, drafts: list[Draft]) -> None:
+        merged = [d for d in drafts if d.final_vector is None and d.final_text]
+        if merged:
+            embedded = await self.backend.embeddings.embed_batch(
+                [clean(d.final_text, self.settings.embedding_max_chars) for d in merged]
+            )
+            for draft, vector in zip(merged, embedded.vectors, strict=True):
+                draft.final_vector = vector
+        for draft in drafts:
+            if draft.dedup.action == "duplicate_exact":
+                continue
+            reference = draft.item.occurred_at or datetime.now(UTC)
+            if draft.item.infer:
+                draft.enrichment, source = await self.judge.enrich(draft.final_text, reference)
+            else:
+                draft.enrichment, source = await Judge(None).enrich(draft.final_text, reference)
+            draft.sources = {"importance": source, "memory_type": source, "categories": source}
+
+    # --- background adds, after the worker embedded them -----------------------------------
+
+    async def settle_one(self, row: AnyRow) -> None:
+        keys = self.backend.keys
+        text = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
+        item = MemoryInput(
+            content=text, user_id=row.user_id, app_id=row.app_id, occurred_at=row.occurred_at
+        )
+        draft = Draft(
+            index=0,
+            item=item,
+            text=text,
+            final_text=text,
+            memory_id=row.id,
+            pii=PIIInfo(policy=self.settings.pii_policy, found={}, redacted=False),
+        )
+        draft.vector = draft.final_vector = await self._stored_vector(row)
+        if draft.vector is not None:
+            await self._dedup_one(draft, keys.current().content_hashes(text), exclude=row.id)
+        await self._enrich([draft])
+        async with self.backend.engine.begin() as conn:
+            if draft.dedup.action in ("stored_new", "keep_both"):
+                await conn.execute(
+                    memories_table.update()
+                    .where(
+                        memories_table.c.tenant_id == row.tenant_id, memories_table.c.id == row.id
+                    )
+                    .values(
+                        **{
+                            k: v
+                            for k, v in self._enriched(draft).items()
+                            if k not in ("embedded", "embedding_model")
+                        }
+                    )
+                )
+                return
+            if draft.dedup.action in ("merge", "replace") and draft.target is not None:
+                await self._fold_into(conn, draft)
+            await store.delete_where(
+                conn, store.owned_by(row.tenant_id, row.id, row.user_id), "dedup"
+            )
+
+    async def _stored_vector(self, row: AnyRow) -> list[float] | None:
+        async with self.backend.engine.connect() as conn:
+            found = await vectors.first_vector(conn, row.tenant_id, row.id)
+        if found is None:
+            return None
+        self.model, vector = found
+        self.dims = len(vector)
+        return vector
+
+    async def _fold_into(self, conn: Any, draft: Draft) -> None:
+        """The existing memory takes the new (or merged) text; its vectors are redone."""
+        assert draft.target is not None
+        old = await store.fetch_memory(
+            conn, self.tenant_id, draft.target.id, draft.target.user_id, lock=True
+        )
+        if old is None:
+            return
+        values = {
+            **seal_content(self.backend.keys, self.tenant_id, old.id, draft.final_text),
+            **self._enriched(draft),
+            "embedded": False,
+        }
+        await store.update_memory(conn, old, values, "dedup")
+        await jobs.enqueue(conn, self.tenant_id, [old.id])
+
+    # --- write ---------------------------------------------------------------------------------
+
+    async def _commit(self, inline: list[Draft], deferred: list[Draft]) -> list[AddResult]:
+        results: dict[int, AddResult] = {}
+        chunks: dict[UUID, tuple[str, list[list[float]]]] = {}
+        keyring = self.backend.keys.current()
+        async with self.backend.engine.begin() as conn:
+            await store.lock_content(
+                conn,
+                [self._lock_key(d, keyring.content_hash(d.text)) for d in inline if d.item.infer],
+            )
+            for draft in inline:
+                if draft.twin_of is not None:
+                    continue
+                row = await self._write_one(conn, draft, keyring.content_hashes(draft.text))
+                if draft.dedup.action != "duplicate_exact":
+                    chunks[row.id] = (row.user_id, [draft.final_vector or []])
+                results[draft.index] = self._result(row, draft)
+            await vectors.replace_chunks(conn, self.tenant_id, chunks, self.model)
+            for draft in deferred:
+                # Offline enrichment now, so every stored memory carries it; with infer, the
+                # worker dedups and (with an LLM) refines it once the vectors exist.
+                reference = draft.item.occurred_at or datetime.now(UTC)
+                draft.enrichment = rules.enrich(draft.text, reference)
+                values = {
+                    **self._new_values(draft),
+                    **self._enriched(draft),
+                    "embedded": False,
+                    "embedding_model": None,
+                }
+                kind = "ingest" if draft.item.infer else "embed"
+                row = await store.insert_memory(conn, values, self.actor, job_kind=kind)
+                draft.dedup = DedupInfo(action="pending" if draft.item.infer else "stored_new")
+                draft.sources = dict.fromkeys(("importance", "memory_type", "categories"), "rules")
+                results[draft.index] = self._result(row, draft)
+        for draft in inline:
+            if draft.twin_of is not None:
+                twin = results[draft.twin_of]
+                results[draft.index] = twin.model_copy(
+                    update={
+                        "dedup": DedupInfo(
+                            action="duplicate_exact",
+                            existing_id=twin.id,
+                            similarity=1.0,
+                            decided_by="hash",
+                        ),
+                        "pii": draft.pii,
+                    }
+                )
+        return [results[i] for i in sorted(results)]
+
+    def _lock_key(self, draft: Draft, content_hash: bytes) -> str:
+        user_id, app_id = draft.scope
+        owner = hashlib.sha256(f"{self.tenant_id}\x00{user_id}\x00{app_id}".encode()).hexdigest()
+        return f"{owner}:{content_hash.hex()}"
+
+    async def _write_one(self, conn: Any, draft: Draft, hashes: list[bytes]) -> AnyRow:
+        if draft.item.infer and draft.dedup.action in ("stored_new", "keep_both"):
+            # Another writer may have stored the same text while we were deciding.
+            twin = await store.find_by_hash(conn, self.tenant_id, *draft.scope, hashes)
+            if twin is not None:
+                draft.target = twin
+                draft.dedup = DedupInfo(
+                    action="duplicate_exact", existing_id=twin.id, similarity=1.0, decided_by="hash"
+                )
+        if draft.dedup.action == "duplicate_exact" and draft.target is not None:
+            return draft.target
+        if draft.dedup.action in ("merge", "replace") and draft.target is not None:
+            old = await store.fetch_memory(
+                conn, self.tenant_id, draft.target.id, draft.target.user_id, lock=True
+            )
+            if old is not None:
+                values = {
+                    **seal_content(self.backend.keys, self.tenant_id, old.id, draft.final_text),
+                    **self._enriched(draft),
+                }
+                return await store.update_memory(conn, old, values, self.actor)
+            draft.dedup = DedupInfo(action="stored_new")  # it was deleted meanwhile
+        return await store.insert_memory(
+            conn,
+            {**self._new_values(draft), **self._enriched(draft)},
+            self.actor,
+            queue_embedding=False,
+        )
+
+    def _enriched(self, draft: Draft) -> dict[str, Any]:
+        values: dict[str, Any] = {"embedded": True, "embedding_model": self.model}
+        if draft.enrichment is not None:
+            e = draft.enrichment
+            values.update(
+                importance=e.importance,
+                memory_type=e.memory_type,
+                valid_until=e.valid_until,
+                categories=e.categories,
+            )
+        return values
+
+    def _new_values(self, draft: Draft) -> dict[str, Any]:
+        fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy"})
+        sealed = seal_content(self.backend.keys, self.tenant_id, draft.memory_id, draft.final_text)
+        return {**fields, **sealed, "tenant_id": self.tenant_id, "id": draft.memory_id}
+
+    def _result(self, row: AnyRow, draft: Draft) -> AddResult:
+        record = to_record(self.backend.keys, row)
+        sources = draft.sources or dict.fromkeys(
+            ("importance", "memory_type", "categories"), "given"
+        )
+        return AddResult(**record.model_dump(), dedup=draft.dedup, pii=draft.pii, sources=sources)
+
+
+async def settle(backend: Backend, judge: Judge, rows: list[AnyRow]) -> None:
+    """The rest of the pipeline for memories added in the background, once the worker has
+    embedded them: fold duplicates into what is already stored, else enrich."""
+    for row in rows:
+        pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
+        try:
+            await pipeline.settle_one(row)
+        except SQLAlchemyError as exc:
+            # The memory is stored and searchable; only its dedup is skipped. Say so.
+            log.warning("background dedup of a memory failed: %s", type(exc).__name__)
+
+
+def _scope_filters(user_id: str, app_id: str) -> dict[str, Any]:
+    return {
+        "user_id": user_id,
+        "app_id": app_id,
+        "project_id": None,
+        "environment": None,
+        "channel": None,
+        "source": None,
+        "tags": [],
+        "metadata": None,
+        "created_after": None,
+        "created_before": None,
+    }
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+__all__ = ["Draft", "Pipeline", "settle"]

@@ -1,0 +1,218 @@
+"""The write pipeline end to end on real parts: PII, dedup bands, enrichment, batches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from memvault import InvalidInput, Settings
+from memvault.errors import PIIRejected
+from memvault.service import AsyncMemory
+
+CARD = "4111 1111 1111 1111"
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="local"))
+    yield opened
+    await opened.close()
+
+
+def count(raw: psycopg.Connection[Any], table: str = "memories") -> int:
+    row = raw.execute(f"SELECT count(*) FROM {table}").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_the_same_text_twice_is_one_memory(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    first = await memory.add("Alice is allergic to penicillin", user_id="alice")
+    again = await memory.add("  alice is ALLERGIC to penicillin ", user_id="alice")
+    assert first.dedup.action == "stored_new" and first.embedded
+    assert again.dedup.action == "duplicate_exact" and again.dedup.decided_by == "hash"
+    assert again.id == first.id == again.dedup.existing_id
+    assert count(raw) == 1
+    other_user = await memory.add("Alice is allergic to penicillin", user_id="bob")
+    assert other_user.dedup.action == "stored_new"
+
+
+async def test_a_near_copy_is_a_duplicate_by_vector(memory: AsyncMemory) -> None:
+    first = await memory.add("Alice is allergic to penicillin", user_id="alice")
+    again = await memory.add("Alice is allergic to penicillin.", user_id="alice")
+    assert again.dedup.action == "duplicate_exact" and again.dedup.decided_by == "vector"
+    assert again.id == first.id and (again.dedup.similarity or 0) >= 0.98
+
+
+async def test_an_update_replaces_the_old_fact_offline(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    old = await memory.add("Bob has 2 cats at home", user_id="bob")
+    new = await memory.add("Bob has 3 cats at home", user_id="bob")
+    assert new.dedup.action == "replace" and new.dedup.decided_by == "rules"
+    assert 0.70 <= (new.dedup.similarity or 0) < 0.98
+    assert new.id == old.id and new.content == "Bob has 3 cats at home"
+    assert count(raw) == 1
+    history = await memory.history(old.id, user_id="bob")
+    assert [(h.action, h.new_content) for h in history][-1] == ("UPDATE", "Bob has 3 cats at home")
+    found = await memory.search("how many cats does Bob have", user_id="bob")
+    assert [h.content for h in found.results] == ["Bob has 3 cats at home"]
+
+
+async def test_unrelated_memories_are_stored_new(memory: AsyncMemory) -> None:
+    await memory.add("Carol works as a pilot", user_id="carol")
+    other = await memory.add("The tax return is due in April", user_id="carol")
+    assert other.dedup.action == "stored_new" and other.dedup.existing_id is None
+
+
+async def test_concurrent_adds_of_one_text_store_one_row(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    results = await asyncio.gather(
+        *(memory.add("Dana's passport expires in 2031", user_id="dana") for _ in range(8))
+    )
+    assert len({r.id for r in results}) == 1
+    assert sorted(r.dedup.action for r in results).count("stored_new") == 1
+    assert count(raw) == 1
+
+
+async def test_every_stored_memory_is_enriched(memory: AsyncMemory) -> None:
+    reference = datetime(2024, 5, 15, 10, 0, tzinfo=UTC)
+    temporal = await memory.add(
+        "Dentist appointment tomorrow at 3pm", user_id="erin", occurred_at=reference
+    )
+    lasting = await memory.add("Erin is vegetarian", user_id="erin", infer=False)
+    for result in (temporal, lasting):
+        assert result.importance is not None and 1 <= result.importance <= 10
+        assert result.categories and all(c == c.lower() for c in result.categories)
+        assert result.sources["importance"] == "rules"
+    assert temporal.memory_type == "temporal"
+    assert (
+        temporal.valid_until is not None and temporal.valid_until.date().isoformat() == "2024-05-16"
+    )
+    assert lasting.memory_type == "persistent" and lasting.valid_until is None
+    got = await memory.get(temporal.id, user_id="erin")
+    assert (got.importance, got.memory_type, got.categories) == (
+        temporal.importance,
+        "temporal",
+        temporal.categories,
+    )
+
+
+async def test_infer_false_stores_the_text_as_given(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    a = await memory.add("Frank likes jazz", user_id="frank", infer=False)
+    b = await memory.add("Frank likes jazz", user_id="frank", infer=False)
+    assert a.id != b.id and count(raw) == 2
+
+
+async def test_pii_is_redacted_before_anything_else_sees_it(
+    memory: AsyncMemory, raw: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    result = await memory.add(f"My card is {CARD} and my email is gina@example.com", user_id="gina")
+    assert result.pii.found == {"credit_card": 1, "email": 1} and result.pii.redacted
+    assert CARD not in result.content and "[REDACTED:credit_card]" in result.content
+    assert "gina@example.com" not in caplog.text and CARD not in caplog.text
+    assert result.embedded  # the redacted text was embedded, never the card
+    found = await memory.search("credit card", user_id="gina")
+    assert CARD not in found.model_dump_json()
+
+
+async def test_reject_policy_stores_nothing(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    with pytest.raises(PIIRejected) as info:
+        await memory.add(f"card {CARD}", user_id="hal", pii_policy="reject")
+    assert CARD not in str(info.value.to_dict())
+    assert info.value.details["found"] == {"credit_card": 1}
+    with pytest.raises(PIIRejected):
+        await memory.add("The password is written on the card I gave you", user_id="hal")
+    assert count(raw) == 0 and count(raw, "memory_history") == 0
+
+
+async def test_updates_are_protected_too(memory: AsyncMemory) -> None:
+    record = await memory.add("Ivy's contact details", user_id="ivy")
+    updated = await memory.update(record.id, user_id="ivy", content="Ivy: ivy@example.org")
+    assert "ivy@example.org" not in updated.content
+
+
+async def test_a_batch_is_one_embedding_call_and_one_transaction(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    calls: list[int] = []
+    service = memory.backend.embeddings
+    original = service.embed_batch
+
+    async def counting(texts: Any) -> Any:
+        calls.append(len(texts))
+        return await original(texts)
+
+    service.embed_batch = counting  # type: ignore[method-assign]
+    items = [
+        {"content": f"Jon visited city number {i} in {1990 + i}", "user_id": "jon"}
+        for i in range(20)
+    ]
+    items.append({"content": "Jon visited city number 0 in 1990", "user_id": "jon"})
+    results = await memory.add_many(items)
+    assert len(calls) == 1 and calls[0] == 21
+    assert [r.content for r in results[:20]] == [i["content"] for i in items[:20]]
+    assert results[20].dedup.action == "duplicate_exact" and results[20].id == results[0].id
+    assert count(raw) == 20
+
+
+async def test_an_invalid_item_fails_the_whole_batch(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    with pytest.raises(PIIRejected) as info:
+        await memory.add_many(
+            [
+                {"content": "fine", "user_id": "k"},
+                {"content": f"card {CARD}", "user_id": "k", "pii_policy": "reject"},
+            ]
+        )
+    assert info.value.details["index"] == 1
+    with pytest.raises(InvalidInput):
+        await memory.add_many([])
+    assert count(raw) == 0
+
+
+async def test_long_texts_are_stored_at_once_and_finished_by_the_worker(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(embedding_provider="local", run_worker=True))
+    text = "Lena keeps a travel diary. " * 60
+    result = await memory.add(text, user_id="lena", wait=True)
+    assert result.embedded
+    found = await memory.search("travel diary", user_id="lena")
+    assert [h.id for h in found.results] == [result.id]
+    await memory.close()
+
+
+async def test_background_adds_are_enriched_now_and_deduplicated_by_the_worker(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    from memvault import NotFound
+    from memvault.worker import Worker
+
+    kept = await memory.add("Quinn rides a blue bike to school", user_id="quinn")
+    late = await memory.add("Quinn rides a blue bike to school", user_id="quinn", background=True)
+    other = await memory.add("Quinn's exam is on Friday", user_id="quinn", background=True)
+    assert late.dedup.action == "pending" and not late.embedded
+    assert late.importance is not None and late.sources["importance"] == "rules"
+    assert await Worker(memory.backend).run_once() == 2
+    with pytest.raises(NotFound):
+        await memory.get(late.id, user_id="quinn")
+    assert [h.actor for h in await memory.history(late.id, user_id="quinn")][-1] == "dedup"
+    assert (await memory.get(kept.id, user_id="quinn")).embedded
+    settled = await memory.get(other.id, user_id="quinn")
+    assert settled.embedded and settled.memory_type == "temporal"
+    assert count(raw) == 2
