@@ -8,7 +8,7 @@ memory is stored as new. Prints precision and recall per predicted class, the si
 each gold label falls in (are 0.98 / 0.70 the right cuts?), and the headline precision of the
 duplicate call.
 
-    .venv/bin/python bench/dedup.py [--thresholds 0.98 0.70] [--rules-above-upper] [--data FILE]
+    .venv/bin/python bench/dedup.py [--thresholds 0.98 0.70] [--no-guard] [--data FILE]
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def decide(
     if similarity >= upper:
         if not guard:
             return "duplicate"
-        # --rules-above-upper: the rules still see near-identical pairs, and only a merge
+        # As the pipeline does: the rules still see near-identical pairs, and only a merge
         # verdict (same content) stays a duplicate; "2 cats" / "3 cats" sits near 0.99.
         action = decide_duplicate(existing, new, similarity).action
         return "duplicate" if action == "merge" else action
@@ -185,16 +185,17 @@ def main() -> None:
         help="cosine at/above UPPER is a duplicate; below LOWER is stored as new",
     )
     parser.add_argument(
-        "--rules-above-upper",
+        "--no-guard",
         action="store_true",
-        help="run the rules on non-exact pairs above UPPER too; only 'merge' stays duplicate",
+        help="treat every non-exact pair above UPPER as a duplicate, without asking the rules "
+        "(the product asks them: only a 'merge' verdict stays a duplicate)",
     )
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
     upper, lower = args.thresholds
     if not 0 <= lower <= upper <= 1:
         parser.error("thresholds must satisfy 0 <= LOWER <= UPPER <= 1")
-    asyncio.run(run(args.data, upper, lower, args.rules_above_upper))
+    asyncio.run(run(args.data, upper, lower, not args.no_guard))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""Write-path latency in embedded mode: ``add`` and ``get`` for N memories (default 10,000).
+"""Write-path latency in embedded mode, one call at a time through ``AsyncMemory``.
 
-Measures the synchronous part of a write (validate, encrypt, insert row + history in one
-transaction) and a read by id (select, decrypt), one call at a time, through ``AsyncMemory``
-on the embedded PostgreSQL in a fresh temporary data dir.
+    .venv/bin/python bench/write_path.py [--count 10000] [--pipeline-adds 500]
 
-    .venv/bin/python bench/write_path.py [--count 10000]
+1. Store only: ``add`` (validate, PII check, encrypt, insert the row, its history and its
+   embedding job in one transaction; ``background=True, infer=False`` so nothing else runs)
+   and ``get`` (select, decrypt) for N memories.
+2. Full offline pipeline: with N memories stored, ``add`` of new memories through PII,
+   embedding (all-MiniLM-L6-v2, inline), deduplication (hash + vector + rules), enrichment
+   (rules) and the insert of row, chunk and history — no LLM configured.
 """
 
 from __future__ import annotations
@@ -15,52 +18,70 @@ import random
 import tempfile
 from pathlib import Path
 
+from _corpus import memories
 from memvault import AsyncMemory, Settings
 
 from _stats import print_table, summary_ms, timed
 
-SENTENCES = [
-    "prefers window seats on long flights",
-    "is allergic to peanuts",
-    "works at a robotics startup in Lyon",
-    "has a daughter called Mia who plays chess",
-    "asked to be reminded about the dentist on Friday",
-    "uses vim and hates tabs",
-    "is training for the Berlin marathon",
-    "drinks oat milk flat whites",
-]
+
+async def store_only(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[str, float]]:
+    adds: list[float] = []
+    gets: list[float] = []
+    both: list[float] = []
+    for i, text in enumerate(texts):
+        user = f"user-{i % 100}"
+        with timed(both):
+            with timed(adds):
+                record = await memory.add(
+                    text,
+                    user_id=user,
+                    tags=["bench"],
+                    metadata={"n": i},
+                    background=True,
+                    infer=False,
+                )
+            with timed(gets):
+                await memory.get(record.id, user_id=user)
+        if (i + 1) % 2000 == 0:
+            print(f"  {i + 1}/{len(texts)} stored", flush=True)
+    return {
+        "add (store only)": summary_ms(adds),
+        "get": summary_ms(gets),
+        "add + get": summary_ms(both),
+    }
 
 
-async def run(count: int) -> None:
+async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, float]:
+    await memory.add("warm up the model and the date parser tomorrow", user_id="warm")
+    latencies: list[float] = []
+    rng = random.Random(3)
+    for text in texts:
+        with timed(latencies):
+            await memory.add(text, user_id=f"user-{rng.randrange(100)}")
+    return summary_ms(latencies)
+
+
+async def run(count: int, pipeline_adds: int) -> None:
+    texts = memories(count + pipeline_adds, seed=21)
     with tempfile.TemporaryDirectory() as tmp:
-        memory = await AsyncMemory.open(Settings(data_dir=Path(tmp) / "data"))
-        rng = random.Random(7)
-        adds: list[float] = []
-        gets: list[float] = []
-        both: list[float] = []
-        ids = []
-        for i in range(count):
-            user = f"user-{i % 100}"
-            text = f"{user} {rng.choice(SENTENCES)} (note {i})"
-            with timed(both):
-                with timed(adds):
-                    record = await memory.add(text, user_id=user, tags=["bench"], metadata={"n": i})
-                with timed(gets):
-                    await memory.get(record.id, user_id=user)
-            ids.append(record.id)
-            if (i + 1) % 2000 == 0:
-                print(f"  {i + 1}/{count} written", flush=True)
+        memory = await AsyncMemory.open(Settings(data_dir=Path(tmp) / "data", run_worker=True))
+        rows = await store_only(memory, texts[:count])
+        print("  waiting for the worker to embed what was stored ...", flush=True)
+        while (await memory.queue_counts()).get("queued", 0):
+            await asyncio.sleep(1)
+        rows[f"add (full offline pipeline, {count:,} stored)"] = await full_pipeline(
+            memory, texts[count:]
+        )
         await memory.close()
-    print_table(
-        f"write path, embedded mode, {count} memories",
-        {"add": summary_ms(adds), "get": summary_ms(gets), "add + get": summary_ms(both)},
-    )
+    print_table(f"write path, embedded mode, {count:,} memories", rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
-    asyncio.run(run(parser.parse_args().count))
+    parser.add_argument("--pipeline-adds", type=int, default=500)
+    args = parser.parse_args()
+    asyncio.run(run(args.count, args.pipeline_adds))
 
 
 if __name__ == "__main__":

@@ -158,3 +158,20 @@ def test_search_jobs_and_reembed(env: dict[str, str], monkeypatch: pytest.Monkey
     assert "re-embedded 1 memories" in run("reembed")
     found = json.loads(run("search", "vinyl", "-u", "ivan", "--json"))
     assert found["model"] == "hash/64" and len(found["results"]) == 1
+
+
+def test_import_jsonl_with_progress(env: dict[str, str], tmp_path: Path) -> None:
+    source = tmp_path / "memories.jsonl"
+    lines = [{"content": f"Uma read book number {i}", "user_id": "uma", "infer": False}
+             for i in range(7)]
+    lines.append({"content": "Uma read book number 0", "user_id": "uma"})
+    source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    output = run("import", str(source), "--batch", "3")
+    assert "imported 8 lines" in output and "duplicate_exact" in output
+    listed = json.loads(run("list", "-u", "uma", "--json"))
+    assert len(listed) == 7
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"content": "ok", "user_id": "v"}\nnot json\n')
+    result = runner.invoke(app, ["import", str(broken)])
+    assert result.exit_code == 2 and "broken.jsonl:2" in result.output.replace("\n", "")
