@@ -38,6 +38,7 @@ lint: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/write_path.py
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/dedup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

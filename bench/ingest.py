@@ -103,11 +103,15 @@ async def ingest(data_dir: Path, texts: list[str]) -> tuple[dict[str, float], di
     }
     for i in range(200):
         with timed(latencies["add, inline (full offline pipeline)"]):
-            record = await memory.add(f"idle latency probe {i} inline", user_id="probe")
+            record = await memory.add(f"inline probe {i}: {texts[-i - 1]}", user_id="probe")
         assert record.embedded
         with timed(latencies["add(background, wait=True), via the worker"]):
             record = await memory.add(
-                f"idle latency probe {i} queued", user_id="probe", background=True, wait=True
+                f"queued probe {i}: {texts[i]}",
+                user_id="probe",
+                background=True,
+                wait=True,
+                infer=False,
             )
         assert record.embedded
         await asyncio.sleep(0.02)

@@ -184,16 +184,25 @@ def test_add_reports_dedup_and_pii_without_values(client: TestClient) -> None:
     assert first["pii"]["found"] == {"phone": 1} and first["pii"]["redacted"] is True
     assert "7946" not in json.dumps(first)
     again = add(client, "Rita's phone is +44 20 7946 0958, she prefers texts")
-    assert again["dedup"] == {"action": "duplicate_exact", "existing_id": first["id"],
-                              "similarity": 1.0, "decided_by": "hash"}
+    assert again["dedup"] == {
+        "action": "duplicate_exact",
+        "existing_id": first["id"],
+        "similarity": 1.0,
+        "decided_by": "hash",
+    }
 
 
 def test_pii_rejection_is_422_and_names_no_value(
     client: TestClient, raw: psycopg.Connection[Any]
 ) -> None:
-    response = client.post("/v1/memories", json={
-        "content": "my password is Hunter2-Correct-Horse", "user_id": "alice",
-        "pii_policy": "reject"})
+    response = client.post(
+        "/v1/memories",
+        json={
+            "content": "my password is Hunter2-Correct-Horse",
+            "user_id": "alice",
+            "pii_policy": "reject",
+        },
+    )
     error = assert_error(response, 422, "pii_rejected")
     assert error["details"]["found"] == {"password": 1}
     assert "Hunter2" not in response.text
@@ -201,15 +210,16 @@ def test_pii_rejection_is_422_and_names_no_value(
 
 
 def test_batch_add_and_its_cap(client: TestClient, raw: psycopg.Connection[Any]) -> None:
-    items = [{"content": f"Sam visited museum number {i}", "user_id": "sam", "infer": False}
-             for i in range(5)]
+    items = [
+        {"content": f"Sam visited museum number {i}", "user_id": "sam", "infer": False}
+        for i in range(5)
+    ]
     response = client.post("/v1/memories/batch", json={"memories": items})
     assert response.status_code == 201
     results = response.json()["results"]
     assert [r["content"] for r in results] == [i["content"] for i in items]
     assert all(r["embedded"] and r["importance"] for r in results)
-    too_many = client.post("/v1/memories/batch",
-                           json={"memories": [items[0]] * 1001})
+    too_many = client.post("/v1/memories/batch", json={"memories": [items[0]] * 1001})
     assert_error(too_many, 422, "invalid_input")
     bad = client.post("/v1/memories/batch", json={"memories": [items[0], {"content": ""}]})
     assert_error(bad, 422, "invalid_input")
@@ -217,8 +227,9 @@ def test_batch_add_and_its_cap(client: TestClient, raw: psycopg.Connection[Any])
 
 
 def test_background_adds_answer_at_once(client: TestClient) -> None:
-    response = client.post("/v1/memories?async=true",
-                           json={"content": "Tom's train leaves at 6", "user_id": "tom"})
+    response = client.post(
+        "/v1/memories?async=true", json={"content": "Tom's train leaves at 6", "user_id": "tom"}
+    )
     assert response.status_code == 201
     body = response.json()
     assert body["dedup"]["action"] == "pending" and body["embedded"] is False

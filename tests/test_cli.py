@@ -162,8 +162,9 @@ def test_search_jobs_and_reembed(env: dict[str, str], monkeypatch: pytest.Monkey
 
 def test_import_jsonl_with_progress(env: dict[str, str], tmp_path: Path) -> None:
     source = tmp_path / "memories.jsonl"
-    lines = [{"content": f"Uma read book number {i}", "user_id": "uma", "infer": False}
-             for i in range(7)]
+    lines = [
+        {"content": f"Uma read book number {i}", "user_id": "uma", "infer": False} for i in range(7)
+    ]
     lines.append({"content": "Uma read book number 0", "user_id": "uma"})
     source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     output = run("import", str(source), "--batch", "3")

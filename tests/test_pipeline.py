@@ -216,3 +216,16 @@ async def test_background_adds_are_enriched_now_and_deduplicated_by_the_worker(
     settled = await memory.get(other.id, user_id="quinn")
     assert settled.embedded and settled.memory_type == "temporal"
     assert count(raw) == 2
+
+
+async def test_waiting_on_a_background_duplicate_answers_with_the_memory_it_joined(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(embedding_provider="local", run_worker=True))
+    kept = await memory.add("Vera's locker code changed last week", user_id="vera")
+    late = await memory.add(
+        "Vera's locker code changed last week", user_id="vera", background=True, wait=True
+    )
+    assert late.id == kept.id and late.dedup.action == "duplicate_exact"
+    assert late.dedup.existing_id == kept.id
+    await memory.close()

@@ -26,6 +26,7 @@ from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.models import (
     AddResult,
+    DedupInfo,
     EmbeddingJob,
     HistoryEntry,
     MemoryInput,
@@ -211,8 +212,21 @@ class AsyncMemory:
     async def _waited(self, result: AddResult) -> AddResult:
         if result.embedded:
             return result
-        record = await self._when_searchable(result.id, result.user_id)
+        try:
+            record = await self._when_searchable(result.id, result.user_id)
+        except NotFound:
+            return await self._folded(result)
         return result.model_copy(update=record.model_dump())
+
+    async def _folded(self, result: AddResult) -> AddResult:
+        """A background add the worker found to be a duplicate was folded into an existing
+        memory: answer with that one, as an inline add would have."""
+        note = (await self.history(result.id, user_id=result.user_id))[-1].new_metadata or {}
+        if "folded_into" not in note:
+            raise NotFound("No such memory for this user.", details={"id": str(result.id)})
+        target = await self.get(note["folded_into"], user_id=result.user_id)
+        dedup = DedupInfo(action=note.get("dedup", "duplicate_exact"), existing_id=target.id)
+        return result.model_copy(update={**target.model_dump(), "dedup": dedup})
 
     async def _when_searchable(self, memory_id: UUID, user_id: str) -> MemoryRecord:
         loop = asyncio.get_running_loop()

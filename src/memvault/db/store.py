@@ -12,6 +12,7 @@ from typing import Any, TypeAlias
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -260,8 +261,15 @@ async def update_memory(
     return row
 
 
-async def delete_where(conn: AsyncConnection, where: sa.ColumnElement[bool], actor: str) -> int:
-    """Delete matching memories and record a DELETE history row for each, in one statement."""
+async def delete_where(
+    conn: AsyncConnection,
+    where: sa.ColumnElement[bool],
+    actor: str,
+    *,
+    note: dict[str, Any] | None = None,
+) -> int:
+    """Delete matching memories and record a DELETE history row for each, in one statement.
+    ``note`` is kept as the history row's new metadata (e.g. which memory absorbed it)."""
     gone = (
         memories.delete()
         .where(where)
@@ -278,6 +286,7 @@ async def delete_where(conn: AsyncConnection, where: sa.ColumnElement[bool], act
             "old_nonce",
             "old_key_id",
             "old_metadata",
+            "new_metadata",
             "actor",
         ],
         sa.select(
@@ -289,6 +298,7 @@ async def delete_where(conn: AsyncConnection, where: sa.ColumnElement[bool], act
             gone.c.nonce,
             gone.c.key_id,
             gone.c.metadata,
+            sa.cast(sa.literal(note, type_=JSONB), JSONB) if note else sa.null(),
             sa.literal(actor),
         ),
     )

@@ -279,8 +279,12 @@ class Pipeline:
                 return
             if draft.dedup.action in ("merge", "replace") and draft.target is not None:
                 await self._fold_into(conn, draft)
+            target = draft.target.id if draft.target is not None else None
             await store.delete_where(
-                conn, store.owned_by(row.tenant_id, row.id, row.user_id), "dedup"
+                conn,
+                store.owned_by(row.tenant_id, row.id, row.user_id),
+                "dedup",
+                note={"folded_into": str(target), "dedup": draft.dedup.action},
             )
 
     async def _stored_vector(self, row: AnyRow) -> list[float] | None:
