@@ -269,11 +269,7 @@ class Pipeline:
                         memories_table.c.tenant_id == row.tenant_id, memories_table.c.id == row.id
                     )
                     .values(
-                        **{
-                            k: v
-                            for k, v in self._enriched(draft).items()
-                            if k not in ("embedded", "embedding_model")
-                        }
+                        **{k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
                     )
                 )
                 return

@@ -199,12 +199,16 @@ class Worker:
             for tenant_id, batch in by_tenant.items():
                 fresh = {k: v for k, v in batch.items() if (tenant_id, k) in unchanged}
                 await vectors.replace_chunks(conn, tenant_id, fresh, embedded.model_id)
-            if unchanged:
-                await conn.execute(
-                    memories.update()
-                    .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(unchanged)))
-                    .values(embedded=True, embedding_model=embedded.model_id)
-                )
+            # A background add becomes searchable only once it is settled (deduplicated):
+            # whoever waits on it must not see it before it is perhaps folded away.
+            settling = {(p.row.tenant_id, p.row.id) for p in prepared if p.job.kind == "ingest"}
+            for keys, searchable in ((unchanged - settling, True), (unchanged & settling, False)):
+                if keys:
+                    await conn.execute(
+                        memories.update()
+                        .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
+                        .values(embedded=searchable, embedding_model=embedded.model_id)
+                    )
             await jobs.complete(conn, [p.job for p in prepared])
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
         return {memory_id for _, memory_id in unchanged}
