@@ -53,9 +53,12 @@ async def test_search_is_tenant_and_user_scoped_and_skips_unembedded(
     await memory.add("I keep bees on the roof", user_id="other-user")
     await memory.for_tenant("other-org").add("I keep bees on the roof", user_id="u")
     await embed_all(memory)
-    await memory.add("bees bees bees, not yet embedded", user_id="u", background=True)
-    result = await memory.search("bees", user_id="u")
+    waiting = await memory.add("bees bees bees, not yet embedded", user_id="u", background=True)
+    result = await memory.search("bees", user_id="u", recipe="vector")
     assert [h.id for h in result.results] == [mine.id]
+    # Keywords find a memory the moment it is stored, before its vectors exist.
+    hybrid = await memory.search("bees", user_id="u")
+    assert {h.id for h in hybrid.results} == {mine.id, waiting.id}
 
 
 async def test_filters_apply_to_search(memory: AsyncMemory) -> None:

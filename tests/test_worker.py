@@ -183,7 +183,7 @@ async def test_fallback_vectors_are_marked_and_redone_when_the_provider_returns(
     await worker.run_once()
     raw_model = await _model_of(memory, record.id)
     assert raw_model == "local/all-MiniLM-L6-v2"
-    degraded = await memory.search("outage", user_id="u")
+    degraded = await memory.search("outage", user_id="u", recipe="vector")
     assert degraded.results == []  # the provider is back: queries use it, and nothing matches yet
 
     assert await worker.sweep() == 1

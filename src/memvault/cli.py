@@ -272,20 +272,23 @@ def search(
     app_id: Annotated[str | None, typer.Option("--app")] = None,
     tag: Annotated[list[str] | None, typer.Option()] = None,
     limit: Annotated[int, typer.Option()] = 10,
+    recipe: Annotated[str, typer.Option(help="hybrid, vector or keyword")] = "hybrid",
     as_json: JsonOpt = False,
 ) -> None:
-    """Find a user's memories nearest in meaning to QUERY."""
+    """Find a user's memories most relevant to QUERY (meaning + keywords)."""
     with _memory() as memory:
         result = _call(
-            lambda: memory.search(query, user_id=user, app_id=app_id, tags=tag or [], limit=limit)
+            lambda: memory.search(
+                query, user_id=user, app_id=app_id, tags=tag or [], limit=limit, recipe=recipe
+            )
         )
     if as_json:
         out.print_json(result.model_dump_json())
         return
-    table = Table("similarity", "content")
+    table = Table("score", "content")
     table.add_column("id", no_wrap=True, min_width=36)
     for hit in result.results:
-        table.add_row(f"{hit.similarity:.3f}", hit.content, str(hit.id))
+        table.add_row(f"{hit.score:.4f}", hit.content, str(hit.id))
     out.print(table)
     if result.degraded:
         err.print(f"[yellow]degraded:[/yellow] the query was embedded by {result.model}")

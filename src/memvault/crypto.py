@@ -33,6 +33,11 @@ KEY_BYTES = 32
 NONCE_BYTES = 12
 _KEY_ID_LABEL = b"memvault/key-id/v1"
 _HASH_KEY_LABEL = b"memvault/content-hash/v1"
+_INDEX_KEY_LABEL = b"memvault/blind-index/v1"
+
+
+def _derive(secret: bytes, label: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=label).derive(secret)
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class DataKey:
     key_id: str
     secret: bytes = field(repr=False)
     hash_key: bytes = field(repr=False)
+    index_key: bytes = field(repr=False)
 
     @classmethod
     def from_secret(cls, secret: bytes) -> DataKey:
@@ -55,8 +61,12 @@ class DataKey:
                 f"An encryption key must be {KEY_BYTES} bytes, not {len(secret)}."
             )
         key_id = hmac.new(secret, _KEY_ID_LABEL, hashlib.sha256).hexdigest()[:16]
-        hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HASH_KEY_LABEL)
-        return cls(key_id=key_id, secret=secret, hash_key=hkdf.derive(secret))
+        return cls(
+            key_id=key_id,
+            secret=secret,
+            hash_key=_derive(secret, _HASH_KEY_LABEL),
+            index_key=_derive(secret, _INDEX_KEY_LABEL),
+        )
 
 
 def generate_key() -> str:
@@ -129,6 +139,13 @@ class Keyring:
     def content_hash(self, text: str, key_id: str | None = None) -> bytes:
         key = self.active if key_id is None else self.key(key_id)
         return hmac.new(key.hash_key, normalise_for_hash(text).encode(), hashlib.sha256).digest()
+
+    def term_id(self, term: str, key_id: str | None = None) -> int:
+        """A keyword's blind-index id: HMAC of the normalised, stemmed term, as a signed
+        64-bit integer (the database sees only these, never the word)."""
+        key = self.active if key_id is None else self.key(key_id)
+        digest = hmac.new(key.index_key, term.encode(), hashlib.sha256).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
 
     def content_hashes(self, text: str) -> list[bytes]:
         """The hash under every key held: rows written before a rotation finished match too."""

@@ -188,16 +188,23 @@ class BatchResult(BaseModel):
 
 
 class SearchHit(MemoryRecord):
-    similarity: float = Field(description="cosine similarity of the best chunk, 0..1")
+    similarity: float | None = Field(
+        description="cosine similarity of the best chunk, 0..1 (null: found by keywords only)"
+    )
+    score: float = Field(description="the fused rank score results are ordered by")
+    scores: dict[str, float | None] = Field(
+        description="breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank)"
+    )
 
 
 class SearchResult(BaseModel):
     results: list[SearchHit]
     model: str = Field(description="the embedding model that compared query and memories")
     degraded: bool = Field(
-        description="true when the query was embedded by a fallback model: only memories "
-        "embedded by the same fallback were compared"
+        description="true when the query was embedded by a fallback model (only memories "
+        "embedded by the same fallback were compared) or not at all (keywords only)"
     )
+    recipe: str = Field(default="hybrid", description="the search recipe that ran")
 
 
 class SearchRequest(Scope):
@@ -212,6 +219,9 @@ class SearchRequest(Scope):
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
+    recipe: Literal["hybrid", "vector", "keyword"] = Field(
+        default="hybrid", description="hybrid (vector + BM25, fused), vector, or keyword"
+    )
 
 
 class EmbeddingJob(BaseModel):

@@ -13,8 +13,9 @@ import logging
 from typing import Any
 
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
-from memvault.db import store
+from memvault.db import keywords, store
 from memvault.models import RotationReport
+from memvault.retrieval.terms import blind_terms
 from memvault.runtime import Backend
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ def _reseal(
 async def _reseal_memories(backend: Backend, keyring: Keyring) -> int:
     async with backend.engine.begin() as conn:
         rows = await store.claim_memories_to_reseal(conn, keyring.active.key_id, BATCH)
+        postings: dict[str, dict[Any, tuple[str, dict[int, int], int]]] = {}
         for row in rows:
             plaintext, sealed = _reseal(
                 keyring, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id
@@ -87,6 +89,13 @@ async def _reseal_memories(backend: Backend, keyring: Keyring) -> int:
                     "content_hash": keyring.content_hash(plaintext),
                 },
             )
+            # The blind index is keyed too: its terms move to the new key with the text.
+            postings.setdefault(row.tenant_id, {})[row.id] = (
+                row.user_id,
+                *blind_terms(keyring, plaintext),
+            )
+        for tenant_id, batch in postings.items():
+            await keywords.replace_terms(conn, tenant_id, batch)
     return len(rows)
 
 

@@ -20,9 +20,8 @@ from pydantic import BaseModel, ValidationError
 from memvault import rotation
 from memvault._sync import LoopThread, blocking
 from memvault.config import Settings
-from memvault.db import jobs, store, vectors
+from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
-from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.models import (
     AddResult,
@@ -36,12 +35,14 @@ from memvault.models import (
     MemoryUpdate,
     PIIPolicy,
     RotationReport,
-    SearchHit,
     SearchRequest,
     SearchResult,
 )
 from memvault.pipeline import pii
 from memvault.pipeline.ingest import Pipeline
+from memvault.retrieval.search import RECIPES
+from memvault.retrieval.search import search as retrieval_search
+from memvault.retrieval.terms import blind_terms
 from memvault.runtime import Backend, open_backend
 from memvault.sealing import open_content, seal_content, to_record
 from memvault.worker import Worker
@@ -302,12 +303,13 @@ class AsyncMemory:
         ident = parse_id(memory_id)
         change = validated(MemoryUpdate, content=content, metadata=metadata)
         values: dict[str, Any] = {}
+        new_text: str | None = None
         if change.content is not None:
             # Secrets must not slip in through an edit either.
-            content = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
-            self._check_length(content)
+            new_text = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
+            self._check_length(new_text)
             # New text means old vectors no longer describe it: queue it for re-embedding.
-            values.update(self._seal(ident, content), embedded=False)
+            values.update(self._seal(ident, new_text), embedded=False)
         async with self._backend.engine.begin() as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
@@ -316,8 +318,12 @@ class AsyncMemory:
                 merged = {**old.metadata, **change.metadata}
                 values["metadata"] = {k: v for k, v in merged.items() if v is not None}
             row = await store.update_memory(conn, old, values, self.actor)
-            if change.content is not None:
+            if new_text is not None:
                 await jobs.enqueue(conn, self.tenant_id, [ident])
+                terms, length = blind_terms(self._backend.keys.current(), new_text)
+                await keywords.replace_terms(
+                    conn, self.tenant_id, {ident: (row.user_id, terms, length)}
+                )
         return self._record(row)
 
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
@@ -388,8 +394,10 @@ class AsyncMemory:
         created_after: datetime | None = None,
         created_before: datetime | None = None,
         limit: int = 10,
+        recipe: str = "hybrid",
     ) -> SearchResult:
-        """Memories of this user nearest in meaning to ``query``; unembedded ones never appear."""
+        """This user's memories most relevant to ``query``: by meaning and by keywords (BM25
+        on the blind index), fused (``recipe="hybrid"``), or by one of them alone."""
         request = validated(
             SearchRequest,
             query=query,
@@ -404,39 +412,11 @@ class AsyncMemory:
             created_after=created_after,
             created_before=created_before,
             limit=limit,
+            recipe=recipe,
         )
-        settings = self._backend.settings
-        embedded = await self._backend.embeddings.embed_batch(
-            [clean(request.query, settings.embedding_max_chars)]
+        return await retrieval_search(
+            self._backend, self.tenant_id, request, RECIPES[request.recipe]
         )
-        filters = request.model_dump(exclude={"query", "limit"})
-        async with self._backend.engine.begin() as conn:
-            size = await vectors.scope_size(
-                conn,
-                self.tenant_id,
-                request.user_id,
-                embedded.model_id,
-                cap=settings.search_exact_max_chunks,
-            )
-            rows = await vectors.nearest(
-                conn,
-                self.tenant_id,
-                filters,
-                embedded.vectors[0],
-                embedded.model_id,
-                embedded.dimensions,
-                request.limit,
-                exact=size <= settings.search_exact_max_chunks,
-                ef_search=settings.hnsw_ef_search,
-            )
-        hits = [
-            SearchHit(
-                **self._record(row).model_dump(),
-                similarity=1.0 - min(max(float(row.distance), 0.0), 1.0),
-            )
-            for row in rows
-        ]
-        return SearchResult(results=hits, model=embedded.model_id, degraded=embedded.fallback)
 
     # --- maintenance (whole store, every tenant) ------------------------------------------------
 

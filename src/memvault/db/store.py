@@ -353,7 +353,7 @@ async def claim_memories_to_reseal(
 ) -> Sequence[AnyRow]:
     """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
     query = (
-        sa.select(_m.tenant_id, _m.id, _m.ciphertext, _m.nonce, _m.key_id)
+        sa.select(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id)
         .where(_m.key_id != active_key_id)
         .limit(batch)
         .with_for_update(skip_locked=True)

