@@ -151,6 +151,8 @@ memory_terms = Table(
     Column("term", BigInteger, nullable=False),
     Column("memory_id", Uuid, nullable=False),
     Column("tf", SmallInteger, nullable=False),
+    # The memory's length in terms, repeated here so BM25 is scored from postings alone.
+    Column("dl", Integer, nullable=False),
     PrimaryKeyConstraint("tenant_id", "user_id", "term", "memory_id", name="pk_memory_terms"),
     ForeignKeyConstraint(
         ["tenant_id", "memory_id"],

@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("term", sa.BigInteger(), nullable=False),
         sa.Column("memory_id", sa.Uuid(), nullable=False),
         sa.Column("tf", sa.SmallInteger(), nullable=False),
+        sa.Column("dl", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
             ["tenant_id", "memory_id"],
             ["memories.tenant_id", "memories.id"],
