@@ -39,6 +39,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/write_path.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/dedup.py
+	$(BIN)/python bench/locomo.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

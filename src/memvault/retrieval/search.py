@@ -62,7 +62,7 @@ async def search(
             if recipe.keyword_weight
             else []
         )
-    hits = _fuse(backend, recipe, near, keyed)[: request.limit]
+    hits = _fuse(backend, recipe, near, keyed, request.limit)
     model = embedded.model_id if embedded else backend.embeddings.active_model
     degraded = bool(recipe.vector_weight) and (embedded is None or embedded.fallback)
     return SearchResult(results=hits, model=model, degraded=degraded, recipe=recipe.name)
@@ -118,7 +118,11 @@ def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict
 
 
 def _fuse(
-    backend: Backend, recipe: SearchConfig, near: list[AnyRow], keyed: list[AnyRow] | Any
+    backend: Backend,
+    recipe: SearchConfig,
+    near: list[AnyRow],
+    keyed: list[AnyRow] | Any,
+    limit: int,
 ) -> list[SearchHit]:
     rows = {row.id: row for row in (*keyed, *near)}
     similarity = {row.id: 1.0 - min(max(float(row.distance), 0.0), 1.0) for row in near}
@@ -129,6 +133,8 @@ def _fuse(
         recipe.rrf_k,
     )
     order = sorted((i for i in fused if fused[i] > 0), key=lambda i: (-fused[i], str(i)))
+    # Only the hits returned are decrypted.
+    order = order[:limit]
     return [
         SearchHit(
             **to_record(backend.keys, rows[i]).model_dump(),
