@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from memvault import AsyncMemory, Settings
 
 from _stats import summary_ms
@@ -112,6 +114,11 @@ async def run(data: Path, recipes: list[str]) -> None:
                 gold = evidence_ids(qa.get("evidence", []), known)
                 if qa["category"] in CATEGORIES and gold:
                     questions.append((sample["sample_id"], qa["question"], qa["category"], gold))
+        # What autovacuum does shortly after a bulk import; without it the first queries on
+        # fresh tables are planned blind.
+        async with memory.backend.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(sa.text("ANALYZE"))
         print(f"{len(questions)} questions (categories 1-4 with resolvable evidence)")
         for recipe in recipes:
             await score(memory, questions, recipe)
