@@ -233,3 +233,17 @@ def test_background_adds_answer_at_once(client: TestClient) -> None:
     assert response.status_code == 201
     body = response.json()
     assert body["dedup"]["action"] == "pending" and body["embedded"] is False
+
+
+def test_list_and_search_take_the_new_filters(client: TestClient) -> None:
+    add(client, "Yara booked a flight to Lima", tags=["trip"], infer=False)
+    add(client, "Yara likes jazz", tags=["music"], infer=False)
+    listed = client.get("/v1/memories", params={**USER, "tags_any": ["trip", "x"]}).json()
+    assert [m["content"] for m in listed["results"]] == ["Yara booked a flight to Lima"]
+    found = client.post(
+        "/v1/memories/search",
+        json={"query": "Yara", **USER, "tags_any": ["music"], "min_importance": 1},
+    ).json()
+    assert [h["content"] for h in found["results"]] == ["Yara likes jazz"]
+    bad = client.get("/v1/memories", params={**USER, "tier": "lukewarm"})
+    assert_error(bad, 422, "invalid_input")

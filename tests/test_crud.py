@@ -214,3 +214,40 @@ async def test_validation_errors_never_echo_the_content(memory: AsyncMemory) -> 
     with pytest.raises(InvalidInput) as info:
         await memory.add("my secret plan", user_id="", tags=["ok"])
     assert "my secret plan" not in repr(info.value.details)
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"tags_any": ["red", "blue"]}, {"f1", "f2"}),
+        ({"categories": ["travel"]}, {"f1", "f3"}),
+        ({"memory_type": "temporal"}, {"f2"}),
+        ({"tier": "cold"}, {"f3"}),
+        ({"min_importance": 7}, {"f1", "f3"}),
+        ({"occurred_after": datetime(2024, 1, 1, tzinfo=UTC)}, {"f1", "f2"}),
+        ({"occurred_before": datetime(2024, 1, 1, tzinfo=UTC)}, {"f3"}),
+        ({"categories": ["travel"], "min_importance": 9, "tier": "cold"}, {"f3"}),
+    ],
+)
+async def test_enrichment_and_time_filters(
+    memory: AsyncMemory,
+    raw: psycopg.Connection[Any],
+    filters: dict[str, Any],
+    expected: set[str],
+) -> None:
+    rows = {
+        "f1": ("{red}", "{travel,food}", "persistent", "hot", 7, "2024-06-01"),
+        "f2": ("{blue}", "{work}", "temporal", "warm", 3, "2024-03-01"),
+        "f3": ("{}", "{travel}", "persistent", "cold", 9, "2023-05-01"),
+    }
+    for name, (tags, categories, kind, tier, importance, when) in rows.items():
+        record = await memory.add(name, user_id="u", infer=False)
+        raw.execute(
+            "UPDATE memories SET tags = %s, categories = %s, memory_type = %s, tier = %s, "
+            "importance = %s, occurred_at = %s WHERE id = %s",
+            (tags, categories, kind, tier, importance, when, record.id),
+        )
+    listed = await memory.list(user_id="u", **filters)
+    assert {m.content for m in listed.results} == expected
+    found = await memory.search("f", user_id="u", recipe="vector", **filters)
+    assert {h.content for h in found.results} == expected

@@ -102,7 +102,20 @@ class MemoryUpdate(_Input):
         return self
 
 
-class MemoryQuery(_Input):
+class Filters(_Input):
+    """Filters shared by list and search; every one is applied in SQL, inside the caller's
+    tenant and user."""
+
+    tags_any: Tags = Field(default=[], description="memories carrying any of these tags")
+    categories: Tags = Field(default=[], description="memories in any of these categories")
+    memory_type: MemoryType | None = None
+    tier: Tier | None = None
+    min_importance: int | None = Field(default=None, ge=1, le=10)
+    occurred_after: Timestamp | None = None
+    occurred_before: Timestamp | None = None
+
+
+class MemoryQuery(Filters):
     """Filters for listing; every one is applied in SQL, inside the caller's tenant."""
 
     user_id: Identifier
@@ -207,7 +220,7 @@ class SearchResult(BaseModel):
     recipe: str = Field(default="hybrid", description="the search recipe that ran")
 
 
-class SearchRequest(Scope):
+class SearchRequest(Scope, Filters):
     """Body of POST /v1/memories/search."""
 
     query: Content

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,13 @@ class ListParams(BaseModel):
     metadata: str | None = Field(default=None, description='JSON object, e.g. {"topic":"food"}')
     created_after: datetime | None = None
     created_before: datetime | None = None
+    tags_any: list[str] = Field(default=[], description="repeat for several: any may match")
+    categories: list[str] = Field(default=[], description="repeat for several: any may match")
+    memory_type: Literal["persistent", "temporal"] | None = None
+    tier: Literal["hot", "warm", "cold"] | None = None
+    min_importance: int | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
     limit: int = 20
     cursor: str | None = None
 

@@ -207,6 +207,19 @@ def list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[boo
         where.append(_m.created_at >= f["created_after"])
     if f.get("created_before") is not None:
         where.append(_m.created_at < f["created_before"])
+    if f.get("tags_any"):
+        where.append(_m.tags.overlap(f["tags_any"]))
+    if f.get("categories"):
+        where.append(_m.categories.overlap(f["categories"]))
+    for name in ("memory_type", "tier"):
+        if f.get(name) is not None:
+            where.append(_m[name] == f[name])
+    if f.get("min_importance") is not None:
+        where.append(_m.importance >= f["min_importance"])
+    if f.get("occurred_after") is not None:
+        where.append(_m.occurred_at >= f["occurred_after"])
+    if f.get("occurred_before") is not None:
+        where.append(_m.occurred_at < f["occurred_before"])
     if f.get("exclude_id") is not None:
         where.append(_m.id != f["exclude_id"])
     return where
