@@ -247,3 +247,24 @@ def test_list_and_search_take_the_new_filters(client: TestClient) -> None:
     assert [h["content"] for h in found["results"]] == ["Yara likes jazz"]
     bad = client.get("/v1/memories", params={**USER, "tier": "lukewarm"})
     assert_error(bad, 422, "invalid_input")
+
+
+def test_messages_route_stores_turns(client: TestClient) -> None:
+    response = client.post(
+        "/v1/messages",
+        json={
+            "user_id": "alice",
+            "session_id": "chat-7",
+            "messages": [
+                {"role": "user", "content": "My sister lives in Porto"},
+                {"role": "assistant", "content": "Porto is lovely in spring"},
+            ],
+        },
+    )
+    assert response.status_code == 201
+    turns = response.json()["results"]
+    assert [t["metadata"]["turn"] for t in turns] == [0, 1]
+    assert turns[0]["metadata"]["session_id"] == "chat-7"
+    assert_error(
+        client.post("/v1/messages", json={"user_id": "alice", "messages": []}), 422, "invalid_input"
+    )

@@ -176,3 +176,25 @@ def test_import_jsonl_with_progress(env: dict[str, str], tmp_path: Path) -> None
     broken.write_text('{"content": "ok", "user_id": "v"}\nnot json\n')
     result = runner.invoke(app, ["import", str(broken)])
     assert result.exit_code == 2 and "broken.jsonl:2" in result.output.replace("\n", "")
+
+
+def test_import_reads_conversations_too(env: dict[str, str], tmp_path: Path) -> None:
+    source = tmp_path / "chats.jsonl"
+    source.write_text(
+        json.dumps(
+            {
+                "user_id": "zoe",
+                "session_id": "s1",
+                "messages": [
+                    {"role": "user", "content": "Zoe adopted a cat named Pixel"},
+                    {"role": "assistant", "content": "Pixel is a great name"},
+                ],
+            }
+        )
+        + "\n"
+    )
+    assert "imported 1 lines: 2 stored_new" in run("import", str(source))
+    assert len(json.loads(run("list", "-u", "zoe", "--json"))) == 2
+    source.write_text(json.dumps({"user_id": "zoe", "messages": [], "bogus": 1}) + "\n")
+    result = runner.invoke(app, ["import", str(source)])
+    assert result.exit_code == 1 and "Traceback" not in result.output

@@ -229,3 +229,28 @@ async def test_waiting_on_a_background_duplicate_answers_with_the_memory_it_join
     assert late.id == kept.id and late.dedup.action == "duplicate_exact"
     assert late.dedup.existing_id == kept.id
     await memory.close()
+
+
+async def test_add_messages_stores_each_turn_with_its_place_in_the_conversation(
+    memory: AsyncMemory,
+) -> None:
+    when = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    results = await memory.add_messages(
+        [
+            {"role": "user", "name": "Caroline", "content": "I went to a support group yesterday"},
+            {"role": "assistant", "content": "That sounds like a big step"},
+            {"role": "user", "name": "Caroline", "content": "I went to a support group yesterday"},
+        ],
+        user_id="caroline",
+        session_id="s1",
+        occurred_at=when,
+    )
+    assert [r.metadata for r in results] == [
+        {"role": "user", "speaker": "Caroline", "turn": 0, "session_id": "s1"},
+        {"role": "assistant", "speaker": "assistant", "turn": 1, "session_id": "s1"},
+        {"role": "user", "speaker": "Caroline", "turn": 2, "session_id": "s1"},
+    ]
+    assert len({r.id for r in results}) == 3  # verbatim: a repeated turn is its own memory
+    assert all(r.occurred_at == when and r.source == "conversation" for r in results)
+    with pytest.raises(InvalidInput):
+        await memory.add_messages([], user_id="caroline")

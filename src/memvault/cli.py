@@ -18,8 +18,8 @@ from rich.table import Table
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
-from memvault.models import HistoryEntry, MemoryRecord
-from memvault.service import AsyncMemory, Memory
+from memvault.models import AddResult, HistoryEntry, MemoryRecord, MessagesRequest
+from memvault.service import AsyncMemory, Memory, validated
 
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
@@ -224,12 +224,13 @@ def import_(
             exists=True,
             dir_okay=False,
             readable=True,
-            help="JSONL: one memory per line, shaped like the body of POST /v1/memories",
+            help="JSONL: a memory per line (the body of POST /v1/memories) or a conversation "
+            "per line (the body of POST /v1/messages, with a messages list)",
         ),
     ],
     batch: Annotated[int, typer.Option(help="memories per batch")] = 100,
 ) -> None:
-    """Bulk-import memories from a JSONL file, in batches, with progress."""
+    """Bulk-import memories and conversations from a JSONL file, in batches, with progress."""
     from collections import Counter
 
     from rich.progress import Progress
@@ -238,14 +239,43 @@ def import_(
     actions: Counter[str] = Counter()
     with _memory() as memory, Progress(console=err) as progress:
         task = progress.add_task("importing", total=len(items))
-        for start in range(0, len(items), batch):
-            chunk = items[start : start + batch]
-            results = _call(lambda chunk=chunk: memory.add_many(chunk))  # type: ignore[misc]
-            actions.update(r.dedup.action for r in results)
-            progress.advance(task, len(chunk))
+        pending: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            if pending:
+                results = _call(lambda: memory.add_many(list(pending)))
+                actions.update(r.dedup.action for r in results)
+                progress.advance(task, len(pending))
+                pending.clear()
+
+        for item in items:
+            if "messages" in item:
+                flush()
+                turns = _import_conversation(memory, item)
+                actions.update(r.dedup.action for r in turns)
+                progress.advance(task, 1)
+            else:
+                pending.append(item)
+                if len(pending) >= batch:
+                    flush()
+        flush()
     out.print(
         f"imported {len(items)} lines: "
         + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
+    )
+
+
+def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult]:
+    convo = _call(lambda: validated(MessagesRequest, **item))
+    return _call(
+        lambda: memory.add_messages(
+            list(convo.messages),
+            user_id=convo.user_id,
+            app_id=convo.app_id,
+            session_id=convo.session_id,
+            occurred_at=convo.occurred_at,
+            infer=convo.infer,
+        )
     )
 
 

@@ -192,6 +192,30 @@ class AddResult(MemoryRecord):
     )
 
 
+class Message(_Input):
+    """One conversation turn."""
+
+    role: Identifier = Field(description="user, assistant, system, tool, or a speaker's role")
+    content: Content
+    name: Identifier | None = Field(default=None, description="the speaker's name, if known")
+
+
+class MessagesRequest(_Input):
+    """Body of POST /v1/messages: a conversation (or part of one) to remember turn by turn."""
+
+    messages: list[Message] = Field(min_length=1)
+    user_id: Identifier
+    app_id: Identifier = "default"
+    session_id: Identifier | None = None
+    occurred_at: Timestamp | None = Field(
+        default=None, description="when the conversation took place (default: now)"
+    )
+    infer: bool = Field(
+        default=False,
+        description="false stores the turns verbatim; true runs dedup and enrichment on them too",
+    )
+
+
 class BatchRequest(_Input):
     memories: list[MemoryInput] = Field(min_length=1)
 

@@ -33,6 +33,8 @@ from memvault.models import (
     MemoryQuery,
     MemoryRecord,
     MemoryUpdate,
+    Message,
+    MessagesRequest,
     PIIPolicy,
     RotationReport,
     SearchRequest,
@@ -209,6 +211,47 @@ class AsyncMemory:
         if wait:
             return [await self._waited(r) for r in results]
         return results
+
+    async def add_messages(
+        self,
+        messages: builtins.list[Message | dict[str, Any]],
+        *,
+        user_id: str,
+        app_id: str = "default",
+        session_id: str | None = None,
+        occurred_at: datetime | None = None,
+        infer: bool = False,
+        wait: bool = False,
+    ) -> builtins.list[AddResult]:
+        """Store a conversation turn by turn, each with its role, speaker, session and turn
+        index in its metadata, in one batch (PII protection applies to every turn)."""
+        request = validated(
+            MessagesRequest,
+            messages=messages,
+            user_id=user_id,
+            app_id=app_id,
+            session_id=session_id,
+            occurred_at=occurred_at,
+            infer=infer,
+        )
+        items = [
+            MemoryInput(
+                content=m.content,
+                user_id=request.user_id,
+                app_id=request.app_id,
+                source="conversation",
+                occurred_at=request.occurred_at,
+                infer=request.infer,
+                metadata={
+                    "role": m.role,
+                    "speaker": m.name or m.role,
+                    "turn": turn,
+                    **({"session_id": request.session_id} if request.session_id else {}),
+                },
+            )
+            for turn, m in enumerate(request.messages)
+        ]
+        return await self.add_many(list(items), wait=wait)
 
     async def _waited(self, result: AddResult) -> AddResult:
         if result.embedded:
@@ -518,6 +561,7 @@ class Memory:
 
     add = blocking(AsyncMemory.add)
     add_many = blocking(AsyncMemory.add_many)
+    add_messages = blocking(AsyncMemory.add_messages)
     get = blocking(AsyncMemory.get)
     list = blocking(AsyncMemory.list)
     update = blocking(AsyncMemory.update)

@@ -11,7 +11,7 @@ from starlette.types import ASGIApp
 from memvault import __version__
 from memvault.api import errors
 from memvault.api.limits import PayloadLimitEnvelope
-from memvault.api.routes import memories
+from memvault.api.routes import memories, messages
 from memvault.config import Settings
 from memvault.service import AsyncMemory
 
@@ -48,6 +48,7 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
     )
     errors.install(app)
     app.include_router(memories.router)
+    app.include_router(messages.router)
 
     @app.get("/health", tags=["operations"])
     async def health() -> dict[str, str]:

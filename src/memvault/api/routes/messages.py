@@ -1,0 +1,31 @@
+"""/v1/messages: remember a conversation turn by turn."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+
+from memvault.api.deps import MemoryDep
+from memvault.models import BatchResult, MessagesRequest
+
+router = APIRouter(prefix="/v1/messages", tags=["messages"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def add_messages(
+    body: MessagesRequest,
+    memory: MemoryDep,
+    wait: Annotated[bool, Query(description="answer once every turn is searchable")] = False,
+) -> BatchResult:
+    """One memory per turn, with role, speaker, session and turn index in its metadata."""
+    results = await memory.add_messages(
+        list(body.messages),
+        user_id=body.user_id,
+        app_id=body.app_id,
+        session_id=body.session_id,
+        occurred_at=body.occurred_at,
+        infer=body.infer,
+        wait=wait,
+    )
+    return BatchResult(results=results)
