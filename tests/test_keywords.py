@@ -126,3 +126,34 @@ async def test_rotation_moves_the_keyword_index_to_the_new_key(
     found = await after.search("quokkaflux", user_id="wendy", recipe="keyword")
     assert [h.content for h in found.results] == [RARE]
     await after.close()
+
+
+async def test_ranking_blends_validity_importance_and_recency(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    now = datetime.now(UTC)
+    expired = await memory.add("Gate code for the depot is 4471", user_id="g", infer=False)
+    valid = await memory.add(
+        "Gate code for the depot is 4471", user_id="g", infer=False, app_id="other"
+    )
+    raw.execute(
+        "UPDATE memories SET app_id = 'default', memory_type = 'temporal', "
+        "valid_until = %s WHERE id = %s",
+        (now - timedelta(days=1), expired.id),
+    )
+    found = await memory.search("depot gate code", user_id="g")
+    assert [h.id for h in found.results] == [valid.id, expired.id]  # lower, never gone
+    assert found.results[1].scores["validity"] == 0.9
+
+    old = await memory.add("Parcel left at the depot", user_id="r", infer=False)
+    new = await memory.add("Parcel left at the depot", user_id="r", infer=False, app_id="x")
+    raw.execute(
+        "UPDATE memories SET occurred_at = %s WHERE id = %s", (now - timedelta(days=60), old.id)
+    )
+    recent = await memory.search("parcel depot", user_id="r", recipe="recent")
+    assert [h.id for h in recent.results] == [new.id, old.id]
+    assert recent.results[0].scores["recency"] > 0.9 > recent.results[1].scores["recency"]
+    await memory.close()

@@ -228,9 +228,10 @@ class SearchHit(MemoryRecord):
     similarity: float | None = Field(
         description="cosine similarity of the best chunk, 0..1 (null: found by keywords only)"
     )
-    score: float = Field(description="the fused rank score results are ordered by")
+    score: float = Field(description="the final score results are ordered by")
     scores: dict[str, float | None] = Field(
-        description="breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank)"
+        description="breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), "
+        "relevance (fused / best), importance, recency, validity"
     )
 
 
@@ -256,8 +257,10 @@ class SearchRequest(Scope, Filters):
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
-    recipe: Literal["hybrid", "vector", "keyword"] = Field(
-        default="hybrid", description="hybrid (vector + BM25, fused), vector, or keyword"
+    recipe: Literal["hybrid", "vector", "keyword", "recent"] = Field(
+        default="hybrid",
+        description="hybrid (vector + BM25, fused), vector, keyword, or recent (hybrid with "
+        "recency first)",
     )
 
 

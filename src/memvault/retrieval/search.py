@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memvault.db import keywords, vectors
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from memvault.runtime import Backend
 
 log = logging.getLogger(__name__)
-RecipeName = Literal["hybrid", "vector", "keyword"]
+RecipeName = Literal["hybrid", "vector", "keyword", "recent"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,15 @@ class SearchConfig:
     keyword_weight: float
     candidates: int = 50
     rrf_k: int = 60
+    # The final score: relevance (fused, scaled so the best candidate is 1) plus these
+    # weights times importance (0.1-1.0) and recency (halving every half_life_days of
+    # occurred_at age), times expired_factor for a temporal memory past valid_until.
+    importance_weight: float = 0.02
+    recency_weight: float = 0.02
+    half_life_days: float = 30.0
+    # Mild: an expired plan is still the evidence of what happened (0.5 cost 0.02 R@10 on the
+    # LoCoMo dev split, where most dated turns have long expired).
+    expired_factor: float = 0.9
 
 
 RECIPES: dict[str, SearchConfig] = {
@@ -45,7 +55,42 @@ RECIPES: dict[str, SearchConfig] = {
     "hybrid": SearchConfig("hybrid", vector_weight=0.6, keyword_weight=1.0, rrf_k=10),
     "vector": SearchConfig("vector", vector_weight=1.0, keyword_weight=0.0),
     "keyword": SearchConfig("keyword", vector_weight=0.0, keyword_weight=1.0),
+    # What happened lately, among what is relevant: recency outweighs relevance.
+    "recent": SearchConfig(
+        "recent",
+        vector_weight=0.6,
+        keyword_weight=1.0,
+        rrf_k=10,
+        recency_weight=2.0,
+        half_life_days=7.0,
+    ),
 }
+
+
+@dataclass(frozen=True)
+class Ranked:
+    relevance: float
+    importance: float
+    recency: float
+    validity: float
+
+    def final(self, recipe: SearchConfig) -> float:
+        boost = recipe.importance_weight * self.importance + recipe.recency_weight * self.recency
+        return (self.relevance + boost) * self.validity
+
+
+def rank(row: AnyRow, fused: float, best: float, recipe: SearchConfig, now: datetime) -> Ranked:
+    """The documented blend, for one candidate row."""
+    age_days = max((now - row.occurred_at).total_seconds(), 0.0) / 86_400
+    expired = (
+        row.memory_type == "temporal" and row.valid_until is not None and row.valid_until <= now
+    )
+    return Ranked(
+        relevance=fused / best if best else 0.0,
+        importance=(row.importance or 5) / 10,
+        recency=0.5 ** (age_days / recipe.half_life_days),
+        validity=recipe.expired_factor if expired else 1.0,
+    )
 
 
 async def search(
@@ -132,15 +177,26 @@ def _fuse(
         {"vector": recipe.vector_weight, "keyword": recipe.keyword_weight},
         recipe.rrf_k,
     )
-    order = sorted((i for i in fused if fused[i] > 0), key=lambda i: (-fused[i], str(i)))
+    now = datetime.now(UTC)
+    best = max(fused.values(), default=0.0)
+    ranked = {i: rank(rows[i], fused[i], best, recipe, now) for i in fused if fused[i] > 0}
+    final = {i: r.final(recipe) for i, r in ranked.items()}
     # Only the hits returned are decrypted.
-    order = order[:limit]
+    order = sorted(final, key=lambda i: (-final[i], str(i)))[:limit]
     return [
         SearchHit(
             **to_record(backend.keys, rows[i]).model_dump(),
             similarity=similarity.get(i),
-            score=fused[i],
-            scores={"vector": similarity.get(i), "keyword": bm25.get(i), "fused": fused[i]},
+            score=final[i],
+            scores={
+                "vector": similarity.get(i),
+                "keyword": bm25.get(i),
+                "fused": fused[i],
+                "relevance": ranked[i].relevance,
+                "importance": ranked[i].importance,
+                "recency": ranked[i].recency,
+                "validity": ranked[i].validity,
+            },
         )
         for i in order
     ]
