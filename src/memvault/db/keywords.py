@@ -22,37 +22,59 @@ _m = memories.c
 K1, B = 1.2, 0.75
 
 
+async def insert_terms(
+    conn: AsyncConnection,
+    tenant_id: str,
+    postings: Mapping[UUID, tuple[str, Mapping[int, int], int]],
+) -> None:
+    """Postings of new memories (id → (user id, term id → tf, length)) in one statement:
+    parallel arrays unnested server-side, whatever the batch size."""
+    columns: tuple[list[Any], ...] = ([], [], [], [], [])
+    for memory_id, (user_id, terms, length) in postings.items():
+        for term, tf in terms.items():
+            for column, value in zip(
+                columns, (memory_id, user_id, term, min(tf, 32_767), length), strict=True
+            ):
+                column.append(value)
+    if not columns[0]:
+        return
+    await conn.execute(
+        _INSERT_TERMS,
+        {
+            "tenant_id": tenant_id,
+            "memory_ids": columns[0],
+            "user_ids": columns[1],
+            "terms": columns[2],
+            "tfs": columns[3],
+            "dls": columns[4],
+        },
+    )
+
+
+_INSERT_TERMS = sa.text(
+    "INSERT INTO memory_terms (tenant_id, memory_id, user_id, term, tf, dl) "
+    "SELECT :tenant_id, * FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:user_ids AS text[]), "
+    "CAST(:terms AS bigint[]), CAST(:tfs AS smallint[]), CAST(:dls AS integer[]))"
+)
+
+
 async def replace_terms(
     conn: AsyncConnection,
     tenant_id: str,
     postings: Mapping[UUID, tuple[str, Mapping[int, int], int]],
 ) -> None:
-    """Postings of memories (id → (user id, term id → tf, length)), replacing old ones."""
+    """Postings of changed memories, replacing their old ones, and their lengths."""
     if not postings:
         return
     await conn.execute(
         memory_terms.delete().where(_t.tenant_id == tenant_id, _t.memory_id.in_(list(postings)))
     )
-    rows = [
-        {
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "term": term,
-            "memory_id": memory_id,
-            "tf": min(tf, 32_767),
-            "dl": length,
-        }
-        for memory_id, (user_id, terms, length) in postings.items()
-        for term, tf in terms.items()
-    ]
-    if rows:
-        await conn.execute(memory_terms.insert(), rows)
-    lengths = {memory_id: length for memory_id, (_, _, length) in postings.items()}
+    await insert_terms(conn, tenant_id, postings)
     await conn.execute(
         memories.update()
         .where(_m.tenant_id == tenant_id, _m.id == sa.bindparam("memory_id"))
         .values(term_count=sa.bindparam("term_count")),
-        [{"memory_id": k, "term_count": v} for k, v in lengths.items()],
+        [{"memory_id": k, "term_count": length} for k, (_, _, length) in postings.items()],
     )
 
 

@@ -61,6 +61,7 @@ _ADD_COLUMNS = (
     "memory_type",
     "valid_until",
     "categories",
+    "term_count",
 )
 _ADD_DEFAULTS: dict[str, Any] = {
     "app_id": "default",
@@ -78,6 +79,7 @@ _ADD_DEFAULTS: dict[str, Any] = {
     "memory_type": "persistent",
     "valid_until": None,
     "categories": [],
+    "term_count": 0,
 }
 
 

@@ -55,6 +55,7 @@ class Draft:
     enrichment: Enrichment | None = None
     sources: dict[str, FieldSource] = field(default_factory=dict)
     twin_of: int | None = None  # index of an identical earlier item in the same batch
+    terms: tuple[dict[int, int], int] | None = None  # blind keyword terms of final_text
 
     @property
     def scope(self) -> tuple[str, str]:
@@ -316,7 +317,10 @@ class Pipeline:
     async def _commit(self, inline: list[Draft], deferred: list[Draft]) -> list[AddResult]:
         results: dict[int, AddResult] = {}
         chunks: dict[UUID, tuple[str, list[list[float]]]] = {}
-        postings: dict[UUID, tuple[str, dict[int, int], int]] = {}
+        # New memories get their postings inserted; memories a merge or replace rewrote get
+        # theirs replaced.
+        fresh: dict[UUID, tuple[str, dict[int, int], int]] = {}
+        changed: dict[UUID, tuple[str, dict[int, int], int]] = {}
         keyring = self.backend.keys.current()
         async with self.backend.engine.begin() as conn:
             await store.lock_content(
@@ -329,7 +333,9 @@ class Pipeline:
                 row = await self._write_one(conn, draft, keyring.content_hashes(draft.text))
                 if draft.dedup.action != "duplicate_exact":
                     chunks[row.id] = (row.user_id, [draft.final_vector or []])
-                    postings[row.id] = (row.user_id, *blind_terms(keyring, draft.final_text))
+                    terms = draft.terms or blind_terms(keyring, draft.final_text)
+                    target = fresh if row.id == draft.memory_id else changed
+                    target[row.id] = (row.user_id, *terms)
                 results[draft.index] = self._result(row, draft)
             await vectors.replace_chunks(conn, self.tenant_id, chunks, self.model)
             for draft in deferred:
@@ -345,11 +351,12 @@ class Pipeline:
                 }
                 kind = "ingest" if draft.item.infer else "embed"
                 row = await store.insert_memory(conn, values, self.actor, job_kind=kind)
-                postings[row.id] = (row.user_id, *blind_terms(keyring, draft.text))
+                fresh[row.id] = (row.user_id, *(draft.terms or blind_terms(keyring, draft.text)))
                 draft.dedup = DedupInfo(action="pending" if draft.item.infer else "stored_new")
                 draft.sources = dict.fromkeys(("importance", "memory_type", "categories"), "rules")
                 results[draft.index] = self._result(row, draft)
-            await keywords.replace_terms(conn, self.tenant_id, postings)
+            await keywords.insert_terms(conn, self.tenant_id, fresh)
+            await keywords.replace_terms(conn, self.tenant_id, changed)
         for draft in inline:
             if draft.twin_of is not None:
                 twin = results[draft.twin_of]
@@ -415,7 +422,14 @@ class Pipeline:
     def _new_values(self, draft: Draft) -> dict[str, Any]:
         fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy"})
         sealed = seal_content(self.backend.keys, self.tenant_id, draft.memory_id, draft.final_text)
-        return {**fields, **sealed, "tenant_id": self.tenant_id, "id": draft.memory_id}
+        draft.terms = blind_terms(self.backend.keys.current(), draft.final_text)
+        return {
+            **fields,
+            **sealed,
+            "tenant_id": self.tenant_id,
+            "id": draft.memory_id,
+            "term_count": draft.terms[1],
+        }
 
     def _result(self, row: AnyRow, draft: Draft) -> AddResult:
         record = to_record(self.backend.keys, row)
