@@ -22,10 +22,3 @@ LLM_FALLBACKS = Counter(
     ["task", "reason"],
 )
 CACHE_ERRORS = Counter("memvault_cache_errors_total", "Cache back-end failures", ["backend"])
-
-
-def cache_hit_rate() -> float | None:
-    hits = EMBEDDING_CACHE.labels("hit")._value.get()
-    misses = EMBEDDING_CACHE.labels("miss")._value.get()
-    total = hits + misses
-    return hits / total if total else None
