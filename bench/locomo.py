@@ -47,7 +47,7 @@ def turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
         key=lambda k: int(k.split("_")[1]),
     ):
         when = session_date(conversation[f"{key}_date_time"])
-        for turn in conversation[key]:
+        for index, turn in enumerate(conversation[key]):
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
@@ -57,6 +57,8 @@ def turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
                     "occurred_at": when,
                     "dia_id": turn["dia_id"],
                     "speaker": turn["speaker"],
+                    "session_id": key,
+                    "turn": index,
                 }
             )
     return out
@@ -84,7 +86,13 @@ async def import_conversation(memory: AsyncMemory, user: str, sample: dict[str, 
             "content": t["content"],
             "user_id": user,
             "occurred_at": t["occurred_at"],
-            "metadata": {"dia_id": t["dia_id"], "speaker": t["speaker"]},
+            # What add_messages records, plus the dataset's turn id.
+            "metadata": {
+                "dia_id": t["dia_id"],
+                "speaker": t["speaker"],
+                "session_id": t["session_id"],
+                "turn": t["turn"],
+            },
             "infer": False,
             "pii_policy": "allow",
         }
@@ -105,6 +113,8 @@ async def run(data: Path, recipes: list[str]) -> None:
         for sample in samples:
             t0 = time.perf_counter()
             known = await import_conversation(memory, sample["sample_id"], sample)
+            # Questions are asked after the conversation: "last week" means before its end.
+            asked_at = max(t["occurred_at"] for t in turns(sample))
             print(
                 f"  imported {sample['sample_id']}: {len(known)} turns in "
                 f"{time.perf_counter() - t0:.0f}s",
@@ -113,7 +123,9 @@ async def run(data: Path, recipes: list[str]) -> None:
             for qa in sample["qa"]:
                 gold = evidence_ids(qa.get("evidence", []), known)
                 if qa["category"] in CATEGORIES and gold:
-                    questions.append((sample["sample_id"], qa["question"], qa["category"], gold))
+                    questions.append(
+                        (sample["sample_id"], qa["question"], qa["category"], gold, asked_at)
+                    )
         # What autovacuum does shortly after a bulk import; without it the first queries on
         # fresh tables are planned blind.
         async with memory.backend.engine.connect() as conn:
@@ -126,14 +138,22 @@ async def run(data: Path, recipes: list[str]) -> None:
 
 
 async def score(
-    memory: AsyncMemory, questions: list[tuple[str, str, int, list[str]]], recipe: str
+    memory: AsyncMemory, questions: list[tuple[str, str, int, list[str], datetime]], recipe: str
 ) -> None:
     recalls: dict[int, dict[int, list[float]]] = {c: {k: [] for k in KS} for c in CATEGORIES}
     complete: dict[int, list[bool]] = {k: [] for k in KS}
     latencies: list[float] = []
-    for user, question, category, gold in questions:
+    for user, question, category, gold, asked_at in questions:
         start = time.perf_counter()
-        result = await memory.search(question, user_id=user, limit=max(KS), recipe=recipe)
+        # Each question is scored on its own: earlier questions must not reinforce answers.
+        result = await memory.search(
+            question,
+            user_id=user,
+            limit=max(KS),
+            recipe=recipe,
+            reference_time=asked_at,
+            track_access=False,
+        )
         latencies.append(time.perf_counter() - start)
         found = [str(h.metadata.get("dia_id")) for h in result.results]
         for k in KS:

@@ -25,6 +25,12 @@ class Reply:
     status: int = 200
     body: dict[str, Any] | str = field(default_factory=dict)
     delay_s: float = 0.0
+    # Only for a request whose body mentions this (e.g. a prompt's name): lets a test script
+    # answers to calls that arrive concurrently, in any order.
+    when: str | None = None
+
+    def to(self, marker: str) -> Reply:
+        return Reply(self.status, self.body, self.delay_s, marker)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,14 @@ def error_reply(status: int, message: str = "scripted failure", code: str = "tes
 _EXHAUSTED = Reply(status=418, body={"error": {"message": "script exhausted"}})
 
 
+def _next_reply(replies: deque[Reply], body: str) -> Reply:
+    for reply in replies:
+        if reply.when is None or reply.when in body:
+            replies.remove(reply)
+            return reply
+    return _EXHAUSTED
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_state: LLMServer
 
@@ -113,7 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
                     body=json.loads(raw),
                 )
             )
-            reply = state.replies.popleft() if state.replies else _EXHAUSTED
+            reply = _next_reply(state.replies, raw.decode())
         if reply.delay_s:
             time.sleep(reply.delay_s)
         payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)

@@ -110,6 +110,18 @@ class Settings(BaseSettings):
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )
     hnsw_ef_search: int = Field(default=400, ge=1, le=1000)
+    # LLM recall techniques, off unless asked for: each adds a model call to a search.
+    recall_expand: bool = Field(default=False, description="default for a search's `expand`")
+    recall_hyde: bool = Field(default=False, description="default for a search's `hyde`")
+    recall_self_query: bool = Field(
+        default=False, description="default for a search's `self_query`"
+    )
+    recall_llm_timeout_s: float = Field(
+        default=8.0, gt=0, description="a recall technique slower than this is dropped"
+    )
+    reinforce_flush_s: float = Field(
+        default=1.0, gt=0, description="how often search access counts are written"
+    )
 
     @property
     def embedded(self) -> bool:

@@ -214,6 +214,12 @@ class MessagesRequest(_Input):
         default=False,
         description="false stores the turns verbatim; true runs dedup and enrichment on them too",
     )
+    first_turn: int = Field(
+        default=0,
+        ge=0,
+        description="the turn number of the first message (a session sent in parts continues "
+        "its numbering)",
+    )
 
 
 class BatchRequest(_Input):
@@ -231,8 +237,43 @@ class SearchHit(MemoryRecord):
     score: float = Field(description="the final score results are ordered by")
     scores: dict[str, float | None] = Field(
         description="breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), "
-        "relevance (fused / best), importance, recency, validity"
+        "relevance (fused / best), importance, recency, validity, reinforcement, time"
     )
+    context: list[MemoryRecord] | None = Field(
+        default=None,
+        description="with context_window=n: the turns around this one in its session, in "
+        "turn order (the hit itself excluded)",
+    )
+
+
+class TechniqueReport(BaseModel):
+    """How one LLM recall technique went; never holds the model's text."""
+
+    status: Literal["ok", "failed", "unavailable"] = Field(
+        description="ok; failed (the search answered without it: see detail); unavailable "
+        "(no LLM configured)"
+    )
+    ms: float = Field(description="wall time spent on it")
+    added: int = Field(default=0, description="extra queries or filters it contributed")
+    detail: str | None = Field(default=None, description="error code when it failed")
+
+
+class TimeReport(BaseModel):
+    """The time expression the query named, as the search understood it."""
+
+    expression: str
+    after: datetime | None
+    before: datetime | None
+    mode: Literal["boost", "filter"]
+    source: Literal["rules", "llm"]
+
+
+class SearchDiagnostics(BaseModel):
+    timings_ms: dict[str, float] = Field(
+        description="embed, retrieve, rank, each technique, and total"
+    )
+    time: TimeReport | None = None
+    techniques: dict[str, TechniqueReport] = Field(default_factory=dict)
 
 
 class SearchResult(BaseModel):
@@ -243,6 +284,7 @@ class SearchResult(BaseModel):
         "embedded by the same fallback were compared) or not at all (keywords only)"
     )
     recipe: str = Field(default="hybrid", description="the search recipe that ran")
+    diagnostics: SearchDiagnostics | None = None
 
 
 class SearchRequest(Scope, Filters):
@@ -261,6 +303,42 @@ class SearchRequest(Scope, Filters):
         default="hybrid",
         description="hybrid (vector + BM25, fused), vector, keyword, or recent (hybrid with "
         "recency first)",
+    )
+    reference_time: Timestamp | None = Field(
+        default=None,
+        description="the moment the question is asked, for 'yesterday' or 'last May' "
+        "(default: now)",
+    )
+    time_mode: Literal["boost", "filter", "off"] = Field(
+        default="boost",
+        description="a time expression in the query: boost memories from then (and search "
+        "them as an extra candidate list), filter to them, or ignore it",
+    )
+    expand: bool | None = Field(
+        default=None,
+        description="LLM query expansion: the question rewritten as statements, searched too "
+        "(default: MEMVAULT_RECALL_EXPAND)",
+    )
+    hyde: bool | None = Field(
+        default=None,
+        description="HyDE: a hypothetical answer embedded as an extra query "
+        "(default: MEMVAULT_RECALL_HYDE)",
+    )
+    self_query: bool | None = Field(
+        default=None,
+        description="LLM self-query: filters read from the question, searched as an extra "
+        "candidate list (default: MEMVAULT_RECALL_SELF_QUERY)",
+    )
+    context_window: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="return up to n turns either side of each conversational hit",
+    )
+    track_access: bool = Field(
+        default=True,
+        description="count this search as an access of the memories it returns "
+        "(reinforcement; updated in the background)",
     )
 
 

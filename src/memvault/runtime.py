@@ -23,6 +23,7 @@ from memvault.embedding import EmbeddingService, build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
 from memvault.llm import build_llm
 from memvault.pipeline.judge import Judge
+from memvault.retrieval.reinforce import AccessTracker
 from memvault.worker.runner import Worker
 
 
@@ -36,6 +37,7 @@ class Backend:
     url: str
     embeddings: EmbeddingService
     judge: Judge
+    access: AccessTracker
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -56,6 +58,7 @@ class Backend:
         if self._workers:
             await asyncio.gather(*self._workers, return_exceptions=True)
             self._workers.clear()
+        await self.access.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
@@ -88,6 +91,7 @@ async def open_backend(settings: Settings) -> Backend:
             url=libpq_url(url),
             embeddings=embeddings,
             judge=Judge(build_llm(settings)),
+            access=AccessTracker(engine, settings.reinforce_flush_s),
             key_file=key_file,
             closers=closers,
         )

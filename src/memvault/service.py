@@ -222,9 +222,13 @@ class AsyncMemory:
         occurred_at: datetime | None = None,
         infer: bool = False,
         wait: bool = False,
+        first_turn: int = 0,
     ) -> builtins.list[AddResult]:
         """Store a conversation turn by turn, each with its role, speaker, session and turn
-        index in its metadata, in one batch (PII protection applies to every turn)."""
+        index in its metadata, in one batch (PII protection applies to every turn).
+
+        Turns are numbered from ``first_turn``: pass the count so far when a session arrives
+        in parts, so ``search(context_window=n)`` finds its neighbours across the parts."""
         request = validated(
             MessagesRequest,
             messages=messages,
@@ -233,6 +237,7 @@ class AsyncMemory:
             session_id=session_id,
             occurred_at=occurred_at,
             infer=infer,
+            first_turn=first_turn,
         )
         items = [
             MemoryInput(
@@ -249,7 +254,7 @@ class AsyncMemory:
                     **({"session_id": request.session_id} if request.session_id else {}),
                 },
             )
-            for turn, m in enumerate(request.messages)
+            for turn, m in enumerate(request.messages, start=request.first_turn)
         ]
         return await self.add_many(list(items), wait=wait)
 
@@ -459,9 +464,22 @@ class AsyncMemory:
         occurred_before: datetime | None = None,
         limit: int = 10,
         recipe: str = "hybrid",
+        reference_time: datetime | None = None,
+        time_mode: str = "boost",
+        expand: bool | None = None,
+        hyde: bool | None = None,
+        self_query: bool | None = None,
+        context_window: int = 0,
+        track_access: bool = True,
     ) -> SearchResult:
         """This user's memories most relevant to ``query``: by meaning and by keywords (BM25
-        on the blind index), fused (``recipe="hybrid"``), or by one of them alone."""
+        on the blind index), fused (``recipe="hybrid"``), or by one of them alone.
+
+        A time the query names ("last week", "in May 2023") is resolved against
+        ``reference_time`` (default now) and boosts, or with ``time_mode="filter"``
+        restricts, memories by ``occurred_at``. ``expand`` / ``hyde`` / ``self_query`` switch
+        on the LLM recall techniques; ``context_window=n`` adds each conversational hit's
+        neighbouring turns. ``result.diagnostics`` says what ran and how long it took."""
         request = validated(
             SearchRequest,
             query=query,
@@ -484,6 +502,13 @@ class AsyncMemory:
             occurred_before=occurred_before,
             limit=limit,
             recipe=recipe,
+            reference_time=reference_time,
+            time_mode=time_mode,
+            expand=expand,
+            hyde=hyde,
+            self_query=self_query,
+            context_window=context_window,
+            track_access=track_access,
         )
         return await retrieval_search(
             self._backend, self.tenant_id, request, RECIPES[request.recipe]

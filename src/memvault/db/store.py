@@ -227,6 +227,33 @@ def list_filters(tenant_id: str, f: dict[str, Any]) -> list[sa.ColumnElement[boo
     return where
 
 
+async def session_turns(
+    conn: AsyncConnection, tenant_id: str, spans: Sequence[tuple[str, str, str, int, int]]
+) -> Sequence[AnyRow]:
+    """Live memories of conversation turns: for each (user, app, session, first turn, last
+    turn), the turns in that range, by the ``session_id`` and ``turn`` their metadata holds."""
+    turn_value = sa.case(
+        (
+            sa.func.jsonb_typeof(_m.metadata["turn"]) == "number",
+            _m.metadata["turn"].astext.cast(sa.Numeric),
+        ),
+        else_=None,
+    )
+    wanted = sa.or_(
+        *(
+            sa.and_(
+                _m.user_id == user,
+                _m.app_id == app,
+                _m.metadata["session_id"].astext == session,
+                turn_value.between(first, last),
+            )
+            for user, app, session, first, last in spans
+        )
+    )
+    query = sa.select(memories).where(_m.tenant_id == tenant_id, _live, wanted)
+    return (await conn.execute(query)).all()
+
+
 async def list_memories(
     conn: AsyncConnection,
     tenant_id: str,

@@ -1,5 +1,10 @@
-"""Search strategies as data, and the hybrid search they drive: vector candidates (HNSW or
-exact) and blind-index BM25 candidates, fused by reciprocal rank fusion.
+"""Search strategies as data, and the hybrid search they drive.
+
+A search runs one or more *probes* — the question itself; the question limited to the time it
+names; statements and a hypothetical answer from an LLM; the question under LLM-read filters —
+and each probe feeds ranked lists (vector: HNSW or exact; keyword: blind-index BM25). Every list
+is fused by weighted reciprocal rank fusion, then blended with importance, recency, validity,
+reinforcement and the time match into the final score.
 
 RRF is used because BM25 and cosine scores live on different scales: a rank-based fusion
 lets a strong keyword match win where the small embedding model is unsure, and vice versa.
@@ -7,18 +12,31 @@ lets a strong keyword match win where the small embedding model is unsure, and v
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
+from uuid import UUID
 
-from memvault.db import keywords, vectors
+from memvault.db import keywords, store, vectors
 from memvault.db.store import AnyRow
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
-from memvault.models import SearchHit, SearchRequest, SearchResult
+from memvault.models import (
+    MemoryRecord,
+    SearchDiagnostics,
+    SearchHit,
+    SearchRequest,
+    SearchResult,
+    TimeReport,
+)
+from memvault.retrieval import recall
+from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_term_ids
+from memvault.retrieval.when import TimeRange, parse_time
 from memvault.sealing import to_record
 
 if TYPE_CHECKING:
@@ -26,6 +44,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RecipeName = Literal["hybrid", "vector", "keyword", "recent"]
+FILTER_FIELDS = frozenset(
+    {
+        "user_id",
+        "app_id",
+        "project_id",
+        "environment",
+        "channel",
+        "source",
+        "tags",
+        "metadata",
+        "created_after",
+        "created_before",
+        "tags_any",
+        "categories",
+        "memory_type",
+        "tier",
+        "min_importance",
+        "occurred_after",
+        "occurred_before",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -38,14 +77,27 @@ class SearchConfig:
     candidates: int = 50
     rrf_k: int = 60
     # The final score: relevance (fused, scaled so the best candidate is 1) plus these
-    # weights times importance (0.1-1.0) and recency (halving every half_life_days of
-    # occurred_at age), times expired_factor for a temporal memory past valid_until.
+    # weights times importance (0.1-1.0), recency (halving every half_life_days of
+    # occurred_at age), reinforcement (0-1, from access_count) and the time match (1 when a
+    # memory falls in the span the query names), times expired_factor for a temporal memory
+    # past valid_until.
     importance_weight: float = 0.02
     recency_weight: float = 0.02
     half_life_days: float = 30.0
+    reinforcement_weight: float = 0.02
+    time_weight: float = 0.25
     # Mild: an expired plan is still the evidence of what happened (0.5 cost 0.02 R@10 on the
     # LoCoMo dev split, where most dated turns have long expired).
     expired_factor: float = 0.9
+    # How much each extra probe's lists count, relative to the question's own.
+    probe_weights: dict[str, float] = field(
+        default_factory=lambda: {
+            "time": 0.5,
+            "expansion": 0.5,
+            "hyde": 0.5,
+            "self_query": 0.5,
+        }
+    )
 
 
 RECIPES: dict[str, SearchConfig] = {
@@ -68,18 +120,44 @@ RECIPES: dict[str, SearchConfig] = {
 
 
 @dataclass(frozen=True)
+class Probe:
+    """One way into the store: a text for the vector and/or keyword lists, under filters."""
+
+    name: str
+    text: str
+    weight: float
+    vector: bool = True
+    keyword: bool = True
+    filters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Ranked:
     relevance: float
     importance: float
     recency: float
     validity: float
+    reinforcement: float
+    time: float
 
     def final(self, recipe: SearchConfig) -> float:
-        boost = recipe.importance_weight * self.importance + recipe.recency_weight * self.recency
+        boost = (
+            recipe.importance_weight * self.importance
+            + recipe.recency_weight * self.recency
+            + recipe.reinforcement_weight * self.reinforcement
+            + recipe.time_weight * self.time
+        )
         return (self.relevance + boost) * self.validity
 
 
-def rank(row: AnyRow, fused: float, best: float, recipe: SearchConfig, now: datetime) -> Ranked:
+def rank(
+    row: AnyRow,
+    fused: float,
+    best: float,
+    recipe: SearchConfig,
+    now: datetime,
+    when: TimeRange | None = None,
+) -> Ranked:
     """The documented blend, for one candidate row."""
     age_days = max((now - row.occurred_at).total_seconds(), 0.0) / 86_400
     expired = (
@@ -90,33 +168,127 @@ def rank(row: AnyRow, fused: float, best: float, recipe: SearchConfig, now: date
         importance=(row.importance or 5) / 10,
         recency=0.5 ** (age_days / recipe.half_life_days),
         validity=recipe.expired_factor if expired else 1.0,
+        reinforcement=reinforcement(row.access_count),
+        time=1.0 if when is not None and when.contains(row.occurred_at) else 0.0,
     )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.started = self.mark = time.perf_counter()
+        self.timings: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = round((now - self.mark) * 1000, 3)
+        self.mark = now
+
+    def total(self) -> dict[str, float]:
+        return {**self.timings, "total": round((time.perf_counter() - self.started) * 1000, 3)}
 
 
 async def search(
     backend: Backend, tenant_id: str, request: SearchRequest, recipe: SearchConfig
 ) -> SearchResult:
-    filters = request.model_dump(exclude={"query", "limit", "recipe"})
-    fetch = max(recipe.candidates, request.limit)
-    embedded = await _embed_query(backend, request.query) if recipe.vector_weight else None
+    clock = _Clock()
+    now = datetime.now(UTC)
+    reference = request.reference_time or now
+    filters = request.model_dump(include=set(FILTER_FIELDS))
+    when = parse_time(request.query, reference) if request.time_mode != "off" else None
+    if when is not None and request.time_mode == "filter":
+        filters = _narrowed(filters, when)
+
+    settings = backend.settings
+    switches: list[tuple[recall.Technique, bool | None, bool]] = [
+        ("expansion", request.expand, settings.recall_expand),
+        ("hyde", request.hyde, settings.recall_hyde),
+        ("self_query", request.self_query, settings.recall_self_query),
+    ]
+    wanted = {name for name, asked, default in switches if (default if asked is None else asked)}
+    base_embedding, extras = await asyncio.gather(
+        _embed(backend, [request.query]) if recipe.vector_weight else _nothing(),
+        recall.run(
+            backend.judge.llm,
+            request.query,
+            wanted,
+            reference=reference,
+            timeout_s=settings.recall_llm_timeout_s,
+        ),
+    )
+    source: Literal["rules", "llm"] = "rules"
+    if when is None and extras.self_query is not None and request.time_mode != "off":
+        when = _llm_time(extras.filters())
+        source = "llm"
+    probes = _probes(request, recipe, filters, when, extras)
+    extra_texts = [p.text for p in probes[1:] if p.vector and p.text != request.query]
+    extra_embedding = (
+        await _embed(backend, extra_texts) if recipe.vector_weight and extra_texts else None
+    )
+    clock.lap("embed")
+
+    vectors_by_text = _vectors(request.query, base_embedding, extra_texts, extra_embedding)
+    lists: dict[str, list[AnyRow]] = {}
+    weights: dict[str, float] = {}
     async with backend.engine.begin() as conn:
-        near = await _vector_candidates(conn, backend, tenant_id, filters, embedded, fetch)
-        term_ids = query_term_ids(backend.keys.current(), request.query)
-        keyed = (
-            await keywords.bm25(conn, tenant_id, filters, term_ids, fetch)
-            if recipe.keyword_weight
-            else []
+        for probe in probes:
+            probe_filters = {**filters, **probe.filters}
+            vector = vectors_by_text.get(probe.text)
+            if probe.vector and recipe.vector_weight and vector is not None:
+                lists[f"{probe.name}:vector"] = await _nearest(
+                    conn, backend, tenant_id, probe_filters, vector, recipe, request.limit
+                )
+                weights[f"{probe.name}:vector"] = recipe.vector_weight * probe.weight
+            if probe.keyword and recipe.keyword_weight:
+                term_ids = query_term_ids(backend.keys.current(), probe.text)
+                fetch = max(recipe.candidates, request.limit)
+                lists[f"{probe.name}:keyword"] = list(
+                    await keywords.bm25(conn, tenant_id, probe_filters, term_ids, fetch)
+                )
+                weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
+        clock.lap("retrieve")
+        ranked = _rank(lists, weights, recipe, now, when, request.limit)
+        clock.lap("rank")
+        context = (
+            await _context(conn, tenant_id, [row for row, _ in ranked], request.context_window)
+            if request.context_window
+            else {}
         )
-    hits = _fuse(backend, recipe, near, keyed, request.limit)
-    model = embedded.model_id if embedded else backend.embeddings.active_model
-    degraded = bool(recipe.vector_weight) and (embedded is None or embedded.fallback)
-    return SearchResult(results=hits, model=model, degraded=degraded, recipe=recipe.name)
+    hits = [_hit(backend, row, scores, context.get(row.id)) for row, scores in ranked]
+    if request.context_window:
+        clock.lap("context")
+    if request.track_access and hits:
+        backend.access.record(tenant_id, [hit.id for hit in hits])
+
+    model = base_embedding.model_id if base_embedding else backend.embeddings.active_model
+    degraded = bool(recipe.vector_weight) and (base_embedding is None or base_embedding.fallback)
+    for name, report in extras.reports.items():
+        clock.timings[name] = round(report.ms, 3)
+    diagnostics = SearchDiagnostics(
+        timings_ms=clock.total(),
+        time=TimeReport(
+            expression=when.expression,
+            after=when.after,
+            before=when.before,
+            mode="filter" if request.time_mode == "filter" else "boost",
+            source=source,
+        )
+        if when is not None
+        else None,
+        techniques=extras.reports,
+    )
+    return SearchResult(
+        results=hits, model=model, degraded=degraded, recipe=recipe.name, diagnostics=diagnostics
+    )
 
 
-async def _embed_query(backend: Backend, query: str) -> Embedded | None:
+async def _nothing() -> None:
+    return None
+
+
+async def _embed(backend: Backend, texts: list[str]) -> Embedded | None:
     try:
         return await backend.embeddings.embed_batch(
-            [clean(query, backend.settings.embedding_max_chars)]
+            [clean(t, backend.settings.embedding_max_chars) for t in texts]
         )
     except MemvaultError as exc:
         # No model could embed the query: answer from keywords alone, and say so.
@@ -124,16 +296,85 @@ async def _embed_query(backend: Backend, query: str) -> Embedded | None:
         return None
 
 
-async def _vector_candidates(
+def _vectors(
+    query: str, base: Embedded | None, extra_texts: list[str], extra: Embedded | None
+) -> dict[str, tuple[Embedded, int]]:
+    """Each probe text's vector, as (embedding batch, index); only vectors of the base
+    query's model are kept, so every list compares one model."""
+    found: dict[str, tuple[Embedded, int]] = {}
+    if base is not None:
+        found[query] = (base, 0)
+        if extra is not None and extra.model_id == base.model_id:
+            found.update({t: (extra, n) for n, t in enumerate(extra_texts)})
+    return found
+
+
+def _narrowed(filters: dict[str, Any], when: TimeRange) -> dict[str, Any]:
+    """The filters with the query's time span intersected into the occurred_at range."""
+    after = [t for t in (filters.get("occurred_after"), when.after) if t is not None]
+    before = [t for t in (filters.get("occurred_before"), when.before) if t is not None]
+    return {
+        **filters,
+        "occurred_after": max(after, default=None),
+        "occurred_before": min(before, default=None),
+    }
+
+
+def _llm_time(found: dict[str, Any]) -> TimeRange | None:
+    after, before = found.get("occurred_after"), found.get("occurred_before")
+    if after is None and before is None:
+        return None
+    return TimeRange(after, before, "(read by the language model)")
+
+
+def _probes(
+    request: SearchRequest,
+    recipe: SearchConfig,
+    filters: dict[str, Any],
+    when: TimeRange | None,
+    extras: recall.Extras,
+) -> list[Probe]:
+    weights = recipe.probe_weights
+    probes = [Probe("query", request.query, 1.0)]
+    if when is not None and request.time_mode == "boost":
+        time_filters = _narrowed(filters, when)
+        probes.append(
+            Probe(
+                "time",
+                request.query,
+                weights["time"],
+                filters={
+                    "occurred_after": time_filters["occurred_after"],
+                    "occurred_before": time_filters["occurred_before"],
+                },
+            )
+        )
+    probes += [
+        Probe(f"expansion{n}", text, weights["expansion"])
+        for n, text in enumerate(extras.statements, start=1)
+    ]
+    if extras.hypothesis:
+        probes.append(Probe("hyde", extras.hypothesis, weights["hyde"], keyword=False))
+    sq_filters = extras.filters()
+    if extras.self_query is not None and sq_filters:
+        if request.time_mode == "off":
+            sq_filters.pop("occurred_after", None)
+            sq_filters.pop("occurred_before", None)
+        text = (extras.self_query.query or "").strip() or request.query
+        probes.append(Probe("self_query", text, weights["self_query"], filters=sq_filters))
+    return probes
+
+
+async def _nearest(
     conn: Any,
     backend: Backend,
     tenant_id: str,
     filters: dict[str, Any],
-    embedded: Embedded | None,
-    fetch: int,
+    vector: tuple[Embedded, int],
+    recipe: SearchConfig,
+    limit: int,
 ) -> list[AnyRow]:
-    if embedded is None:
-        return []
+    embedded, index = vector
     settings = backend.settings
     size = await vectors.scope_size(
         conn, tenant_id, filters["user_id"], embedded.model_id, cap=settings.search_exact_max_chunks
@@ -143,10 +384,10 @@ async def _vector_candidates(
             conn,
             tenant_id,
             filters,
-            embedded.vectors[0],
+            embedded.vectors[index],
             embedded.model_id,
             embedded.dimensions,
-            fetch,
+            max(recipe.candidates, limit),
             exact=size <= settings.search_exact_max_chunks,
             ef_search=settings.hnsw_ef_search,
         )
@@ -157,38 +398,43 @@ def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict
     """Reciprocal rank fusion: each list adds weight / (k + rank) to the items it ranks."""
     fused: dict[Any, float] = {}
     for source, items in ranked.items():
-        for rank, item in enumerate(items, start=1):
-            fused[item] = fused.get(item, 0.0) + weights[source] / (k + rank)
+        for position, item in enumerate(items, start=1):
+            fused[item] = fused.get(item, 0.0) + weights[source] / (k + position)
     return fused
 
 
-def _fuse(
-    backend: Backend,
+def _rank(
+    lists: dict[str, list[AnyRow]],
+    weights: dict[str, float],
     recipe: SearchConfig,
-    near: list[AnyRow],
-    keyed: list[AnyRow] | Any,
+    now: datetime,
+    when: TimeRange | None,
     limit: int,
-) -> list[SearchHit]:
-    rows = {row.id: row for row in (*keyed, *near)}
-    similarity = {row.id: 1.0 - min(max(float(row.distance), 0.0), 1.0) for row in near}
-    bm25 = {row.id: float(row.score) for row in keyed}
+) -> list[tuple[AnyRow, dict[str, float | None]]]:
+    """The top ``limit`` candidates with their score breakdowns, best first."""
+    rows: dict[UUID, AnyRow] = {}
+    similarity: dict[UUID, float] = {}
+    bm25: dict[UUID, float] = {}
+    for name, items in lists.items():
+        for row in items:
+            rows.setdefault(row.id, row)
+            if name.endswith(":vector"):
+                value = 1.0 - min(max(float(row.distance), 0.0), 1.0)
+                similarity[row.id] = max(value, similarity.get(row.id, 0.0))
+            else:
+                bm25[row.id] = max(float(row.score), bm25.get(row.id, 0.0))
     fused = rrf(
-        {"vector": [r.id for r in near], "keyword": [r.id for r in keyed]},
-        {"vector": recipe.vector_weight, "keyword": recipe.keyword_weight},
-        recipe.rrf_k,
+        {name: [r.id for r in items] for name, items in lists.items()}, weights, recipe.rrf_k
     )
-    now = datetime.now(UTC)
     best = max(fused.values(), default=0.0)
-    ranked = {i: rank(rows[i], fused[i], best, recipe, now) for i in fused if fused[i] > 0}
+    ranked = {i: rank(rows[i], fused[i], best, recipe, now, when) for i in fused if fused[i] > 0}
     final = {i: r.final(recipe) for i, r in ranked.items()}
-    # Only the hits returned are decrypted.
     order = sorted(final, key=lambda i: (-final[i], str(i)))[:limit]
     return [
-        SearchHit(
-            **to_record(backend.keys, rows[i]).model_dump(),
-            similarity=similarity.get(i),
-            score=final[i],
-            scores={
+        (
+            rows[i],
+            {
+                "final": final[i],
                 "vector": similarity.get(i),
                 "keyword": bm25.get(i),
                 "fused": fused[i],
@@ -196,7 +442,65 @@ def _fuse(
                 "importance": ranked[i].importance,
                 "recency": ranked[i].recency,
                 "validity": ranked[i].validity,
+                "reinforcement": ranked[i].reinforcement,
+                "time": ranked[i].time,
             },
         )
         for i in order
     ]
+
+
+async def _context(
+    conn: Any, tenant_id: str, rows: list[AnyRow], window: int
+) -> dict[UUID, list[AnyRow]]:
+    """The turns around each conversational hit, from the same user, app and session."""
+    wanted = {
+        row.id: (row.user_id, row.app_id, row.metadata["session_id"], int(row.metadata["turn"]))
+        for row in rows
+        if isinstance(row.metadata, dict)
+        and isinstance(row.metadata.get("session_id"), str)
+        and isinstance(row.metadata.get("turn"), int)
+    }
+    if not wanted:
+        return {}
+    around = await store.session_turns(
+        conn,
+        tenant_id,
+        [
+            (user, app, session, turn - window, turn + window)
+            for user, app, session, turn in wanted.values()
+        ],
+    )
+    return {
+        hit: sorted(
+            (
+                r
+                for r in around
+                if (r.user_id, r.app_id, r.metadata.get("session_id")) == (user, app, session)
+                and abs(r.metadata["turn"] - turn) <= window
+                and r.id != hit
+            ),
+            key=lambda r: r.metadata["turn"],
+        )
+        for hit, (user, app, session, turn) in wanted.items()
+    }
+
+
+def _hit(
+    backend: Backend,
+    row: AnyRow,
+    scores: dict[str, float | None],
+    context: list[AnyRow] | None,
+) -> SearchHit:
+    # Only the hits returned (and their context) are decrypted.
+    final = scores.pop("final")
+    assert final is not None
+    return SearchHit(
+        **to_record(backend.keys, row).model_dump(),
+        similarity=scores["vector"],
+        score=final,
+        scores=scores,
+        context=[MemoryRecord.model_validate(to_record(backend.keys, r)) for r in context]
+        if context is not None
+        else None,
+    )

@@ -26,6 +26,7 @@ async def add_messages(
         session_id=body.session_id,
         occurred_at=body.occurred_at,
         infer=body.infer,
+        first_turn=body.first_turn,
         wait=wait,
     )
     return BatchResult(results=results)

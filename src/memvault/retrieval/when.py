@@ -1,0 +1,261 @@
+"""Time expressions in a question, resolved offline against a reference time.
+
+"What did I cook last week?" should look at last week's memories. This finds the first
+expression it can resolve — relative days and periods ("yesterday", "last month", "3 weeks
+ago", "last Friday", "this summer"), calendar dates ("in May 2023", "8 May", "2023-05-08",
+"in 2022"), and "before" / "after" / "since" one of those — and turns it into a half-open
+range ``[after, before)`` on ``occurred_at``. Anything it cannot pin to the calendar ("before
+the trip") yields ``None``: the search then runs as if no time was named.
+
+Regular expressions, not dateparser: a question is short, the vocabulary of time is small,
+and a parser that reads "may" or "a second" as dates would filter good answers away.
+Deterministic, pure, and never raises.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+_MONTHS = {
+    name: n
+    for n in range(1, 13)
+    for name in (calendar.month_name[n].lower(), calendar.month_abbr[n].lower())
+}
+_MONTHS["sept"] = 9
+_WEEKDAYS = {calendar.day_name[n].lower(): n for n in range(7)}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "a few": 3,
+    "several": 3,
+}
+# Northern-hemisphere meteorological seasons: (first month, months long).
+_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_NUMBER = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + ")"
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+_WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + ")"
+_SEASON = r"(?P<season>" + "|".join(_SEASONS) + ")"
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """``[after, before)`` in UTC; either end may be open. ``expression`` is the matched text."""
+
+    after: datetime | None
+    before: datetime | None
+    expression: str
+
+    def contains(self, moment: datetime) -> bool:
+        return (self.after is None or moment >= self.after) and (
+            self.before is None or moment < self.before
+        )
+
+
+def _g(m: re.Match[str], name: str) -> str:
+    """A named group's text; "" when the pattern has no such group or it did not match."""
+    return m.groupdict().get(name) or ""
+
+
+def _start(day: date) -> datetime:
+    return datetime.combine(day, time(), tzinfo=UTC)
+
+
+def _days(first: date, last_exclusive: date) -> tuple[datetime, datetime]:
+    return _start(first), _start(last_exclusive)
+
+
+def _month_range(year: int, month: int, months: int = 1) -> tuple[datetime, datetime]:
+    end_year, end_month = divmod(month - 1 + months, 12)
+    return _start(date(year, month, 1)), _start(date(year + end_year, end_month + 1, 1))
+
+
+def _shift_months(day: date, months: int) -> date:
+    year, month = divmod(day.month - 1 + months, 12)
+    year += day.year
+    return date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _number(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBERS[text]
+
+
+def _unit_span(unit: str, n: int, today: date) -> date:
+    """The day ``n`` units before ``today``."""
+    if unit == "day":
+        return today - timedelta(days=n)
+    if unit == "week":
+        return today - timedelta(weeks=n)
+    return _shift_months(today, -n * (12 if unit == "year" else 1))
+
+
+# Each pattern resolves to a range given the match and the reference day; first match wins,
+# so longer, more specific forms come first.
+def _iso(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    try:
+        day = date(int(_g(m, "year")), int(_g(m, "m")), int(_g(m, "d")))
+    except ValueError:
+        return None
+    return _days(day, day + timedelta(days=1))
+
+
+def _day_month_year(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    month = _MONTHS[_g(m, "month").lower()]
+    year = int(_g(m, "year")) if _g(m, "year") else None
+    try:
+        day = date(year or today.year, month, int(_g(m, "day")))
+        if year is None and day > today:  # "8 May" means the last one that happened
+            day = date(today.year - 1, month, int(_g(m, "day")))
+    except ValueError:
+        return None
+    return _days(day, day + timedelta(days=1))
+
+
+def _month_year(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    month = _MONTHS[_g(m, "month").lower()]
+    if _g(m, "year"):
+        return _month_range(int(_g(m, "year")), month)
+    year = today.year if month <= today.month else today.year - 1
+    return _month_range(year, month)
+
+
+def _season(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    first = _SEASONS[_g(m, "season").lower()]
+    if _g(m, "year"):
+        year = int(_g(m, "year"))
+    else:
+        # The latest such season that has begun; "last" means the latest that is over.
+        year = today.year if date(today.year, first, 1) <= today else today.year - 1
+        if _g(m, "which").lower() == "last" and _month_range(year, first, 3)[1].date() > today:
+            year -= 1
+    return _month_range(year, first, 3)
+
+
+def _year(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    return _month_range(int(_g(m, "year")), 1, 12)
+
+
+def _ago(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    unit = _g(m, "unit").lower()
+    point = _unit_span(unit, _number(_g(m, "n").lower()), today)
+    # "3 weeks ago" is about then, give or take half a unit.
+    slack = {"day": 0, "week": 3, "month": 15, "year": 182}[unit]
+    return _days(point - timedelta(days=slack), point + timedelta(days=slack + 1))
+
+
+def _past_n(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    unit = _g(m, "unit").lower()
+    n = _number(_g(m, "n").lower()) if _g(m, "n") else 1
+    return _days(_unit_span(unit, n, today), today + timedelta(days=1))
+
+
+def _relative_period(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    which, unit = _g(m, "which").lower(), _g(m, "unit").lower()
+    step = -1 if which in ("last", "previous") else 0
+    if unit == "week":
+        monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
+        return _days(monday, monday + timedelta(weeks=1))
+    if unit == "weekend":
+        saturday = today - timedelta(days=today.weekday()) + timedelta(days=5)
+        if step and saturday + timedelta(days=2) > today:  # the last one that is over
+            saturday -= timedelta(weeks=1)
+        return _days(saturday, saturday + timedelta(days=2))
+    if unit == "month":
+        first = _shift_months(today.replace(day=1), step)
+        return _month_range(first.year, first.month)
+    return _month_range(today.year + step, 1, 12)
+
+
+def _weekday(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    back = (today.weekday() - _WEEKDAYS[_g(m, "weekday").lower()]) % 7
+    if _g(m, "which") and _g(m, "which").lower() == "last" and back == 0:
+        back = 7
+    day = today - timedelta(days=back)
+    return _days(day, day + timedelta(days=1))
+
+
+def _named_day(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    word = _g(m, "named").lower()
+    offset = {"today": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "last night": -1}
+    day = today + timedelta(days=offset.get(word, -2))  # "the day before yesterday"
+    return _days(day, day + timedelta(days=1))
+
+
+def _recently(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    return _days(today - timedelta(days=30), today + timedelta(days=1))
+
+
+_PATTERNS = [
+    (re.compile(rf"\b{_YEAR}-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)\b"), _iso),
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.I), _day_month_year),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b(?!\s*(?:am|pm|:))", re.I), _day_month_year),
+    (re.compile(rf"\b(?:in|during|of|since|before|after|by|until)\s+(?:the\s+)?(?:(?P<which>last|this)\s+)?{_SEASON}(?:\s+(?:of\s+)?{_YEAR})?\b", re.I), _season),
+    (re.compile(rf"\b(?P<which>last|this)\s+{_SEASON}(?:\s+{_YEAR})?\b", re.I), _season),
+    (re.compile(rf"\b{_MONTH}(?:\s+of)?,?\s+{_YEAR}\b", re.I), _month_year),
+    # A bare month name only after a preposition: "may" alone is usually a verb.
+    (re.compile(rf"\b(?:in|during|since|before|after|by|until|last)\s+{_MONTH}\b(?!\s+\d)", re.I), _month_year),
+    (re.compile(rf"\b(?:in|during|of|since|before|after|by|until)\s+{_YEAR}\b", re.I), _year),
+    (re.compile(r"\b(?P<named>the day before yesterday|yesterday|last night|today|tonight|this morning)\b", re.I), _named_day),
+    (re.compile(rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b", re.I), _ago),
+    (re.compile(rf"\b(?:(?:in|over|during|within)\s+)?(?:the\s+)?(?:last|past)\s+{_NUMBER}\s+{_UNIT}\b", re.I), _past_n),
+    (re.compile(rf"\b(?:in|over|during|within)\s+the\s+(?:last|past)\s+(?P<n>)?{_UNIT}\b", re.I), _past_n),
+    (re.compile(r"\bthe\s+past\s+(?P<n>)?(?P<unit>day|week|month|year)\b", re.I), _past_n),
+    (re.compile(r"\b(?P<which>last|previous|this)\s+(?P<unit>weekend|week|month|year)\b", re.I), _relative_period),
+    (re.compile(rf"\b(?:(?P<which>last|this|on)\s+){_WEEKDAY}\b", re.I), _weekday),
+    (re.compile(r"\b(?:recently|lately|these days)\b", re.I), _recently),
+]  # fmt: skip
+_BOUND = re.compile(r"\b(?P<word>before|after|since|until|by|prior to)\s+$", re.I)
+
+
+def parse_time(query: str, reference: datetime) -> TimeRange | None:
+    """The first resolvable time expression in ``query``, as a range relative to
+    ``reference`` (the moment the question is asked); ``None`` when there is none."""
+    if reference.tzinfo is None:
+        reference = reference.replace(tzinfo=UTC)
+    today = reference.astimezone(UTC).date()
+    found: list[tuple[int, re.Match[str], tuple[datetime, datetime]]] = []
+    for pattern, resolve in _PATTERNS:
+        match = pattern.search(query)
+        if match is None:
+            continue
+        try:
+            span = resolve(match, today)
+        except (ValueError, OverflowError):
+            span = None
+        if span is not None:
+            found.append((match.start(), match, span))
+    if not found:
+        return None
+    start, match, (after, before) = min(found, key=lambda f: (f[0], -len(f[1][0])))
+    expression = match[0].strip()
+    prefix = _BOUND.search(query[:start])
+    bound = prefix or re.match(r"(?P<word>before|after|since|until|by)\b", expression, re.I)
+    if bound is None:
+        return TimeRange(after, before, expression)
+    if prefix is not None:
+        expression = f"{prefix['word']} {expression}"
+    word = bound["word"].lower()
+    if word in ("before", "prior to"):
+        return TimeRange(None, after, expression)
+    if word in ("until", "by"):
+        return TimeRange(None, before, expression)
+    return TimeRange(before if word == "after" else after, None, expression)

@@ -1,0 +1,378 @@
+"""Recall beyond one query: time-aware questions, reinforcement, conversational context, and
+the LLM techniques (expansion, HyDE, self-query) against a scripted local LLM server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault import Settings
+from memvault.api import create_app
+from memvault.service import AsyncMemory
+from tests.llm_fakes import LLMServer, Reply, anthropic_tool_reply, llm_server, openai_reply
+
+ASKED_AT = datetime(2023, 6, 14, 15, 0, tzinfo=UTC)  # a Wednesday
+MEALS = [
+    ("Dinner was a mushroom risotto at Luca's", datetime(2023, 5, 2, 19, tzinfo=UTC)),
+    ("Dinner was ramen with Ana at the station", datetime(2023, 6, 7, 20, tzinfo=UTC)),
+    ("Dinner was tacos from the food truck", datetime(2023, 4, 18, 19, tzinfo=UTC)),
+]
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="local"))
+    yield opened
+    await opened.close()
+
+
+async def store_meals(memory: AsyncMemory) -> dict[str, Any]:
+    stored = await memory.add_many(
+        [{"content": text, "user_id": "u", "occurred_at": at, "infer": False} for text, at in MEALS]
+    )
+    return {r.content: r.id for r in stored}
+
+
+# --- time-aware queries -----------------------------------------------------------------------
+
+
+async def test_a_named_time_boosts_memories_from_then(memory: AsyncMemory) -> None:
+    ids = await store_meals(memory)
+    question = "what did I have for dinner last week?"
+    result = await memory.search(question, user_id="u", reference_time=ASKED_AT)
+    assert result.results[0].id == ids[MEALS[1][0]]
+    assert result.results[0].scores["time"] == 1.0
+    assert {h.scores["time"] for h in result.results[1:]} == {0.0}
+    time = result.diagnostics and result.diagnostics.time
+    assert time and time.expression == "last week" and time.mode == "boost"
+    assert (time.after, time.before) == (
+        datetime(2023, 6, 5, tzinfo=UTC),
+        datetime(2023, 6, 12, tzinfo=UTC),
+    )
+    # Boosting never hides the rest: the other dinners are still there, below.
+    assert len(result.results) == 3
+
+    # A month ago is May: the risotto wins instead.
+    may = await memory.search("dinner in May", user_id="u", reference_time=ASKED_AT)
+    assert may.results[0].id == ids[MEALS[0][0]]
+
+
+async def test_filter_mode_keeps_only_that_time_and_off_ignores_it(memory: AsyncMemory) -> None:
+    ids = await store_meals(memory)
+    question = "what did I have for dinner last week?"
+    only = await memory.search(question, user_id="u", reference_time=ASKED_AT, time_mode="filter")
+    assert [h.id for h in only.results] == [ids[MEALS[1][0]]]
+    assert only.diagnostics and only.diagnostics.time and only.diagnostics.time.mode == "filter"
+
+    # An explicit range narrows further: nothing is both last week and in April.
+    none = await memory.search(
+        question,
+        user_id="u",
+        reference_time=ASKED_AT,
+        time_mode="filter",
+        occurred_before=datetime(2023, 5, 1, tzinfo=UTC),
+    )
+    assert none.results == []
+
+    ignored = await memory.search(question, user_id="u", reference_time=ASKED_AT, time_mode="off")
+    assert ignored.diagnostics and ignored.diagnostics.time is None
+    assert {h.scores["time"] for h in ignored.results} == {0.0}
+
+
+async def test_without_a_reference_time_now_is_used(memory: AsyncMemory) -> None:
+    await store_meals(memory)
+    result = await memory.search("dinner yesterday", user_id="u")
+    time = result.diagnostics and result.diagnostics.time
+    assert time and time.after and time.after.date() < datetime.now(UTC).date()
+    # None of the 2023 dinners was yesterday: relevance alone orders them.
+    assert {h.scores["time"] for h in result.results} == {0.0}
+
+
+# --- reinforcement ------------------------------------------------------------------------------
+
+
+async def test_searches_count_accesses_in_the_background(memory: AsyncMemory) -> None:
+    ids = await store_meals(memory)
+    ramen = ids[MEALS[1][0]]
+    first = await memory.search("ramen", user_id="u", limit=1)
+    assert first.results[0].id == ramen and first.results[0].scores["reinforcement"] == 0.0
+    # The search returned before any count was written.
+    assert (await memory.get(ramen, user_id="u")).access_count == 0
+    await memory.search("ramen", user_id="u", limit=1)
+    await memory.search("ramen", user_id="u", limit=1, track_access=False)
+    await memory.backend.access.flush()
+    stored = await memory.get(ramen, user_id="u")
+    assert stored.access_count == 2 and stored.last_accessed is not None
+    untouched = await memory.get(ids[MEALS[2][0]], user_id="u")
+    assert untouched.access_count == 0 and untouched.last_accessed is None
+
+    again = await memory.search("ramen", user_id="u", limit=1)
+    assert again.results[0].scores["reinforcement"] > 0
+
+
+async def test_access_counts_are_written_on_close(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings(embedding_provider="local", reinforce_flush_s=3600)
+    memory = await AsyncMemory.open(settings)
+    stored = await memory.add("I water the ferns on Sundays", user_id="u", infer=False)
+    await memory.search("ferns", user_id="u")
+    await memory.close()
+    reopened = await AsyncMemory.open(settings)
+    try:
+        assert (await reopened.get(stored.id, user_id="u")).access_count == 1
+    finally:
+        await reopened.close()
+
+
+# --- conversational context -----------------------------------------------------------------
+
+
+async def test_context_window_returns_neighbouring_turns_of_the_same_session(
+    memory: AsyncMemory,
+) -> None:
+    talk = [
+        {"role": "user", "content": "I'm planning the garden for spring"},
+        {"role": "assistant", "content": "What would you like to grow?"},
+        {"role": "user", "content": "Mostly heirloom tomatoes and some basil"},
+        {"role": "assistant", "content": "Those pair well in a sunny bed"},
+        {"role": "user", "content": "Let's talk about my tax return now"},
+    ]
+    await memory.add_messages(talk, user_id="u", session_id="s1")
+    await memory.add_messages(talk[:3], user_id="u", session_id="s2")
+    await memory.add_messages(talk, user_id="someone-else", session_id="s1")
+
+    result = await memory.search(
+        "heirloom tomatoes", user_id="u", limit=1, context_window=1, track_access=False
+    )
+    (hit,) = result.results
+    assert hit.content == talk[2]["content"] and hit.context is not None
+    session = hit.metadata["session_id"]
+    assert [c.content for c in hit.context] == [talk[1]["content"]] + (
+        [talk[3]["content"]] if session == "s1" else []
+    )
+    assert {(c.user_id, c.metadata["session_id"]) for c in hit.context} == {("u", session)}
+    assert result.diagnostics and "context" in result.diagnostics.timings_ms
+
+    wider = await memory.search("heirloom tomatoes", user_id="u", limit=1, context_window=2)
+    assert len(wider.results[0].context or []) == (4 if session == "s1" else 2)
+    plain = await memory.search("heirloom tomatoes", user_id="u", limit=1)
+    assert plain.results[0].context is None
+
+
+async def test_a_memory_outside_a_conversation_gets_an_empty_context(memory: AsyncMemory) -> None:
+    await memory.add("The boiler is serviced every October", user_id="u", infer=False)
+    result = await memory.search("boiler", user_id="u", context_window=3)
+    assert result.results[0].context is None
+
+
+async def test_messages_added_in_parts_continue_the_turn_numbers(memory: AsyncMemory) -> None:
+    await memory.add_messages([{"role": "user", "content": "first"}], user_id="u", session_id="s")
+    later = await memory.add_messages(
+        [{"role": "assistant", "content": "second"}], user_id="u", session_id="s", first_turn=1
+    )
+    assert later[0].metadata["turn"] == 1
+
+
+# --- LLM recall techniques ------------------------------------------------------------------
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def provider(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with llm_server() as running:
+        yield running
+
+
+def answer(provider: str, prompt: str, payload: dict[str, Any]) -> Reply:
+    reply = (
+        openai_reply(json.dumps(payload))
+        if provider == "openai"
+        else anthropic_tool_reply(payload, name=prompt)
+    )
+    return reply.to(f'"{prompt}"')
+
+
+@pytest.fixture
+async def llm_memory(
+    make_settings: Callable[..., Settings], server: LLMServer, provider: str
+) -> AsyncIterator[AsyncMemory]:
+    settings = make_settings(
+        embedding_provider="local",
+        llm_provider=provider,
+        llm_model="test-model",
+        llm_base_url=server.url + ("/v1" if provider == "openai" else ""),
+        llm_api_key="sk-test-key",
+        llm_attempts=1,
+        llm_retry_base_s=0.01,
+        recall_llm_timeout_s=1.0,
+    )
+    opened = await AsyncMemory.open(settings)
+    yield opened
+    await opened.close()
+
+
+async def store_facts(memory: AsyncMemory) -> dict[str, Any]:
+    facts = [
+        {"content": "Ana works as a nurse at St Mary's hospital", "categories": []},
+        {"content": "Ana's cat is called Miso", "categories": []},
+        {"content": "Ana flew to Lisbon for a conference", "categories": []},
+    ]
+    stored = await memory.add_many(
+        [
+            {
+                "content": f["content"],
+                "user_id": "u",
+                "infer": False,
+                "occurred_at": datetime(2023, 3 + n, 10, tzinfo=UTC),
+            }
+            for n, f in enumerate(facts)
+        ]
+    )
+    return {r.content: r.id for r in stored}
+
+
+async def test_expansion_hyde_and_self_query_fuse_with_the_base_search(
+    llm_memory: AsyncMemory, server: LLMServer, provider: str
+) -> None:
+    ids = await store_facts(llm_memory)
+    server.script(
+        answer(provider, "recall_expand", {"statements": ["Ana works at", "Ana's job is"]}),
+        answer(provider, "recall_hyde", {"answer": "Ana is a nurse in a hospital."}),
+        answer(
+            provider,
+            "recall_self_query",
+            {
+                "occurred_after": "2023-03-01T00:00:00Z",
+                "occurred_before": "2023-04-01T00:00:00Z",
+                "categories": [],
+                "memory_type": None,
+                "query": "Ana's occupation",
+            },
+        ),
+    )
+    question = "What does Ana do for a living?"
+    result = await llm_memory.search(
+        question, user_id="u", expand=True, hyde=True, self_query=True, reference_time=ASKED_AT
+    )
+    assert result.results[0].id == ids["Ana works as a nurse at St Mary's hospital"]
+    diagnostics = result.diagnostics
+    assert diagnostics is not None
+    reports = diagnostics.techniques
+    assert {n: r.status for n, r in reports.items()} == {
+        "expansion": "ok",
+        "hyde": "ok",
+        "self_query": "ok",
+    }
+    assert reports["expansion"].added == 2 and reports["hyde"].added == 1
+    assert reports["self_query"].added == 2  # occurred_after and occurred_before
+    for name in ("expansion", "hyde", "self_query", "embed", "retrieve", "total"):
+        assert diagnostics.timings_ms[name] >= 0
+    # The self-query's span became the time boost, since the question named none.
+    assert diagnostics.time and diagnostics.time.source == "llm"
+    assert server.calls == 3
+    sent = json.dumps([r.body for r in server.requests])
+    assert question in sent
+
+
+async def test_techniques_stay_off_unless_asked(llm_memory: AsyncMemory, server: LLMServer) -> None:
+    await store_facts(llm_memory)
+    result = await llm_memory.search("What does Ana do?", user_id="u")
+    assert server.calls == 0
+    assert result.diagnostics and result.diagnostics.techniques == {}
+
+
+async def test_a_failing_llm_still_answers_and_says_why(
+    llm_memory: AsyncMemory, server: LLMServer, provider: str
+) -> None:
+    ids = await store_facts(llm_memory)
+    on_time = answer(provider, "recall_self_query", {"query": "x"})
+    slow = Reply(on_time.status, on_time.body, delay_s=3.0, when=on_time.when)
+    server.script(
+        Reply(status=500, body={"error": {"message": "boom"}}).to('"recall_expand"'),
+        (openai_reply("{not json") if provider == "openai" else anthropic_tool_reply({})).to(
+            '"recall_hyde"'
+        ),
+        (openai_reply("{not json") if provider == "openai" else anthropic_tool_reply({})).to(
+            '"recall_hyde"'
+        ),
+        slow,
+    )
+    result = await llm_memory.search(
+        "Ana's cat", user_id="u", expand=True, hyde=True, self_query=True
+    )
+    assert result.results[0].id == ids["Ana's cat is called Miso"]
+    reports = result.diagnostics.techniques if result.diagnostics else {}
+    assert {n: (r.status, r.detail) for n, r in reports.items()} == {
+        "expansion": ("failed", "llm_unavailable"),
+        "hyde": ("failed", "llm_invalid_answer"),
+        "self_query": ("failed", "timeout"),
+    }
+    assert reports["self_query"].ms < 2500
+
+
+async def test_without_an_llm_the_techniques_report_unavailable(memory: AsyncMemory) -> None:
+    await memory.add("Ana's cat is called Miso", user_id="u", infer=False)
+    result = await memory.search("Ana's cat", user_id="u", expand=True, hyde=True)
+    assert result.results[0].content == "Ana's cat is called Miso"
+    reports = result.diagnostics.techniques if result.diagnostics else {}
+    assert {n: r.status for n, r in reports.items()} == {
+        "expansion": "unavailable",
+        "hyde": "unavailable",
+    }
+
+
+async def test_pii_in_a_question_never_reaches_the_llm(
+    llm_memory: AsyncMemory, server: LLMServer, provider: str
+) -> None:
+    await store_facts(llm_memory)
+    server.script(answer(provider, "recall_hyde", {"answer": "Ana's email is on file."}))
+    await llm_memory.search("what is ana.lopez@example.com's job", user_id="u", hyde=True)
+    assert server.calls == 1
+    assert "ana.lopez@example.com" not in json.dumps(server.requests[0].body)
+
+
+# --- over HTTP ----------------------------------------------------------------------------------
+
+
+def test_search_options_over_http(settings: Settings) -> None:
+    with TestClient(create_app(settings)) as client:
+        stored = client.post(
+            "/v1/memories",
+            json={
+                "content": "Dinner was ramen with Ana",
+                "user_id": "u",
+                "occurred_at": "2023-06-07T20:00:00Z",
+                "infer": False,
+            },
+        )
+        assert stored.status_code == 201
+        found = client.post(
+            "/v1/memories/search",
+            json={
+                "query": "dinner last week",
+                "user_id": "u",
+                "reference_time": "2023-06-14T15:00:00Z",
+                "time_mode": "filter",
+                "context_window": 1,
+            },
+        )
+        assert found.status_code == 200
+        body = found.json()
+        assert [h["content"] for h in body["results"]] == ["Dinner was ramen with Ana"]
+        assert body["diagnostics"]["time"]["expression"] == "last week"
+        assert body["results"][0]["context"] is None
+        bad = client.post(
+            "/v1/memories/search",
+            json={"query": "x", "user_id": "u", "context_window": 99, "time_mode": "maybe"},
+        )
+        assert bad.status_code == 422
+        fields = {e["field"] for e in bad.json()["error"]["details"]["errors"]}
+        assert {"body.context_window", "body.time_mode"} <= fields
