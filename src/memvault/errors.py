@@ -4,27 +4,37 @@
     ├── InvalidInput                  422 invalid_input
     │   ├── ContentTooLong            422 content_too_long
     │   └── PIIRejected               422 pii_rejected          (never carries the values)
+    ├── Unauthorized                  401 unauthorized          (no API key, or one not known)
+    ├── Forbidden                     403 forbidden             (the key may not do this)
     ├── NotFound                      404 not_found
     ├── PayloadTooLarge               413 payload_too_large
+    ├── RateLimited                   429 rate_limited          (.retry_after: seconds, or None)
+    ├── ServerError                   500 internal_error        (a bug on the server's side)
     ├── ConfigurationError            500 configuration_error   (start-up: bad settings)
     │   ├── KeyMismatch               500 key_mismatch          (rows under keys we do not hold)
     │   └── DataDirInUse              500 data_dir_in_use       (another server owns the data dir)
     └── StoreUnavailable              503 store_unavailable     (database down or unreachable)
+        └── ServerUnreachable         503 server_unreachable    (client: no answer from the server)
 
 Messages are written for the user who will read them: what went wrong and what to do. They
 never carry memory content, keys or SQL.
+
+``MemoryClient`` raises the class named by the ``code`` of the server's error envelope
+(:func:`for_code`); a code this version does not know is a plain ``MemvaultError`` that carries
+the server's status and code on the instance.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 
 class MemvaultError(Exception):
     """Root of every error memvault raises on purpose."""
 
-    status_code: ClassVar[int] = 500
-    code: ClassVar[str] = "internal_error"
+    # Per class; an instance may carry another (an unknown code answered by a server).
+    status_code: int = 500
+    code: str = "internal_error"
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -48,6 +58,16 @@ class PIIRejected(InvalidInput):
     code = "pii_rejected"
 
 
+class Unauthorized(MemvaultError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(MemvaultError):
+    status_code = 403
+    code = "forbidden"
+
+
 class NotFound(MemvaultError):
     status_code = 404
     code = "not_found"
@@ -56,6 +76,27 @@ class NotFound(MemvaultError):
 class PayloadTooLarge(MemvaultError):
     status_code = 413
     code = "payload_too_large"
+
+
+class RateLimited(MemvaultError):
+    """Too many requests; ``retry_after`` is how many seconds the server asks to wait."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
+
+
+class ServerError(MemvaultError):
+    """The server failed on a request it should have handled; its log names the exception."""
 
 
 class ConfigurationError(MemvaultError):
@@ -73,3 +114,19 @@ class DataDirInUse(ConfigurationError):
 class StoreUnavailable(MemvaultError):
     status_code = 503
     code = "store_unavailable"
+
+
+class ServerUnreachable(StoreUnavailable):
+    """Raised by the HTTP client: the server could not be reached, or did not answer in time."""
+
+    code = "server_unreachable"
+
+
+def _subclasses(cls: type[MemvaultError]) -> list[type[MemvaultError]]:
+    return [cls] + [s for sub in cls.__subclasses__() for s in _subclasses(sub)]
+
+
+def for_code(code: str) -> type[MemvaultError] | None:
+    """The class of this module that answers with ``code`` (the most specific one), or None."""
+    known = {c.code: c for c in _subclasses(MemvaultError) if c.__module__ == __name__}
+    return known.get(code)

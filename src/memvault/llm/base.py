@@ -18,7 +18,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -61,8 +61,8 @@ class Prompt:
 class LLMError(MemvaultError):
     """Root of the LLM errors: the judgement call could not be made by the model."""
 
-    status_code: ClassVar[int] = 502
-    code: ClassVar[str] = "llm_error"
+    status_code = 502
+    code = "llm_error"
 
 
 class LLMUnavailable(LLMError):

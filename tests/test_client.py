@@ -1,0 +1,357 @@
+"""One behaviour suite, four faces: ``Memory`` and ``AsyncMemory`` in-process, ``MemoryClient``
+and ``AsyncMemoryClient`` against a real server (uvicorn in a thread, on 127.0.0.1) over the
+same kind of store. Every face must pass the same assertions; then the client's error mapping
+against a tiny real HTTP server that answers what the test asks for."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import socket
+import threading
+import time
+import typing
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from memvault import (
+    AsyncMemory,
+    AsyncMemoryClient,
+    ConfigurationError,
+    ContentTooLong,
+    InvalidInput,
+    Memory,
+    MemoryClient,
+    MemvaultError,
+    NotFound,
+    PIIRejected,
+    RateLimited,
+    ServerError,
+    ServerUnreachable,
+    Settings,
+    StoreUnavailable,
+    Unauthorized,
+)
+from memvault.api import create_app
+from memvault.models import AddResult, MemoryRecord, SearchResult
+
+DATA_METHODS = [
+    "add",
+    "add_many",
+    "add_messages",
+    "get",
+    "list",
+    "update",
+    "delete",
+    "delete_all",
+    "history",
+    "search",
+]
+FACES = ["Memory", "AsyncMemory", "MemoryClient", "AsyncMemoryClient"]
+LIMIT = 2_000  # max_content_chars for every face, so ContentTooLong stays cheap
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn in a daemon thread on a free port; yield its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_config=None, log_level="warning", ws="none")
+    config.timeout_graceful_shutdown = 5
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive(), "the server did not start"
+            time.sleep(0.005)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+class Awaiting:
+    """A sync face whose methods can be awaited, so one suite drives all four faces."""
+
+    def __init__(self, face: Any) -> None:
+        self._face = face
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._face, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture(params=FACES)
+async def mem(
+    request: pytest.FixtureRequest, make_settings: Callable[..., Settings]
+) -> AsyncIterator[Any]:
+    settings = make_settings(max_content_chars=LIMIT)
+    face = request.param
+    if face == "Memory":
+        with Memory(settings) as memory:
+            yield Awaiting(memory)
+    elif face == "AsyncMemory":
+        async with await AsyncMemory.open(settings) as async_memory:
+            yield async_memory
+    else:
+        with serving(create_app(settings)) as url:
+            if face == "MemoryClient":
+                with MemoryClient(url, api_key="test-key") as client:
+                    yield Awaiting(client)
+            else:
+                async with AsyncMemoryClient(url, api_key="test-key") as async_client:
+                    yield async_client
+
+
+# --- the behaviour suite --------------------------------------------------------------------
+
+
+async def test_add_answers_with_the_memory_and_how_it_was_stored(mem: Any) -> None:
+    text = "Rita's phone is +44 20 7946 0958, she prefers texts"
+    first = await mem.add(text, user_id="rita", tags=["contact"], metadata={"via": "chat"})
+    assert isinstance(first, AddResult)
+    assert first.dedup.action == "stored_new" and first.embedded
+    assert first.pii.found == {"phone": 1} and first.pii.redacted
+    assert "7946" not in first.content and first.tags == ["contact"]
+    again = await mem.add(text, user_id="rita")
+    assert again.dedup.action == "duplicate_exact" and again.dedup.existing_id == first.id
+    assert again.id == first.id
+
+
+async def test_get_update_delete_and_history_round_trip(mem: Any) -> None:
+    added = await mem.add("Ana likes tea", user_id="ana", metadata={"topic": "drink"})
+    got = await mem.get(str(added.id), user_id="ana")
+    assert isinstance(got, MemoryRecord) and got.content == "Ana likes tea"
+    assert got.model_dump() == MemoryRecord.model_validate(added.model_dump()).model_dump()
+    changed = await mem.update(added.id, user_id="ana", content="Ana likes coffee")
+    assert changed.content == "Ana likes coffee"
+    merged = await mem.update(added.id, user_id="ana", metadata={"topic": None, "mood": "calm"})
+    assert merged.metadata == {"mood": "calm"}
+    assert await mem.delete(added.id, user_id="ana") is None
+    with pytest.raises(NotFound):
+        await mem.get(added.id, user_id="ana")
+    history = await mem.history(added.id, user_id="ana")
+    assert [h.action for h in history] == ["ADD", "UPDATE", "UPDATE", "DELETE"]
+    assert history[1].old_content == "Ana likes tea"
+    assert history[1].new_content == "Ana likes coffee"
+
+
+async def test_list_pages_with_a_cursor_and_filters(mem: Any) -> None:
+    for i in range(5):
+        await mem.add(
+            f"note {i}",
+            user_id="nia",
+            tags=["even"] if i % 2 == 0 else [],
+            metadata={"i": i},
+            occurred_at=datetime(2024, 1, 1 + i, tzinfo=UTC),
+            infer=False,
+        )
+    await mem.add("someone else's note", user_id="other", infer=False)
+    page = await mem.list(user_id="nia", limit=2)
+    assert [m.content for m in page.results] == ["note 4", "note 3"]
+    second = await mem.list(user_id="nia", limit=2, cursor=page.next_cursor)
+    assert [m.content for m in second.results] == ["note 2", "note 1"]
+    last = await mem.list(user_id="nia", limit=2, cursor=second.next_cursor)
+    assert [m.content for m in last.results] == ["note 0"] and last.next_cursor is None
+    tagged = await mem.list(user_id="nia", tags=["even"])
+    assert [m.content for m in tagged.results] == ["note 4", "note 2", "note 0"]
+    by_meta = await mem.list(user_id="nia", metadata={"i": 3})
+    assert [m.content for m in by_meta.results] == ["note 3"]
+    recent = await mem.list(user_id="nia", occurred_after=datetime(2024, 1, 4, tzinfo=UTC))
+    assert {m.content for m in recent.results} == {"note 3", "note 4"}
+
+
+async def test_search_finds_by_meaning_and_by_keyword(mem: Any) -> None:
+    facts = [
+        "Erin's favourite drink is green tea",
+        "Erin drives a red bicycle to work",
+        "Erin's sister lives in Madrid",
+    ]
+    stored = await mem.add_many([{"content": f, "user_id": "erin"} for f in facts])
+    assert [r.content for r in stored] == facts
+    by_meaning = await mem.search("what does Erin like to drink?", user_id="erin", recipe="vector")
+    assert isinstance(by_meaning, SearchResult) and not by_meaning.degraded
+    top = by_meaning.results[0]
+    assert top.content == facts[0] and 0 < top.similarity <= 1
+    assert top.score > 0 and top.scores["vector"] == top.similarity
+    by_word = await mem.search("Madrid", user_id="erin", recipe="keyword", limit=1)
+    assert [h.content for h in by_word.results] == [facts[2]]
+    assert by_word.recipe == "keyword" and by_word.results[0].scores["keyword"] > 0
+    assert (await mem.search("Madrid", user_id="someone-else")).results == []
+
+
+async def test_add_messages_stores_each_turn(mem: Any) -> None:
+    turns = await mem.add_messages(
+        [
+            {"role": "user", "content": "My sister lives in Porto"},
+            {"role": "assistant", "content": "Porto is lovely in spring", "name": "Ava"},
+        ],
+        user_id="lea",
+        session_id="chat-7",
+    )
+    assert [t.content for t in turns] == ["My sister lives in Porto", "Porto is lovely in spring"]
+    assert [t.metadata["turn"] for t in turns] == [0, 1]
+    assert turns[1].metadata["speaker"] == "Ava" and turns[0].metadata["session_id"] == "chat-7"
+    assert {t.source for t in turns} == {"conversation"}
+
+
+async def test_delete_all_counts_and_keeps_to_the_app(mem: Any) -> None:
+    await mem.add("one", user_id="max", app_id="x", infer=False)
+    await mem.add("two", user_id="max", app_id="y", infer=False)
+    assert await mem.delete_all(user_id="max", app_id="x") == 1
+    assert [m.content for m in (await mem.list(user_id="max")).results] == ["two"]
+    assert await mem.delete_all(user_id="max") == 1
+
+
+async def test_errors_are_typed_and_carry_no_content(mem: Any) -> None:
+    missing = uuid.uuid4()
+    for call in (
+        mem.get(missing, user_id="u"),
+        mem.update(missing, user_id="u", content="new text"),
+        mem.delete(missing, user_id="u"),
+        mem.history(missing, user_id="u"),
+    ):
+        with pytest.raises(NotFound):
+            await call
+    with pytest.raises(InvalidInput) as empty:
+        await mem.add("   ", user_id="u")
+    assert type(empty.value) is InvalidInput and empty.value.code == "invalid_input"
+    with pytest.raises(InvalidInput):
+        await mem.get("not-a-uuid", user_id="u")
+    with pytest.raises(ContentTooLong) as too_long:
+        await mem.add("quokka " * 400, user_id="u")
+    assert too_long.value.details["limit"] == LIMIT and "quokka" not in str(too_long.value)
+    with pytest.raises(PIIRejected) as rejected:
+        await mem.add("my password is Hunter2-Correct-Horse", user_id="u", pii_policy="reject")
+    assert rejected.value.details["found"] == {"password": 1}
+    assert "Hunter2" not in str(rejected.value)
+    assert (await mem.list(user_id="u")).results == []
+
+
+# --- the client's surface ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DATA_METHODS)
+def test_client_methods_have_the_library_signatures(name: str) -> None:
+    ours, theirs = getattr(AsyncMemoryClient, name), getattr(AsyncMemory, name)
+    assert inspect.iscoroutinefunction(ours)
+
+    def shape(method: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()]
+
+    assert shape(ours) == shape(theirs)
+    assert typing.get_type_hints(ours) == typing.get_type_hints(theirs)
+    assert callable(getattr(MemoryClient, name))
+
+
+def test_maintenance_is_not_offered_over_http() -> None:
+    public = {n for n in vars(AsyncMemoryClient) if not n.startswith("_")}
+    assert public == {*DATA_METHODS, "close"}
+    assert {n for n in vars(MemoryClient) if not n.startswith("_")} == public
+
+
+# --- error answers, from a real stub server ---------------------------------------------------
+
+
+async def _stub(request: Request) -> Response:
+    """Answers what ``user_id`` asks for; records the Authorization header it got."""
+    request.app.state.seen.append(request.headers.get("authorization"))
+    want = request.query_params["user_id"]
+    if want == "slow":
+        await asyncio.sleep(0.5)
+    if want == "html":
+        return PlainTextResponse("<h1>Bad Gateway</h1>", status_code=502)
+    if want == "garbage":
+        return PlainTextResponse("not json", status_code=200)
+    status, code = {
+        "unauthorized": (401, "unauthorized"),
+        "rate_limited": (429, "rate_limited"),
+        "internal": (500, "internal_error"),
+        "teapot": (418, "teapot"),
+    }[want]
+    body = {"error": {"code": code, "message": f"{code} says the stub", "details": {"n": 1}}}
+    headers = {"retry-after": "7"} if status == 429 else {}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[tuple[str, list[str | None]]]:
+    app = Starlette(routes=[Route("/v1/memories/{memory_id}", _stub)])
+    app.state.seen = []
+    with serving(app) as url:
+        yield url, app.state.seen
+
+
+MID = str(uuid.uuid4())
+
+
+def test_error_envelopes_become_typed_errors(stub: tuple[str, list[str | None]]) -> None:
+    url, seen = stub
+    with MemoryClient(url, api_key="sk-very-secret") as client:
+        with pytest.raises(Unauthorized) as unauthorized:
+            client.get(MID, user_id="unauthorized")
+        assert unauthorized.value.status_code == 401
+        assert unauthorized.value.message == "unauthorized says the stub"
+        assert seen[-1] == "Bearer sk-very-secret"
+        with pytest.raises(RateLimited) as limited:
+            client.get(MID, user_id="rate_limited")
+        assert limited.value.retry_after == 7.0 and limited.value.details == {"n": 1}
+        with pytest.raises(ServerError):
+            client.get(MID, user_id="internal")
+        with pytest.raises(MemvaultError) as unknown:
+            client.get(MID, user_id="teapot")
+        assert type(unknown.value) is MemvaultError
+        assert (unknown.value.status_code, unknown.value.code) == (418, "teapot")
+        for error in (unauthorized.value, limited.value, unknown.value):
+            assert "sk-very-secret" not in str(error) and "sk-very-secret" not in repr(error)
+
+
+async def test_answers_that_are_not_memvault_ones(stub: tuple[str, list[str | None]]) -> None:
+    url, seen = stub
+    async with AsyncMemoryClient(url) as client:
+        with pytest.raises(ServerUnreachable) as proxy:
+            await client.get(MID, user_id="html")
+        assert "Bad Gateway" not in str(proxy.value)
+        with pytest.raises(MemvaultError) as garbage:
+            await client.get(MID, user_id="garbage")
+        assert garbage.value.code == "unexpected_response"
+    assert seen[-1] is None  # no key, no header
+
+
+async def test_no_answer_is_server_unreachable(stub: tuple[str, list[str | None]]) -> None:
+    url, _ = stub
+    async with AsyncMemoryClient(url, timeout=0.1) as client:
+        with pytest.raises(ServerUnreachable) as slow:
+            await client.get(MID, user_id="slow")
+    assert slow.value.details == {"reason": "ReadTimeout"}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with MemoryClient(closed) as client, pytest.raises(StoreUnavailable) as refused:
+        client.get(MID, user_id="u")
+    assert isinstance(refused.value, ServerUnreachable)
+    assert refused.value.details == {"reason": "ConnectError"}
+    assert refused.value.__cause__ is not None  # the httpx error, chained for debugging
+
+
+@pytest.mark.parametrize("url", ["localhost:8765", "127.0.0.1:8765", "ftp://example.org"])
+def test_a_base_url_without_http_is_refused_at_once(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        MemoryClient(url)
