@@ -105,6 +105,50 @@ def serve(
         lock.release()
 
 
+@app.command("mcp")
+def mcp_(
+    http: Annotated[bool, typer.Option("--http", help="streamable HTTP instead of stdio")] = False,
+    host: Annotated[str | None, typer.Option(help="with --http (MEMVAULT_MCP_HOST)")] = None,
+    port: Annotated[int | None, typer.Option(help="with --http (MEMVAULT_MCP_PORT)")] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="tenant the tools act in (MEMVAULT_MCP_TENANT_ID)")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="the one user the tools act for (MEMVAULT_MCP_USER_ID)")
+    ] = None,
+) -> None:
+    """Run the MCP server: memory tools for an AI assistant, over stdio (or HTTP with --http).
+
+    Tools act for one tenant and user, set here, never by the model calling them.
+    """
+    from pydantic import ValidationError
+
+    from memvault.mcp_server import serve as serve_mcp
+
+    given: dict[str, Any] = {
+        "mcp_host": host,
+        "mcp_port": port,
+        "mcp_tenant_id": tenant,
+        "mcp_user_id": user,
+    }
+    try:
+        settings = Settings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        err.print(f"[red]error:[/red] {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}")
+        raise typer.Exit(2) from None
+    try:
+        serve_mcp(
+            settings,
+            transport="streamable-http" if http else "stdio",
+            tenant_id=settings.mcp_tenant_id,
+            user_id=settings.mcp_user_id,
+            host=settings.mcp_host,
+            port=settings.mcp_port,
+        )
+    except MemvaultError as exc:
+        _fail(exc)
+
+
 @app.command()
 def add(
     content: str,

@@ -123,6 +123,16 @@ class Settings(BaseSettings):
         default=1.0, gt=0, description="how often search access counts are written"
     )
 
+    # --- MCP server (the model never chooses whose memories it reads) ---
+    mcp_tenant_id: str = Field(
+        default="default", min_length=1, max_length=255, description="tenant the MCP tools act in"
+    )
+    mcp_user_id: str = Field(
+        default="default", min_length=1, max_length=255, description="user the MCP tools act for"
+    )
+    mcp_host: str = Field(default="127.0.0.1", description="bind address of `memvault mcp --http`")
+    mcp_port: int = Field(default=8766, ge=1, le=65535, description="port of `mcp --http`")
+
     @property
     def embedded(self) -> bool:
         return self.database_url is None

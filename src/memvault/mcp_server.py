@@ -1,0 +1,358 @@
+"""The MCP server: one user's long-term memory as six tools a model can call.
+
+``memvault mcp`` serves it over stdio (the MCP client starts it as a subprocess) or streamable
+HTTP. Each tool is a thin wrapper over :class:`~memvault.service.AsyncMemory`. The tenant and
+the user come from the server's configuration, never from the tool caller: a model reaches the
+memories of the one user the server was started for, and no others.
+
+stdio keeps stdout for the protocol alone: while it serves, the SDK points file descriptor 1 at
+stderr, so whatever a library prints (the embedding model loads lazily, on the first call that
+needs it) lands in the log, not on the wire. Logging goes to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Annotated, Any, Literal, Self
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from memvault import __version__
+from memvault.config import LogLevel, Settings
+from memvault.errors import MemvaultError
+from memvault.models import DedupAction, MemoryRecord, MemoryType
+from memvault.service import AsyncMemory
+
+INSTRUCTIONS = """\
+Long-term memory about the user, kept across conversations.
+Search it (search_memories) at the start of a task and whenever the user refers to something
+from before, or when their preferences, history or circumstances would change your answer.
+Store (add_memory) what is worth knowing next time: preferences, personal details, decisions,
+plans, commitments and the outcomes of tasks; one self-contained fact per memory. Correct a
+memory that became wrong with update_memory; delete one when the user asks you to forget it."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The open store and the one user every tool call acts for."""
+
+    memory: AsyncMemory
+    user_id: str
+
+
+Ctx = Context[Owner, Any]
+
+# --- what the tools return: the fields a model needs, nothing internal ----------------------------
+
+
+class MemoryOut(BaseModel):
+    id: str
+    content: str
+    tags: list[str]
+    categories: list[str]
+    importance: int | None = Field(description="1 (trivial) to 10 (essential)")
+    memory_type: MemoryType = Field(description="persistent, or temporal (true for a while)")
+    valid_until: datetime | None = Field(description="when a temporal memory stops being true")
+    metadata: dict[str, Any]
+    occurred_at: datetime = Field(description="when it happened or was said")
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, record: MemoryRecord, **extra: Any) -> Self:
+        fields = {name: getattr(record, name) for name in MemoryOut.model_fields if name != "id"}
+        return cls(id=str(record.id), **fields, **extra)
+
+
+class AddOut(MemoryOut):
+    action: DedupAction = Field(
+        description="stored_new; duplicate_exact (already known: nothing stored); merge or "
+        "replace (an existing memory was updated, this is it); keep_both; pending (a long text, "
+        "finished in the background)"
+    )
+    redacted: bool = Field(description="personal data or secrets were removed before storing")
+
+
+class HitOut(MemoryOut):
+    score: float = Field(description="relevance, higher is better; comparable within one search")
+
+
+class SearchOut(BaseModel):
+    results: list[HitOut]
+    degraded: bool = Field(description="the query could not be compared by meaning, only words")
+
+
+class PageOut(BaseModel):
+    results: list[MemoryOut]
+    next_cursor: str | None = Field(description="pass as cursor for the next page; null: no more")
+
+
+class DeletedOut(BaseModel):
+    deleted: str
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """A memvault error becomes a tool error the model can read: its message, no traceback."""
+    try:
+        yield
+    except MemvaultError as exc:
+        problems = exc.details.get("errors") or []
+        reasons = "; ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        raise ToolError(f"{exc.message} {reasons}".strip()) from None
+
+
+# --- the tools: their docstrings and field descriptions are what the model reads ----------------
+
+MemoryId = Annotated[str, Field(description="the id a previous memory tool returned")]
+Tags = Annotated[
+    list[str] | None, Field(description="short labels to filter by later, e.g. ['travel']")
+]
+
+
+async def add_memory(
+    ctx: Ctx,
+    content: Annotated[
+        str,
+        Field(
+            description="one self-contained fact in plain words, written to make sense on its "
+            "own months from now, e.g. 'Prefers aisle seats on long flights'"
+        ),
+    ],
+    tags: Tags = None,
+    metadata: Annotated[
+        dict[str, Any] | None, Field(description="optional JSON object stored with the memory")
+    ] = None,
+    occurred_at: Annotated[
+        datetime | None, Field(description="when it happened, ISO 8601, if not now")
+    ] = None,
+) -> AddOut:
+    """Remember one fact about the user for future conversations.
+
+    Store what will matter later: preferences, personal details, relationships, decisions,
+    plans and commitments, and the outcomes of tasks. One fact per call, not a transcript.
+    Storing a fact that is already known is harmless: duplicates are detected and related
+    memories merged (see `action`). Secrets such as card numbers and passwords are redacted.
+    """
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        added = await owner.memory.add(
+            content,
+            user_id=owner.user_id,
+            tags=tags,
+            metadata=metadata,
+            occurred_at=occurred_at,
+            source="mcp",
+        )
+    return AddOut.of(added, action=added.dedup.action, redacted=added.pii.redacted)
+
+
+async def search_memories(
+    ctx: Ctx,
+    query: Annotated[
+        str, Field(description="what you want to know, in natural language or keywords")
+    ],
+    limit: Annotated[int, Field(ge=1, le=100, description="most results to return")] = 10,
+    tags: Annotated[
+        list[str] | None, Field(description="only memories carrying all of these tags")
+    ] = None,
+) -> SearchOut:
+    """Find the user's memories most relevant to a query, best first (meaning and keywords).
+
+    Search before answering whenever what you know about the user could matter: their
+    preferences, past conversations, people and projects they mentioned, earlier decisions.
+    Search again with other words if the first results miss.
+    """
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        found = await owner.memory.search(query, user_id=owner.user_id, limit=limit, tags=tags)
+    hits = [HitOut.of(hit, score=round(hit.score, 4)) for hit in found.results]
+    return SearchOut(results=hits, degraded=found.degraded)
+
+
+async def get_memory(ctx: Ctx, memory_id: MemoryId) -> MemoryOut:
+    """Read one memory by its id."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        record = await owner.memory.get(memory_id, user_id=owner.user_id)
+    return MemoryOut.of(record)
+
+
+async def list_memories(
+    ctx: Ctx,
+    limit: Annotated[int, Field(ge=1, le=100, description="memories per page")] = 20,
+    tags: Annotated[
+        list[str] | None, Field(description="only memories carrying all of these tags")
+    ] = None,
+    cursor: Annotated[
+        str | None, Field(description="next_cursor from the previous page, to go on")
+    ] = None,
+) -> PageOut:
+    """List the user's memories, newest first, a page at a time.
+
+    To answer a question, prefer search_memories; list to review or tidy what is stored.
+    """
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        page = await owner.memory.list(user_id=owner.user_id, limit=limit, tags=tags, cursor=cursor)
+    return PageOut(results=[MemoryOut.of(r) for r in page.results], next_cursor=page.next_cursor)
+
+
+async def update_memory(
+    ctx: Ctx,
+    memory_id: MemoryId,
+    content: Annotated[
+        str | None, Field(description="the corrected fact; replaces the old text")
+    ] = None,
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="keys to merge into the metadata; a key set to null is removed"),
+    ] = None,
+) -> MemoryOut:
+    """Correct a memory that is out of date or wrong (give content, metadata or both).
+
+    Use it when the user corrects something or a fact changed (a new address, a changed
+    preference), rather than adding a second memory that contradicts the first.
+    """
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        record = await owner.memory.update(
+            memory_id, user_id=owner.user_id, content=content, metadata=metadata
+        )
+    return MemoryOut.of(record)
+
+
+async def delete_memory(ctx: Ctx, memory_id: MemoryId) -> DeletedOut:
+    """Forget one memory for good. Use it when the user asks you to forget something."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        await owner.memory.delete(memory_id, user_id=owner.user_id)
+    return DeletedOut(deleted=memory_id)
+
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_TOOLS = (
+    (add_memory, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
+    (search_memories, _READ),
+    (get_memory, _READ),
+    (list_memories, _READ),
+    (update_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
+    (delete_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
+)
+
+
+Lifespan = Callable[[MCPServer[Owner]], AbstractAsyncContextManager[Owner]]
+
+
+def build_server(lifespan: Lifespan, *, log_level: LogLevel = "INFO") -> MCPServer[Owner]:
+    """The server with its six tools; ``lifespan`` hands them the store while it serves."""
+    server: MCPServer[Owner] = MCPServer(
+        "memvault",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level=log_level,
+    )
+    for tool, hints in _TOOLS:
+        server.add_tool(tool, annotations=hints)
+    return server
+
+
+def serve(
+    settings: Settings,
+    *,
+    transport: Literal["stdio", "streamable-http"],
+    tenant_id: str,
+    user_id: str,
+    host: str,
+    port: int,
+) -> None:
+    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP)."""
+    _log_to_stderr(settings.log_level)
+    try:
+        if transport == "stdio":
+            _serve_stdio(settings, tenant_id=tenant_id, user_id=user_id)
+        else:
+            anyio.run(
+                partial(_serve_http, settings, tenant_id=tenant_id, user_id=user_id),
+                host,
+                port,
+            )
+    except BaseExceptionGroup as group:
+        # The store opens inside the SDK's task groups: surface why it could not, plainly.
+        error = _memvault_error(group)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _log_to_stderr(level: LogLevel) -> None:
+    """Plain lines on stderr (stdout belongs to the protocol): memvault's and the SDK's at
+    ``level``, the libraries' (pgserver, alembic, sentence-transformers) only when they warn.
+    Set before the SDK's own set-up, which then leaves it alone."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    for name in ("memvault", "mcp"):
+        logging.getLogger(name).setLevel(level)
+
+
+def _serve_stdio(settings: Settings, *, tenant_id: str, user_id: str) -> None:
+    @asynccontextmanager
+    async def open_store(_: MCPServer[Owner]) -> AsyncIterator[Owner]:
+        # Opened once the SDK has moved stdout aside, so nothing the start-up prints (the
+        # embedded PostgreSQL, migrations) can reach the wire.
+        memory = await AsyncMemory.open(settings, tenant_id=tenant_id, actor="mcp")
+        try:
+            yield Owner(memory, user_id)
+        finally:
+            await memory.close()
+
+    build_server(open_store, log_level=settings.log_level).run("stdio")
+
+
+async def _serve_http(
+    settings: Settings, host: str, port: int, *, tenant_id: str, user_id: str
+) -> None:
+    # Opened before the port: a bad configuration fails here with its message.
+    memory = await AsyncMemory.open(settings, tenant_id=tenant_id, actor="mcp")
+    closed = anyio.Event()
+
+    async def close() -> None:
+        if not closed.is_set():
+            closed.set()
+            await memory.close()
+
+    @asynccontextmanager
+    async def lend_store(_: MCPServer[Owner]) -> AsyncIterator[Owner]:
+        try:
+            yield Owner(memory, user_id)
+        finally:
+            await close()  # in uvicorn's graceful shutdown, before it re-raises SIGTERM
+
+    server = build_server(lend_store, log_level=settings.log_level)
+    try:
+        await server.run_streamable_http_async(host=host, port=port)
+    finally:
+        await close()  # uvicorn never started the app (the port was taken)
+
+
+def _memvault_error(exc: BaseException) -> MemvaultError | None:
+    if isinstance(exc, MemvaultError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if found := _memvault_error(inner):
+                return found
+    return None
