@@ -57,7 +57,7 @@ async def raw_throughput(texts: list[str]) -> float:
 
 
 async def _searchable_count(memory: AsyncMemory) -> int:
-    async with memory.backend.engine.connect() as conn:
+    async with memory.backend.ddl_engine.connect() as conn:
         return int(
             (
                 await conn.execute(sa.text("SELECT count(*) FROM memories WHERE embedded"))
@@ -123,7 +123,7 @@ async def bulk_load(memory: AsyncMemory, base: np.ndarray, count: int, users: in
     """``count`` memories: real base vectors plus noise, sealed rows, chunks; then the index."""
     backend, rng = memory.backend, np.random.default_rng(5)
     texts = memories(len(base), seed=3)
-    async with backend.engine.begin() as conn:
+    async with backend.ddl_engine.begin() as conn:
         await conn.execute(sa.text(f"DROP INDEX IF EXISTS {vectors.index_name(MODEL)}"))
     for start in range(0, count, 2000):
         rows, chunks = [], []
@@ -151,14 +151,14 @@ async def bulk_load(memory: AsyncMemory, base: np.ndarray, count: int, users: in
                     "embedding": vector.tolist(),
                 }
             )
-        async with backend.engine.begin() as conn:
+        async with backend.ddl_engine.begin() as conn:
             await conn.execute(memories_table.insert(), rows)
             await conn.execute(memory_chunks.insert(), chunks)
-    async with backend.engine.begin() as conn:
+    async with backend.ddl_engine.begin() as conn:
         await conn.execute(sa.text("SET maintenance_work_mem = '1GB'"))
         await conn.execute(sa.text("ANALYZE memories"))
         await conn.execute(sa.text("ANALYZE memory_chunks"))
-    await vectors.ensure_index(backend.engine, MODEL, 384)
+    await vectors.ensure_index(backend.ddl_engine, MODEL, 384)
 
 
 async def search_figures(

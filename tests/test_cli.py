@@ -126,7 +126,10 @@ def test_serve_embedded_answers_and_refuses_a_second_server(
     proc, env, port = served
     base = f"http://127.0.0.1:{port}"
     assert httpx.get(f"{base}/health").json() == {"status": "ok"}
-    created = httpx.post(f"{base}/v1/memories", json={"content": "served", "user_id": "u"})
+    # The first add loads the embedding model in the server: allow for a busy machine.
+    created = httpx.post(
+        f"{base}/v1/memories", json={"content": "served", "user_id": "u"}, timeout=120
+    )
     assert created.status_code == 201
 
     second = subprocess.run(

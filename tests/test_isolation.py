@@ -5,10 +5,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.exc import DBAPIError
 
 from memvault import AsyncMemory, NotFound
+from memvault.db.tenancy import all_tenants, tenant_scope
 
 tenants = st.sampled_from(["acme", "globex", "initech"])
 users = st.sampled_from(["alice", "bob", "carol"])
@@ -66,3 +69,64 @@ async def test_delete_all_of_one_tenant_leaves_another_untouched(memory: AsyncMe
     await a.add("a's memory", user_id="same-user")
     assert await a.delete_all(user_id="same-user") == 1
     assert (await b.get(kept.id, user_id="same-user")).content == "b's memory"
+
+
+TENANT_TABLES = ("memories", "memory_history", "memory_chunks", "memory_terms", "embedding_jobs")
+
+
+async def _tenants_seen(memory: AsyncMemory, table: str) -> set[str]:
+    async with memory.backend.engine.connect() as conn:
+        rows = await conn.execute(sa.text(f"SELECT DISTINCT tenant_id FROM {table}"))
+        return set(rows.scalars().all())
+
+
+async def test_the_database_hides_other_tenants_from_a_query_without_a_filter(
+    memory: AsyncMemory,
+) -> None:
+    await memory.for_tenant("acme").add("acme plans", user_id="u", infer=False)
+    await memory.for_tenant("globex").add("globex plans", user_id="u", infer=False)
+    await memory.for_tenant("globex").add("long " * 400, user_id="u", infer=False)  # a job
+    for tenant in ("acme", "globex"):
+        with tenant_scope(tenant):
+            for table in TENANT_TABLES:
+                assert await _tenants_seen(memory, table) <= {tenant}, table
+            assert await _tenants_seen(memory, "memories") == {tenant}
+    # Code that names no tenant sees no tenant's rows.
+    for table in TENANT_TABLES:
+        assert await _tenants_seen(memory, table) == set(), table
+    with all_tenants():
+        assert await _tenants_seen(memory, "memories") == {"acme", "globex"}
+
+    async with memory.backend.engine.connect() as conn:
+        owner = await conn.scalar(
+            sa.text("SELECT tableowner FROM pg_tables WHERE tablename = 'memories'")
+        )
+        assert await conn.scalar(sa.text("SELECT current_user")) != owner
+
+
+async def test_the_database_refuses_writes_into_another_tenant(memory: AsyncMemory) -> None:
+    theirs = await memory.for_tenant("globex").add("globex plans", user_id="u", infer=False)
+    with tenant_scope("acme"):
+        async with memory.backend.engine.begin() as conn:
+            changed = await conn.execute(
+                sa.text("UPDATE memories SET importance = 1 WHERE id = :i"), {"i": theirs.id}
+            )
+            assert changed.rowcount == 0
+            deleted = await conn.execute(sa.text("DELETE FROM memories"))
+            assert deleted.rowcount == 0
+            moved = await conn.execute(
+                sa.text("UPDATE memories SET tenant_id = 'acme' WHERE tenant_id = 'globex'")
+            )
+            assert moved.rowcount == 0
+        with pytest.raises(DBAPIError, match="row-level security"):
+            async with memory.backend.engine.begin() as conn:
+                await conn.execute(
+                    sa.text(
+                        "INSERT INTO memory_history (tenant_id, memory_id, user_id, action, actor) "
+                        "VALUES ('globex', :i, 'u', 'update', 'intruder')"
+                    ),
+                    {"i": theirs.id},
+                )
+    assert (await memory.for_tenant("globex").get(theirs.id, user_id="u")).content == (
+        "globex plans"
+    )

@@ -12,8 +12,10 @@ from typing import Any
 
 import psycopg
 import pytest
+import sqlalchemy as sa
 
 from memvault import Settings
+from memvault.db.tenancy import tenant_scope
 from memvault.service import AsyncMemory
 from memvault.worker import Worker
 from tests.conftest import KEY
@@ -195,14 +197,15 @@ async def test_fallback_vectors_are_marked_and_redone_when_the_provider_returns(
 
 
 async def _model_of(memory: AsyncMemory, memory_id: Any) -> str | None:
-    async with memory.backend.engine.connect() as conn:
-        from sqlalchemy import text
-
-        return (
-            await conn.execute(
-                text("SELECT embedding_model FROM memories WHERE id = :i"), {"i": memory_id}
-            )
-        ).scalar()
+    # A raw query runs under the row-level policies too: it must name its tenant.
+    with tenant_scope(memory.tenant_id):
+        async with memory.backend.engine.connect() as conn:
+            return (
+                await conn.execute(
+                    sa.text("SELECT embedding_model FROM memories WHERE id = :i"),
+                    {"i": memory_id},
+                )
+            ).scalar()
 
 
 async def test_sweep_queues_memories_that_lost_their_job(

@@ -363,6 +363,7 @@ class AsyncMemoryClient:
         occurred_at: datetime | None = None,
         infer: bool = False,
         wait: bool = False,
+        first_turn: int = 0,
     ) -> builtins.list[AddResult]:
         """Store a conversation turn by turn (see ``AsyncMemory.add_messages``)."""
         request = validated(
@@ -373,6 +374,7 @@ class AsyncMemoryClient:
             session_id=session_id,
             occurred_at=occurred_at,
             infer=infer,
+            first_turn=first_turn,
         )
         page = await self._call(
             BatchResult, "POST", "/v1/messages", params=_flags(wait=wait), body=_body(request)
@@ -485,6 +487,13 @@ class AsyncMemoryClient:
         occurred_before: datetime | None = None,
         limit: int = 10,
         recipe: str = "hybrid",
+        reference_time: datetime | None = None,
+        time_mode: str = "boost",
+        expand: bool | None = None,
+        hyde: bool | None = None,
+        self_query: bool | None = None,
+        context_window: int = 0,
+        track_access: bool = True,
     ) -> SearchResult:
         """This user's memories most relevant to ``query`` (see ``AsyncMemory.search``)."""
         request = validated(
@@ -509,6 +518,13 @@ class AsyncMemoryClient:
             occurred_before=occurred_before,
             limit=limit,
             recipe=recipe,
+            reference_time=reference_time,
+            time_mode=time_mode,
+            expand=expand,
+            hyde=hyde,
+            self_query=self_query,
+            context_window=context_window,
+            track_access=track_access,
         )
         return await self._call(SearchResult, "POST", "/v1/memories/search", body=_body(request))
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
 from memvault.db import keywords, store
+from memvault.db.tenancy import across_tenants
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
 from memvault.runtime import Backend
@@ -23,6 +24,7 @@ BATCH = 500
 MAX_IDLE_PASSES = 50
 
 
+@across_tenants
 async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
     if backend.key_file is not None:
         await asyncio.to_thread(add_key_to_file, backend.key_file)

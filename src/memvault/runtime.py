@@ -32,6 +32,9 @@ class Backend:
     """What every tenant view of a store shares: the pool, the keys and the limits."""
 
     engine: AsyncEngine
+    # The table owner's pool, for DDL (a model's vector index) and ANALYZE only: the app role
+    # that runs everything else owns nothing.
+    ddl_engine: AsyncEngine
     keys: KeyringSource
     settings: Settings
     url: str
@@ -63,6 +66,7 @@ class Backend:
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
         await self.engine.dispose()
+        await self.ddl_engine.dispose()
         for close in reversed(self.closers):
             await asyncio.to_thread(close)
         self.closers.clear()
@@ -76,16 +80,18 @@ async def open_backend(settings: Settings) -> Backend:
         closers.append(server.stop)
     else:
         url = settings.database_url.get_secret_value()
-    engine = None
+    engine = ddl_engine = None
     try:
         await asyncio.to_thread(migrate, url)
         engine = create_engine(url, pool_size=settings.pool_size)
+        ddl_engine = create_engine(url, pool_size=1, as_app=False)
         keys, key_file = await _open_keys(engine, settings)
         embeddings = build_embedding_service(settings, engine)
         if embeddings.primary.dimensions:
-            await ensure_index(engine, embeddings.active_model, embeddings.primary.dimensions)
+            await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
         backend = Backend(
             engine=engine,
+            ddl_engine=ddl_engine,
             keys=keys,
             settings=settings,
             url=libpq_url(url),
@@ -99,8 +105,9 @@ async def open_backend(settings: Settings) -> Backend:
             backend.start_workers(settings.worker_concurrency)
         return backend
     except BaseException:
-        if engine is not None:
-            await engine.dispose()
+        for pool in (engine, ddl_engine):
+            if pool is not None:
+                await pool.dispose()
         for close in reversed(closers):
             await asyncio.to_thread(close)
         raise

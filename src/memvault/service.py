@@ -22,6 +22,7 @@ from memvault._sync import LoopThread, blocking
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
+from memvault.db.tenancy import across_tenants, scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.models import (
     AddResult,
@@ -145,6 +146,7 @@ class AsyncMemory:
 
     # --- CRUD ---------------------------------------------------------------------------------
 
+    @scoped_to_tenant
     async def add(
         self,
         content: str,
@@ -189,6 +191,7 @@ class AsyncMemory:
         (result,) = await self.add_many([item], wait=wait, background=background)
         return result
 
+    @scoped_to_tenant
     async def add_many(
         self,
         items: builtins.list[MemoryInput | dict[str, Any]],
@@ -212,6 +215,7 @@ class AsyncMemory:
             return [await self._waited(r) for r in results]
         return results
 
+    @scoped_to_tenant
     async def add_messages(
         self,
         messages: builtins.list[Message | dict[str, Any]],
@@ -258,6 +262,7 @@ class AsyncMemory:
         ]
         return await self.add_many(list(items), wait=wait)
 
+    @scoped_to_tenant
     async def _waited(self, result: AddResult) -> AddResult:
         if result.embedded:
             return result
@@ -267,6 +272,7 @@ class AsyncMemory:
             return await self._folded(result)
         return result.model_copy(update=record.model_dump())
 
+    @scoped_to_tenant
     async def _folded(self, result: AddResult) -> AddResult:
         """A background add the worker found to be a duplicate was folded into an existing
         memory: answer with that one, as an inline add would have."""
@@ -277,6 +283,7 @@ class AsyncMemory:
         dedup = DedupInfo(action=note.get("dedup", "duplicate_exact"), existing_id=target.id)
         return result.model_copy(update={**target.model_dump(), "dedup": dedup})
 
+    @scoped_to_tenant
     async def _when_searchable(self, memory_id: UUID, user_id: str) -> MemoryRecord:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._backend.settings.wait_timeout_s
@@ -288,6 +295,7 @@ class AsyncMemory:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.025)
 
+    @scoped_to_tenant
     async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
         ident = parse_id(memory_id)
         async with self._backend.engine.connect() as conn:
@@ -296,6 +304,7 @@ class AsyncMemory:
             raise NotFound("No such memory for this user.", details={"id": str(ident)})
         return self._record(row)
 
+    @scoped_to_tenant
     async def list(
         self,
         *,
@@ -353,6 +362,7 @@ class AsyncMemory:
         next_cursor = _encode_cursor(page[-1]) if len(rows) > query.limit else None
         return MemoryPage(results=[self._record(r) for r in page], next_cursor=next_cursor)
 
+    @scoped_to_tenant
     async def update(
         self,
         memory_id: UUID | str,
@@ -388,6 +398,7 @@ class AsyncMemory:
                 )
         return self._record(row)
 
+    @scoped_to_tenant
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
         ident = parse_id(memory_id)
         async with self._backend.engine.begin() as conn:
@@ -397,6 +408,7 @@ class AsyncMemory:
         if not deleted:
             raise NotFound("No such memory for this user.", details={"id": str(ident)})
 
+    @scoped_to_tenant
     async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
         """Delete every memory of a user (in one app, if given); returns how many."""
         scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
@@ -405,6 +417,7 @@ class AsyncMemory:
                 conn, store.belonging_to(self.tenant_id, scope.user_id, scope.app_id), self.actor
             )
 
+    @scoped_to_tenant
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
         """Every ADD, UPDATE and DELETE of a memory, oldest first (kept after deletion)."""
         ident = parse_id(memory_id)
@@ -441,6 +454,7 @@ class AsyncMemory:
 
     # --- search -------------------------------------------------------------------------------
 
+    @scoped_to_tenant
     async def search(
         self,
         query: str,
@@ -516,6 +530,7 @@ class AsyncMemory:
 
     # --- maintenance (whole store, every tenant) ------------------------------------------------
 
+    @across_tenants
     async def list_jobs(
         self, *, status: str | None = None, limit: int = 50
     ) -> builtins.list[EmbeddingJob]:
@@ -524,15 +539,18 @@ class AsyncMemory:
             rows = await jobs.list_jobs(conn, status, limit)
         return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
 
+    @across_tenants
     async def retry_jobs(self, job_ids: builtins.list[int] | None = None) -> int:
         """Put failed jobs (all, or these ids) back in the queue."""
         async with self._backend.engine.begin() as conn:
             return await jobs.retry_failed(conn, job_ids)
 
+    @across_tenants
     async def queue_counts(self) -> dict[str, int]:
         async with self._backend.engine.connect() as conn:
             return await jobs.counts(conn)
 
+    @across_tenants
     async def reembed(self) -> int:
         """Queue every memory not yet embedded by the active model; returns how many."""
         total = 0
@@ -551,11 +569,13 @@ class AsyncMemory:
         workers = [Worker(backend) for _ in range(concurrency)]
         await asyncio.gather(*(w.run(stop, sweeper=i == 0) for i, w in enumerate(workers)))
 
+    @across_tenants
     async def purge_expired(self) -> int:
         """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
         async with self._backend.engine.begin() as conn:
             return await store.delete_where(conn, store.expired(datetime.now(UTC)), "ttl")
 
+    @across_tenants
     async def rotate_encryption_key(self, *, reload_grace_s: float = 1.5) -> RotationReport:
         """Re-encrypt every row under a new active key while reads and writes go on."""
         return await rotation.rotate(self._backend, reload_grace_s=reload_grace_s)

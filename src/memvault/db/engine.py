@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from memvault.db import tenancy
 from memvault.errors import StoreUnavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -35,8 +36,12 @@ def libpq_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(
+def create_engine(url: str, *, pool_size: int = 10, as_app: bool = True) -> AsyncEngine:
+    """A pool for ``url``. ``as_app``: every session runs as the app role, which owns nothing,
+    so the row-level policies apply to it (the owner would bypass them), and every transaction
+    names its tenant (see db/tenancy.py). ``as_app=False`` is for DDL and ANALYZE only."""
+    options = "-c jit=off" + (f" -c role={tenancy.APP_ROLE}" if as_app else "")
+    engine = create_async_engine(
         driver_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
@@ -44,8 +49,11 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         # No server-side prepared statements: each query is planned with its real parameters,
         # which lets the planner match a model's partial vector index.
         # JIT compiling a short OLTP query costs more than running it (seen: 400 ms on BM25).
-        connect_args={"prepare_threshold": None, "options": "-c jit=off"},
+        connect_args={"prepare_threshold": None, "options": options},
     )
+    if as_app:
+        tenancy.install(engine)
+    return engine
 
 
 def _alembic_config() -> Config:

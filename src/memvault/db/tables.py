@@ -25,6 +25,7 @@ from sqlalchemy import (
     SmallInteger,
     Table,
     Text,
+    UniqueConstraint,
     Uuid,
     func,
     text,
@@ -217,7 +218,36 @@ embedding_cache = Table(
     prefixes=["UNLOGGED"],
 )
 
+# API keys: only a SHA-256 of the secret is kept (the secret is 256 random bits, so a slow
+# password hash would add latency to every request and no safety). Looked up by prefix before
+# any tenant is known, so this table has no row-level policy; only memvault.auth reads it.
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", Uuid, nullable=False),
+    Column("tenant_id", Text, nullable=False),
+    Column("name", Text),
+    Column("prefix", Text, nullable=False),
+    Column("secret_hash", LargeBinary, nullable=False),
+    Column("scopes", ARRAY(Text), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("revoked_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("id", name="pk_api_keys"),
+    UniqueConstraint("prefix", name="uq_api_keys_prefix"),
+    Index("ix_api_keys_tenant", "tenant_id"),
+)
+
+# Each running worker stamps its row every few seconds; /ready reads the freshest.
+worker_heartbeats = Table(
+    "worker_heartbeats",
+    metadata,
+    Column("worker_id", Text, nullable=False),
+    Column("beat_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("worker_id", name="pk_worker_heartbeats"),
+)
+
 __all__ = [
+    "api_keys",
     "embedding_cache",
     "embedding_jobs",
     "encryption_keys",
@@ -226,4 +256,5 @@ __all__ = [
     "memory_history",
     "memory_terms",
     "metadata",
+    "worker_heartbeats",
 ]

@@ -20,6 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.db.tenancy import across_tenants
+
 log = logging.getLogger(__name__)
 
 _FLUSH = sa.text(
@@ -57,6 +59,7 @@ class AccessTracker:
                 self._run(), name="memvault-access-tracker"
             )
 
+    @across_tenants
     async def flush(self) -> int:
         """Write what has been recorded; returns how many memories were touched."""
         batch, self._pending = self._pending, Counter()

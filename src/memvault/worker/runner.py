@@ -23,6 +23,7 @@ from memvault.config import Settings
 from memvault.db import jobs, vectors
 from memvault.db.store import AnyRow
 from memvault.db.tables import memories
+from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError
@@ -57,6 +58,7 @@ class Worker:
 
     # --- loop ---------------------------------------------------------------------------------
 
+    @across_tenants
     async def run(self, stop: asyncio.Event, *, sweeper: bool = True) -> None:
         listener = await self._listen()
         next_sweep = 0.0
@@ -103,6 +105,7 @@ class Worker:
 
     # --- one batch ----------------------------------------------------------------------------
 
+    @across_tenants
     async def run_once(self) -> int:
         """Claim up to ``batch_size`` jobs (waiting ``batch_wait_ms`` to fill), process them."""
         size = self.settings.worker_batch_size
@@ -172,7 +175,9 @@ class Worker:
 
     async def _ensure_index(self, embedded: Embedded) -> None:
         if embedded.model_id not in self._indexed:
-            await vectors.ensure_index(self.engine, embedded.model_id, embedded.dimensions)
+            await vectors.ensure_index(
+                self.backend.ddl_engine, embedded.model_id, embedded.dimensions
+            )
             self._indexed.add(embedded.model_id)
 
     async def _write(self, prepared: list[_Prepared], embedded: Embedded) -> set[UUID]:
@@ -227,6 +232,7 @@ class Worker:
 
     # --- housekeeping -------------------------------------------------------------------------
 
+    @across_tenants
     async def sweep(self) -> int:
         """Queue unembedded memories, and fallback-embedded ones once the primary is back."""
         active = self.embeddings.active_model

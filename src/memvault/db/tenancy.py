@@ -1,0 +1,95 @@
+"""Which tenant the current code runs for, told to PostgreSQL at the start of every transaction.
+
+The row-level policies (migration 0005) let the service's role see a row only when its
+``tenant_id`` equals the transaction's ``memvault.tenant`` setting, or when the transaction
+says ``memvault.all_tenants = on``. The setting comes from a context variable, so it follows
+the code through ``await`` and into SQLAlchemy's greenlets: ``AsyncMemory`` enters
+``tenant_scope(its tenant)``; the worker and maintenance enter ``all_tenants()``. Code that
+enters neither sees no tenant's rows at all — the safe default.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+P = ParamSpec("P")
+R = TypeVar("R")
+APP_ROLE = "memvault_app"
+_ALL = object()
+_scope: ContextVar[object | str | None] = ContextVar("memvault_tenant_scope", default=None)
+_SET = (
+    "SELECT set_config('memvault.tenant', %(tenant)s, true), "
+    "set_config('memvault.all_tenants', %(all)s, true)"
+)
+
+
+@contextmanager
+def tenant_scope(tenant_id: str) -> Iterator[None]:
+    token = _scope.set(tenant_id)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+@contextmanager
+def all_tenants() -> Iterator[None]:
+    """For work that spans tenants by design: the worker, rotation, the sweep, admin tools."""
+    token = _scope.set(_ALL)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def enter_all_tenants() -> None:
+    """Mark the rest of the current task (e.g. a worker's loop) as spanning tenants."""
+    _scope.set(_ALL)
+
+
+def install(engine: AsyncEngine) -> None:
+    """Tell every transaction on ``engine`` the current scope, as transaction-local settings."""
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _announce(conn: Any) -> None:
+        scope = _scope.get()
+        conn.exec_driver_sql(
+            _SET,
+            {
+                "tenant": scope if isinstance(scope, str) else "",
+                "all": "on" if scope is _ALL else "off",
+            },
+        )
+
+
+def scoped_to_tenant(
+    method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
+    """Run an ``AsyncMemory`` method inside its view's tenant."""
+
+    @functools.wraps(method)
+    async def scoped(view: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with tenant_scope(view.tenant_id):
+            return await method(view, *args, **kwargs)
+
+    return scoped
+
+
+def across_tenants(
+    method: Callable[P, Coroutine[Any, Any, R]],
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Run a coroutine function that spans tenants by design."""
+
+    @functools.wraps(method)
+    async def spanning(*args: P.args, **kwargs: P.kwargs) -> R:
+        with all_tenants():
+            return await method(*args, **kwargs)
+
+    return spanning
