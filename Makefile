@@ -21,7 +21,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
-	$(BIN)/memvault serve
+	$(BIN)/memvault serve --auth $${MEMVAULT_AUTH:-off}
 
 test: $(VENV)/.installed-dev
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \

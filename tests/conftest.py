@@ -61,6 +61,10 @@ def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
             "database_url": database_url,
             "encryption_key": KEY,
             "data_dir": tmp_path / "data",
+            # The API's own tests (test_auth.py) switch these on; elsewhere they would only
+            # add a key to every request and throttle fast loops.
+            "auth": "off",
+            "rate_limit_per_s": 0,
         }
         values.update(overrides)
         return Settings(**values)

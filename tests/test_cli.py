@@ -117,6 +117,8 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, st
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 @pytest.mark.slow
@@ -126,9 +128,25 @@ def test_serve_embedded_answers_and_refuses_a_second_server(
     proc, env, port = served
     base = f"http://127.0.0.1:{port}"
     assert httpx.get(f"{base}/health").json() == {"status": "ok"}
+    body = {"content": "served", "user_id": "u"}
+    # Authentication is on unless switched off.
+    assert httpx.post(f"{base}/v1/memories", json=body).status_code == 401
+    made = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "api-keys", "create", "--tenant", "acme"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    assert key.startswith("mv_") and "cannot be shown again" in " ".join(made.stderr.split())
     # The first add loads the embedding model in the server: allow for a busy machine.
     created = httpx.post(
-        f"{base}/v1/memories", json={"content": "served", "user_id": "u"}, timeout=120
+        f"{base}/v1/memories",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=120,
     )
     assert created.status_code == 201
 
@@ -201,3 +219,36 @@ def test_import_reads_conversations_too(env: dict[str, str], tmp_path: Path) -> 
     source.write_text(json.dumps({"user_id": "zoe", "messages": [], "bogus": 1}) + "\n")
     result = runner.invoke(app, ["import", str(source)])
     assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_serve_refuses_a_public_address_with_authentication_off(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memvault.cli", "serve", "--auth", "off", "--host", "0.0.0.0"],
+        env={**os.environ, "MEMVAULT_DATA_DIR": str(tmp_path / "data")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    message = " ".join(result.stderr.split())
+    assert "refusing to serve on 0.0.0.0 with authentication off" in message
+    assert "memvault api-keys create" in message
+    assert not (tmp_path / "data" / "pg").exists()  # refused before starting anything
+
+
+def test_api_keys_create_list_revoke(env: dict[str, str]) -> None:
+    created = runner.invoke(app, ["api-keys", "create", "--tenant", "acme", "--scopes", "read"])
+    assert created.exit_code == 0, created.output
+    key = created.stdout.strip().splitlines()[0]
+    prefix = key.split("_")[1]
+    listed = json.loads(run("api-keys", "list", "--json"))
+    assert [(k["prefix"], k["tenant_id"], k["scopes"]) for k in listed] == [
+        (prefix, "acme", ["read"])
+    ]
+    assert key.split("_")[2] not in json.dumps(listed)  # the secret is never shown again
+    assert f"revoked {prefix}" in run("api-keys", "revoke", prefix)
+    assert json.loads(run("api-keys", "list", "--json"))[0]["revoked_at"] is not None
+    bad = runner.invoke(app, ["api-keys", "create", "--tenant", "acme", "--scopes", "root"])
+    assert bad.exit_code == 1 and "Scopes must be" in bad.output
+    missing = runner.invoke(app, ["api-keys", "revoke", "nope"])
+    assert missing.exit_code == 1

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -26,6 +28,11 @@ keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 jobs_app = typer.Typer(help="The embedding job queue.", no_args_is_help=True)
 app.add_typer(jobs_app, name="jobs")
+api_keys_app = typer.Typer(
+    help="API keys for the HTTP API (not the encryption key: see `memvault keys`).",
+    no_args_is_help=True,
+)
+app.add_typer(api_keys_app, name="api-keys")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -70,19 +77,60 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
     out.print(table)
 
 
+def _in_store(work: Callable[[AsyncMemory], Awaitable[T]]) -> T:
+    """Run ``work`` against the configured store (no workers), then close it."""
+
+    async def run() -> T:
+        memory = await AsyncMemory.open(Settings(run_worker=False), actor="cli")
+        try:
+            return await work(memory)
+        finally:
+            await memory.close()
+
+    try:
+        return asyncio.run(run())
+    except MemvaultError as exc:
+        _fail(exc)
+        raise  # unreachable: _fail always exits
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="bind address (MEMVAULT_HOST)")] = None,
     port: Annotated[int | None, typer.Option(help="port (MEMVAULT_PORT)")] = None,
+    auth: Annotated[
+        str | None, typer.Option(help="required or off (MEMVAULT_AUTH; default required)")
+    ] = None,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
     import uvicorn
 
+    from memvault import logs
     from memvault.api import create_app
     from memvault.db.embedded import ServeLock
 
-    overrides: dict[str, Any] = {"host": host, "port": port}
-    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth}
+    try:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        err.print(f"[red]error:[/red] {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}")
+        raise typer.Exit(2) from None
+    if settings.auth == "off" and not _loopback(settings.host):
+        err.print(
+            f"[red]error:[/red] refusing to serve on {settings.host} with authentication off: "
+            "anyone who can reach it could read every memory. Bind 127.0.0.1, or create a key "
+            "(`memvault api-keys create --tenant ORG --scopes read,write`) and set "
+            "MEMVAULT_AUTH=required."
+        )
+        raise typer.Exit(1)
+    logs.configure(settings.log_level, as_json=settings.log_json)
     lock = ServeLock(settings.data_dir)
     if settings.embedded:
         try:
@@ -94,12 +142,21 @@ def serve(
         out.print("memvault: using the database at MEMVAULT_DATABASE_URL")
     url = f"http://{settings.host}:{settings.port}"
     out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
+    if settings.auth == "off":
+        out.print(
+            "[bold yellow]memvault: AUTHENTICATION IS OFF[/bold yellow] - every request acts "
+            "as tenant 'default', with no API key. Fine for one person on this machine; to "
+            "turn it on:\n"
+            "  1. memvault api-keys create --tenant my-org --scopes read,write\n"
+            "  2. MEMVAULT_AUTH=required memvault serve"
+        )
     try:
         uvicorn.run(
             create_app(settings),
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level.lower(),
+            log_config=logs.log_config(),
         )
     finally:
         lock.release()
@@ -490,6 +547,65 @@ def doctor() -> None:
     out.print(table)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
+
+
+# --- API keys ---------------------------------------------------------------------------------
+
+
+@api_keys_app.command("create")
+def api_keys_create(
+    tenant: Annotated[str, typer.Option(help="the organisation the key acts for")],
+    scopes: Annotated[str, typer.Option(help="comma-separated: read, write, admin")] = "read,write",
+    name: Annotated[str | None, typer.Option(help="a label to recognise it by")] = None,
+) -> None:
+    """Create an API key and print it once: only its hash is stored."""
+    from memvault import auth
+
+    created = _in_store(lambda m: auth.create_key(m.backend.engine, tenant, scopes, name))
+    out.print(created.key, highlight=False, soft_wrap=True)
+    err.print(
+        f"key {created.prefix} for tenant {created.tenant_id!r}, scopes "
+        f"{','.join(created.scopes)}. Store it now: it cannot be shown again."
+    )
+
+
+@api_keys_app.command("list")
+def api_keys_list(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant's keys")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """API keys (never their secrets)."""
+    from memvault import auth
+
+    keys = _in_store(lambda m: auth.list_keys(m.backend.engine, tenant))
+    if as_json:
+        out.print_json(json.dumps([k.model_dump(mode="json") for k in keys]))
+        return
+    if not keys:
+        out.print("no API keys")
+        return
+    table = Table("prefix", "tenant", "name", "scopes", "created", "revoked")
+    for k in keys:
+        table.add_row(
+            k.prefix,
+            k.tenant_id,
+            k.name or "",
+            ",".join(k.scopes),
+            k.created_at.strftime("%Y-%m-%d %H:%M"),
+            k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+        )
+    out.print(table)
+
+
+@api_keys_app.command("revoke")
+def api_keys_revoke(
+    key: Annotated[str, typer.Argument(help="the key's prefix, id, or the whole key")],
+) -> None:
+    """Revoke an API key: refused from the next request on, in every server process."""
+    from memvault import auth
+
+    revoked = _in_store(lambda m: auth.revoke_key(m.backend.engine, key))
+    out.print(f"revoked {revoked.prefix} (tenant {revoked.tenant_id!r})")
 
 
 def main() -> None:

@@ -49,7 +49,29 @@ class Settings(BaseSettings):
     max_content_chars: int = Field(default=32_000, ge=1)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     max_page_size: int = Field(default=100, ge=1)
+    max_query_chars: int = Field(default=2_000, ge=1, description="longest search query")
     pool_size: int = Field(default=10, ge=1)
+
+    # --- the HTTP API ---
+    auth: Literal["required", "off"] = Field(
+        default="required",
+        description="required: every /v1 request needs an API key; off: one implicit tenant "
+        "('default'), allowed only on a loopback address",
+    )
+    rate_limit_per_s: float = Field(
+        default=50.0, ge=0, description="requests per second per API key (0: no limit)"
+    )
+    rate_limit_burst: int = Field(default=100, ge=1, description="bucket size: a burst allowed")
+    request_timeout_s: float = Field(
+        default=60.0, gt=0, description="a request still running after this answers 503"
+    )
+    cors_origins: list[str] = Field(
+        default=[], description="origins allowed by CORS (JSON list); empty: CORS off"
+    )
+    log_json: bool = Field(default=True, description="one JSON object per log line")
+    worker_heartbeat_stale_s: float = Field(
+        default=30.0, gt=0, description="/ready fails when no worker has beaten for this long"
+    )
 
     # --- embeddings ---
     embedding_provider: EmbeddingProviderName = "local"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge, Histogram
 
 EMBEDDING_CACHE = Counter(
     "memvault_embedding_cache_requests_total", "Embedding cache look-ups", ["result"]
@@ -22,3 +22,20 @@ LLM_FALLBACKS = Counter(
     ["task", "reason"],
 )
 CACHE_ERRORS = Counter("memvault_cache_errors_total", "Cache back-end failures", ["backend"])
+REQUEST_LATENCY = Histogram(
+    "memvault_http_request_duration_seconds",
+    "HTTP request latency by route template",
+    ["method", "route", "status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+MEMORIES_STORED = Counter(
+    "memvault_memories_stored_total", "Memories written by add, by dedup outcome", ["action"]
+)
+RATE_LIMITED = Counter("memvault_rate_limited_total", "Requests refused with 429")
+AUTH_FAILURES = Counter("memvault_auth_failures_total", "Requests refused with 401", ["reason"])
+QUEUE_DEPTH = Gauge(
+    "memvault_queue_jobs", "Embedding jobs by status (at the last scrape)", ["status"]
+)
+WORKER_HEARTBEAT_AGE = Gauge(
+    "memvault_worker_heartbeat_age_seconds", "Age of the freshest worker heartbeat (-1: none)"
+)

@@ -24,6 +24,7 @@ from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import across_tenants, scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
+from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     AddResult,
     DedupInfo,
@@ -211,6 +212,8 @@ class AsyncMemory:
             self._check_length(item.content, index=index)
         pipeline = Pipeline(self._backend, self._backend.judge, self.tenant_id, self.actor)
         results = await pipeline.ingest(checked, background=background)
+        for result in results:
+            MEMORIES_STORED.labels(result.dedup.action).inc()
         if wait:
             return [await self._waited(r) for r in results]
         return results
@@ -524,6 +527,12 @@ class AsyncMemory:
             context_window=context_window,
             track_access=track_access,
         )
+        cap = self._backend.settings.max_query_chars
+        if len(request.query) > cap:
+            raise InvalidInput(
+                f"A search query holds at most {cap} characters.",
+                details={"field": "query", "limit": cap},
+            )
         return await retrieval_search(
             self._backend, self.tenant_id, request, RECIPES[request.recipe]
         )

@@ -6,6 +6,7 @@ Nothing from an unexpected exception reaches the client: no trace, no SQL, no co
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, RateLimited, Unauthorized
 
 log = logging.getLogger("memvault.api")
 
@@ -29,7 +30,12 @@ def envelope(
 
 async def _memvault_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemvaultError)
-    return envelope(exc.status_code, exc.code, exc.message, exc.details)
+    response = envelope(exc.status_code, exc.code, exc.message, exc.details)
+    if isinstance(exc, RateLimited) and exc.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+    if isinstance(exc, Unauthorized):
+        response.headers["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

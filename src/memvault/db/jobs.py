@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.store import AnyRow
-from memvault.db.tables import JOBS_CHANNEL, embedding_jobs, memories
+from memvault.db.tables import JOBS_CHANNEL, embedding_jobs, memories, worker_heartbeats
 
 CHANNEL = JOBS_CHANNEL
 _j = embedding_jobs.c
@@ -196,3 +196,29 @@ async def retry_failed(conn: AsyncConnection, job_ids: Sequence[int] | None) -> 
 async def counts(conn: AsyncConnection) -> dict[str, int]:
     rows = await conn.execute(sa.select(_j.status, sa.func.count()).group_by(_j.status))
     return {str(status): int(n) for status, n in rows}
+
+
+# --- liveness ---------------------------------------------------------------------------------
+
+
+async def heartbeat(conn: AsyncConnection, worker_id: str) -> None:
+    statement = insert(worker_heartbeats).values(worker_id=worker_id, beat_at=sa.func.now())
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["worker_id"], set_={"beat_at": statement.excluded.beat_at}
+        )
+    )
+
+
+async def forget_worker(conn: AsyncConnection, worker_id: str) -> None:
+    await conn.execute(worker_heartbeats.delete().where(worker_heartbeats.c.worker_id == worker_id))
+
+
+async def last_heartbeat_age_s(conn: AsyncConnection) -> float | None:
+    """Seconds since the freshest worker heartbeat; None when no worker is running."""
+    age = await conn.scalar(
+        sa.select(
+            sa.func.extract("epoch", sa.func.now() - sa.func.max(worker_heartbeats.c.beat_at))
+        )
+    )
+    return None if age is None else float(age)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -45,6 +48,11 @@ class _Prepared:
     chunks: list[str]
 
 
+# /ready calls a worker alive while its heartbeat is fresher than worker_heartbeat_stale_s.
+HEARTBEAT_S = 5.0
+_serial = itertools.count(1)
+
+
 class Worker:
     def __init__(self, backend: Backend, settings: Settings | None = None) -> None:
         self.backend = backend
@@ -55,16 +63,20 @@ class Worker:
         self.judge = backend.judge
         self.settings = settings or backend.settings
         self._indexed: set[str] = set()
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{next(_serial)}"
 
     # --- loop ---------------------------------------------------------------------------------
 
     @across_tenants
     async def run(self, stop: asyncio.Event, *, sweeper: bool = True) -> None:
         listener = await self._listen()
-        next_sweep = 0.0
+        next_sweep = next_beat = 0.0
         loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
+                if loop.time() >= next_beat:
+                    await self._guarded(self._beat())
+                    next_beat = loop.time() + HEARTBEAT_S
                 if sweeper and loop.time() >= next_sweep:
                     await self._guarded(self.sweep())
                     next_sweep = loop.time() + self.settings.worker_sweep_interval_s
@@ -74,6 +86,14 @@ class Worker:
         finally:
             if listener is not None:
                 await listener.close()
+            with contextlib.suppress(sa.exc.SQLAlchemyError, OSError, psycopg.Error):
+                async with self.engine.begin() as conn:
+                    await jobs.forget_worker(conn, self.worker_id)
+
+    async def _beat(self) -> int:
+        async with self.engine.begin() as conn:
+            await jobs.heartbeat(conn, self.worker_id)
+        return 1
 
     async def _guarded(self, work: object) -> int:
         try:

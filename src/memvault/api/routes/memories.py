@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
 
-from memvault.api.deps import MemoryDep
+from memvault.api.deps import ReadMemory, WriteMemory
 from memvault.api.schemas import DeleteAllParams, HistoryPage, ListParams, Owner
 from memvault.models import (
     AddResult,
@@ -32,7 +32,7 @@ Background = Annotated[
 
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def add_memory(
-    body: MemoryInput, memory: MemoryDep, wait: Wait = False, background: Background = False
+    body: MemoryInput, memory: WriteMemory, wait: Wait = False, background: Background = False
 ) -> AddResult:
     (result,) = await memory.add_many([body], wait=wait, background=background)
     return result
@@ -40,7 +40,7 @@ async def add_memory(
 
 @router.post("/batch", status_code=status.HTTP_201_CREATED)
 async def add_memories(
-    body: BatchRequest, memory: MemoryDep, wait: Wait = False, background: Background = False
+    body: BatchRequest, memory: WriteMemory, wait: Wait = False, background: Background = False
 ) -> BatchResult:
     """Bulk import: one embedding call and one transaction for the whole batch; an invalid
     item fails the batch (nothing stored) and the error names its index."""
@@ -50,39 +50,39 @@ async def add_memories(
 
 
 @router.post("/search")
-async def search_memories(body: SearchRequest, memory: MemoryDep) -> SearchResult:
+async def search_memories(body: SearchRequest, memory: ReadMemory) -> SearchResult:
     return await memory.search(**body.model_dump())
 
 
 @router.get("")
-async def list_memories(params: Annotated[ListParams, Query()], memory: MemoryDep) -> MemoryPage:
+async def list_memories(params: Annotated[ListParams, Query()], memory: ReadMemory) -> MemoryPage:
     return await memory.list(**params.filters())
 
 
 @router.delete("")
 async def delete_all_memories(
-    params: Annotated[DeleteAllParams, Query()], memory: MemoryDep
+    params: Annotated[DeleteAllParams, Query()], memory: WriteMemory
 ) -> DeleteResult:
     return DeleteResult(deleted=await memory.delete_all(**params.model_dump()))
 
 
 @router.get("/{memory_id}")
 async def get_memory(
-    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+    memory_id: str, owner: Annotated[Owner, Query()], memory: ReadMemory
 ) -> MemoryRecord:
     return await memory.get(memory_id, user_id=owner.user_id)
 
 
 @router.patch("/{memory_id}")
 async def update_memory(
-    memory_id: str, body: MemoryUpdate, owner: Annotated[Owner, Query()], memory: MemoryDep
+    memory_id: str, body: MemoryUpdate, owner: Annotated[Owner, Query()], memory: WriteMemory
 ) -> MemoryRecord:
     return await memory.update(memory_id, user_id=owner.user_id, **body.model_dump())
 
 
 @router.delete("/{memory_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def delete_memory(
-    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+    memory_id: str, owner: Annotated[Owner, Query()], memory: WriteMemory
 ) -> Response:
     await memory.delete(memory_id, user_id=owner.user_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
@@ -90,6 +90,6 @@ async def delete_memory(
 
 @router.get("/{memory_id}/history")
 async def memory_history(
-    memory_id: str, owner: Annotated[Owner, Query()], memory: MemoryDep
+    memory_id: str, owner: Annotated[Owner, Query()], memory: ReadMemory
 ) -> HistoryPage:
     return HistoryPage(results=await memory.history(memory_id, user_id=owner.user_id))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, status
 
-from memvault.api.deps import MemoryDep
+from memvault.api.deps import WriteMemory
 from memvault.models import BatchResult, MessagesRequest
 
 router = APIRouter(prefix="/v1/messages", tags=["messages"])
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1/messages", tags=["messages"])
 @router.post("", status_code=status.HTTP_201_CREATED)
 async def add_messages(
     body: MessagesRequest,
-    memory: MemoryDep,
+    memory: WriteMemory,
     wait: Annotated[bool, Query(description="answer once every turn is searchable")] = False,
 ) -> BatchResult:
     """One memory per turn, with role, speaker, session and turn index in its metadata."""

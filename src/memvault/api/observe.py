@@ -1,0 +1,72 @@
+"""Per-request plumbing, outermost first: a request id, a deadline, a latency histogram and one
+access-log line per request. Pure ASGI, so it wraps every route and every error the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memvault.api.errors import envelope
+from memvault.logs import request_id
+from memvault.metrics import REQUEST_LATENCY
+
+log = logging.getLogger("memvault.access")
+_GOOD_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+class RequestContext:
+    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        rid = given if _GOOD_ID.fullmatch(given) else uuid.uuid4().hex
+        token = request_id.set(rid)
+        started = time.perf_counter()
+        status = 500
+        responded = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, responded
+            if message["type"] == "http.response.start":
+                status, responded = message["status"], True
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"x-request-id", rid.encode()),
+                ]
+            await send(message)
+
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self.app(scope, receive, send_with_id)
+        except TimeoutError:
+            if not responded:
+                response = envelope(
+                    503,
+                    "request_timeout",
+                    f"The request took longer than {self.timeout_s:g} s and was stopped.",
+                )
+                await response(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            REQUEST_LATENCY.labels(scope["method"], route, f"{status // 100}xx").observe(elapsed)
+            log.info(
+                "request",
+                extra={
+                    "method": scope["method"],
+                    "route": route,
+                    "status": status,
+                    "ms": round(elapsed * 1000, 2),
+                },
+            )
+            request_id.reset(token)

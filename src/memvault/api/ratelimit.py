@@ -1,0 +1,91 @@
+"""Per-key token buckets: ``rate_limit_per_s`` tokens a second, up to ``rate_limit_burst``.
+
+With Redis configured every server process shares one bucket per key (an atomic Lua script,
+timed by Redis's clock so processes need not agree on theirs); without it each process keeps
+its own. If Redis stops answering, the process falls back to its own buckets rather than
+refusing or waving through every request.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any
+
+from memvault.metrics import CACHE_ERRORS
+
+log = logging.getLogger(__name__)
+
+_TAKE = """
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(now - at, 0) * rate)
+local wait = 0
+if tokens >= 1 then
+    tokens = tokens - 1
+else
+    wait = (1 - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
+
+class LocalBuckets:
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self._state: dict[str, tuple[float, float]] = {}
+
+    def take(self, key: str) -> float:
+        """Seconds to wait before this request would be allowed; 0 when it is."""
+        now = time.monotonic()
+        tokens, at = self._state.get(key, (float(self.burst), now))
+        tokens = min(self.burst, tokens + (now - at) * self.rate)
+        if tokens >= 1:
+            self._state[key] = (tokens - 1, now)
+            return 0.0
+        self._state[key] = (tokens, now)
+        if len(self._state) > 100_000:  # forget idle keys rather than grow without bound
+            self._state = {k: v for k, v in self._state.items() if now - v[1] < 60}
+        return (1 - tokens) / self.rate
+
+
+class RateLimiter:
+    def __init__(self, rate: float, burst: int, redis_url: str | None = None) -> None:
+        self.enabled = rate > 0
+        self.rate, self.burst = rate, burst
+        self._local = LocalBuckets(rate, burst) if self.enabled else None
+        self._redis: Any = None
+        self._script: Any = None
+        if self.enabled and redis_url:
+            import redis.asyncio as redis
+
+            self._redis = redis.Redis.from_url(redis_url)
+            self._script = self._redis.register_script(_TAKE)
+
+    async def take(self, key: str) -> float:
+        """0 when the request may go ahead, else the seconds until it could."""
+        if self._local is None:
+            return 0.0
+        if self._script is not None:
+            try:
+                wait = float(
+                    await self._script(keys=[f"memvault:rl:{key}"], args=[self.rate, self.burst])
+                )
+                return wait if math.isfinite(wait) else 0.0
+            except Exception as exc:  # any Redis failure: keep limiting, locally
+                CACHE_ERRORS.labels("redis-ratelimit").inc()
+                log.warning(
+                    "rate limiter: redis failed (%s); using local buckets", type(exc).__name__
+                )
+        return self._local.take(key)
+
+    async def aclose(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()

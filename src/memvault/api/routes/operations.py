@@ -1,0 +1,110 @@
+"""Operations: liveness, readiness, Prometheus metrics, and the tenant's job queue (admin)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+
+from memvault.api.deps import AdminMemory
+from memvault.db import jobs
+from memvault.db.engine import current_revision, head_revision
+from memvault.db.tenancy import all_tenants, tenant_scope
+from memvault.metrics import QUEUE_DEPTH, WORKER_HEARTBEAT_AGE
+from memvault.models import EmbeddingJob
+from memvault.service import AsyncMemory
+
+router = APIRouter(tags=["operations"])
+
+
+class Check(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, Check]
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/ready", responses={503: {"model": Readiness}})
+async def ready(request: Request) -> JSONResponse:
+    """Readiness: the database answers, its schema is current, and a worker is alive."""
+    memory: AsyncMemory = request.app.state.memory
+    settings = memory.backend.settings
+    checks: dict[str, Check] = {}
+    try:
+        async with asyncio.timeout(5):
+            async with memory.backend.engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+                checks["database"] = Check(ok=True, detail="reachable")
+                revision, head = await conn.run_sync(current_revision), head_revision()
+                checks["migrations"] = Check(
+                    ok=revision == head, detail=f"at {revision}, code expects {head}"
+                )
+                age = await jobs.last_heartbeat_age_s(conn)
+    except (TimeoutError, sa.exc.SQLAlchemyError, OSError) as exc:
+        checks["database"] = Check(ok=False, detail=f"unreachable ({type(exc).__name__})")
+        age = None
+    if "migrations" in checks:
+        fresh = age is not None and age <= settings.worker_heartbeat_stale_s
+        checks["worker"] = Check(
+            ok=fresh,
+            detail="no worker is running"
+            if age is None
+            else f"last heartbeat {age:.1f} s ago (stale after "
+            f"{settings.worker_heartbeat_stale_s:g} s)",
+        )
+    good = all(c.ok for c in checks.values())
+    body = Readiness(status="ready" if good else "not_ready", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if good else 503)
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics: request latency per route, queue depth, job outcomes, embedding
+    cache hits and misses, provider and LLM fallbacks, memories stored."""
+    memory: AsyncMemory = request.app.state.memory
+    try:
+        with all_tenants():
+            async with memory.backend.engine.connect() as conn:
+                counts = await jobs.counts(conn)
+                age = await jobs.last_heartbeat_age_s(conn)
+        for status in ("queued", "processing", "done", "failed"):
+            QUEUE_DEPTH.labels(status).set(counts.get(status, 0))
+        WORKER_HEARTBEAT_AGE.set(-1 if age is None else age)
+    except (sa.exc.SQLAlchemyError, OSError):
+        pass  # the process's own metrics are still worth scraping
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/admin/jobs")
+async def tenant_jobs(
+    memory: AdminMemory,
+    status: Annotated[Literal["queued", "processing", "done", "failed"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> list[EmbeddingJob]:
+    """This tenant's embedding jobs, most recently changed first (admin scope)."""
+    with tenant_scope(memory.tenant_id):  # the database shows only this tenant's jobs
+        async with memory.backend.engine.connect() as conn:
+            rows = await jobs.list_jobs(conn, status, limit)
+    return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
+
+
+@router.post("/v1/admin/jobs/retry")
+async def retry_tenant_jobs(memory: AdminMemory) -> dict[str, int]:
+    """Put this tenant's failed jobs back in the queue (admin scope)."""
+    with tenant_scope(memory.tenant_id):
+        async with memory.backend.engine.begin() as conn:
+            return {"retried": await jobs.retry_failed(conn, None)}
