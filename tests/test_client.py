@@ -8,17 +8,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import socket
-import threading
-import time
 import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -44,6 +40,7 @@ from memvault import (
 )
 from memvault.api import create_app
 from memvault.models import AddResult, MemoryRecord, SearchResult
+from tests.serving import serving
 
 DATA_METHODS = [
     "add",
@@ -59,28 +56,6 @@ DATA_METHODS = [
 ]
 FACES = ["Memory", "AsyncMemory", "MemoryClient", "AsyncMemoryClient"]
 LIMIT = 2_000  # max_content_chars for every face, so ContentTooLong stays cheap
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn in a daemon thread on a free port; yield its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, log_level="warning", ws="none")
-    config.timeout_graceful_shutdown = 5
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive(), "the server did not start"
-            time.sleep(0.005)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 class Awaiting:

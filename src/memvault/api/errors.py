@@ -52,6 +52,9 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_la
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 400:
+        # FastAPI's answer to a body that is not UTF-8 JSON: bad input like any other.
+        return envelope(422, "invalid_input", "The request body is not valid UTF-8 JSON.")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     return envelope(exc.status_code, code, str(exc.detail))
 

@@ -62,3 +62,23 @@ class DeleteAllParams(BaseModel):
 
 class HistoryPage(BaseModel):
     results: list[HistoryEntry]
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="machine-readable, e.g. not_found, rate_limited")
+    message: str
+    details: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    """The one shape of every error response."""
+
+    error: ErrorDetail
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": ErrorBody} for status in statuses}
+
+
+# What any /v1 route may answer besides its success (documented so clients and fuzzers know).
+V1_ERRORS = _errors(401, 403, 404, 413, 422, 429, 500, 503)

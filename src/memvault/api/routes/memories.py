@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from memvault.api.deps import ReadMemory, WriteMemory
-from memvault.api.schemas import DeleteAllParams, HistoryPage, ListParams, Owner
+from memvault.api.schemas import V1_ERRORS, DeleteAllParams, HistoryPage, ListParams, Owner
 from memvault.models import (
     AddResult,
     BatchRequest,
@@ -21,7 +21,7 @@ from memvault.models import (
     SearchResult,
 )
 
-router = APIRouter(prefix="/v1/memories", tags=["memories"])
+router = APIRouter(prefix="/v1/memories", tags=["memories"], responses=V1_ERRORS)
 
 
 Wait = Annotated[bool, Query(description="answer once the memory is searchable")]

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, status
 
 from memvault.api.deps import WriteMemory
+from memvault.api.schemas import V1_ERRORS
 from memvault.models import BatchResult, MessagesRequest
 
-router = APIRouter(prefix="/v1/messages", tags=["messages"])
+router = APIRouter(prefix="/v1/messages", tags=["messages"], responses=V1_ERRORS)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)

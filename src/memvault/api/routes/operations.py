@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from memvault.api.deps import AdminMemory
+from memvault.api.schemas import V1_ERRORS
 from memvault.db import jobs
 from memvault.db.engine import current_revision, head_revision
 from memvault.db.tenancy import all_tenants, tenant_scope
@@ -89,7 +90,7 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/v1/admin/jobs")
+@router.get("/v1/admin/jobs", responses=V1_ERRORS)
 async def tenant_jobs(
     memory: AdminMemory,
     status: Annotated[Literal["queued", "processing", "done", "failed"] | None, Query()] = None,
@@ -102,7 +103,7 @@ async def tenant_jobs(
     return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
 
 
-@router.post("/v1/admin/jobs/retry")
+@router.post("/v1/admin/jobs/retry", responses=V1_ERRORS)
 async def retry_tenant_jobs(memory: AdminMemory) -> dict[str, int]:
     """Put this tenant's failed jobs back in the queue (admin scope)."""
     with tenant_scope(memory.tenant_id):
