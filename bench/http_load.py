@@ -159,9 +159,15 @@ async def verify(base: str, key: str, acknowledged: list[tuple[str, str]]) -> in
             nonlocal missing
             while queue:
                 user, memory_id = queue.pop()
-                r = await client.get(f"/v1/memories/{memory_id}", params={"user_id": user})
-                if r.status_code != 200:
+                while True:
+                    r = await client.get(f"/v1/memories/{memory_id}", params={"user_id": user})
+                    if r.status_code != 429:  # this key's rate limit: wait as told, ask again
+                        break
+                    await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+                if r.status_code == 404:
                     missing += 1
+                else:
+                    r.raise_for_status()
 
         await asyncio.gather(*(check() for _ in range(10)))
     return missing

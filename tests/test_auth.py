@@ -385,3 +385,31 @@ def test_ready_needs_a_live_worker(make_settings: Callable[..., Settings]) -> No
             time.sleep(0.1)
         assert r.status_code == 200 and r.json()["status"] == "ready"
     assert api.get("/health").json() == {"status": "ok"}
+
+
+def test_admin_job_routes_see_only_their_tenant(api: TestClient) -> None:
+    acme, globex = new_key(api, "acme", "read,write,admin"), new_key(api, "globex", "admin")
+    long_text = "a long note " * 400  # past the model's window: embedded by a queued job
+    call(api, "POST", "/v1/memories", acme, json={"content": long_text, "user_id": "u"})
+    mine = call(api, "GET", "/v1/admin/jobs", acme).json()
+    assert len(mine) == 1 and mine[0]["tenant_id"] == "acme"
+    assert call(api, "GET", "/v1/admin/jobs", globex).json() == []
+    assert call(api, "POST", "/v1/admin/jobs/retry", globex).json() == {"retried": 0}
+
+
+def test_a_slow_request_answers_503_at_the_deadline(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(5)
+
+    monkeypatch.setattr("memvault.service.AsyncMemory.search", slow)
+    quick = make_settings(embedding_provider="hash", request_timeout_s=0.3)
+    with TestClient(create_app(quick)) as api:
+        started = time.monotonic()
+        r = api.post("/v1/memories/search", json={"query": "x", "user_id": "u"})
+        assert r.status_code == 503 and r.json()["error"]["code"] == "request_timeout"
+        assert time.monotonic() - started < 3
+        assert api.get("/health").status_code == 200  # the server is fine afterwards

@@ -252,3 +252,24 @@ def test_api_keys_create_list_revoke(env: dict[str, str]) -> None:
     assert bad.exit_code == 1 and "Scopes must be" in bad.output
     missing = runner.invoke(app, ["api-keys", "revoke", "nope"])
     assert missing.exit_code == 1
+
+
+def test_search_reads_time_against_a_reference_and_shows_context(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_PROVIDER", "hash")
+    source = tmp_path / "meals.jsonl"
+    lines = [
+        {"content": "Dinner was ramen", "user_id": "vi", "occurred_at": "2023-06-07T20:00:00Z"},
+        {"content": "Dinner was tacos", "user_id": "vi", "occurred_at": "2023-04-18T20:00:00Z"},
+    ]
+    source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    run("import", str(source))
+    found = json.loads(
+        run(
+            "search", "dinner last week", "-u", "vi", "--at", "2023-06-14T12:00:00",
+            "--time-mode", "filter", "--json",
+        )
+    )  # fmt: skip
+    assert [r["content"] for r in found["results"]] == ["Dinner was ramen"]
+    assert found["diagnostics"]["time"]["expression"] == "last week"

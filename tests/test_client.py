@@ -330,3 +330,37 @@ async def test_no_answer_is_server_unreachable(stub: tuple[str, list[str | None]
 def test_a_base_url_without_http_is_refused_at_once(url: str) -> None:
     with pytest.raises(ConfigurationError):
         MemoryClient(url)
+
+
+def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
+    make_settings: Callable[..., Settings],
+) -> None:
+    from memvault import Forbidden, auth
+
+    settings = make_settings(
+        auth="required", embedding_provider="hash", rate_limit_per_s=1, rate_limit_burst=4
+    )
+
+    async def keys() -> tuple[str, str]:
+        memory = await AsyncMemory.open(settings)
+        try:
+            writer = await auth.create_key(memory.backend.engine, "acme", "read,write")
+            reader = await auth.create_key(memory.backend.engine, "acme", "read")
+            return writer.key, reader.key
+        finally:
+            await memory.close()
+
+    writer, reader = asyncio.run(keys())
+    with serving(create_app(settings)) as base:
+        with MemoryClient(base, api_key=writer) as memory:
+            stored = memory.add("the client's key names the tenant", user_id="u", infer=False)
+            assert memory.get(stored.id, user_id="u").content == stored.content
+        with MemoryClient(base, api_key=reader) as memory, pytest.raises(Forbidden):
+            memory.add("readers cannot write", user_id="u")
+        with MemoryClient(base, api_key=None) as memory, pytest.raises(Unauthorized):
+            memory.list(user_id="u")
+        with MemoryClient(base, api_key=writer) as memory:
+            with pytest.raises(RateLimited) as limited:
+                for _ in range(10):
+                    memory.list(user_id="u")
+            assert limited.value.retry_after is not None and limited.value.retry_after >= 1

@@ -403,14 +403,28 @@ def search(
     app_id: Annotated[str | None, typer.Option("--app")] = None,
     tag: Annotated[list[str] | None, typer.Option()] = None,
     limit: Annotated[int, typer.Option()] = 10,
-    recipe: Annotated[str, typer.Option(help="hybrid, vector or keyword")] = "hybrid",
+    recipe: Annotated[str, typer.Option(help="hybrid, vector, keyword or recent")] = "hybrid",
+    at: Annotated[
+        datetime | None,
+        typer.Option("--at", help="when the question is asked, for 'last week' (default now)"),
+    ] = None,
+    time_mode: Annotated[str, typer.Option(help="boost, filter or off")] = "boost",
+    context: Annotated[int, typer.Option(help="neighbouring turns to show per hit")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Find a user's memories most relevant to QUERY (meaning + keywords)."""
     with _memory() as memory:
         result = _call(
             lambda: memory.search(
-                query, user_id=user, app_id=app_id, tags=tag or [], limit=limit, recipe=recipe
+                query,
+                user_id=user,
+                app_id=app_id,
+                tags=tag or [],
+                limit=limit,
+                recipe=recipe,
+                reference_time=at,
+                time_mode=time_mode,
+                context_window=context,
             )
         )
     if as_json:
@@ -419,8 +433,17 @@ def search(
     table = Table("score", "content")
     table.add_column("id", no_wrap=True, min_width=36)
     for hit in result.results:
-        table.add_row(f"{hit.score:.4f}", hit.content, str(hit.id))
+        around = "\n".join(f"  > {turn.content}" for turn in hit.context or [])
+        table.add_row(
+            f"{hit.score:.4f}", hit.content + (f"\n{around}" if around else ""), str(hit.id)
+        )
     out.print(table)
+    if result.diagnostics and result.diagnostics.time:
+        span = result.diagnostics.time
+        err.print(
+            f"time: '{span.expression}' -> {span.after or '…'} to {span.before or '…'} "
+            f"({span.mode})"
+        )
     if result.degraded:
         err.print(f"[yellow]degraded:[/yellow] the query was embedded by {result.model}")
 

