@@ -180,7 +180,7 @@ def mcp_(
     """
     from pydantic import ValidationError
 
-    from memvault.mcp_server import serve as serve_mcp
+    from memvault.mcp import serve as serve_mcp
 
     given: dict[str, Any] = {
         "mcp_host": host,
