@@ -376,3 +376,91 @@ def test_search_options_over_http(settings: Settings) -> None:
         assert bad.status_code == 422
         fields = {e["field"] for e in bad.json()["error"]["details"]["errors"]}
         assert {"body.context_window", "body.time_mode"} <= fields
+
+
+# --- filters, alone and combined --------------------------------------------------------------
+
+T0 = datetime(2023, 1, 1, tzinfo=UTC)
+NOTES = [
+    ("work", "apollo", "prod", "slack", "chat", ["todo"], {"team": "a"}, 1,
+     (["work"], 8, "persistent", "hot", 1)),
+    ("work", "apollo", "dev", "email", "import", ["todo", "urgent"], {"team": "b"}, 2,
+     (["work", "travel"], 3, "temporal", "warm", 2)),
+    ("work", "zeus", "prod", "_global", None, [], {"team": "a", "x": 1}, 3,
+     (["health"], 6, "persistent", "cold", 3)),
+    ("home", None, None, "_global", "chat", ["urgent"], {}, 4,
+     (["travel"], 9, "temporal", "hot", 4)),
+    ("home", None, None, "slack", None, ["todo"], {"team": "a"}, 5,
+     (["food"], 1, "persistent", "hot", 5)),
+]  # fmt: skip
+
+
+@pytest.fixture
+async def notes(memory: AsyncMemory, raw: Any) -> list[Any]:
+    stored = []
+    for n, (app, project, env, channel, source, tags, meta, month, extra) in enumerate(NOTES):
+        record = await memory.add(
+            f"garden note number {n}",
+            user_id="u",
+            app_id=app,
+            project_id=project,
+            environment=env,
+            channel=channel,
+            source=source,
+            tags=tags,
+            metadata=meta,
+            occurred_at=T0.replace(month=month),
+            infer=False,
+        )
+        categories, importance, memory_type, tier, created = extra
+        raw.execute(
+            "UPDATE memories SET categories = %s, importance = %s, memory_type = %s, tier = %s, "
+            "created_at = %s WHERE id = %s",
+            (categories, importance, memory_type, tier, T0.replace(month=created), record.id),
+        )
+        stored.append(record.id)
+    expired = await memory.add("garden note that expired", user_id="u", infer=False)
+    raw.execute(
+        "UPDATE memories SET expires_at = now() - interval '1 minute' WHERE id = %s",
+        (expired.id,),
+    )
+    await memory.add("garden note of another user", user_id="someone-else", infer=False)
+    return stored
+
+
+FILTER_CASES: list[tuple[dict[str, Any], set[int]]] = [
+    ({}, {0, 1, 2, 3, 4}),
+    ({"app_id": "home"}, {3, 4}),
+    ({"project_id": "apollo"}, {0, 1}),
+    ({"environment": "prod"}, {0, 2}),
+    ({"channel": "slack"}, {0, 4}),
+    ({"source": "chat"}, {0, 3}),
+    ({"tags": ["todo", "urgent"]}, {1}),
+    ({"tags_any": ["urgent"]}, {1, 3}),
+    ({"categories": ["travel"]}, {1, 3}),
+    ({"memory_type": "temporal"}, {1, 3}),
+    ({"tier": "hot"}, {0, 3, 4}),
+    ({"min_importance": 6}, {0, 2, 3}),
+    ({"occurred_after": T0.replace(month=2), "occurred_before": T0.replace(month=4)}, {1, 2}),
+    ({"created_after": T0.replace(month=4)}, {3, 4}),
+    ({"created_before": T0.replace(month=2)}, {0}),
+    ({"metadata": {"team": "a"}}, {0, 2, 4}),
+    # combined
+    ({"app_id": "work", "tags_any": ["todo"], "min_importance": 5}, {0}),
+    ({"metadata": {"team": "a"}, "tier": "hot", "channel": "slack"}, {0, 4}),
+    ({"categories": ["travel", "food"], "memory_type": "persistent"}, {4}),
+    ({"project_id": "zeus", "environment": "dev"}, set()),
+]
+
+
+@pytest.mark.parametrize("recipe", ["keyword", "hybrid"])
+async def test_every_filter_alone_and_combined(
+    memory: AsyncMemory, notes: list[Any], recipe: str
+) -> None:
+    for filters, expected in FILTER_CASES:
+        found = await memory.search(
+            "garden note", user_id="u", recipe=recipe, limit=50, track_access=False, **filters
+        )
+        assert {h.id for h in found.results} == {notes[i] for i in expected}, filters
+        listed = await memory.list(user_id="u", limit=50, **filters)
+        assert {r.id for r in listed.results} == {notes[i] for i in expected}, filters

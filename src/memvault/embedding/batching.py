@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Sequence
+from weakref import WeakKeyDictionary, WeakSet
 
 Vectors = list[list[float]]
 _Waiting = tuple[list[str], "asyncio.Future[Vectors]"]
@@ -22,25 +23,41 @@ class Coalescer:
         self._encode = encode
         self._max_texts = max_texts
         # One queue per event loop: a future belongs to the loop that made it.
-        self._queues: dict[
-            asyncio.AbstractEventLoop, deque[tuple[list[str], asyncio.Future[Vectors]]]
-        ] = {}
-        self._drainers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
+        self._queues: WeakKeyDictionary[asyncio.AbstractEventLoop, deque[_Waiting]] = (
+            WeakKeyDictionary()
+        )
+        self._drainers: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = (
+            WeakKeyDictionary()
+        )
+        self._busy: WeakSet[asyncio.AbstractEventLoop] = WeakSet()  # a model call in flight
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return []
         loop = asyncio.get_running_loop()
+        queue = self._queues.setdefault(loop, deque())
+        if not queue and loop not in self._busy:
+            # Nothing in flight: no one to share with, so no hop through the drainer.
+            self._busy.add(loop)
+            try:
+                return await asyncio.to_thread(self._encode, list(texts))
+            finally:
+                self._busy.discard(loop)
+                self._start_drainer(loop)
         future: asyncio.Future[Vectors] = loop.create_future()
-        self._queues.setdefault(loop, deque()).append((list(texts), future))
-        drainer = self._drainers.get(loop)
-        if drainer is None or drainer.done():
-            self._drainers[loop] = loop.create_task(self._drain(loop), name="memvault-embed-batch")
+        queue.append((list(texts), future))
+        if loop not in self._busy:
+            self._start_drainer(loop)
         return await future
+
+    def _start_drainer(self, loop: asyncio.AbstractEventLoop) -> None:
+        drainer = self._drainers.get(loop)
+        if self._queues.get(loop) and (drainer is None or drainer.done()):
+            self._drainers[loop] = loop.create_task(self._drain(loop), name="memvault-embed-batch")
 
     async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
         queue = self._queues[loop]
-        while queue:
+        while queue and loop not in self._busy:
             batch = [queue.popleft()]
             count = len(batch[0][0])
             while queue and count + len(queue[0][0]) <= self._max_texts:
@@ -49,6 +66,7 @@ class Coalescer:
             waiting = [(texts, future) for texts, future in batch if not future.done()]
             if not waiting:
                 continue
+            self._busy.add(loop)
             try:
                 vectors = await asyncio.to_thread(
                     self._encode, [t for texts, _ in waiting for t in texts]
@@ -58,6 +76,8 @@ class Coalescer:
                     if not future.done():
                         future.set_exception(exc)
                 continue
+            finally:
+                self._busy.discard(loop)
             start = 0
             for texts, future in waiting:
                 if not future.done():  # a caller that gave up (timeout) is skipped
