@@ -80,7 +80,9 @@ def evidence_ids(raw: list[Any], known: set[str]) -> list[str]:
     return sorted(set(ids))
 
 
-async def import_conversation(memory: AsyncMemory, user: str, sample: dict[str, Any]) -> set[str]:
+async def import_conversation(
+    memory: AsyncMemory, user: str, conversation: list[dict[str, Any]]
+) -> set[str]:
     items = [
         {
             "content": t["content"],
@@ -96,7 +98,7 @@ async def import_conversation(memory: AsyncMemory, user: str, sample: dict[str, 
             "infer": False,
             "pii_policy": "allow",
         }
-        for t in turns(sample)
+        for t in conversation
     ]
     for start in range(0, len(items), 100):
         await memory.add_many(items[start : start + 100])
@@ -112,9 +114,10 @@ async def run(data: Path, recipes: list[str]) -> None:
         questions = []
         for sample in samples:
             t0 = time.perf_counter()
-            known = await import_conversation(memory, sample["sample_id"], sample)
+            conversation = turns(sample)
+            known = await import_conversation(memory, sample["sample_id"], conversation)
             # Questions are asked after the conversation: "last week" means before its end.
-            asked_at = max(t["occurred_at"] for t in turns(sample))
+            asked_at = max(t["occurred_at"] for t in conversation)
             print(
                 f"  imported {sample['sample_id']}: {len(known)} turns in "
                 f"{time.perf_counter() - t0:.0f}s",

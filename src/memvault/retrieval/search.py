@@ -26,6 +26,7 @@ from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
 from memvault.models import (
+    MemoryQuery,
     MemoryRecord,
     SearchDiagnostics,
     SearchHit,
@@ -44,27 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RecipeName = Literal["hybrid", "vector", "keyword", "recent"]
-FILTER_FIELDS = frozenset(
-    {
-        "user_id",
-        "app_id",
-        "project_id",
-        "environment",
-        "channel",
-        "source",
-        "tags",
-        "metadata",
-        "created_after",
-        "created_before",
-        "tags_any",
-        "categories",
-        "memory_type",
-        "tier",
-        "min_importance",
-        "occurred_after",
-        "occurred_before",
-    }
-)
+# The list filters, applied in SQL by store.list_filters; the rest of a request steers the
+# search itself.
+FILTER_FIELDS = frozenset(MemoryQuery.model_fields) - {"limit", "cursor"}
 
 
 @dataclass(frozen=True)
