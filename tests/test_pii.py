@@ -632,7 +632,7 @@ def test_an_unknown_policy_is_a_programming_error() -> None:
         apply_policy("hello", "mask")  # type: ignore[arg-type]
 
 
-def test_detect_is_fast_on_a_500_character_text() -> None:
+def test_detect_has_no_pathological_slowdown_on_a_500_character_text() -> None:
     text = (
         "Alice said the key idea is simple: ship version 1.2.3 on 2024-05-01 at 10:30, "
         "mail bob@example.com or call +44 20 7946 0958, card 4111 1111 1111 1111, "
@@ -647,4 +647,6 @@ def test_detect_is_fast_on_a_500_character_text() -> None:
         for _ in range(20):
             detect(text)
         best = min(best, (time.perf_counter() - start) / 20)
-    assert best < 0.001
+    # A guard against catastrophic backtracking, not a speed target (those live in bench/):
+    # about 1 ms here when the machine is quiet; a runaway regex costs orders of magnitude more.
+    assert best < 0.01
