@@ -251,3 +251,10 @@ async def test_enrichment_and_time_filters(
     assert {m.content for m in listed.results} == expected
     found = await memory.search("f", user_id="u", recipe="vector", **filters)
     assert {h.content for h in found.results} == expected
+
+
+async def test_text_without_a_utf8_form_is_refused(memory: AsyncMemory) -> None:
+    with pytest.raises(InvalidInput):
+        await memory.add("broken \ud800 text", user_id="u")
+    with pytest.raises(InvalidInput):
+        await memory.add("fine text", user_id="bad \udfff user")

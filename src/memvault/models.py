@@ -12,7 +12,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def _encodable(value: str) -> None:
+    # A lone surrogate (JSON can carry "\ud800") has no UTF-8 form: nothing can store it.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+
+
 def _identifier(value: str) -> str:
+    _encodable(value)
     if not value.strip():
         raise ValueError("must not be empty or whitespace")
     if _CONTROL.search(value):
@@ -21,6 +30,7 @@ def _identifier(value: str) -> str:
 
 
 def _content(value: str) -> str:
+    _encodable(value)
     if not value.strip():
         raise ValueError("content must not be empty or whitespace-only")
     if "\x00" in value:
