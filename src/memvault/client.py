@@ -180,10 +180,8 @@ def _error(response: httpx.Response) -> MemvaultError:
         known = for_code(code)
         if known is None:
             return _with_status(MemvaultError(message, details=details), status, code)
-    if issubclass(known, RateLimited):
-        retry_after = _retry_after(response.headers.get("retry-after"))
-        return known(message, details=details, retry_after=retry_after)
-    return known(message, details=details)
+    retry_after = _retry_after(response.headers.get("retry-after"))
+    return known(message, details=details, retry_after=retry_after)
 
 
 def _origin(url: httpx.URL) -> str:

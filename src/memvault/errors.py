@@ -36,10 +36,18 @@ class MemvaultError(Exception):
     status_code: int = 500
     code: str = "internal_error"
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
+        # Seconds the caller should wait before trying again (429, 503); None: no advice.
+        self.retry_after = retry_after
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
@@ -84,16 +92,6 @@ class RateLimited(MemvaultError):
     status_code = 429
     code = "rate_limited"
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        details: dict[str, Any] | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(message, details=details)
-        self.retry_after = retry_after
-
 
 class ServerError(MemvaultError):
     """The server failed on a request it should have handled; its log names the exception."""
@@ -112,6 +110,8 @@ class DataDirInUse(ConfigurationError):
 
 
 class StoreUnavailable(MemvaultError):
+    """The database is down, unreachable or not answering; ``retry_after`` says when to retry."""
+
     status_code = 503
     code = "store_unavailable"
 

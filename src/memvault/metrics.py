@@ -39,3 +39,11 @@ QUEUE_DEPTH = Gauge(
 WORKER_HEARTBEAT_AGE = Gauge(
     "memvault_worker_heartbeat_age_seconds", "Age of the freshest worker heartbeat (-1: none)"
 )
+WORKER_ERRORS = Counter(
+    "memvault_worker_errors_total",
+    "Worker steps that failed and were retried (store: the database was away)",
+    ["kind"],
+)
+STORE_UNAVAILABLE = Counter(
+    "memvault_store_unavailable_total", "Requests answered 503 because the store was away"
+)

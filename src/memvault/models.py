@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from memvault import jsonvalues
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -39,8 +41,19 @@ def _content(value: str) -> str:
 
 
 def _utc(value: datetime) -> datetime:
-    """A timestamp without a zone is taken as UTC, never as the server's local time."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    """A timestamp without a zone is taken as UTC, never as the server's local time; one that
+    leaves the years 1-9999 once in UTC cannot be stored or compared, so it is refused."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall within the years 1-9999 once converted to UTC") from None
+
+
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    jsonvalues.check(value)
+    return value
 
 
 def _tags(values: list[str]) -> list[str]:
@@ -53,6 +66,7 @@ Tags = Annotated[
     list[Annotated[str, Field(max_length=100)]], Field(max_length=50), AfterValidator(_tags)
 ]
 Timestamp = Annotated[datetime, AfterValidator(_utc)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
 MemoryType = Literal["persistent", "temporal"]
 Tier = Literal["hot", "warm", "cold"]
 HistoryAction = Literal["ADD", "UPDATE", "DELETE"]
@@ -72,11 +86,17 @@ class Scope(_Input):
     channel: Identifier = "_global"
 
 
+class Owner(_Input):
+    """Whose memory a read or change of one memory is for."""
+
+    user_id: Identifier = Field(description="the memory's owner; another user's memory is a 404")
+
+
 class MemoryCreate(Scope):
     content: Content
     source: Identifier | None = None
     tags: Tags = []
-    metadata: dict[str, Any] = {}
+    metadata: Metadata = {}
     occurred_at: Timestamp | None = None
     expires_at: Timestamp | None = None
 
@@ -103,7 +123,7 @@ class MemoryUpdate(_Input):
     a key set to null is removed."""
 
     content: Content | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
     @model_validator(mode="after")
     def _something_to_change(self) -> MemoryUpdate:
@@ -135,7 +155,7 @@ class MemoryQuery(Filters):
     channel: Identifier | None = None
     source: Identifier | None = None
     tags: Tags = Field(default=[], description="memories carrying all of these tags")
-    metadata: dict[str, Any] | None = Field(
+    metadata: Metadata | None = Field(
         default=None, description="JSON containment: memories whose metadata includes this"
     )
     created_after: Timestamp | None = None
@@ -305,7 +325,7 @@ class SearchRequest(Scope, Filters):
     channel: Identifier | None = None  # type: ignore[assignment]
     source: Identifier | None = None
     tags: Tags = []
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from memvault import jsonvalues
 from memvault.crypto import KeyringSource, Sealed, associated_data
 from memvault.models import MemoryRecord
 
@@ -40,4 +41,5 @@ def to_record(keys: KeyringSource, row: Any) -> MemoryRecord:
     """A memories row, decrypted, as the caller sees it."""
     content = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
     fields = {name: getattr(row, name) for name in MemoryRecord.model_fields if name != "content"}
+    fields["metadata"] = jsonvalues.bounded(fields["metadata"])
     return MemoryRecord(content=content, **fields)

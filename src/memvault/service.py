@@ -17,7 +17,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
-from memvault import rotation
+from memvault import jsonvalues, rotation
 from memvault._sync import LoopThread, blocking
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
@@ -37,6 +37,7 @@ from memvault.models import (
     MemoryUpdate,
     Message,
     MessagesRequest,
+    Owner,
     PIIPolicy,
     RotationReport,
     SearchRequest,
@@ -75,6 +76,11 @@ def parse_id(memory_id: UUID | str) -> UUID:
         raise InvalidInput("A memory id must be a UUID.", details={"field": "memory_id"}) from None
 
 
+def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
+    """A memory id and its owner, both checked before either reaches the store."""
+    return parse_id(memory_id), validated(Owner, user_id=user_id).user_id
+
+
 def _encode_cursor(row: AnyRow) -> str:
     return base64.urlsafe_b64encode(f"{row.created_at.isoformat()}|{row.id}".encode()).decode()
 
@@ -87,6 +93,10 @@ def _decode_cursor(cursor: str) -> tuple[datetime, UUID]:
         raise InvalidInput(
             "The cursor is not one this server handed out.", details={"field": "cursor"}
         ) from None
+
+
+def _bounded(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if metadata is None else jsonvalues.bounded(metadata)
 
 
 class AsyncMemory:
@@ -300,7 +310,7 @@ class AsyncMemory:
 
     @scoped_to_tenant
     async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
-        ident = parse_id(memory_id)
+        ident, user_id = one_memory(memory_id, user_id)
         async with self._backend.engine.connect() as conn:
             row = await store.fetch_memory(conn, self.tenant_id, ident, user_id)
         if row is None:
@@ -375,7 +385,7 @@ class AsyncMemory:
         metadata: dict[str, Any] | None = None,
     ) -> MemoryRecord:
         """Replace the content and/or merge metadata (a key set to None is removed)."""
-        ident = parse_id(memory_id)
+        ident, user_id = one_memory(memory_id, user_id)
         change = validated(MemoryUpdate, content=content, metadata=metadata)
         values: dict[str, Any] = {}
         new_text: str | None = None
@@ -403,7 +413,7 @@ class AsyncMemory:
 
     @scoped_to_tenant
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
-        ident = parse_id(memory_id)
+        ident, user_id = one_memory(memory_id, user_id)
         async with self._backend.engine.begin() as conn:
             deleted = await store.delete_where(
                 conn, store.owned_by(self.tenant_id, ident, user_id), self.actor
@@ -423,7 +433,7 @@ class AsyncMemory:
     @scoped_to_tenant
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
         """Every ADD, UPDATE and DELETE of a memory, oldest first (kept after deletion)."""
-        ident = parse_id(memory_id)
+        ident, user_id = one_memory(memory_id, user_id)
         async with self._backend.engine.connect() as conn:
             rows = await store.fetch_history(conn, self.tenant_id, ident, user_id)
         if not rows:
@@ -449,8 +459,8 @@ class AsyncMemory:
             action=row.action,
             old_content=side("old"),
             new_content=side("new"),
-            old_metadata=row.old_metadata,
-            new_metadata=row.new_metadata,
+            old_metadata=_bounded(row.old_metadata),
+            new_metadata=_bounded(row.new_metadata),
             actor=row.actor,
             created_at=row.created_at,
         )
@@ -558,6 +568,12 @@ class AsyncMemory:
     async def queue_counts(self) -> dict[str, int]:
         async with self._backend.engine.connect() as conn:
             return await jobs.counts(conn)
+
+    @across_tenants
+    async def worker_heartbeat_age(self) -> float | None:
+        """Seconds since the freshest worker heartbeat; None when no worker is running."""
+        async with self._backend.engine.connect() as conn:
+            return await jobs.last_heartbeat_age_s(conn)
 
     @across_tenants
     async def reembed(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -10,7 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from memvault import __version__
-from memvault.api import errors
+from memvault.api import errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
@@ -29,6 +30,17 @@ class _MemvaultAPI(FastAPI):
         return RequestContext(inner, self.request_timeout_s)
 
 
+@asynccontextmanager
+async def _gauges(memory: AsyncMemory) -> AsyncIterator[None]:
+    stop = asyncio.Event()
+    task = asyncio.create_task(gauges.keep_fresh(memory, stop), name="memvault-gauges")
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> FastAPI:
     """Build the app. With ``memory`` given the caller owns the store; otherwise the app opens
     one from ``settings`` at start-up and closes it at shutdown."""
@@ -41,12 +53,14 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
         try:
             if memory is not None:
                 app.state.memory = memory
-                yield
+                async with _gauges(memory):
+                    yield
                 return
             opened = await AsyncMemory.open(settings, actor="api")
             app.state.memory = opened
             try:
-                yield
+                async with _gauges(opened):
+                    yield
             finally:
                 await opened.close()
         finally:

@@ -14,7 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memvault.errors import MemvaultError, RateLimited, Unauthorized
+from memvault.db.errors import as_store_error
+from memvault.errors import MemvaultError, Unauthorized
 
 log = logging.getLogger("memvault.api")
 
@@ -31,7 +32,7 @@ def envelope(
 async def _memvault_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemvaultError)
     response = envelope(exc.status_code, exc.code, exc.message, exc.details)
-    if isinstance(exc, RateLimited) and exc.retry_after is not None:
+    if exc.retry_after is not None:
         response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     if isinstance(exc, Unauthorized):
         response.headers["WWW-Authenticate"] = "Bearer"
@@ -60,6 +61,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    outage = as_store_error(exc)
+    if outage is not None:
+        return await _memvault_error(request, outage)
     # The class name is enough to find the failure in the code; the message may hold data.
     log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
     return envelope(500, "internal_error", "The server failed to handle this request.")

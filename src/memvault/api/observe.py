@@ -19,10 +19,23 @@ log = logging.getLogger("memvault.access")
 _GOOD_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 
 
+# Handlers past their deadline, still unwinding; kept referenced until they finish.
+_abandoned: set[asyncio.Task[None]] = set()
+
+
 class RequestContext:
     def __init__(self, app: ASGIApp, timeout_s: float) -> None:
         self.app = app
         self.timeout_s = timeout_s
+
+    async def _deadline(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = envelope(
+            503,
+            "request_timeout",
+            f"The request took longer than {self.timeout_s:g} s and was stopped.",
+        )
+        response.headers["Retry-After"] = "1"
+        await response(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -37,6 +50,8 @@ class RequestContext:
 
         async def send_with_id(message: Message) -> None:
             nonlocal status, responded
+            if timed_out:
+                return  # the deadline answered for this request; the late handler is muted
             if message["type"] == "http.response.start":
                 status, responded = message["status"], True
                 message["headers"] = [
@@ -45,18 +60,30 @@ class RequestContext:
                 ]
             await send(message)
 
+        async def handle() -> None:
+            await self.app(scope, receive, send_with_id)
+
+        timed_out = False
+        handler = asyncio.create_task(handle())
         try:
-            async with asyncio.timeout(self.timeout_s):
-                await self.app(scope, receive, send_with_id)
-        except TimeoutError:
-            if not responded:
-                response = envelope(
-                    503,
-                    "request_timeout",
-                    f"The request took longer than {self.timeout_s:g} s and was stopped.",
-                )
-                await response(scope, receive, send_with_id)
+            done, _ = await asyncio.wait({handler}, timeout=self.timeout_s)
+            if handler in done:
+                handler.result()  # re-raise what the app raised, as before
+            elif not responded:
+                await self._deadline(scope, receive, send_with_id)
+                timed_out = True
+            else:
+                timed_out = True
+        except asyncio.CancelledError:
+            handler.cancel()
+            raise
         finally:
+            if not handler.done():
+                # Cancelling a query on a frozen server can itself wait (psycopg tries to
+                # cancel it server-side): the answer above does not wait for that.
+                handler.cancel()
+                _abandoned.add(handler)
+                handler.add_done_callback(_abandoned.discard)
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             REQUEST_LATENCY.labels(scope["method"], route, f"{status // 100}xx").observe(elapsed)

@@ -9,12 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import InvalidInput
-from memvault.models import HistoryEntry
+from memvault.models import HistoryEntry, Owner
 
-
-class Owner(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: str = Field(description="the memory's owner; another user's memory is a 404")
+__all__ = ["V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
 
 
 class ListParams(BaseModel):

@@ -46,10 +46,14 @@ def create_engine(url: str, *, pool_size: int = 10, as_app: bool = True) -> Asyn
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_recycle=1800,
+        # A connection that died with a restarted server is replaced before use, so memvault
+        # recovers by itself once PostgreSQL is back (one cheap round trip per checkout).
+        pool_pre_ping=True,
+        pool_timeout=10,
         # No server-side prepared statements: each query is planned with its real parameters,
         # which lets the planner match a model's partial vector index.
         # JIT compiling a short OLTP query costs more than running it (seen: 400 ms on BM25).
-        connect_args={"prepare_threshold": None, "options": options},
+        connect_args={"prepare_threshold": None, "options": options, "connect_timeout": 10},
     )
     if as_app:
         tenancy.install(engine)

@@ -19,6 +19,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.db.errors import store_errors
+
 P = ParamSpec("P")
 R = TypeVar("R")
 APP_ROLE = "memvault_app"
@@ -72,11 +74,11 @@ def install(engine: AsyncEngine) -> None:
 def scoped_to_tenant(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]],
 ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """Run an ``AsyncMemory`` method inside its view's tenant."""
+    """Run an ``AsyncMemory`` method inside its view's tenant (an outage: StoreUnavailable)."""
 
     @functools.wraps(method)
     async def scoped(view: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with tenant_scope(view.tenant_id):
+        with tenant_scope(view.tenant_id), store_errors():
             return await method(view, *args, **kwargs)
 
     return scoped
@@ -85,11 +87,11 @@ def scoped_to_tenant(
 def across_tenants(
     method: Callable[P, Coroutine[Any, Any, R]],
 ) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Run a coroutine function that spans tenants by design."""
+    """Run a coroutine function that spans tenants by design (an outage: StoreUnavailable)."""
 
     @functools.wraps(method)
     async def spanning(*args: P.args, **kwargs: P.kwargs) -> R:
-        with all_tenants():
+        with all_tenants(), store_errors():
             return await method(*args, **kwargs)
 
     return spanning

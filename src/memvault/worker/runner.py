@@ -14,9 +14,10 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import psycopg
@@ -29,8 +30,8 @@ from memvault.db.tables import memories
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
-from memvault.errors import MemvaultError
-from memvault.metrics import EMBEDDING_JOBS
+from memvault.errors import MemvaultError, StoreUnavailable
+from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 
@@ -50,6 +51,9 @@ class _Prepared:
 
 # /ready calls a worker alive while its heartbeat is fresher than worker_heartbeat_stale_s.
 HEARTBEAT_S = 5.0
+_FIRST_BACKOFF_S, _MAX_BACKOFF_S = 0.5, 5.0
+# What a store outage raises on the way here (the service's own calls say StoreUnavailable).
+_STORE_ERRORS = (sa.exc.SQLAlchemyError, OSError, psycopg.Error, StoreUnavailable)
 _serial = itertools.count(1)
 
 
@@ -64,29 +68,33 @@ class Worker:
         self.settings = settings or backend.settings
         self._indexed: set[str] = set()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{next(_serial)}"
+        self._failing_since: float | None = None
+        self._backoff = _FIRST_BACKOFF_S
 
     # --- loop ---------------------------------------------------------------------------------
 
     @across_tenants
     async def run(self, stop: asyncio.Event, *, sweeper: bool = True) -> None:
-        listener = await self._listen()
+        """Process jobs until ``stop`` is set. Survives any store outage: every database call
+        is guarded, the LISTEN connection is re-opened when it breaks, and retries back off."""
+        listener: psycopg.AsyncConnection[object] | None = None
         next_sweep = next_beat = 0.0
         loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
                 if loop.time() >= next_beat:
-                    await self._guarded(self._beat())
+                    await self._guarded(self._beat(), stop)
                     next_beat = loop.time() + HEARTBEAT_S
                 if sweeper and loop.time() >= next_sweep:
-                    await self._guarded(self.sweep())
+                    await self._guarded(self.sweep(), stop)
                     next_sweep = loop.time() + self.settings.worker_sweep_interval_s
-                done = await self._guarded(self.run_once())
-                if not done:
-                    await self._idle(listener, stop)
+                done = await self._guarded(self.run_once(), stop)
+                if not done and not stop.is_set():
+                    listener = await self._idle(listener, stop)
         finally:
             if listener is not None:
                 await listener.close()
-            with contextlib.suppress(sa.exc.SQLAlchemyError, OSError, psycopg.Error):
+            with contextlib.suppress(*_STORE_ERRORS):
                 async with self.engine.begin() as conn:
                     await jobs.forget_worker(conn, self.worker_id)
 
@@ -95,33 +103,72 @@ class Worker:
             await jobs.heartbeat(conn, self.worker_id)
         return 1
 
-    async def _guarded(self, work: object) -> int:
+    async def _guarded(self, work: Coroutine[Any, Any, int], stop: asyncio.Event) -> int:
+        """Run one step; a failure (the store away, or a bug) is logged once, counted, and
+        retried after a backoff instead of ending the worker."""
         try:
-            return int(await work)  # type: ignore[misc]
-        except (sa.exc.SQLAlchemyError, OSError, psycopg.Error) as exc:
-            # The database is away; jobs stay queued. Try again shortly.
-            log.warning("worker: %s; retrying", type(exc).__name__)
-            await asyncio.sleep(1.0)
+            done = await work
+        except _STORE_ERRORS as exc:
+            await self._failed("store", exc, stop)
             return 0
+        except Exception as exc:
+            await self._failed("unexpected", exc, stop)
+            return 0
+        self._recovered()
+        return done
+
+    async def _failed(self, kind: str, exc: BaseException, stop: asyncio.Event) -> None:
+        WORKER_ERRORS.labels(kind).inc()
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+            log.warning(
+                "worker %s: %s (%s); retrying with backoff",
+                self.worker_id,
+                kind,
+                type(exc).__name__,
+            )
+        delay, self._backoff = self._backoff, min(self._backoff * 2, _MAX_BACKOFF_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+
+    def _recovered(self) -> None:
+        if self._failing_since is not None:
+            log.warning(
+                "worker %s: working again after %.1f s",
+                self.worker_id,
+                time.monotonic() - self._failing_since,
+            )
+        self._failing_since, self._backoff = None, _FIRST_BACKOFF_S
 
     async def _listen(self) -> psycopg.AsyncConnection[object] | None:
         try:
-            conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+            conn = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=5
+            )
             await conn.execute(f"LISTEN {jobs.CHANNEL}")
             return conn
-        except psycopg.Error:
-            log.warning("worker: cannot LISTEN, polling instead")
-            return None
+        except (psycopg.Error, OSError):
+            return None  # polled meanwhile; tried again at the next idle moment
 
     async def _idle(
         self, listener: psycopg.AsyncConnection[object] | None, stop: asyncio.Event
-    ) -> None:
+    ) -> psycopg.AsyncConnection[object] | None:
+        """Wait up to a second for a NOTIFY (or poll when there is no LISTEN connection);
+        returns the listener to use next time, re-opened if it broke."""
         if listener is None or listener.closed:
+            listener = await self._listen()
+        if listener is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
-            return
-        async for _ in listener.notifies(timeout=1.0, stop_after=1):
-            break
+            return None
+        try:
+            async for _ in listener.notifies(timeout=1.0, stop_after=1):
+                break
+        except (psycopg.Error, OSError):
+            with contextlib.suppress(psycopg.Error, OSError):
+                await listener.close()
+            return None
+        return listener
 
     # --- one batch ----------------------------------------------------------------------------
 

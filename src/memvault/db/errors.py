@@ -1,0 +1,57 @@
+"""The one place where a failing database becomes ``StoreUnavailable`` (503 store_unavailable).
+
+The service wraps every call in :func:`store_errors`, so library callers and every route see
+the same error; the API also maps anything that slipped past (an authentication lookup, say)
+through :func:`as_store_error`. Errors about the request itself (a constraint, bad data) are
+not outages and pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import sqlalchemy.exc as sa_exc
+
+from memvault.errors import StoreUnavailable
+from memvault.metrics import STORE_UNAVAILABLE
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_S = 5.0
+_OUTAGES: tuple[type[BaseException], ...] = (
+    sa_exc.OperationalError,  # connection refused or lost, server shutting down, cancelled
+    sa_exc.InterfaceError,  # a connection already closed underneath us
+    sa_exc.TimeoutError,  # no pooled connection came free in time
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    ConnectionError,
+)
+
+
+def as_store_error(exc: BaseException) -> StoreUnavailable | None:
+    """The ``StoreUnavailable`` an outage means, or None when ``exc`` is not an outage."""
+    outage = isinstance(exc, _OUTAGES) or (
+        isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    )
+    if not outage:
+        return None
+    STORE_UNAVAILABLE.inc()
+    log.warning("store unavailable: %s", type(exc).__name__)
+    return StoreUnavailable(
+        "The memory store (PostgreSQL) is unavailable. Retry after the time in Retry-After; "
+        "an acknowledged write is never lost, and a write that got this answer may be retried.",
+        retry_after=RETRY_AFTER_S,
+    )
+
+
+@contextmanager
+def store_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        translated = as_store_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc
