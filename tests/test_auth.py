@@ -30,7 +30,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("PATCH", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}, "json": {"tags": ["t"]}}),
     ("DELETE", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/memories/{MEMORY_ID}/history", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/messages", {"json": {"messages": [{"role": "u", "content": "x"}], "user_id": "u"}}),  # noqa: E501
+    ("POST", "/v1/messages", {"json": {"messages": [{"role": "user", "content": "x"}], "user_id": "u"}}),  # noqa: E501
     ("GET", "/v1/admin/jobs", {}),
     ("POST", "/v1/admin/jobs/retry", {}),
 ]  # fmt: skip
@@ -391,9 +391,9 @@ def test_admin_job_routes_see_only_their_tenant(api: TestClient) -> None:
     acme, globex = new_key(api, "acme", "read,write,admin"), new_key(api, "globex", "admin")
     long_text = "a long note " * 400  # past the model's window: embedded by a queued job
     call(api, "POST", "/v1/memories", acme, json={"content": long_text, "user_id": "u"})
-    mine = call(api, "GET", "/v1/admin/jobs", acme).json()
+    mine = call(api, "GET", "/v1/admin/jobs", acme).json()["results"]
     assert len(mine) == 1 and mine[0]["tenant_id"] == "acme"
-    assert call(api, "GET", "/v1/admin/jobs", globex).json() == []
+    assert call(api, "GET", "/v1/admin/jobs", globex).json() == {"results": []}
     assert call(api, "POST", "/v1/admin/jobs/retry", globex).json() == {"retried": 0}
 
 

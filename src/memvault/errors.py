@@ -26,6 +26,7 @@ the server's status and code on the instance.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -120,6 +121,18 @@ class ServerUnreachable(StoreUnavailable):
     """Raised by the HTTP client: the server could not be reached, or did not answer in time."""
 
     code = "server_unreachable"
+
+
+def validation_problems(errors: Sequence[Any]) -> list[dict[str, str]]:
+    """Pydantic validation errors as the envelope lists them: the field's path and what is
+    wrong, never the value that was sent."""
+    return [
+        {
+            "field": ".".join(str(p) for p in err["loc"]) or "body",
+            "problem": str(err["msg"]).removeprefix("Value error, "),
+        }
+        for err in errors
+    ]
 
 
 def _subclasses(cls: type[MemvaultError]) -> list[type[MemvaultError]]:

@@ -225,7 +225,9 @@ class AddResult(MemoryRecord):
 class Message(_Input):
     """One conversation turn."""
 
-    role: Identifier = Field(description="user, assistant, system, tool, or a speaker's role")
+    role: Literal["user", "assistant", "system", "tool"] = Field(
+        description="who spoke; a person's name goes in `name`"
+    )
     content: Content
     name: Identifier | None = Field(default=None, description="the speaker's name, if known")
 

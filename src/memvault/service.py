@@ -23,7 +23,7 @@ from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import across_tenants, scoped_to_tenant
-from memvault.errors import ContentTooLong, InvalidInput, NotFound
+from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     AddResult,
@@ -60,11 +60,8 @@ def validated(model: type[M], **fields: Any) -> M:
     try:
         return model.model_validate({k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        problems = [
-            {"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
-            for err in exc.errors(include_input=False, include_url=False)
-        ]
-        raise InvalidInput("The request is not valid.", details={"errors": problems}) from None
+        found = validation_problems(exc.errors(include_input=False, include_url=False))
+        raise InvalidInput("The request is not valid.", details={"errors": found}) from None
 
 
 def parse_id(memory_id: UUID | str) -> UUID:
@@ -366,7 +363,9 @@ class AsyncMemory:
         )
         cap = self._backend.settings.max_page_size
         if query.limit > cap:
-            raise InvalidInput(f"limit must be at most {cap}.", details={"field": "limit"})
+            # The same shape as any other field the input models refuse (search's limit).
+            problem = {"field": "limit", "problem": f"Input should be less than or equal to {cap}"}
+            raise InvalidInput("The request is not valid.", details={"errors": [problem]})
         after = _decode_cursor(query.cursor) if query.cursor else None
         filters = query.model_dump(exclude={"limit", "cursor"})
         async with self._backend.engine.connect() as conn:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,7 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from memvault.db.errors import as_store_error
-from memvault.errors import MemvaultError, Unauthorized
+from memvault.errors import MemvaultError, Unauthorized, validation_problems
 
 log = logging.getLogger("memvault.api")
 
@@ -41,11 +42,33 @@ async def _memvault_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    problems = [
-        {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
-        for err in exc.errors()
-    ]
-    return envelope(422, "invalid_input", "The request is not valid.", {"errors": problems})
+    errors = exc.errors()
+    if any(err["type"] == "json_invalid" for err in errors):
+        return _invalid_json()
+    if _body_problem(errors) and not _is_json(request.headers.get("content-type")):
+        return envelope(
+            415,
+            "unsupported_media_type",
+            "Send the request body as JSON, with 'Content-Type: application/json'.",
+        )
+    return envelope(
+        422, "invalid_input", "The request is not valid.", {"errors": validation_problems(errors)}
+    )
+
+
+def _body_problem(errors: Sequence[Any]) -> bool:
+    return any(err["loc"][:1] == ("body",) for err in errors)
+
+
+def _is_json(content_type: str | None) -> bool:
+    media = (content_type or "").split(";")[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def _invalid_json() -> JSONResponse:
+    return envelope(422, "invalid_json", "The request body is not valid JSON.")
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
@@ -54,8 +77,9 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_la
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 400:
-        # FastAPI's answer to a body that is not UTF-8 JSON: bad input like any other.
-        return envelope(422, "invalid_input", "The request body is not valid UTF-8 JSON.")
+        # FastAPI's answer to a body it could not parse at all (not UTF-8, nested too deep
+        # for the parser): bad input like any other.
+        return _invalid_json()
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     return envelope(exc.status_code, code, str(exc.detail))
 

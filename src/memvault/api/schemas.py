@@ -78,4 +78,4 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 # What any /v1 route may answer besides its success (documented so clients and fuzzers know).
-V1_ERRORS = _errors(401, 403, 404, 413, 422, 429, 500, 503)
+V1_ERRORS = _errors(401, 403, 404, 413, 415, 422, 429, 500, 503)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import warnings
 from pathlib import Path
@@ -19,6 +20,8 @@ from urllib.parse import quote
 from memvault.errors import ConfigurationError, DataDirInUse
 
 DATABASE_NAME = "memvault"
+# pgserver's list of the processes that share the server (it stops it when the last one goes).
+OWNERS_FILE = ".handle_pids.json"
 
 
 class EmbeddedPostgres:
@@ -35,6 +38,7 @@ class EmbeddedPostgres:
             from pgserver import postgres_server
 
         self.pg_dir.parent.mkdir(parents=True, exist_ok=True)
+        _forget_dead_owners(self.pg_dir)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -72,10 +76,39 @@ class EmbeddedPostgres:
                     conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
 
     def stop(self) -> None:
-        """Release our handle; the server stops when no other process holds one."""
+        """Release our handle; the server stops when no other live process holds one."""
         if self._server is not None:
+            # A process killed without cleaning up (SIGKILL) leaves its pid in the owner list;
+            # counting it would leave the postmaster running with nobody to stop it.
+            _forget_dead_owners(self.pg_dir)
             self._server.cleanup()
             self._server = None
+
+
+def _forget_dead_owners(pg_dir: Path) -> None:
+    """Drop the pids of processes that no longer exist from pgserver's owner list (under the
+    lock pgserver itself takes to change it)."""
+    import psutil
+    from pgserver.postgres_server import PostgresServer
+
+    owners = pg_dir.expanduser().resolve() / OWNERS_FILE
+    with PostgresServer._lock:
+        if not owners.exists():
+            return
+        try:
+            pids = json.loads(owners.read_text())
+        except ValueError:
+            pids = []
+        alive = [p for p in pids if isinstance(p, int) and _running(psutil, p)]
+        if alive != pids:
+            owners.write_text(json.dumps(alive))
+
+
+def _running(psutil: Any, pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 class ServeLock:

@@ -22,6 +22,10 @@ from memvault.service import AsyncMemory
 router = APIRouter(tags=["operations"])
 
 
+class JobPage(BaseModel):
+    results: list[EmbeddingJob]
+
+
 class Check(BaseModel):
     ok: bool
     detail: str
@@ -86,12 +90,12 @@ async def tenant_jobs(
     memory: AdminMemory,
     status: Annotated[Literal["queued", "processing", "done", "failed"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> list[EmbeddingJob]:
+) -> JobPage:
     """This tenant's embedding jobs, most recently changed first (admin scope)."""
     with tenant_scope(memory.tenant_id):  # the database shows only this tenant's jobs
         async with memory.backend.engine.connect() as conn:
             rows = await jobs.list_jobs(conn, status, limit)
-    return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
+    return JobPage(results=[EmbeddingJob.model_validate(r, from_attributes=True) for r in rows])
 
 
 @router.post("/v1/admin/jobs/retry", responses=V1_ERRORS)
