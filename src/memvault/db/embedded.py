@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import json
 import os
+import subprocess
 import warnings
 from pathlib import Path
 from typing import IO, Any
@@ -77,12 +78,17 @@ class EmbeddedPostgres:
 
     def stop(self) -> None:
         """Release our handle; the server stops when no other live process holds one."""
-        if self._server is not None:
-            # A process killed without cleaning up (SIGKILL) leaves its pid in the owner list;
-            # counting it would leave the postmaster running with nobody to stop it.
-            _forget_dead_owners(self.pg_dir)
-            self._server.cleanup()
-            self._server = None
+        if self._server is None:
+            return
+        # A process killed without cleaning up (SIGKILL) leaves its pid in the owner list;
+        # counting it would leave the postmaster running with nobody to stop it.
+        _forget_dead_owners(self.pg_dir)
+        system_user = self._server.system_user
+        self._server.cleanup()
+        self._server = None
+        # pgserver stops only the postmaster it saw at start; one restarted since (an outage,
+        # a crash) would be left behind.
+        _stop_if_unowned(self.pg_dir, system_user)
 
 
 def _forget_dead_owners(pg_dir: Path) -> None:
@@ -102,6 +108,23 @@ def _forget_dead_owners(pg_dir: Path) -> None:
         alive = [p for p in pids if isinstance(p, int) and _running(psutil, p)]
         if alive != pids:
             owners.write_text(json.dumps(alive))
+
+
+def _stop_if_unowned(pg_dir: Path, system_user: str | None) -> None:
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import
+    from pgserver.postgres_server import PostgresServer
+    from pgserver.utils import PostmasterInfo
+
+    pgdata = pg_dir.expanduser().resolve()
+    with PostgresServer._lock:
+        owners = pgdata / OWNERS_FILE
+        if owners.exists() and json.loads(owners.read_text() or "[]"):
+            return  # another live process still uses it
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is None or not info.is_running():
+            return
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=system_user, timeout=30)
 
 
 def _running(psutil: Any, pid: int) -> bool:

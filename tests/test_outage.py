@@ -1,0 +1,177 @@
+"""Faults from outside, on real processes: PostgreSQL stopped, frozen and restarted under a
+running server, and servers and workers SIGKILLed under load. Nothing acknowledged is lost,
+every outage answers 503 in the envelope, and memvault recovers without a restart."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.processes import Load, Postmaster, Process, Server, environment, eventually
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Iterator[Path]:
+    """A data directory outside pytest's tree: pytest resets that tree's permissions to 0700
+    whenever another session starts, and PostgreSQL runs as another user when we are root."""
+    path = Path(tempfile.mkdtemp(prefix="memvault-faults-"))
+    try:
+        yield path / "data"
+    finally:
+        left = Postmaster(path / "data").pid()
+        if left is not None:  # the test failed; don't leave its server behind as well
+            os.kill(left, signal.SIGQUIT)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _assert_store_unavailable(answer: httpx.Response) -> None:
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "store_unavailable"
+    assert int(answer.headers["retry-after"]) > 0
+    assert "Traceback" not in answer.text and "SELECT" not in answer.text
+
+
+def _all_memories(http: httpx.Client) -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    cursor: str | None = None
+    while True:
+        params = {"user_id": "load", "limit": 100, **({"cursor": cursor} if cursor else {})}
+        page = http.get("/v1/memories", params=params).json()
+        found += page["results"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return found
+
+
+def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> None:
+    server = Server(data, tmp_path / "server.log", request_timeout_s=3)
+    pg = Postmaster(data)
+    try:
+        server.wait_ready()
+        http = httpx.Client(base_url=server.base, timeout=15)
+        load = Load(server.base, "outage").start()
+        eventually(lambda: len(load.acked) >= 5, 30, "adds before the outage")
+
+        pg.stop()
+        for answer in (
+            http.post("/v1/memories", json={"content": "during", "user_id": "load"}),
+            http.get("/v1/memories", params={"user_id": "load"}),
+            http.post("/v1/memories/search", json={"query": "note", "user_id": "load"}),
+        ):
+            _assert_store_unavailable(answer)
+        assert http.get("/metrics").status_code == 200
+        time.sleep(1.5)  # the worker meets the outage too
+        pg.start()
+
+        # Recovery without restarting memvault: writes, reads and the worker all come back.
+        def writes_again() -> bool:
+            return (
+                http.post("/v1/memories", json={"content": "after", "user_id": "load"}).status_code
+                == 201
+            )
+
+        eventually(writes_again, 30, "writes after the restart")
+        queued = http.post(
+            "/v1/memories",
+            params={"async": "true", "wait": "true"},
+            json={"content": "embedded by the worker after the outage", "user_id": "load"},
+        )
+        assert queued.status_code == 201 and queued.json()["embedded"] is True
+        eventually(lambda: http.get("/ready").status_code == 200, 30, "ready after the outage")
+
+        # Frozen: every process of the server stopped mid-flight. The scrape and the deadline
+        # still answer at once; nothing waits for the cancel of a query the server never reads.
+        frozen = pg.freeze()
+        try:
+            started = time.monotonic()
+            assert http.get("/metrics", timeout=5).status_code == 200
+            answer = http.post("/v1/memories/search", json={"query": "note", "user_id": "load"})
+            took = time.monotonic() - started
+            assert answer.status_code == 503
+            assert answer.json()["error"]["code"] in {"request_timeout", "store_unavailable"}
+            assert took < 3 * 1.8, f"answered after {took:.1f} s with a 3 s deadline"
+        finally:
+            for proc in frozen:
+                proc.resume()
+        eventually(writes_again, 30, "writes after the thaw")
+
+        load.stop()
+        assert load.bodies == [] or all(
+            '"store_unavailable"' in b or '"request_timeout"' in b for b in load.bodies
+        )
+        assert 500 not in load.statuses
+        lost = [
+            c
+            for c, i in load.acked.items()
+            if http.get(f"/v1/memories/{i}", params={"user_id": "load"}).status_code != 200
+        ]
+        assert lost == []
+        http.close()
+    finally:
+        server.stop()
+    eventually(lambda: pg.pid() is None, 30, "the embedded PostgreSQL stopped with the server")
+
+
+def test_sigkills_under_load_lose_nothing_acknowledged(tmp_path: Path, data: Path) -> None:
+    pg = Postmaster(data)
+    acked: dict[str, str] = {}
+    for round_ in range(3):
+        server = Server(data, tmp_path / f"server{round_}.log", worker_lease_s=3)
+        server.wait_ready()
+        worker = Process(
+            ["worker"], environment(data, worker_lease_s=3), tmp_path / f"worker{round_}.log"
+        )
+        loads = [
+            Load(server.base, f"r{round_}single", background=True).start(),
+            Load(server.base, f"r{round_}batch", background=True, batch=5).start(),
+            Load(server.base, f"r{round_}inline").start(),
+        ]
+        eventually(lambda: sum(len(x.acked) for x in loads) >= 30, 60, "adds before the kill")  # noqa: B023
+        server.kill()
+        worker.kill()
+        for load in loads:
+            load.stop()
+            assert 500 not in load.statuses, load.bodies
+            acked.update(load.acked)
+        assert pg.pid() is not None  # the postmaster outlives its owners' SIGKILL...
+
+    server = Server(data, tmp_path / "final.log", worker_lease_s=3)
+    try:
+        server.wait_ready()
+        http = httpx.Client(base_url=server.base, timeout=30)
+
+        def settled() -> bool:
+            stored = {m["id"]: m for m in _all_memories(http)}
+            return all(i in stored and stored[i]["embedded"] for i in acked.values())
+
+        eventually(settled, 120, "every acknowledged memory embedded")
+        stored = _all_memories(http)
+        assert {str(m["id"]) for m in stored} >= set(acked.values())  # 0 lost
+        duplicates = [c for c, n in Counter(str(m["content"]) for m in stored).items() if n > 1]
+        assert duplicates == []
+        for status in ("queued", "processing"):
+            jobs = http.get("/v1/admin/jobs", params={"status": status}).json()["results"]
+            assert jobs == [], f"{len(jobs)} {status} jobs left"
+        for content in list(acked)[:: max(len(acked) // 15, 1)]:
+            token = content.split()[-1]
+            hits = http.post(
+                "/v1/memories/search",
+                json={"query": token, "user_id": "load", "recipe": "keyword", "limit": 3},
+            ).json()["results"]
+            assert [h["content"] for h in hits][:1] == [content]
+        http.close()
+    finally:
+        server.stop()
+    # ...and stops with the last live one, dead owners notwithstanding.
+    eventually(lambda: pg.pid() is None, 30, "no orphaned PostgreSQL")
