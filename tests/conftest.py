@@ -4,6 +4,8 @@ database built once, and a fresh copy of it for each test (CREATE DATABASE … T
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -33,8 +35,11 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data")
+def pg_server() -> Iterator[EmbeddedPostgres]:
+    # Outside pytest's temporary tree: another pytest session (a second checkout, say) prunes
+    # old trees and resets their permissions, under a running server's feet.
+    root = Path(tempfile.mkdtemp(prefix="memvault-test-pg-"))
+    server = EmbeddedPostgres(root / "data")
     server.start()
     with psycopg.connect(server.admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
@@ -42,6 +47,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPost
     migrate(server.admin_url(TEMPLATE))
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -641,6 +641,7 @@ class Memory:
     list_jobs = blocking(AsyncMemory.list_jobs)
     retry_jobs = blocking(AsyncMemory.retry_jobs)
     queue_counts = blocking(AsyncMemory.queue_counts)
+    worker_heartbeat_age = blocking(AsyncMemory.worker_heartbeat_age)
     reembed = blocking(AsyncMemory.reembed)
     purge_expired = blocking(AsyncMemory.purge_expired)
     rotate_encryption_key = blocking(AsyncMemory.rotate_encryption_key)
