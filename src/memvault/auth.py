@@ -18,17 +18,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memvault.db.tables import api_keys
+from memvault.db import api_keys as db_keys
 from memvault.errors import InvalidInput, NotFound, Unauthorized
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
 _KEY = re.compile(r"mv_(?P<prefix>[0-9a-f]{12})_(?P<secret>[A-Za-z0-9_-]{43})")
-_k = api_keys.c
 
 
 class ApiKeyInfo(BaseModel):
@@ -86,20 +84,14 @@ async def create_key(
     granted = parse_scopes(scopes)
     prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
     async with engine.begin() as conn:
-        row = (
-            await conn.execute(
-                api_keys.insert()
-                .values(
-                    id=uuid.uuid4(),
-                    tenant_id=tenant_id,
-                    name=name,
-                    prefix=prefix,
-                    secret_hash=_hash(secret),
-                    scopes=granted,
-                )
-                .returning(api_keys)
-            )
-        ).one()
+        row = await db_keys.insert_key(
+            conn,
+            tenant_id=tenant_id,
+            name=name,
+            prefix=prefix,
+            secret_hash=_hash(secret),
+            scopes=granted,
+        )
     return CreatedKey(
         **ApiKeyInfo.model_validate(row, from_attributes=True).model_dump(),
         key=f"mv_{prefix}_{secret}",
@@ -107,11 +99,8 @@ async def create_key(
 
 
 async def list_keys(engine: AsyncEngine, tenant_id: str | None = None) -> list[ApiKeyInfo]:
-    query = sa.select(api_keys).order_by(_k.created_at, _k.id)
-    if tenant_id is not None:
-        query = query.where(_k.tenant_id == tenant_id)
     async with engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
+        rows = await db_keys.list_keys(conn, tenant_id)
     return [ApiKeyInfo.model_validate(r, from_attributes=True) for r in rows]
 
 
@@ -119,19 +108,8 @@ async def revoke_key(engine: AsyncEngine, key: str) -> ApiKeyInfo:
     """Revoke by id, prefix or the whole key; revoking twice keeps the first time."""
     match = _KEY.fullmatch(key)
     prefix = match["prefix"] if match else key.strip()
-    try:
-        by = _k.id == uuid.UUID(prefix)
-    except ValueError:
-        by = _k.prefix == prefix
     async with engine.begin() as conn:
-        row = (
-            await conn.execute(
-                api_keys.update()
-                .where(by)
-                .values(revoked_at=sa.func.coalesce(_k.revoked_at, sa.func.now()))
-                .returning(api_keys)
-            )
-        ).one_or_none()
+        row = await db_keys.revoke(conn, prefix)
     if row is None:
         raise NotFound("No API key has that id or prefix.")
     return ApiKeyInfo.model_validate(row, from_attributes=True)
@@ -154,9 +132,7 @@ async def authenticate(engine: AsyncEngine, authorization: str | None) -> Princi
     if match is None:
         raise KeyRefused("malformed")
     async with engine.connect() as conn:
-        row = (
-            await conn.execute(sa.select(api_keys).where(_k.prefix == match["prefix"]))
-        ).one_or_none()
+        row = await db_keys.by_prefix(conn, match["prefix"])
     if row is None or not hmac.compare_digest(row.secret_hash, _hash(match["secret"])):
         raise KeyRefused("unknown")
     if row.revoked_at is not None:

@@ -6,10 +6,12 @@ jobs come back when the lease runs out. New jobs ``NOTIFY`` idle workers.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -222,3 +224,43 @@ async def last_heartbeat_age_s(conn: AsyncConnection) -> float | None:
         )
     )
     return None if age is None else float(age)
+
+
+class Notifications:
+    """A LISTEN connection on the jobs channel, re-opened after any failure: waiting for work
+    survives a database restart."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: psycopg.AsyncConnection[object] | None = None
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for a new job's NOTIFY; False when no LISTEN connection could
+        be had (the caller polls meanwhile)."""
+        if self._conn is None or self._conn.closed:
+            self._conn = await self._open()
+        if self._conn is None:
+            return False
+        try:
+            async for _ in self._conn.notifies(timeout=timeout, stop_after=1):
+                break
+        except (psycopg.Error, OSError):
+            await self.close()
+            return False
+        return True
+
+    async def _open(self) -> psycopg.AsyncConnection[object] | None:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self._url, autocommit=True, connect_timeout=5
+            )
+            await conn.execute(f"LISTEN {CHANNEL}")
+            return conn
+        except (psycopg.Error, OSError):
+            return None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error, OSError):
+                await self._conn.close()
+            self._conn = None

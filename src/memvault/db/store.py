@@ -440,3 +440,78 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
     for query in (in_memories.select_from(memories), in_history.select_from(memory_history)):
         total += (await conn.execute(query)).scalar_one()
     return total
+
+
+# --- the worker and the background pipeline ----------------------------------------------------
+
+
+async def fetch_memories(
+    conn: AsyncConnection, keys: Sequence[tuple[str, UUID]]
+) -> dict[tuple[str, UUID], AnyRow]:
+    """Memories of any tenants by (tenant, id), for work that spans tenants (the worker)."""
+    if not keys:
+        return {}
+    query = sa.select(memories).where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
+    return {(r.tenant_id, r.id): r for r in await conn.execute(query)}
+
+
+async def lock_content_hashes(
+    conn: AsyncConnection, keys: Sequence[tuple[str, UUID]]
+) -> dict[tuple[str, UUID], bytes]:
+    """Lock these memories for the transaction and say what content each holds now."""
+    query = (
+        sa.select(_m.tenant_id, _m.id, _m.content_hash)
+        .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
+        .with_for_update()
+    )
+    return {(r.tenant_id, r.id): r.content_hash for r in await conn.execute(query)}
+
+
+async def mark_embedded(
+    conn: AsyncConnection, keys: Sequence[tuple[str, UUID]], *, searchable: bool, model: str
+) -> None:
+    if not keys:
+        return
+    await conn.execute(
+        memories.update()
+        .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
+        .values(embedded=searchable, embedding_model=model)
+    )
+
+
+async def set_enrichment(
+    conn: AsyncConnection, tenant_id: str, memory_id: UUID, values: dict[str, Any]
+) -> None:
+    """A background add's enrichment, once the worker has settled it."""
+    await conn.execute(
+        memories.update().where(_m.tenant_id == tenant_id, _m.id == memory_id).values(values)
+    )
+
+
+_RECORD_ACCESS = sa.text(
+    """
+    UPDATE memories AS m
+    SET access_count = m.access_count + v.n,
+        last_accessed = GREATEST(COALESCE(m.last_accessed, CAST(:at AS timestamptz)),
+                                 CAST(:at AS timestamptz))
+    FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[]))
+        AS v(tenant_id, id, n)
+    WHERE m.tenant_id = v.tenant_id AND m.id = v.id
+    """
+)
+
+
+async def record_access(
+    conn: AsyncConnection, counts: dict[tuple[str, UUID], int], at: datetime
+) -> None:
+    """Add recall counts to memories, in one statement, in one lock order for every process."""
+    keys = sorted(counts)
+    await conn.execute(
+        _RECORD_ACCESS,
+        {
+            "tenants": [t for t, _ in keys],
+            "ids": [i for _, i in keys],
+            "ns": [counts[k] for k in keys],
+            "at": at,
+        },
+    )

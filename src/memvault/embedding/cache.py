@@ -13,10 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memvault.db.tables import embedding_cache
+from memvault.db import cache
 from memvault.metrics import CACHE_ERRORS
 
 log = logging.getLogger(__name__)
@@ -44,13 +43,9 @@ class PostgresCache:
         self._ttl = timedelta(seconds=ttl_s)
 
     async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]:
-        c = embedding_cache.c
-        query = sa.select(c.key, c.embedding).where(
-            c.key.in_(list(keys)), c.expires_at > sa.func.now()
-        )
         try:
             async with self._engine.connect() as conn:
-                found = {row.key: unpack(row.embedding) for row in await conn.execute(query)}
+                found = {k: unpack(v) for k, v in (await cache.get_vectors(conn, keys)).items()}
         except sa.exc.SQLAlchemyError as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
@@ -61,27 +56,16 @@ class PostgresCache:
         if not items:
             return
         expires = datetime.now(UTC) + self._ttl
-        rows = [{"key": k, "embedding": pack(v), "expires_at": expires} for k, v in items.items()]
-        statement = insert(embedding_cache).values(rows)
-        statement = statement.on_conflict_do_update(
-            index_elements=["key"],
-            set_={
-                "embedding": statement.excluded.embedding,
-                "expires_at": statement.excluded.expires_at,
-            },
-        )
         try:
             async with self._engine.begin() as conn:
-                await conn.execute(statement)
+                await cache.put_vectors(conn, {k: pack(v) for k, v in items.items()}, expires)
         except sa.exc.SQLAlchemyError as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
 
     async def purge_expired(self) -> None:
         async with self._engine.begin() as conn:
-            await conn.execute(
-                embedding_cache.delete().where(embedding_cache.c.expires_at <= sa.func.now())
-            )
+            await cache.purge_expired(conn)
 
     async def aclose(self) -> None:
         return None

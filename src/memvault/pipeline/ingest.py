@@ -21,7 +21,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from memvault.db import jobs, keywords, store, vectors
 from memvault.db.store import AnyRow
-from memvault.db.tables import memories as memories_table
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryInput, PIIInfo
@@ -265,15 +264,8 @@ class Pipeline:
         await self._enrich([draft])
         async with self.backend.engine.begin() as conn:
             if draft.dedup.action in ("stored_new", "keep_both"):
-                await conn.execute(
-                    memories_table.update()
-                    .where(
-                        memories_table.c.tenant_id == row.tenant_id, memories_table.c.id == row.id
-                    )
-                    .values(
-                        **{k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
-                    )
-                )
+                values = {k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
+                await store.set_enrichment(conn, row.tenant_id, row.id, values)
                 return
             if draft.dedup.action in ("merge", "replace") and draft.target is not None:
                 await self._fold_into(conn, draft)

@@ -16,26 +16,13 @@ from collections import Counter
 from datetime import UTC, datetime
 from uuid import UUID
 
-import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.db import store
 from memvault.db.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
-
-_FLUSH = sa.text(
-    """
-    UPDATE memories AS m
-    SET access_count = m.access_count + v.n,
-        last_accessed = GREATEST(COALESCE(m.last_accessed, CAST(:at AS timestamptz)),
-                                 CAST(:at AS timestamptz))
-    FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[]))
-        AS v(tenant_id, id, n)
-    WHERE m.tenant_id = v.tenant_id AND m.id = v.id
-    """
-)
-
 
 def reinforcement(access_count: int, saturation: int = 50) -> float:
     """0 for a memory never recalled, rising with diminishing returns to 1 at ``saturation``."""
@@ -67,24 +54,15 @@ class AccessTracker:
         retry, self._retry = self._retry, Counter()
         if not batch:
             return 0
-        keys = sorted(batch)  # one lock order for every process: no deadlocks between flushes
         try:
             async with self._engine.begin() as conn:
-                await conn.execute(
-                    _FLUSH,
-                    {
-                        "tenants": [t for t, _ in keys],
-                        "ids": [i for _, i in keys],
-                        "ns": [batch[k] for k in keys],
-                        "at": datetime.now(UTC),
-                    },
-                )
+                await store.record_access(conn, dict(batch), datetime.now(UTC))
         except SQLAlchemyError as exc:
             log.warning("writing access counts failed (%s)", type(exc).__name__)
             # Counts already retried once are dropped.
             self._retry = Counter({k: n for k, n in batch.items() if k not in retry})
             return 0
-        return len(keys)
+        return len(batch)
 
     async def _run(self) -> None:
         while not self._stop.is_set():

@@ -24,9 +24,8 @@ import psycopg
 import sqlalchemy as sa
 
 from memvault.config import Settings
-from memvault.db import jobs, vectors
+from memvault.db import jobs, store, vectors
 from memvault.db.store import AnyRow
-from memvault.db.tables import memories
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from memvault.runtime import Backend
 
 log = logging.getLogger(__name__)
-_m = memories.c
 
 
 @dataclass
@@ -77,7 +75,7 @@ class Worker:
     async def run(self, stop: asyncio.Event, *, sweeper: bool = True) -> None:
         """Process jobs until ``stop`` is set. Survives any store outage: every database call
         is guarded, the LISTEN connection is re-opened when it breaks, and retries back off."""
-        listener: psycopg.AsyncConnection[object] | None = None
+        notifications = jobs.Notifications(self.url)
         next_sweep = next_beat = 0.0
         loop = asyncio.get_running_loop()
         try:
@@ -90,10 +88,9 @@ class Worker:
                     next_sweep = loop.time() + self.settings.worker_sweep_interval_s
                 done = await self._guarded(self.run_once(), stop)
                 if not done and not stop.is_set():
-                    listener = await self._idle(listener, stop)
+                    await self._idle(notifications, stop)
         finally:
-            if listener is not None:
-                await listener.close()
+            await notifications.close()
             with contextlib.suppress(*_STORE_ERRORS):
                 async with self.engine.begin() as conn:
                     await jobs.forget_worker(conn, self.worker_id)
@@ -140,35 +137,11 @@ class Worker:
             )
         self._failing_since, self._backoff = None, _FIRST_BACKOFF_S
 
-    async def _listen(self) -> psycopg.AsyncConnection[object] | None:
-        try:
-            conn = await psycopg.AsyncConnection.connect(
-                self.url, autocommit=True, connect_timeout=5
-            )
-            await conn.execute(f"LISTEN {jobs.CHANNEL}")
-            return conn
-        except (psycopg.Error, OSError):
-            return None  # polled meanwhile; tried again at the next idle moment
-
-    async def _idle(
-        self, listener: psycopg.AsyncConnection[object] | None, stop: asyncio.Event
-    ) -> psycopg.AsyncConnection[object] | None:
-        """Wait up to a second for a NOTIFY (or poll when there is no LISTEN connection);
-        returns the listener to use next time, re-opened if it broke."""
-        if listener is None or listener.closed:
-            listener = await self._listen()
-        if listener is None:
+    async def _idle(self, notifications: jobs.Notifications, stop: asyncio.Event) -> None:
+        """Wait up to a second for a new job (polling when LISTEN is unavailable)."""
+        if not await notifications.wait(timeout=1.0):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
-            return None
-        try:
-            async for _ in listener.notifies(timeout=1.0, stop_after=1):
-                break
-        except (psycopg.Error, OSError):
-            with contextlib.suppress(psycopg.Error, OSError):
-                await listener.close()
-            return None
-        return listener
 
     # --- one batch ----------------------------------------------------------------------------
 
@@ -210,14 +183,8 @@ class Worker:
     async def _prepare(
         self, claimed: Sequence[AnyRow]
     ) -> tuple[list[_Prepared], list[tuple[AnyRow, str]]]:
-        keys = [(j.tenant_id, j.memory_id) for j in claimed]
         async with self.engine.connect() as conn:
-            rows = {
-                (r.tenant_id, r.id): r
-                for r in await conn.execute(
-                    sa.select(memories).where(sa.tuple_(_m.tenant_id, _m.id).in_(keys))
-                )
-            }
+            rows = await store.fetch_memories(conn, [(j.tenant_id, j.memory_id) for j in claimed])
         tokenizer = self.embeddings.primary.tokenizer()
         window = min(self.settings.chunk_tokens, self.embeddings.primary.max_tokens)
         prepared, broken = [], []
@@ -258,16 +225,8 @@ class Worker:
         embedded_hash = {(p.row.tenant_id, p.row.id): p.row.content_hash for p in prepared}
         async with self.engine.begin() as conn:
             # Lock the rows and keep only those whose content is still what we embedded.
-            current = await conn.execute(
-                sa.select(_m.tenant_id, _m.id, _m.content_hash)
-                .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(embedded_hash)))
-                .with_for_update()
-            )
-            unchanged = {
-                (r.tenant_id, r.id)
-                for r in current
-                if embedded_hash[(r.tenant_id, r.id)] == r.content_hash
-            }
+            current = await store.lock_content_hashes(conn, list(embedded_hash))
+            unchanged = {k for k, content in current.items() if embedded_hash[k] == content}
             for tenant_id, batch in by_tenant.items():
                 fresh = {k: v for k, v in batch.items() if (tenant_id, k) in unchanged}
                 await vectors.replace_chunks(conn, tenant_id, fresh, embedded.model_id)
@@ -275,12 +234,9 @@ class Worker:
             # whoever waits on it must not see it before it is perhaps folded away.
             settling = {(p.row.tenant_id, p.row.id) for p in prepared if p.job.kind == "ingest"}
             for keys, searchable in ((unchanged - settling, True), (unchanged & settling, False)):
-                if keys:
-                    await conn.execute(
-                        memories.update()
-                        .where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
-                        .values(embedded=searchable, embedding_model=embedded.model_id)
-                    )
+                await store.mark_embedded(
+                    conn, list(keys), searchable=searchable, model=embedded.model_id
+                )
             await jobs.complete(conn, [p.job for p in prepared])
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
         return {memory_id for _, memory_id in unchanged}

@@ -1,0 +1,40 @@
+"""The PostgreSQL embedding cache (an UNLOGGED table): vectors by a digest of model and text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import embedding_cache
+
+_c = embedding_cache.c
+
+
+async def get_vectors(conn: AsyncConnection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+    """Packed vectors of the keys found and not yet expired."""
+    query = sa.select(_c.key, _c.embedding).where(
+        _c.key.in_(list(keys)), _c.expires_at > sa.func.now()
+    )
+    return {row.key: row.embedding for row in await conn.execute(query)}
+
+
+async def put_vectors(conn: AsyncConnection, packed: dict[bytes, bytes], expires: datetime) -> None:
+    rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in packed.items()]
+    statement = insert(embedding_cache).values(rows)
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["key"],
+            set_={
+                "embedding": statement.excluded.embedding,
+                "expires_at": statement.excluded.expires_at,
+            },
+        )
+    )
+
+
+async def purge_expired(conn: AsyncConnection) -> None:
+    await conn.execute(embedding_cache.delete().where(_c.expires_at <= sa.func.now()))
