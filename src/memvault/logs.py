@@ -110,6 +110,9 @@ def configure(level: str, *, as_json: bool) -> None:
     # memvault logs each request itself, with its id and route; uvicorn's line would add the
     # raw path and query string.
     logging.getLogger("uvicorn.access").disabled = True
+    # pgserver narrates every initdb and pg_ctl call at INFO, whole outputs included.
+    if logging.getLevelName(level) > logging.DEBUG:
+        logging.getLogger("pgserver").setLevel(logging.WARNING)
 
 
 def uvicorn_options() -> dict[str, Any]:
