@@ -6,6 +6,8 @@ import asyncio
 import ipaddress
 import json
 import os
+import shutil
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -124,8 +126,6 @@ def _loopback(host: str) -> bool:
 
 def _refuse_a_busy_port(host: str, port: int) -> None:
     """Fail before anything is started or created when another process holds the port."""
-    import socket
-
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         with socket.socket(family) as probe:
@@ -143,8 +143,6 @@ def _refuse_a_busy_port(host: str, port: int) -> None:
 def _command() -> str:
     """How to run this program again, as the user can type it: `memvault` when it is on PATH,
     else the path it was started by (`.venv/bin/memvault` under `make run`)."""
-    import shutil
-
     started = Path(sys.argv[0])
     if started.name != "memvault":
         return "memvault"
