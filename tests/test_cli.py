@@ -31,9 +31,10 @@ def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def run(*args: str) -> str:
+    """What the command printed on stdout (notes and progress go to stderr)."""
     result = runner.invoke(app, list(args))
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout
 
 
 def test_add_get_list_history_delete(env: dict[str, str]) -> None:

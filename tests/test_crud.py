@@ -258,3 +258,47 @@ async def test_text_without_a_utf8_form_is_refused(memory: AsyncMemory) -> None:
         await memory.add("broken \ud800 text", user_id="u")
     with pytest.raises(InvalidInput):
         await memory.add("fine text", user_id="bad \udfff user")
+
+
+async def test_a_card_with_its_code_and_expiry_is_redacted_and_never_dates_the_memory(
+    memory: AsyncMemory,
+) -> None:
+    added = await memory.add(
+        "My card is 4111 1111 1111 1111, exp 12/27, CVV 123", user_id="u", infer=False
+    )
+    assert "4111" not in added.content and "123" not in added.content
+    assert added.pii.found == {"credit_card": 1, "card_security_code": 1}
+    assert added.valid_until is None and added.memory_type == "persistent"
+
+
+async def test_editing_the_content_enriches_it_again(memory: AsyncMemory) -> None:
+    added = await memory.add("I love sushi and ramen", user_id="u")
+    assert "food_preference" in added.categories and added.memory_type == "persistent"
+    updated = await memory.update(
+        added.id, user_id="u", content="Dentist appointment tomorrow at 3pm"
+    )
+    assert "health" in updated.categories and "food_preference" not in updated.categories
+    assert updated.memory_type == "temporal" and updated.valid_until is not None
+    stored = await memory.get(added.id, user_id="u")
+    assert (stored.categories, stored.valid_until, stored.importance) == (
+        updated.categories,
+        updated.valid_until,
+        updated.importance,
+    )
+
+
+async def test_an_edit_that_changes_nothing_records_nothing(memory: AsyncMemory) -> None:
+    added = await memory.add("Bob lives in Paris", user_id="bob", metadata={"a": 1})
+    same = await memory.update(
+        added.id, user_id="bob", content="Bob lives in Paris", metadata={"a": 1, "gone": None}
+    )
+    assert same.updated_at == added.updated_at and same.metadata == {"a": 1}
+    assert [h.action for h in await memory.history(added.id, user_id="bob")] == ["ADD"]
+    # Same text, new metadata: only the metadata change is recorded, the text is kept.
+    await memory.update(added.id, user_id="bob", content="Bob lives in Paris", metadata={"a": 2})
+    history = await memory.history(added.id, user_id="bob")
+    assert [(h.action, h.old_content, h.new_content) for h in history] == [
+        ("ADD", None, "Bob lives in Paris"),
+        ("UPDATE", None, None),
+    ]
+    assert (history[-1].old_metadata, history[-1].new_metadata) == ({"a": 1}, {"a": 2})

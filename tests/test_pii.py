@@ -422,6 +422,11 @@ REDACTIONS = [
     ("call me at 5551234567", "call me at [REDACTED:phone]"),
     ("(555) 123-4567 or 06 12 34 56 78", "[REDACTED:phone] or [REDACTED:phone]"),
     ("card 4111 1111 1111 1111, exp 12/27", "card [REDACTED:credit_card], exp 12/27"),
+    ("card 4111 1111 1111 1111 exp 12/27 cvv 123", "card [REDACTED:credit_card] exp 12/27 cvv [REDACTED:card_security_code]"),  # noqa: E501
+    ("visa 4111111111111111, CVC: 4567", "visa [REDACTED:credit_card], CVC: [REDACTED:card_security_code]"),  # noqa: E501
+    ("4111 1111 1111 1111 12/27 123", "[REDACTED:credit_card] 12/27 [REDACTED:card_security_code]"),
+    ("the security code is 321", "the security code is [REDACTED:card_security_code]"),
+    ("card 4111 1111 1111 1111 345 ok", "card [REDACTED:credit_card] 345 ok"),
     ("amex 3782-822463-10005", "amex [REDACTED:credit_card]"),
     ("ref 12 4111 1111 1111 1111 ok", "ref 12 [REDACTED:credit_card] ok"),
     ("ssn 123-45-6789", "ssn [REDACTED:ssn]"),

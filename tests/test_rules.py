@@ -323,3 +323,23 @@ def test_normalise_category_is_snake_case_ascii_and_idempotent(raw: str) -> None
     assert once.isascii()
     assert len(once) <= 64
     assert normalise_category(once) == once
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card [REDACTED:credit_card], exp 12/27",  # as the PII stage leaves it
+        "My visa expires 11/2026",
+        "Company card valid thru 08/25, use it for travel",
+        "card [REDACTED:credit_card] 12/27 [REDACTED:card_security_code]",
+    ],
+)
+def test_a_cards_expiry_is_not_the_memorys_expiry(text: str) -> None:
+    result = enrich(text, REF)
+    assert result.valid_until is None and result.memory_type == "persistent"
+
+
+def test_a_card_expiry_beside_a_real_deadline_keeps_the_deadline() -> None:
+    result = enrich("My card expires 12/27 and I'm in Rome until Friday", REF)
+    assert result.valid_until == end_of(2024, 5, 17)
+    assert enrich("I'm in Paris until 12/27", REF).valid_until is not None  # no card: a date

@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
+import shutil
+import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +24,7 @@ from rich.table import Table
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
-from memvault.models import AddResult, HistoryEntry, MemoryRecord, MessagesRequest
+from memvault.models import AddResult, HistoryEntry, MemoryInput, MemoryRecord, MessagesRequest
 from memvault.service import AsyncMemory, Memory, validated
 
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
@@ -41,16 +45,35 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memorie
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
 
-def _fail(exc: MemvaultError) -> None:
-    err.print(f"[red]error:[/red] {exc.message}")
+def _fail(exc: MemvaultError, *, where: str = "") -> None:
+    err.print(f"[red]error:[/red] {where}{_describe(exc)}", highlight=False)
     raise typer.Exit(1)
 
 
+def _describe(exc: MemvaultError) -> str:
+    """The message and, as the API's details do, which field was wrong and why."""
+    problems = exc.details.get("errors")
+    if isinstance(problems, list) and problems:
+        named = "; ".join(f"{p.get('field')}: {p.get('problem')}" for p in problems)
+        return f"{exc.message} {named}"
+    field = exc.details.get("field")
+    return f"{exc.message} (field: {field})" if field else exc.message
+
+
+def _model_load_note(settings: Settings) -> None:
+    """Commands that embed load the local model on first use in a process; say so, once."""
+    if settings.embedding_provider == "local":
+        err.print("memvault: loading the embedding model (the first load takes a few seconds)…")
+
+
 @contextmanager
-def _memory(*, worker: bool = False) -> Iterator[Memory]:
+def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[Memory]:
     """A store for one command; embedding workers only for commands that wait on them."""
     try:
-        with Memory(Settings(run_worker=worker), actor="cli") as memory:
+        settings = Settings(run_worker=worker)
+        if embeds:
+            _model_load_note(settings)
+        with Memory(settings, actor="cli") as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -101,6 +124,48 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def _refuse_a_busy_port(host: str, port: int) -> None:
+    """Fail before anything is started or created when another process holds the port."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        err.print(
+            f"[red]error:[/red] cannot listen on {host}:{port}: {exc.strerror or exc}. Is "
+            "another server running there? Stop it, or choose a port with --port or "
+            "MEMVAULT_PORT."
+        )
+        raise typer.Exit(1) from None
+
+
+def _command() -> str:
+    """How to run this program again, as the user can type it: `memvault` when it is on PATH,
+    else the path it was started by (`.venv/bin/memvault` under `make run`)."""
+    started = Path(sys.argv[0])
+    if started.name != "memvault":
+        return "memvault"
+    found = shutil.which("memvault")
+    if found and Path(found).resolve() == started.resolve():
+        return "memvault"
+    return str(started)
+
+
+def _auth_off_banner() -> str:
+    cmd = _command()
+    # MAKELEVEL is set by make for the commands it runs: then `make run` is the way back.
+    restart = "MEMVAULT_AUTH=required make run" if "MAKELEVEL" in os.environ else f"{cmd} serve"
+    return (
+        "[bold yellow]memvault: AUTHENTICATION IS OFF[/bold yellow] - a request without a key "
+        "acts as tenant 'default' (one that sends a key acts as the key's tenant). Fine for one "
+        "person on this machine. To turn it on and keep what you stored here, make a key for "
+        "tenant 'default':\n"
+        f"  1. {cmd} api-keys create --tenant default --scopes read,write\n"
+        f"  2. {restart}     (then send: Authorization: Bearer <key>)"
+    )
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="bind address (MEMVAULT_HOST)")] = None,
@@ -126,11 +191,13 @@ def serve(
         err.print(
             f"[red]error:[/red] refusing to serve on {settings.host} with authentication off: "
             "anyone who can reach it could read every memory. Bind 127.0.0.1, or create a key "
-            "(`memvault api-keys create --tenant ORG --scopes read,write`) and set "
+            f"(`{_command()} api-keys create --tenant default --scopes read,write`) and set "
             "MEMVAULT_AUTH=required."
         )
         raise typer.Exit(1)
-    logs.configure(settings.log_level, as_json=settings.log_json)
+    _refuse_a_busy_port(settings.host, settings.port)
+    as_json = logs.wants_json(settings.log_format, settings.log_json, tty=sys.stderr.isatty())
+    logs.configure(settings.log_level, as_json=as_json)
     lock = ServeLock(settings.data_dir)
     if settings.embedded:
         try:
@@ -143,20 +210,14 @@ def serve(
     url = f"http://{settings.host}:{settings.port}"
     out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
     if settings.auth == "off":
-        out.print(
-            "[bold yellow]memvault: AUTHENTICATION IS OFF[/bold yellow] - every request acts "
-            "as tenant 'default', with no API key. Fine for one person on this machine; to "
-            "turn it on:\n"
-            "  1. memvault api-keys create --tenant my-org --scopes read,write\n"
-            "  2. MEMVAULT_AUTH=required memvault serve"
-        )
+        out.print(_auth_off_banner(), highlight=False)
     try:
         uvicorn.run(
             create_app(settings),
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level.lower(),
-            log_config=logs.log_config(),
+            **logs.uvicorn_options(),
         )
     finally:
         lock.release()
@@ -219,7 +280,7 @@ def add(
 ) -> None:
     """Store one memory."""
     meta = _json_object(metadata)
-    with _memory(worker=wait) as memory:
+    with _memory(worker=wait, embeds=True) as memory:
         record = _call(
             lambda: memory.add(
                 content,
@@ -282,11 +343,18 @@ def delete(
     user: UserOpt,
     memory_id: Annotated[str | None, typer.Argument()] = None,
     all_: Annotated[bool, typer.Option("--all", help="delete every memory of the user")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before --all")] = False,
 ) -> None:
-    """Delete one memory, or all of a user's with --all."""
+    """Delete one memory, or all of a user's with --all (asks first unless --yes)."""
     if (memory_id is None) == (not all_):
         err.print("[red]error:[/red] give a memory id or --all, not both")
         raise typer.Exit(2)
+    if all_ and not yes:
+        typer.confirm(
+            f"Delete every memory of user {user!r}? History is kept; this cannot be undone",
+            abort=True,
+            err=True,
+        )
     with _memory() as memory:
         if all_:
             count = _call(lambda: memory.delete_all(user_id=user))
@@ -333,54 +401,70 @@ def import_(
 ) -> None:
     """Bulk-import memories and conversations from a JSONL file, in batches, with progress."""
     from collections import Counter
+    from functools import partial
 
     from rich.progress import Progress
 
-    items = _read_jsonl(path)
+    lines = _read_jsonl(path)
     actions: Counter[str] = Counter()
-    with _memory() as memory, Progress(console=err) as progress:
-        task = progress.add_task("importing", total=len(items))
-        pending: list[dict[str, Any]] = []
+    with _memory(embeds=bool(lines)) as memory, Progress(console=err) as progress:
+        task = progress.add_task("importing", total=len(lines))
+        pending: list[tuple[int, dict[str, Any]]] = []
 
         def flush() -> None:
             if pending:
-                results = _call(lambda: memory.add_many(list(pending)))
+                results = _at_lines(
+                    path, [n for n, _ in pending], lambda: memory.add_many([i for _, i in pending])
+                )
                 actions.update(r.dedup.action for r in results)
                 progress.advance(task, len(pending))
                 pending.clear()
 
-        for item in items:
+        for number, item in lines:
             if "messages" in item:
                 flush()
-                turns = _import_conversation(memory, item)
+                turns = _at_lines(path, [number], partial(_import_conversation, memory, item))
                 actions.update(r.dedup.action for r in turns)
                 progress.advance(task, 1)
             else:
-                pending.append(item)
+                pending.append((number, item))
                 if len(pending) >= batch:
                     flush()
         flush()
     out.print(
-        f"imported {len(items)} lines: "
+        f"imported {len(lines)} lines: "
         + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
     )
 
 
+def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:
+    """Run ``fn`` on the items read from ``numbers``; an error names the line it is about (a
+    batch error's ``index`` is the position in the batch)."""
+    try:
+        return fn()
+    except MemvaultError as exc:
+        index = exc.details.get("index", 0)
+        line = numbers[index] if isinstance(index, int) and 0 <= index < len(numbers) else None
+        _fail(exc, where=f"{path}:{line}: " if line is not None else "")
+        raise  # unreachable: _fail always exits
+
+
 def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult]:
-    convo = _call(lambda: validated(MessagesRequest, **item))
-    return _call(
-        lambda: memory.add_messages(
-            list(convo.messages),
-            user_id=convo.user_id,
-            app_id=convo.app_id,
-            session_id=convo.session_id,
-            occurred_at=convo.occurred_at,
-            infer=convo.infer,
-        )
+    convo = validated(MessagesRequest, **item)
+    return memory.add_messages(
+        list(convo.messages),
+        user_id=convo.user_id,
+        app_id=convo.app_id,
+        session_id=convo.session_id,
+        occurred_at=convo.occurred_at,
+        infer=convo.infer,
+        first_turn=convo.first_turn,
     )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every line, checked before anything is stored: a bad one names its line number and the
+    field, and nothing is imported."""
     items = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -392,7 +476,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             err.print(f"[red]error:[/red] {path}:{number} is not a JSON object; nothing imported")
             raise typer.Exit(2)
-        items.append(item)
+        model = MessagesRequest if "messages" in item else MemoryInput
+        try:
+            validated(model, **item)
+        except MemvaultError as exc:
+            _fail(exc, where=f"{path}:{number}: ")
+        items.append((number, item))
     return items
 
 
@@ -413,7 +502,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Find a user's memories most relevant to QUERY (meaning + keywords)."""
-    with _memory() as memory:
+    with _memory(embeds=recipe != "keyword") as memory:
         result = _call(
             lambda: memory.search(
                 query,

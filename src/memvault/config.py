@@ -16,6 +16,7 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 EmbeddingProviderName = Literal["local", "openai", "hash"]
 LLMProviderName = Literal["openai", "anthropic"]
 PIIPolicyName = Literal["redact", "reject", "allow"]
+LogFormat = Literal["auto", "json", "text"]
 
 
 def _default_data_dir() -> Path:
@@ -68,7 +69,14 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default=[], description="origins allowed by CORS (JSON list); empty: CORS off"
     )
-    log_json: bool = Field(default=True, description="one JSON object per log line")
+    log_format: LogFormat = Field(
+        default="auto",
+        description="json: one JSON object per line; text: human-readable; auto: text when "
+        "stderr is a terminal, else json",
+    )
+    log_json: bool | None = Field(
+        default=None, description="older switch: true means json, false text (log_format wins)"
+    )
     worker_heartbeat_stale_s: float = Field(
         default=30.0, gt=0, description="/ready fails when no worker has beaten for this long"
     )

@@ -64,6 +64,10 @@ def validated(model: type[M], **fields: Any) -> M:
         raise InvalidInput("The request is not valid.", details={"errors": found}) from None
 
 
+# What enrichment decides about a text, so an edit of the text decides it again.
+_ENRICHED = ("importance", "memory_type", "valid_until", "categories")
+
+
 def parse_id(memory_id: UUID | str) -> UUID:
     if isinstance(memory_id, UUID):
         return memory_id
@@ -383,32 +387,55 @@ class AsyncMemory:
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> MemoryRecord:
-        """Replace the content and/or merge metadata (a key set to None is removed)."""
+        """Replace the content and/or merge metadata (a key set to None is removed).
+
+        New content is enriched again (importance, type, expiry, categories follow the new
+        text) and queued for re-embedding; an edit that changes nothing records nothing."""
         ident, user_id = one_memory(memory_id, user_id)
         change = validated(MemoryUpdate, content=content, metadata=metadata)
-        values: dict[str, Any] = {}
         new_text: str | None = None
+        enriched: dict[str, Any] = {}
         if change.content is not None:
             # Secrets must not slip in through an edit either.
             new_text = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
             self._check_length(new_text)
-            # New text means old vectors no longer describe it: queue it for re-embedding.
-            values.update(self._seal(ident, new_text), embedded=False)
+            enrichment, _ = await self._backend.judge.enrich(new_text, datetime.now(UTC))
+            enriched = enrichment.model_dump(include={*_ENRICHED})
         async with self._backend.engine.begin() as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
-            if change.metadata is not None:
-                merged = {**old.metadata, **change.metadata}
-                values["metadata"] = {k: v for k, v in merged.items() if v is not None}
+            values = self._edits(old, new_text, change.metadata)
+            if not values:
+                return self._record(old)
+            if "ciphertext" in values:
+                values.update(enriched)
             row = await store.update_memory(conn, old, values, self.actor)
-            if new_text is not None:
+            if "ciphertext" in values:
+                assert new_text is not None
                 await jobs.enqueue(conn, self.tenant_id, [ident])
                 terms, length = blind_terms(self._backend.keys.current(), new_text)
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}
                 )
         return self._record(row)
+
+    def _edits(
+        self, old: AnyRow, new_text: str | None, metadata: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The column values an edit really changes: none when it repeats what is stored."""
+        values: dict[str, Any] = {}
+        if new_text is not None and new_text != self._open(
+            old.tenant_id, old.id, old.ciphertext, old.nonce, old.key_id
+        ):
+            # New text means old vectors no longer describe it: queue it for re-embedding.
+            values.update(self._seal(old.id, new_text), embedded=False)
+        if metadata is not None:
+            merged = {**old.metadata, **metadata}
+            merged = {k: v for k, v in merged.items() if v is not None}
+            if merged != old.metadata:
+                values["metadata"] = merged
+        return values
 
     @scoped_to_tenant
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:

@@ -11,7 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from memvault import __version__
-from memvault.api import errors, gauges
+from memvault.api import docs, errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
@@ -73,9 +73,13 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
         "`Authorization: Bearer <API key>` unless the server runs with MEMVAULT_AUTH=off.",
         lifespan=lifespan,
         max_body_size=settings.max_body_bytes,
+        # Served by api/docs.py from packaged assets instead of a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.request_timeout_s = settings.request_timeout_s
     errors.install(app)
+    docs.install(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

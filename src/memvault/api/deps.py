@@ -1,5 +1,9 @@
 """Who is calling and what they may do: the API key (or, with auth off, the one implicit
-tenant), the caller's rate limit, and the tenant view of the store every route works on."""
+tenant), the caller's rate limit, and the tenant view of the store every route works on.
+
+With auth off a request that still sends a key is served as that key's tenant and scopes, so
+data written with a key stays in view when the server's auth setting changes; a key that does
+not verify is refused (401) rather than quietly served as ``default``."""
 
 from __future__ import annotations
 
@@ -26,18 +30,12 @@ async def get_principal(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     memory: AsyncMemory = request.app.state.memory
-    if memory.backend.settings.auth == "off":
+    authorization = request.headers.get("authorization")
+    if memory.backend.settings.auth == "off" and not authorization:
         principal = _OPEN
         bucket = f"ip:{request.client.host if request.client else 'unknown'}"
     else:
-        try:
-            principal = await authenticate(
-                memory.backend.engine, request.headers.get("authorization")
-            )
-        except KeyRefused as exc:
-            AUTH_FAILURES.labels(exc.reason).inc()
-            log.info("api key refused", extra={"reason": exc.reason})
-            raise
+        principal = await _verified(memory, authorization)
         bucket = f"key:{principal.key_prefix}"
     wait = await request.app.state.rate_limiter.take(bucket)
     if wait > 0:
@@ -48,6 +46,15 @@ async def get_principal(
             retry_after=wait,
         )
     return principal
+
+
+async def _verified(memory: AsyncMemory, authorization: str | None) -> Principal:
+    try:
+        return await authenticate(memory.backend.engine, authorization)
+    except KeyRefused as exc:
+        AUTH_FAILURES.labels(exc.reason).inc()
+        log.info("api key refused", extra={"reason": exc.reason})
+        raise
 
 
 def _memory_for(scope: Scope) -> Callable[..., Awaitable[AsyncMemory]]:

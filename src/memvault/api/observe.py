@@ -1,5 +1,8 @@
 """Per-request plumbing, outermost first: a request id, a deadline, a latency histogram and one
-access-log line per request. Pure ASGI, so it wraps every route and every error the same way."""
+access-log line per request. Pure ASGI, so it wraps every route and every error the same way.
+
+The access line names the route template and the query parameters' names, never a path or a
+query value: ids, user ids and ``metadata`` filters can all say more than a log should."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import logging
 import re
 import time
 import uuid
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,6 +21,15 @@ from memvault.metrics import REQUEST_LATENCY
 
 log = logging.getLogger("memvault.access")
 _GOOD_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_GOOD_NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
+
+
+def query_names(query_string: bytes) -> str | None:
+    """The query's parameter names, sorted and comma-joined; an odd-looking name is shown as
+    '?', since a name too is whatever the caller typed."""
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    names = {name if _GOOD_NAME.fullmatch(name) else "?" for name, _ in pairs}
+    return ",".join(sorted(names)) or None
 
 
 # Handlers past their deadline, still unwinding; kept referenced until they finish.
@@ -87,13 +100,23 @@ class RequestContext:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             REQUEST_LATENCY.labels(scope["method"], route, f"{status // 100}xx").observe(elapsed)
-            log.info(
-                "request",
-                extra={
-                    "method": scope["method"],
-                    "route": route,
-                    "status": status,
-                    "ms": round(elapsed * 1000, 2),
-                },
-            )
+            _log_access(scope, route, status, elapsed)
             request_id.reset(token)
+
+
+def _log_access(scope: Scope, route: str, status: int, elapsed: float) -> None:
+    ms = round(elapsed * 1000, 2)
+    log.info(
+        "%s %s %s %s ms",
+        scope["method"],
+        route,
+        status,
+        ms,
+        extra={
+            "method": scope["method"],
+            "route": route,
+            "query": query_names(scope.get("query_string", b"")),
+            "status": status,
+            "ms": ms,
+        },
+    )

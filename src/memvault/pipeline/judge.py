@@ -43,8 +43,12 @@ class Judge:
     async def enrich(self, text: str, reference_time: datetime) -> tuple[Enrichment, Source]:
         if self.llm is not None:
             try:
+                # A card's expiry is no date for the memory: the model does not see it either.
                 answer = await self.llm.structured(
-                    ENRICH, Enrichment, text=text, reference_time=reference_time.isoformat()
+                    ENRICH,
+                    Enrichment,
+                    text=rules.without_card_expiry(text),
+                    reference_time=reference_time.isoformat(),
                 )
                 return _tidy(answer, reference_time), "llm"
             except LLMError as exc:

@@ -25,6 +25,7 @@ PII_TYPES: tuple[str, ...] = (
     "email",
     "phone",
     "credit_card",
+    "card_security_code",
     "ssn",
     "iban",
     "ip_address",
@@ -75,6 +76,7 @@ _PRIORITY: dict[str, int] = {
             "email",
             "iban",
             "credit_card",
+            "card_security_code",
             "ssn",
             "ip_address",
             "phone",
@@ -302,9 +304,34 @@ def _cards(scan: _Scan) -> Iterator[_Hit]:
                 digits = "".join(g.group() for g in groups[i:j])
                 if _NUMBER_ENDS.match(text, end) and _luhn(digits):
                     yield groups[i].start(), end, "credit_card"
+                    if tail := _CARD_TAIL.match(text, end):
+                        yield tail.start("num"), tail.end("num"), "card_security_code"
                     i = j - 1
                     break
             i += 1
+
+
+# The code on the back of a card (CVV/CVC): a labelled one anywhere, or an unlabelled 3-4 digits
+# right after a card number and its expiry ("4111 … 1111 12/27 123"). Without the expiry, a
+# number after a card is just another number ("ref 12 4111 … 1111 345").
+_CARD_CODE_LABELLED = re.compile(
+    r"\b(?:cvv2?|cvc2?|cvn|csc|card\s+(?:security|verification)\s+(?:code|value|number)|"
+    r"security\s+code)\b[^\w\n]{0,3}(?:(?:is|was|=)\s*)?[#:]?\s*(?P<num>\d{3,4})"
+    rf"{_NUM_END}",
+    re.IGNORECASE,
+)
+_CARD_TAIL = re.compile(
+    r"[ \t]*[,;]?[ \t]*(?:(?:exp(?:iry|ires|iration)?(?:\s+date)?|valid\s+(?:thru|through))"
+    r"\.?[ \t]*:?[ \t]*)?(?:0?[1-9]|1[0-2])[ \t]*/[ \t]*(?:\d{4}|\d{2})[ \t]*[,;]?[ \t]*"
+    rf"(?P<num>\d{{3,4}}){_NUM_END}(?![ .-]?\d)"
+)
+
+
+def _card_codes(scan: _Scan) -> Iterator[_Hit]:
+    if not any(w in scan.lower for w in ("cv", "csc", "security code", "verification")):
+        return
+    for m in _CARD_CODE_LABELLED.finditer(scan.text):
+        yield m.start("num"), m.end("num"), "card_security_code"
 
 
 def _valid_ssn(digits: str) -> bool:
@@ -688,6 +715,7 @@ _DETECTORS: tuple[Callable[[_Scan], Iterator[_Hit]], ...] = (
     _emails,
     _ibans,
     _cards,
+    _card_codes,
     _ssns,
     _ip_addresses,
     _phones,

@@ -445,8 +445,26 @@ def _special_ends(text: str, reference: datetime) -> list[datetime]:
     return ends
 
 
+# A payment card's expiry ("exp 12/27", "valid thru 08/26", or MM/YY right after the card) is a
+# fact about the card, not a date when the memory stops being true.
+_CARD_WORDS = re.compile(
+    r"\b(card|visa|mastercard|amex|credit|debit)\b|REDACTED:credit_card", re.IGNORECASE
+)
+_MONTH_YEAR = r"(?:0?[1-9]|1[0-2])\s*/\s*(?:\d{4}|\d{2})\b"
+_CARD_EXPIRY = re.compile(
+    r"(?:\b(?:exp(?:iry|ires|ired|iration|\.)?(?:\s+date)?|valid\s+(?:thru|through|until)|"
+    rf"good\s+thru)\s*(?:on\s+|:\s*)?|(?<=REDACTED:credit_card\])[\s,;]*){_MONTH_YEAR}",
+    re.IGNORECASE,
+)
+
+
+def without_card_expiry(text: str) -> str:
+    return _CARD_EXPIRY.sub(" ", text) if _CARD_WORDS.search(text) else text
+
+
 def _valid_until(text: str, reference: datetime) -> datetime | None:
     """When a time-bound memory stops being true; None for a lasting one."""
+    text = without_card_expiry(text)
     if _PERSISTENT_CUES.search(text):
         return None
     if _PAST.search(text) and not _FUTURE.search(text):
