@@ -16,8 +16,10 @@ class CountingModel:
         self.calls: list[list[str]] = []
         self.fail_on = fail_on
         self.gate = threading.Event()
+        self.entered = threading.Event()
 
     def encode(self, texts: list[str]) -> list[list[float]]:
+        self.entered.set()
         self.gate.wait(5)  # hold the first call so the others pile up behind it
         self.calls.append(texts)
         if self.fail_on is not None and self.fail_on in texts:
@@ -25,15 +27,25 @@ class CountingModel:
         return [[float(len(t)), float(ord(t[0]))] for t in texts]
 
 
+async def _in_model(model: CountingModel) -> None:
+    """Until a model call is under way (the coalescer runs it in a thread)."""
+    assert await asyncio.to_thread(model.entered.wait, 5)
+
+
+async def _queued() -> None:
+    """Until every task just created has run up to its wait: one turn of the loop."""
+    await asyncio.sleep(0)
+
+
 async def test_waiting_calls_are_served_by_one_model_call_in_order() -> None:
     model = CountingModel()
     coalescer = Coalescer(model.encode, max_texts=64)
     first = asyncio.create_task(coalescer.embed(["a"]))
-    await asyncio.sleep(0.05)  # the first call is in the model now
+    await _in_model(model)
     rest = [
         asyncio.create_task(coalescer.embed([f"{c}" * n, "zz"])) for n, c in enumerate("bcdef", 1)
     ]
-    await asyncio.sleep(0.05)
+    await _queued()
     model.gate.set()
     assert await first == [[1.0, 97.0]]
     for n, (task, c) in enumerate(zip(rest, "bcdef", strict=True), 1):
@@ -55,7 +67,7 @@ async def test_a_failure_reaches_the_callers_of_that_batch_only() -> None:
     model = CountingModel(fail_on="bad")
     coalescer = Coalescer(model.encode, max_texts=2)
     blocker = asyncio.create_task(coalescer.embed(["first"]))
-    await asyncio.sleep(0.05)
+    await _in_model(model)
     bad = asyncio.create_task(coalescer.embed(["bad", "b2"]))
     good = asyncio.create_task(coalescer.embed(["good"]))
     model.gate.set()
@@ -69,10 +81,10 @@ async def test_a_caller_that_gave_up_does_not_stop_the_others() -> None:
     model = CountingModel()
     coalescer = Coalescer(model.encode)
     blocker = asyncio.create_task(coalescer.embed(["first"]))
-    await asyncio.sleep(0.05)
+    await _in_model(model)
     impatient = asyncio.create_task(coalescer.embed(["gone"]))
     patient = asyncio.create_task(coalescer.embed(["kept"]))
-    await asyncio.sleep(0.01)
+    await _queued()
     impatient.cancel()
     model.gate.set()
     await blocker

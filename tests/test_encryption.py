@@ -89,7 +89,7 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
         make_settings(encryption_key=new_key, encryption_old_keys=old_key)
     )
     acknowledged: list[Any] = []
-    stop = asyncio.Event()
+    stop, writing = asyncio.Event(), asyncio.Event()
 
     async def writer(n: int) -> None:
         i = 0
@@ -98,10 +98,11 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
                 f"written during rotation {n}-{i}", user_id=f"w{n}", infer=False
             )
             acknowledged.append((record.id, record.user_id, record.content))
+            writing.set()
             i += 1
 
     writers = [asyncio.create_task(writer(n)) for n in range(4)]
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(writing.wait(), 30)  # rotation starts with writers under way
     report = await during.rotate_encryption_key()
     stop.set()
     await asyncio.gather(*writers)

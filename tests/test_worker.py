@@ -162,8 +162,9 @@ async def test_an_edit_during_embedding_is_not_overwritten_by_stale_vectors(
     record = await store.add("first version", user_id="u", background=True, infer=False)
     provider[1].hang_s = 0.3
     worker = worker_for(store)
+    provider[1].received.clear()
     in_flight = asyncio.create_task(worker.run_once())
-    await asyncio.sleep(0.1)
+    assert await asyncio.to_thread(provider[1].received.wait, 10)  # the text is being embedded
     await store.update(record.id, user_id="u", content="second version")
     await in_flight
     assert (await store.get(record.id, user_id="u")).embedded is False
@@ -257,7 +258,8 @@ async def test_a_killed_worker_loses_nothing_and_leaves_no_duplicates(
     assert processing.fetchone() == (20,)
 
     provider[1].hang_s = 0
-    await asyncio.sleep(1.1)  # the dead worker's lease runs out
+    # The dead worker's lease runs out (moved to the past rather than waited for).
+    raw.execute("UPDATE embedding_jobs SET locked_until = now() - interval '1 second'")
     assert await worker_for(memory).run_once() == 20
     for memory_id in ids:
         assert (await memory.get(memory_id, user_id="u")).embedded
