@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 EmbeddingProviderName = Literal["local", "openai", "hash"]
+EncoderBackend = Literal["auto", "onnx", "torch"]
 LLMProviderName = Literal["openai", "anthropic"]
 PIIPolicyName = Literal["redact", "reject", "allow"]
 
@@ -78,6 +79,11 @@ class Settings(BaseSettings):
     embedding_model: str = Field(
         default="all-MiniLM-L6-v2",
         description="model name; for `local` the bundled all-MiniLM-L6-v2",
+    )
+    embedding_backend: EncoderBackend = Field(
+        default="auto",
+        description="how `local` runs the model: onnx (ONNX Runtime, graph exported once into "
+        "<data_dir>/models), torch (sentence-transformers), or auto: onnx, else torch",
     )
     embedding_base_url: str = Field(
         default="https://api.openai.com/v1", description="OpenAI-compatible API root (openai)"
