@@ -23,8 +23,12 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    values = {"MEMVAULT_DATABASE_URL": database_url, "MEMVAULT_ENCRYPTION_KEY": KEY}
+def env(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    values = {
+        "MEMVAULT_DATABASE_URL": database_url,
+        "MEMVAULT_ENCRYPTION_KEY": KEY,
+        "MEMVAULT_DATA_DIR": str(tmp_path / "data"),
+    }
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     return values
@@ -78,6 +82,16 @@ def test_doctor_reports_every_check(env: dict[str, str]) -> None:
     for check in ("database", "pgvector", "schema", "encryption key", "embedding model"):
         assert check in output
     assert "FAIL" not in output
+    encoder = next(line for line in output.splitlines() if "encoder" in line)
+    assert "onnxruntime" in encoder
+
+
+def test_doctor_says_when_torch_runs_and_why(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_BACKEND", "torch")
+    encoder = next(line for line in run("doctor").splitlines() if "encoder" in line)
+    assert "torch, chosen by" in encoder
 
 
 def test_doctor_explains_a_missing_key(

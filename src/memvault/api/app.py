@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +20,8 @@ from memvault.api.routes import memories, messages, operations
 from memvault.config import Settings
 from memvault.service import AsyncMemory
 
+log = logging.getLogger(__name__)
+
 
 class _MemvaultAPI(FastAPI):
     request_timeout_s: float = 60.0
@@ -27,6 +31,23 @@ class _MemvaultAPI(FastAPI):
         # every response (errors included) carries a request id and is timed and logged.
         inner = PayloadLimitEnvelope(super().build_middleware_stack(), self.max_body_size or 0)
         return RequestContext(inner, self.request_timeout_s)
+
+
+def _load_model(memory: AsyncMemory) -> asyncio.Task[None]:
+    """Load the embedding model in a thread while the server starts answering: /ready says
+    503 until it is in memory, so no request routed by readiness waits seconds for it."""
+    task = asyncio.create_task(memory.backend.embeddings.warm(), name="memvault-model-load")
+    task.add_done_callback(_log_model_load)
+    return task
+
+
+def _log_model_load(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    if (exc := task.exception()) is not None:
+        log.error("embedding model failed to load: %s", type(exc).__name__)
+    else:
+        log.info("embedding model loaded")
 
 
 def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> FastAPI:
@@ -39,16 +60,15 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
         limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst, redis_url)
         app.state.rate_limiter = limiter
         try:
-            if memory is not None:
-                app.state.memory = memory
-                yield
-                return
-            opened = await AsyncMemory.open(settings, actor="api")
+            opened = memory if memory is not None else await AsyncMemory.open(settings, actor="api")
             app.state.memory = opened
+            app.state.model_load = _load_model(opened)
             try:
                 yield
             finally:
-                await opened.close()
+                app.state.model_load.cancel()
+                if memory is None:
+                    await opened.close()
         finally:
             await limiter.aclose()
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -26,10 +25,14 @@ from memvault.config import EncoderBackend
 from memvault.embedding.base import Embedder, ProviderRejected
 from memvault.embedding.batching import Coalescer
 
+if TYPE_CHECKING:
+    from memvault.embedding.onnx import OnnxEncoder
+
 log = logging.getLogger(__name__)
 
 BUNDLED = "all-MiniLM-L6-v2"
-_loaded: dict[tuple[str, str, str], Loaded] = {}  # (model, backend, has a cache dir)
+_loaded: dict[tuple[str, str, str], Loaded] = {}  # by (model, backend, cache dir)
+_onnx_encoders: dict[str, OnnxEncoder] = {}  # by export file name
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()
 
@@ -108,19 +111,20 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None) -> Loaded:
         raise onnx.ExportUnsupported("no data directory to cache the exported graph in")
     if not onnx.supports(model_dir):
         raise onnx.ExportUnsupported("the model's pooling is not mean pooling")
-    with warnings.catch_warnings():
-        # The tracer's notes on shapes it specialised are about the export, not the caller.
-        warnings.simplefilter("ignore")
-        encoder = onnx.OnnxEncoder.load(model_dir, cache_dir)
+    # One session per model per process, whichever data directory asked first: a second store
+    # opened in the same process (tests, a notebook) needs no second export.
+    name = onnx.cache_file(model_dir, cache_dir).name
+    if name not in _onnx_encoders:
+        _onnx_encoders[name] = onnx.OnnxEncoder.load(model_dir, cache_dir)
+    encoder = _onnx_encoders[name]
     return Loaded(encoder, f"onnxruntime, graph {encoder.source} at {encoder.onnx_file}")
 
 
 def load_encoder(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
     """The encoder for ``name``, loaded once per process; ``auto`` prefers ONNX and falls back
-    to torch with the reason kept. A process shares one load per model and backend, whatever
-    the cache directory: the graph in any of them computes the same vectors."""
+    to torch with the reason kept."""
     with _load_lock:
-        key = (name, backend, "" if cache_dir is None else "cached")
+        key = (name, backend, str(cache_dir))
         if key not in _loaded:
             _loaded[key] = _load(_model_dir(name), backend, cache_dir)
         return _loaded[key]
