@@ -64,7 +64,7 @@ def export_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def first_load(export_dir: Path) -> OnnxEncoder:
     model_dir = bundled_model_path()
     assert model_dir is not None
-    return OnnxEncoder.load(model_dir, export_dir)
+    return OnnxEncoder.load(model_dir, export_dir, "all-MiniLM-L6-v2")
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -98,10 +98,11 @@ def test_export_is_cached_and_reused(first_load: OnnxEncoder, export_dir: Path) 
     model_dir = bundled_model_path()
     assert model_dir is not None
     assert first_load.source == "exported"
-    target = cache_file(model_dir, export_dir)
+    target = cache_file(model_dir, export_dir, "all-MiniLM-L6-v2")
+    assert target.name.startswith("all-MiniLM-L6-v2-") and target.suffix == ".onnx"
     assert first_load.onnx_file == target and target.exists()
     before = target.stat()
-    second = OnnxEncoder.load(model_dir, export_dir)
+    second = OnnxEncoder.load(model_dir, export_dir, "all-MiniLM-L6-v2")
     assert second.source == "cached"
     after = target.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

@@ -104,7 +104,7 @@ class TorchEncoder:
         return [(int(a), int(b)) for a, b in encoded["offset_mapping"]]
 
 
-def _load_onnx(model_dir: Path, cache_dir: Path | None) -> Loaded:
+def _load_onnx(name: str, model_dir: Path, cache_dir: Path | None) -> Loaded:
     from memvault.embedding import onnx
 
     if cache_dir is None:
@@ -113,10 +113,11 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None) -> Loaded:
         raise onnx.ExportUnsupported("the model's pooling is not mean pooling")
     # One session per model per process, whichever data directory asked first: a second store
     # opened in the same process (tests, a notebook) needs no second export.
-    name = onnx.cache_file(model_dir, cache_dir).name
-    if name not in _onnx_encoders:
-        _onnx_encoders[name] = onnx.OnnxEncoder.load(model_dir, cache_dir)
-    encoder = _onnx_encoders[name]
+    label = Path(name).name
+    file_name = onnx.cache_file(model_dir, cache_dir, label).name
+    if file_name not in _onnx_encoders:
+        _onnx_encoders[file_name] = onnx.OnnxEncoder.load(model_dir, cache_dir, label)
+    encoder = _onnx_encoders[file_name]
     return Loaded(encoder, f"onnxruntime, graph {encoder.source} at {encoder.onnx_file}")
 
 
@@ -126,15 +127,16 @@ def load_encoder(name: str, backend: EncoderBackend, cache_dir: Path | None) -> 
     with _load_lock:
         key = (name, backend, str(cache_dir))
         if key not in _loaded:
-            _loaded[key] = _load(_model_dir(name), backend, cache_dir)
+            _loaded[key] = _load(name, backend, cache_dir)
         return _loaded[key]
 
 
-def _load(model_dir: Path, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
+def _load(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
+    model_dir = _model_dir(name)
     if backend == "torch":
         return Loaded(TorchEncoder(model_dir), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
     try:
-        return _load_onnx(model_dir, cache_dir)
+        return _load_onnx(name, model_dir, cache_dir)
     except Exception as exc:
         if backend == "onnx":
             raise ProviderRejected(

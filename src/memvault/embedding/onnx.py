@@ -56,7 +56,7 @@ def max_seq_length(model_dir: Path) -> int:
     )
 
 
-def cache_file(model_dir: Path, cache_dir: Path) -> Path:
+def cache_file(model_dir: Path, cache_dir: Path, name: str | None = None) -> Path:
     """Where this model's export lives: named by a fingerprint of the weights and the config, so
     a changed model (or a changed export) never loads a stale graph."""
     digest = hashlib.sha256(f"export-v{EXPORT_VERSION}".encode())
@@ -65,7 +65,7 @@ def cache_file(model_dir: Path, cache_dir: Path) -> Path:
             digest.update(f"{path.name}:{path.stat().st_size}".encode())
         elif path.name in ("config.json", "tokenizer.json"):
             digest.update(path.read_bytes())
-    return cache_dir / f"{model_dir.name}-{digest.hexdigest()[:16]}.onnx"
+    return cache_dir / f"{name or model_dir.name}-{digest.hexdigest()[:16]}.onnx"
 
 
 def export(model_dir: Path, target: Path) -> None:
@@ -173,9 +173,9 @@ class OnnxEncoder:
         self.max_tokens = max_seq_length(model_dir)
 
     @classmethod
-    def load(cls, model_dir: Path, cache_dir: Path) -> OnnxEncoder:
+    def load(cls, model_dir: Path, cache_dir: Path, name: str | None = None) -> OnnxEncoder:
         """Open the cached export, exporting it first if this machine has none yet."""
-        target = cache_file(model_dir, cache_dir)
+        target = cache_file(model_dir, cache_dir, name)
         source = "cached"
         if not target.exists():
             with _export_lock:  # threads of one process export once; processes race harmlessly
