@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
-from memvault.db import store
+from memvault.db import ratelimit, store
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
@@ -44,6 +44,7 @@ class Backend:
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _rate_takes: int = 0
     _workers: list[asyncio.Task[None]] = field(default_factory=list)
 
     def start_workers(self, concurrency: int) -> None:
@@ -55,6 +56,16 @@ class Backend:
                     worker.run(self._stop, sweeper=n == 0), name=f"memvault-worker-{n}"
                 )
             )
+
+    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+        """The token bucket every server process over this database shares (when no Redis):
+        0 when ``key`` may go ahead, else the seconds until it may."""
+        async with self.engine.begin() as conn:
+            wait = await ratelimit.take(conn, key, rate, burst)
+            self._rate_takes += 1
+            if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
+                await ratelimit.prune(conn, burst / rate + 60)
+        return wait
 
     async def close(self) -> None:
         self._stop.set()

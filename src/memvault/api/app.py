@@ -50,27 +50,35 @@ def _log_model_load(task: asyncio.Task[None]) -> None:
         log.info("embedding model loaded")
 
 
+def create_app_from_env() -> FastAPI:
+    """The app from ``MEMVAULT_*`` environment variables: what each process of
+    ``memvault serve --workers N`` imports (``uvicorn --factory``)."""
+    return create_app(Settings())
+
+
 def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> FastAPI:
     """Build the app. With ``memory`` given the caller owns the store; otherwise the app opens
     one from ``settings`` at start-up and closes it at shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = memory if memory is not None else await AsyncMemory.open(settings, actor="api")
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
-        limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst, redis_url)
-        app.state.rate_limiter = limiter
+        limiter = RateLimiter(
+            settings.rate_limit_per_s,
+            settings.rate_limit_burst,
+            redis_url,
+            shared=opened.backend.take_rate_token,
+        )
+        app.state.memory, app.state.rate_limiter = opened, limiter
+        app.state.model_load = _load_model(opened)
         try:
-            opened = memory if memory is not None else await AsyncMemory.open(settings, actor="api")
-            app.state.memory = opened
-            app.state.model_load = _load_model(opened)
-            try:
-                yield
-            finally:
-                app.state.model_load.cancel()
-                if memory is None:
-                    await opened.close()
+            yield
         finally:
+            app.state.model_load.cancel()
             await limiter.aclose()
+            if memory is None:
+                await opened.close()
 
     app = _MemvaultAPI(
         title="memvault",
