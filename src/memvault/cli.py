@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -108,6 +109,9 @@ def serve(
     auth: Annotated[
         str | None, typer.Option(help="required or off (MEMVAULT_AUTH; default required)")
     ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="server processes sharing the port and the database")
+    ] = 1,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
     import uvicorn
@@ -151,15 +155,43 @@ def serve(
             "  2. MEMVAULT_AUTH=required memvault serve"
         )
     try:
-        uvicorn.run(
-            create_app(settings),
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level.lower(),
-            log_config=logs.log_config(),
-        )
+        with _embedded_for_workers(settings, workers):
+            uvicorn.run(
+                create_app(settings) if workers == 1 else "memvault.api.app:create_app_from_env",
+                factory=workers > 1,
+                workers=workers if workers > 1 else None,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level.lower(),
+                log_config=logs.log_config(),
+            )
     finally:
         lock.release()
+
+
+@contextmanager
+def _embedded_for_workers(settings: Settings, workers: int) -> Iterator[None]:
+    """With several processes, each builds its settings from the environment (so this one's
+    options go there), and this parent holds the embedded database from before the first
+    starts until after the last has stopped: the server's start and stop belong to one
+    process, whichever worker comes and goes."""
+    if workers == 1:
+        yield
+        return
+    for name in ("host", "port", "auth"):
+        os.environ[f"MEMVAULT_{name.upper()}"] = str(getattr(settings, name))
+    if not settings.embedded:
+        yield
+        return
+    from memvault.db.embedded import EmbeddedPostgres
+    from memvault.db.engine import migrate
+
+    server = EmbeddedPostgres(settings.pg_data_dir)
+    migrate(server.start())
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 @app.command("mcp")
