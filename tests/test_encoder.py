@@ -106,7 +106,7 @@ def test_export_is_cached_and_reused(first_load: OnnxEncoder, export_dir: Path) 
     assert second.source == "cached"
     after = target.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    assert [p.name for p in export_dir.iterdir()] == [target.name]  # no partial files left
+    assert not [p for p in export_dir.iterdir() if p.name.endswith(".partial")]  # none half-written
     np.testing.assert_allclose(second.encode(["same"]), first_load.encode(["same"]), atol=1e-6)
 
 

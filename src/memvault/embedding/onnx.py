@@ -14,13 +14,13 @@ The vectors stay fp32: dynamic int8 quantisation was measured at mean cosine 0.9
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
-import threading
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ import numpy.typing as npt
 # Part of the cache file's name: a change to what the exported graph computes must change it.
 EXPORT_VERSION = 1
 _BATCH = 32  # texts per session run; sorted by length so a batch pads little
-_export_lock = threading.Lock()
 
 
 class ExportUnsupported(Exception):
@@ -141,6 +140,17 @@ def _tokenizer(model_dir: Path, max_length: int | None = None) -> Any:
     return tokenizer
 
 
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def intra_op_threads() -> int:
     """Threads for one session run. Matrix work on short texts stops scaling after a few
     threads; on a small machine (2 cores) every core, since encodes already run one at a time."""
@@ -178,7 +188,8 @@ class OnnxEncoder:
         target = cache_file(model_dir, cache_dir, name)
         source = "cached"
         if not target.exists():
-            with _export_lock:  # threads of one process export once; processes race harmlessly
+            # Processes (`serve --workers N`) and threads starting together export once.
+            with _exclusive(target.with_name(f".{target.name}.lock")):
                 if not target.exists():
                     export(model_dir, target)
                     source = "exported"
