@@ -51,7 +51,8 @@ def loading(cache: Path) -> tuple[LocalEmbedder, LocalEmbedder]:
     torch_s = timed(torch.load)
     print("## loading (s)")
     print(f"onnx: export on first use {exported:.1f}, from the cached file {cached:.2f}")
-    print(f"torch: {torch_s:.2f}  ({onnx.load().reason})")
+    print(f"torch (sentence-transformers): {torch_s:.2f}")
+    print(f"the server's encoder: {onnx.load().reason}")
     return onnx, torch
 
 
