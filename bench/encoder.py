@@ -5,8 +5,9 @@
 1. Loading: the ONNX export on first use (into a fresh cache directory), then a load from the
    cached file, against loading torch.
 2. Query latency: a single short query embedded through ``LocalEmbedder.embed`` (what a search
-   pays, coalescer and thread hop included; no cache), distinct LoCoMo dev questions, the two
-   encoders alternating query by query so both meet the same machine load. p50/p95 and ratio.
+   pays, coalescer and thread hop included; no cache) and by the bare encoder, distinct LoCoMo
+   dev questions, the two encoders alternating query by query so both meet the same machine
+   load. p50/p95 and ratios.
 3. Equivalence: every turn of the dev LoCoMo conversations embedded by both; cosine of each
    pair (mean, minimum, 1st percentile).
 4. With ``--recall``: bench/locomo.py's evidence recall run once per encoder (fresh store each),
@@ -57,7 +58,8 @@ def loading(cache: Path) -> tuple[LocalEmbedder, LocalEmbedder]:
 
 
 async def query_latency(onnx: LocalEmbedder, torch: LocalEmbedder, questions: list[str]) -> None:
-    times: dict[str, list[float]] = {"torch": [], "onnx": []}
+    """Each question through ``embed`` (what a search pays) and through the bare encoder."""
+    times: dict[str, list[float]] = {}
     for warm in questions[:5]:
         await onnx.embed(warm)
         await torch.embed(warm)
@@ -66,14 +68,25 @@ async def query_latency(onnx: LocalEmbedder, torch: LocalEmbedder, questions: li
         for name, embedder in pair if n % 2 else pair[::-1]:
             start = time.perf_counter()
             await embedder.embed(question)
-            times[name].append(time.perf_counter() - start)
-    t, o = summary_ms(times["torch"]), summary_ms(times["onnx"])
+            middle = time.perf_counter()
+            embedder.load().encoder.encode([question])
+            times.setdefault(name, []).append(middle - start)
+            times.setdefault(f"{name} bare", []).append(time.perf_counter() - middle)
     print(f"\n## single short query, {len(times['onnx'])} distinct questions (ms)")
-    print("| encoder | p50 | p95 | p99 |")
-    print("|---|---|---|---|")
-    for name, s in (("torch", t), ("onnx", o)):
-        print(f"| {name} | {s['p50']:.1f} | {s['p95']:.1f} | {s['p99']:.1f} |")
-    print(f"| torch / onnx | {t['p50'] / o['p50']:.1f}x | {t['p95'] / o['p95']:.1f}x | |")
+    print("| encoder | embed p50 | embed p95 | embed p99 | bare encode p50 | bare encode p95 |")
+    print("|---|---|---|---|---|---|")
+    s = {name: summary_ms(values) for name, values in times.items()}
+    for name in ("torch", "onnx"):
+        e, b = s[name], s[f"{name} bare"]
+        print(
+            f"| {name} | {e['p50']:.1f} | {e['p95']:.1f} | {e['p99']:.1f} "
+            f"| {b['p50']:.1f} | {b['p95']:.1f} |"
+        )
+    t, o, tb, ob = s["torch"], s["onnx"], s["torch bare"], s["onnx bare"]
+    print(
+        f"| torch / onnx | {t['p50'] / o['p50']:.1f}x | {t['p95'] / o['p95']:.1f}x | "
+        f"| {tb['p50'] / ob['p50']:.1f}x | {tb['p95'] / ob['p95']:.1f}x |"
+    )
 
 
 async def equivalence(onnx: LocalEmbedder, torch: LocalEmbedder, texts: list[str]) -> None:

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 BUNDLED = "all-MiniLM-L6-v2"
 _loaded: dict[tuple[str, str, str], Loaded] = {}  # by (model, backend, cache dir)
 _onnx_encoders: dict[str, OnnxEncoder] = {}  # by export file name
+_torch_encoders: dict[str, TorchEncoder] = {}  # by model directory
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()
 
@@ -134,7 +135,7 @@ def load_encoder(name: str, backend: EncoderBackend, cache_dir: Path | None) -> 
 def _load(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
     model_dir = _model_dir(name)
     if backend == "torch":
-        return Loaded(TorchEncoder(model_dir), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
+        return Loaded(_torch(model_dir), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
     try:
         return _load_onnx(name, model_dir, cache_dir)
     except Exception as exc:
@@ -145,7 +146,13 @@ def _load(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
             ) from exc
         reason = f"torch, because ONNX is unavailable ({type(exc).__name__}: {exc})"
         log.warning("embedding model: %s", reason)
-        return Loaded(TorchEncoder(model_dir), reason)
+        return Loaded(_torch(model_dir), reason)
+
+
+def _torch(model_dir: Path) -> TorchEncoder:
+    if str(model_dir) not in _torch_encoders:  # one copy of the weights per process
+        _torch_encoders[str(model_dir)] = TorchEncoder(model_dir)
+    return _torch_encoders[str(model_dir)]
 
 
 class _Spans:
