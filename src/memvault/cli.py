@@ -110,8 +110,9 @@ def serve(
         str | None, typer.Option(help="required or off (MEMVAULT_AUTH; default required)")
     ] = None,
     workers: Annotated[
-        int, typer.Option(min=1, help="server processes sharing the port and the database")
-    ] = 1,
+        int | None,
+        typer.Option(min=1, help="server processes on the port and database (MEMVAULT_WORKERS)"),
+    ] = None,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
     import uvicorn
@@ -120,7 +121,7 @@ def serve(
     from memvault.api import create_app
     from memvault.db.embedded import ServeLock
 
-    overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth}
+    overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -155,11 +156,13 @@ def serve(
             "  2. MEMVAULT_AUTH=required memvault serve"
         )
     try:
-        with _embedded_for_workers(settings, workers):
+        with _embedded_for_workers(settings):
             uvicorn.run(
-                create_app(settings) if workers == 1 else "memvault.api.app:create_app_from_env",
-                factory=workers > 1,
-                workers=workers if workers > 1 else None,
+                create_app(settings)
+                if settings.workers == 1
+                else "memvault.api.app:create_app_from_env",
+                factory=settings.workers > 1,
+                workers=settings.workers if settings.workers > 1 else None,
                 host=settings.host,
                 port=settings.port,
                 log_level=settings.log_level.lower(),
@@ -170,15 +173,15 @@ def serve(
 
 
 @contextmanager
-def _embedded_for_workers(settings: Settings, workers: int) -> Iterator[None]:
+def _embedded_for_workers(settings: Settings) -> Iterator[None]:
     """With several processes, each builds its settings from the environment (so this one's
     options go there), and this parent holds the embedded database from before the first
     starts until after the last has stopped: the server's start and stop belong to one
     process, whichever worker comes and goes."""
-    if workers == 1:
+    if settings.workers == 1:
         yield
         return
-    for name in ("host", "port", "auth"):
+    for name in ("host", "port", "auth", "workers"):
         os.environ[f"MEMVAULT_{name.upper()}"] = str(getattr(settings, name))
     if not settings.embedded:
         yield

@@ -9,6 +9,7 @@ from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavaila
 from memvault.embedding.cache import EmbeddingCache, PostgresCache, RedisCache
 from memvault.embedding.hashing import HashEmbedder
 from memvault.embedding.local import BUNDLED, LocalEmbedder, local_model_available
+from memvault.embedding.onnx import intra_op_threads
 from memvault.embedding.openai import OpenAIEmbedder
 from memvault.embedding.service import Embedded, EmbeddingService
 
@@ -30,7 +31,11 @@ def build_embedder(settings: Settings) -> Embedder:
 
 def _local(settings: Settings, name: str = BUNDLED) -> LocalEmbedder:
     return LocalEmbedder(
-        name, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models"
+        name,
+        backend=settings.embedding_backend,
+        cache_dir=settings.data_dir / "models",
+        # Processes of one server encode at once: each gets its share of the cores.
+        threads=settings.embedding_threads or intra_op_threads(settings.workers),
     )
 
 

@@ -105,7 +105,7 @@ class TorchEncoder:
         return [(int(a), int(b)) for a, b in encoded["offset_mapping"]]
 
 
-def _load_onnx(name: str, model_dir: Path, cache_dir: Path | None) -> Loaded:
+def _load_onnx(name: str, model_dir: Path, cache_dir: Path | None, threads: int) -> Loaded:
     from memvault.embedding import onnx
 
     if cache_dir is None:
@@ -117,27 +117,31 @@ def _load_onnx(name: str, model_dir: Path, cache_dir: Path | None) -> Loaded:
     label = Path(name).name
     file_name = onnx.cache_file(model_dir, cache_dir, label).name
     if file_name not in _onnx_encoders:
-        _onnx_encoders[file_name] = onnx.OnnxEncoder.load(model_dir, cache_dir, label)
+        _onnx_encoders[file_name] = onnx.OnnxEncoder.load(
+            model_dir, cache_dir, label, threads=threads
+        )
     encoder = _onnx_encoders[file_name]
     return Loaded(encoder, f"onnxruntime, graph {encoder.source} at {encoder.onnx_file}")
 
 
-def load_encoder(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
+def load_encoder(
+    name: str, backend: EncoderBackend, cache_dir: Path | None, threads: int = 0
+) -> Loaded:
     """The encoder for ``name``, loaded once per process; ``auto`` prefers ONNX and falls back
     to torch with the reason kept."""
     with _load_lock:
         key = (name, backend, str(cache_dir))
         if key not in _loaded:
-            _loaded[key] = _load(name, backend, cache_dir)
+            _loaded[key] = _load(name, backend, cache_dir, threads)
         return _loaded[key]
 
 
-def _load(name: str, backend: EncoderBackend, cache_dir: Path | None) -> Loaded:
+def _load(name: str, backend: EncoderBackend, cache_dir: Path | None, threads: int) -> Loaded:
     model_dir = _model_dir(name)
     if backend == "torch":
         return Loaded(_torch(model_dir), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
     try:
-        return _load_onnx(name, model_dir, cache_dir)
+        return _load_onnx(name, model_dir, cache_dir, threads)
     except Exception as exc:
         if backend == "onnx":
             raise ProviderRejected(
@@ -172,6 +176,7 @@ class LocalEmbedder(Embedder):
         *,
         backend: EncoderBackend = "auto",
         cache_dir: Path | None = None,
+        threads: int = 0,
     ) -> None:
         self.name = name
         # One model_id for both encoders: the ONNX graph is the same network with the same
@@ -183,13 +188,14 @@ class LocalEmbedder(Embedder):
         self.max_tokens = 256 if name == BUNDLED else 512
         self.backend = backend
         self.cache_dir = cache_dir
+        self.threads = threads  # ONNX Runtime's threads per encode; 0: chosen from the cores
         self._loaded: Loaded | None = None
         self._coalescer = Coalescer(self._encode)
 
     def load(self) -> Loaded:
         """Load the model now (it otherwise loads on the first embed); says which encoder runs."""
         if self._loaded is None:
-            self._loaded = load_encoder(self.name, self.backend, self.cache_dir)
+            self._loaded = load_encoder(self.name, self.backend, self.cache_dir, self.threads)
             self.max_tokens = self._loaded.encoder.max_tokens
         return self._loaded
 

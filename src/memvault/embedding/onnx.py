@@ -151,10 +151,11 @@ def _exclusive(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def intra_op_threads() -> int:
+def intra_op_threads(processes: int = 1) -> int:
     """Threads for one session run. Matrix work on short texts stops scaling after a few
-    threads; on a small machine (2 cores) every core, since encodes already run one at a time."""
-    return max(1, min(os.cpu_count() or 1, 4))
+    threads; on a small machine (2 cores) every core, since encodes already run one at a time,
+    shared out when several server processes encode at once."""
+    return max(1, min((os.cpu_count() or 1) // processes, 4))
 
 
 class OnnxEncoder:
@@ -162,11 +163,11 @@ class OnnxEncoder:
 
     backend = "onnx"
 
-    def __init__(self, model_dir: Path, onnx_file: Path, *, source: str) -> None:
+    def __init__(self, model_dir: Path, onnx_file: Path, *, source: str, threads: int = 0) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads()
+        options.intra_op_num_threads = threads or intra_op_threads()
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -183,7 +184,9 @@ class OnnxEncoder:
         self.max_tokens = max_seq_length(model_dir)
 
     @classmethod
-    def load(cls, model_dir: Path, cache_dir: Path, name: str | None = None) -> OnnxEncoder:
+    def load(
+        cls, model_dir: Path, cache_dir: Path, name: str | None = None, *, threads: int = 0
+    ) -> OnnxEncoder:
         """Open the cached export, exporting it first if this machine has none yet."""
         target = cache_file(model_dir, cache_dir, name)
         source = "cached"
@@ -193,7 +196,7 @@ class OnnxEncoder:
                 if not target.exists():
                     export(model_dir, target)
                     source = "exported"
-        return cls(model_dir, target, source=source)
+        return cls(model_dir, target, source=source, threads=threads)
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
