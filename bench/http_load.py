@@ -1,13 +1,16 @@
 """HTTP load: a real server on loopback, driven from this separate process.
 
     .venv/bin/python bench/http_load.py [--clients 50] [--duration 120] [--search-share 0.8]
+                                        [--workers 1 2]
 
 Starts ``memvault serve`` (embedded PostgreSQL, API keys required, default rate limits) in a
 fresh data directory, gives each simulated client its own API key, seeds 1,000 memories,
 then runs ``--clients`` concurrent clients for ``--duration`` seconds, each looping: search
 (80 %) or add through the full offline pipeline (20 %). Reports throughput, latency
 percentiles per operation, and errors (any non-2xx answer or transport failure), then reads
-back every add the server acknowledged to confirm nothing was lost.
+back every add the server acknowledged to confirm nothing was lost. With several ``--workers``
+values it runs once per value (``memvault serve --workers N``, a fresh data directory each),
+one after the other in the same invocation, and prints them side by side.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ async def make_keys(data_dir: Path, count: int) -> list[str]:
         await memory.close()
 
 
-def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(data_dir: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "MEMVAULT_DATA_DIR": str(data_dir),
@@ -69,7 +72,7 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
         "HF_HUB_OFFLINE": "1",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "memvault.cli", "serve"],
+        [sys.executable, "-m", "memvault.cli", "serve", f"--workers={workers}"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -81,7 +84,8 @@ async def wait_ready(base: str, timeout_s: float = 120) -> None:
     async with httpx.AsyncClient() as client:
         while time.monotonic() < deadline:
             try:
-                if (await client.get(f"{base}/health")).status_code == 200:
+                # Ready: the model is loaded in every process that answered and a worker runs.
+                if (await client.get(f"{base}/ready")).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
@@ -173,13 +177,13 @@ async def verify(base: str, key: str, acknowledged: list[tuple[str, str]]) -> in
     return missing
 
 
-async def run(clients: int, duration: float, share: float) -> None:
+async def measure(workers: int, clients: int, duration: float, share: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "data"
         keys = await make_keys(data_dir, clients)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        server = start_server(data_dir, port)
+        server = start_server(data_dir, port, workers)
         try:
             await wait_ready(base)
             await seed(base, keys[0], corpus(1000, seed=11))
@@ -192,8 +196,8 @@ async def run(clients: int, duration: float, share: float) -> None:
                 )
             )
             print(
-                f"server on {base}; {clients} clients, {duration:.0f} s, "
-                f"{share:.0%} search / {1 - share:.0%} add",
+                f"\n## --workers {workers}: server on {base}; {clients} clients, "
+                f"{duration:.0f} s, {share:.0%} search / {1 - share:.0%} add",
                 flush=True,
             )
             tally = Tally()
@@ -205,26 +209,54 @@ async def run(clients: int, duration: float, share: float) -> None:
                 )
             )
             elapsed = time.monotonic() - started
-            total = sum(len(v) for v in tally.latency.values()) + sum(tally.errors.values())
-            everything = [x for v in tally.latency.values() for x in v]
-            print(f"\nrequests: {total} in {elapsed:.1f} s = {total / elapsed:.1f} req/s")
-            print("| operation | requests | p50 ms | p95 ms | p99 ms |")
-            print("|---|---|---|---|---|")
-            for name, values in (*tally.latency.items(), ("all", everything)):
-                s = summary_ms(values)
-                print(
-                    f"| {name} | {len(values)} | {s['p50']:.1f} | {s['p95']:.1f} | {s['p99']:.1f} |"
-                )
-            print(f"errors: {sum(tally.errors.values())} {tally.errors or ''}")
             missing = await verify(base, keys[0], tally.acknowledged + warm.acknowledged)
-            print(
-                f"acknowledged adds: {len(tally.acknowledged) + len(warm.acknowledged)}, "
-                f"missing afterwards: {missing}",
-                flush=True,
-            )
         finally:
             server.terminate()
             server.wait(timeout=60)
+    return report(tally, warm, elapsed, missing)
+
+
+def report(tally: Tally, warm: Tally, elapsed: float, missing: int) -> dict[str, Any]:
+    total = sum(len(v) for v in tally.latency.values()) + sum(tally.errors.values())
+    everything = [x for v in tally.latency.values() for x in v]
+    print(f"requests: {total} in {elapsed:.1f} s = {total / elapsed:.1f} req/s")
+    print("| operation | requests | p50 ms | p95 ms | p99 ms |")
+    print("|---|---|---|---|---|")
+    for name, values in (*tally.latency.items(), ("all", everything)):
+        s = summary_ms(values)
+        print(f"| {name} | {len(values)} | {s['p50']:.1f} | {s['p95']:.1f} | {s['p99']:.1f} |")
+    errors = sum(tally.errors.values())
+    adds = len(tally.acknowledged) + len(warm.acknowledged)
+    print(f"errors: {errors} {tally.errors or ''}")
+    print(f"acknowledged adds: {adds}, missing afterwards: {missing}", flush=True)
+    return {
+        "rps": total / elapsed,
+        "p50": summary_ms(everything)["p50"],
+        "p95": summary_ms(everything)["p95"],
+        "search_p95": summary_ms(tally.latency["search"])["p95"],
+        "add_p95": summary_ms(tally.latency["add"])["p95"],
+        "errors": errors,
+        "adds": adds,
+        "lost": missing,
+    }
+
+
+async def run(workers: list[int], clients: int, duration: float, share: float) -> None:
+    results = {n: await measure(n, clients, duration, share) for n in workers}
+    print("\n## side by side")
+    print("| --workers | req/s | p50 ms | p95 ms | search p95 | add p95 | errors | adds | lost |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n, r in results.items():
+        print(
+            f"| {n} | {r['rps']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} | {r['search_p95']:.1f} "
+            f"| {r['add_p95']:.1f} | {r['errors']} | {r['adds']} | {r['lost']} |"
+        )
+    if len(results) > 1:
+        first, last = results[workers[0]], results[workers[-1]]
+        print(
+            f"throughput ratio {workers[-1]} / {workers[0]} workers: "
+            f"{last['rps'] / first['rps']:.2f}x; p95 ratio {last['p95'] / first['p95']:.2f}x"
+        )
 
 
 if __name__ == "__main__":
@@ -232,5 +264,6 @@ if __name__ == "__main__":
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=120.0)
     parser.add_argument("--search-share", type=float, default=0.8)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1], help="e.g. --workers 1 2")
     args = parser.parse_args()
-    asyncio.run(run(args.clients, args.duration, args.search_share))
+    asyncio.run(run(args.workers, args.clients, args.duration, args.search_share))

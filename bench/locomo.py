@@ -105,11 +105,17 @@ async def import_conversation(
     return {str(i["metadata"]["dia_id"]) for i in items}
 
 
-async def run(data: Path, recipes: list[str]) -> None:
+async def run(data: Path, recipes: list[str], backend: str = "auto") -> dict[str, float]:
+    """Prints each recipe's table; returns each recipe's overall R@10."""
     samples = json.loads(data.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
-            Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
+            Settings(
+                data_dir=Path(tmp) / "data",
+                run_worker=False,
+                embedding_cache_ttl_s=0,
+                embedding_backend=backend,
+            )
         )
         questions = []
         for sample in samples:
@@ -135,14 +141,14 @@ async def run(data: Path, recipes: list[str]) -> None:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.execute(sa.text("ANALYZE"))
         print(f"{len(questions)} questions (categories 1-4 with resolvable evidence)")
-        for recipe in recipes:
-            await score(memory, questions, recipe)
+        recall_at_10 = {recipe: await score(memory, questions, recipe) for recipe in recipes}
         await memory.close()
+    return recall_at_10
 
 
 async def score(
     memory: AsyncMemory, questions: list[tuple[str, str, int, list[str], datetime]], recipe: str
-) -> None:
+) -> float:
     recalls: dict[int, dict[int, list[float]]] = {c: {k: [] for k in KS} for c in CATEGORIES}
     complete: dict[int, list[bool]] = {k: [] for k in KS}
     latencies: list[float] = []
@@ -184,13 +190,15 @@ async def score(
     )
     lat = summary_ms(latencies)
     print(f"query latency: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms", flush=True)
+    return sum(everything[10]) / total
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--recipes", nargs="+", default=["hybrid", "vector", "keyword"])
+    parser.add_argument("--backend", choices=["auto", "onnx", "torch"], default="auto")
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"{args.data} not found: the LoCoMo dev split lives in ../shared/bench")
-    asyncio.run(run(args.data, args.recipes))
+    asyncio.run(run(args.data, args.recipes, args.backend))

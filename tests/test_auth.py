@@ -3,6 +3,7 @@ error hygiene, request ids, CORS, metrics and readiness."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -10,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from memvault import Settings, auth
 from memvault.api import create_app
+from memvault.service import AsyncMemory
 
 MEMORY_ID = str(uuid.uuid4())
 # Every /v1 route, with a request that would be valid given a good key.
@@ -274,6 +277,38 @@ def test_rate_limits_are_shared_through_redis(make_settings: Callable[..., Setti
         third = call(one, "GET", "/v1/memories", key, params={"user_id": "u"})
         assert (first, second, third.status_code) == (200, 200, 429)
         assert int(third.headers["retry-after"]) >= 1
+
+
+def test_rate_limits_are_shared_through_postgres(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    shared = make_settings(
+        auth="required", embedding_provider="hash", rate_limit_per_s=0.5, rate_limit_burst=2
+    )
+    with TestClient(create_app(shared)) as one, TestClient(create_app(shared)) as two:
+        key = new_key(one, "acme")
+        first = call(one, "GET", "/v1/memories", key, params={"user_id": "u"}).status_code
+        second = call(two, "GET", "/v1/memories", key, params={"user_id": "u"}).status_code
+        third = call(two, "GET", "/v1/memories", key, params={"user_id": "u"})
+        assert (first, second, third.status_code) == (200, 200, 429)
+        assert int(third.headers["retry-after"]) >= 1
+    (bucket,) = raw.execute("SELECT key FROM rate_limit_buckets").fetchone() or ("",)
+    assert bucket == f"key:{key.split('_')[1]}"  # the key's public prefix, never its secret
+    assert key not in bucket
+
+
+async def test_concurrent_takes_across_pools_never_share_a_token(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(embedding_provider="hash")
+    one, two = await AsyncMemory.open(settings), await AsyncMemory.open(settings)
+    try:
+        takes = [m.backend.take_rate_token("key:race", 0.001, 5) for m in (one, two) * 10]
+        waits = await asyncio.gather(*takes)
+    finally:
+        await one.close()
+        await two.close()
+    assert sorted(w == 0 for w in waits) == [False] * 15 + [True] * 5
 
 
 def test_oversized_bodies_and_queries_are_refused(make_settings: Callable[..., Settings]) -> None:

@@ -13,18 +13,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
 from memvault.cli import app
+from memvault.db.embedded import EmbeddedPostgres
 from tests.conftest import KEY
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    values = {"MEMVAULT_DATABASE_URL": database_url, "MEMVAULT_ENCRYPTION_KEY": KEY}
+def env(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    values = {
+        "MEMVAULT_DATABASE_URL": database_url,
+        "MEMVAULT_ENCRYPTION_KEY": KEY,
+        "MEMVAULT_DATA_DIR": str(tmp_path / "data"),
+    }
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     return values
@@ -79,6 +85,16 @@ def test_doctor_reports_every_check(env: dict[str, str]) -> None:
     for check in ("database", "pgvector", "schema", "encryption key", "embedding model"):
         assert check in output
     assert "FAIL" not in output
+    encoder = next(line for line in output.splitlines() if "encoder" in line)
+    assert "onnxruntime" in encoder
+
+
+def test_doctor_says_when_torch_runs_and_why(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_BACKEND", "torch")
+    encoder = next(line for line in run("doctor").splitlines() if "encoder" in line)
+    assert "torch, chosen by" in encoder
 
 
 def test_doctor_explains_a_missing_key(
@@ -274,3 +290,71 @@ def test_search_reads_time_against_a_reference_and_shows_context(
     )  # fmt: skip
     assert [r["content"] for r in found["results"]] == ["Dinner was ramen"]
     assert found["diagnostics"]["time"]["expression"] == "last week"
+
+
+def _wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> httpx.Response:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        try:
+            response = httpx.get(f"{base}/ready", timeout=5)
+            if response.status_code == 200:
+                return response
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("the server never became ready")
+
+
+@pytest.mark.slow
+def test_serve_with_two_workers_shares_one_database_and_one_worker(tmp_path: Path) -> None:
+    port, data = _free_port(), tmp_path / "data"
+    env = {
+        **os.environ,
+        "MEMVAULT_DATA_DIR": str(data),
+        "MEMVAULT_EMBEDDING_PROVIDER": "hash",
+        "MEMVAULT_LOG_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memvault.cli",
+            "serve",
+            "--workers=2",
+            "--auth=off",
+            f"--port={port}",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_ready(base, proc)
+        facts = ["Dana keeps bees", "Dana lives in Porto", "Dana plays the cello", "Eva is 9"]
+        for fact in facts:  # each request on a new connection: it lands on either process
+            body = {"content": fact, "user_id": "dana"}
+            assert httpx.post(f"{base}/v1/memories", json=body, timeout=30).status_code == 201
+        listed = httpx.get(f"{base}/v1/memories", params={"user_id": "dana"}, timeout=30).json()
+        assert sorted(m["content"] for m in listed["results"]) == sorted(facts)
+        found = httpx.post(
+            f"{base}/v1/memories/search",
+            json={"query": "who keeps bees", "user_id": "dana"},
+            timeout=30,
+        ).json()
+        assert "Dana keeps bees" in [hit["content"] for hit in found["results"]]
+        pg = EmbeddedPostgres(data / "pg")
+        with psycopg.connect(pg.start()) as conn:
+            pids = conn.execute(
+                "SELECT DISTINCT split_part(worker_id, ':', 2) FROM worker_heartbeats"
+            ).fetchall()
+        pg.stop()
+        assert len(pids) == 1  # one embedding worker for the data directory, not one per process
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    assert proc.returncode in (0, -signal.SIGTERM), output
+    assert "Traceback" not in output
+    assert not (data / "pg" / "postmaster.pid").exists()  # the database stopped with the server

@@ -173,6 +173,10 @@ def serve(
     auth: Annotated[
         str | None, typer.Option(help="required or off (MEMVAULT_AUTH; default required)")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="server processes on the port and database (MEMVAULT_WORKERS)"),
+    ] = None,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
     import uvicorn
@@ -181,7 +185,7 @@ def serve(
     from memvault.api import create_app
     from memvault.db.embedded import ServeLock
 
-    overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth}
+    overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -212,15 +216,45 @@ def serve(
     if settings.auth == "off":
         out.print(_auth_off_banner(), highlight=False)
     try:
-        uvicorn.run(
-            create_app(settings),
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level.lower(),
-            **logs.uvicorn_options(),
-        )
+        with _embedded_for_workers(settings):
+            uvicorn.run(
+                create_app(settings)
+                if settings.workers == 1
+                else "memvault.api.app:create_app_from_env",
+                factory=settings.workers > 1,
+                workers=settings.workers if settings.workers > 1 else None,
+                host=settings.host,
+                port=settings.port,
+                log_level=settings.log_level.lower(),
+                **logs.uvicorn_options(),
+            )
     finally:
         lock.release()
+
+
+@contextmanager
+def _embedded_for_workers(settings: Settings) -> Iterator[None]:
+    """With several processes, each builds its settings from the environment (so this one's
+    options go there), and this parent holds the embedded database from before the first
+    starts until after the last has stopped: the server's start and stop belong to one
+    process, whichever worker comes and goes."""
+    if settings.workers == 1:
+        yield
+        return
+    for name in ("host", "port", "auth", "workers"):
+        os.environ[f"MEMVAULT_{name.upper()}"] = str(getattr(settings, name))
+    if not settings.embedded:
+        yield
+        return
+    from memvault.db.embedded import EmbeddedPostgres
+    from memvault.db.engine import migrate
+
+    server = EmbeddedPostgres(settings.pg_data_dir)
+    migrate(server.start())
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 @app.command("mcp")

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 EmbeddingProviderName = Literal["local", "openai", "hash"]
+EncoderBackend = Literal["auto", "onnx", "torch"]
 LLMProviderName = Literal["openai", "anthropic"]
 PIIPolicyName = Literal["redact", "reject", "allow"]
 LogFormat = Literal["auto", "json", "text"]
@@ -46,6 +47,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
     log_level: LogLevel = "INFO"
+    workers: int = Field(
+        default=1, ge=1, le=64, description="server processes of `memvault serve` (--workers)"
+    )
 
     max_content_chars: int = Field(default=32_000, ge=1)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
@@ -86,6 +90,18 @@ class Settings(BaseSettings):
     embedding_model: str = Field(
         default="all-MiniLM-L6-v2",
         description="model name; for `local` the bundled all-MiniLM-L6-v2",
+    )
+    embedding_backend: EncoderBackend = Field(
+        default="auto",
+        description="how `local` runs the model: onnx (ONNX Runtime, graph exported once into "
+        "<data_dir>/models), torch (sentence-transformers), or auto: onnx, else torch",
+    )
+    embedding_threads: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="ONNX Runtime threads per encode; 0: the cores (at most 4) divided by "
+        "the server processes (MEMVAULT_WORKERS)",
     )
     embedding_base_url: str = Field(
         default="https://api.openai.com/v1", description="OpenAI-compatible API root (openai)"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from memvault.config import Settings
 from memvault.db.engine import current_revision, head_revision
+from memvault.embedding import LocalEmbedder
 from memvault.errors import MemvaultError
 from memvault.service import AsyncMemory
 
@@ -64,9 +66,22 @@ async def run_checks(settings: Settings) -> list[Check]:
                 else f"at {revision}, code expects {head}: restart memvault to migrate",
             ),
         )
+        checks.append(await _encoder_check(memory))
     finally:
         await memory.close()
     return checks
+
+
+async def _encoder_check(memory: AsyncMemory) -> Check:
+    """Which encoder embeds (onnx or torch, and why torch), loading the model as a server would."""
+    primary = memory.backend.embeddings.primary
+    if not isinstance(primary, LocalEmbedder):
+        return Check("encoder", True, f"{primary.model_id} through the {primary.provider} provider")
+    try:
+        loaded = await asyncio.to_thread(primary.load)
+    except MemvaultError as exc:
+        return Check("encoder", False, exc.message)
+    return Check("encoder", True, loaded.reason)
 
 
 def _model_check() -> Check:

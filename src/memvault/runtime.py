@@ -7,6 +7,7 @@ run the same code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
-from memvault.db import store
-from memvault.db.embedded import EmbeddedPostgres
+from memvault.db import ratelimit, store
+from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
 from memvault.embedding import EmbeddingService, build_embedding_service
@@ -25,6 +26,8 @@ from memvault.llm import build_llm
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
 from memvault.worker.runner import Worker
+
+WORKER_CLAIM_INTERVAL_S = 5.0  # how soon a process takes over the worker of one that exited
 
 
 @dataclass
@@ -44,6 +47,7 @@ class Backend:
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _rate_takes: int = 0
     _workers: list[asyncio.Task[None]] = field(default_factory=list)
 
     def start_workers(self, concurrency: int) -> None:
@@ -55,6 +59,36 @@ class Backend:
                     worker.run(self._stop, sweeper=n == 0), name=f"memvault-worker-{n}"
                 )
             )
+
+    def start_workers_once_per_data_dir(self, lock: WorkerLock, concurrency: int) -> None:
+        """Run the workers here if no other process on this data directory does; otherwise
+        keep trying, so a process takes over when the one that ran them exits."""
+        if lock.try_acquire():
+            self.closers.append(lock.release)
+            self.start_workers(concurrency)
+            return
+        self._workers.append(
+            asyncio.create_task(self._claim_workers(lock, concurrency), name="memvault-claim")
+        )
+
+    async def _claim_workers(self, lock: WorkerLock, concurrency: int) -> None:
+        while not self._stop.is_set():
+            if lock.try_acquire():
+                self.closers.append(lock.release)
+                self.start_workers(concurrency)
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), WORKER_CLAIM_INTERVAL_S)
+
+    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+        """The token bucket every server process over this database shares (when no Redis):
+        0 when ``key`` may go ahead, else the seconds until it may."""
+        async with self.engine.begin() as conn:
+            wait = await ratelimit.take(conn, key, rate, burst)
+            self._rate_takes += 1
+            if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
+                await ratelimit.prune(conn, burst / rate + 60)
+        return wait
 
     async def close(self) -> None:
         self._stop.set()
@@ -101,7 +135,10 @@ async def open_backend(settings: Settings) -> Backend:
             key_file=key_file,
             closers=closers,
         )
-        if settings.worker_in_process:
+        if settings.worker_in_process and settings.embedded:
+            lock = WorkerLock(settings.data_dir)
+            backend.start_workers_once_per_data_dir(lock, settings.worker_concurrency)
+        elif settings.worker_in_process:
             backend.start_workers(settings.worker_concurrency)
         return backend
     except BaseException:

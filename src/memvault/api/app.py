@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,8 @@ from memvault.api.ratelimit import RateLimiter
 from memvault.api.routes import memories, messages, operations
 from memvault.config import Settings
 from memvault.service import AsyncMemory
+
+log = logging.getLogger(__name__)
 
 
 class _MemvaultAPI(FastAPI):
@@ -41,30 +44,53 @@ async def _gauges(memory: AsyncMemory) -> AsyncIterator[None]:
         await asyncio.gather(task, return_exceptions=True)
 
 
+def _load_model(memory: AsyncMemory) -> asyncio.Task[None]:
+    """Load the embedding model in a thread while the server starts answering: /ready says
+    503 until it is in memory, so no request routed by readiness waits seconds for it."""
+    task = asyncio.create_task(memory.backend.embeddings.warm(), name="memvault-model-load")
+    task.add_done_callback(_log_model_load)
+    return task
+
+
+def _log_model_load(task: asyncio.Task[None]) -> None:
+    if task.cancelled():
+        return
+    if (exc := task.exception()) is not None:
+        log.error("embedding model failed to load: %s", type(exc).__name__)
+    else:
+        log.info("embedding model loaded")
+
+
+def create_app_from_env() -> FastAPI:
+    """The app from ``MEMVAULT_*`` environment variables: what each process of
+    ``memvault serve --workers N`` imports (``uvicorn --factory``)."""
+    return create_app(Settings())
+
+
 def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> FastAPI:
     """Build the app. With ``memory`` given the caller owns the store; otherwise the app opens
     one from ``settings`` at start-up and closes it at shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = memory if memory is not None else await AsyncMemory.open(settings, actor="api")
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
-        limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst, redis_url)
-        app.state.rate_limiter = limiter
+        limiter = RateLimiter(
+            settings.rate_limit_per_s,
+            settings.rate_limit_burst,
+            redis_url,
+            shared=opened.backend.take_rate_token,
+        )
+        app.state.memory, app.state.rate_limiter = opened, limiter
+        app.state.model_load = _load_model(opened)
         try:
-            if memory is not None:
-                app.state.memory = memory
-                async with _gauges(memory):
-                    yield
-                return
-            opened = await AsyncMemory.open(settings, actor="api")
-            app.state.memory = opened
-            try:
-                async with _gauges(opened):
-                    yield
-            finally:
-                await opened.close()
+            async with _gauges(opened):
+                yield
         finally:
+            app.state.model_load.cancel()
             await limiter.aclose()
+            if memory is None:
+                await opened.close()
 
     app = _MemvaultAPI(
         title="memvault",

@@ -1,9 +1,10 @@
 """Per-key token buckets: ``rate_limit_per_s`` tokens a second, up to ``rate_limit_burst``.
 
 With Redis configured every server process shares one bucket per key (an atomic Lua script,
-timed by Redis's clock so processes need not agree on theirs); without it each process keeps
-its own. If Redis stops answering, the process falls back to its own buckets rather than
-refusing or waving through every request.
+timed by Redis's clock so processes need not agree on theirs); without it they share one in
+PostgreSQL (``shared``: an UNLOGGED table and one upsert, db/ratelimit.py). If the shared store
+stops answering, the process falls back to its own buckets rather than refusing or waving
+through every request.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from memvault.metrics import CACHE_ERRORS
@@ -56,11 +58,22 @@ class LocalBuckets:
         return (1 - tokens) / self.rate
 
 
+SharedTake = Callable[[str, float, int], Awaitable[float]]
+
+
 class RateLimiter:
-    def __init__(self, rate: float, burst: int, redis_url: str | None = None) -> None:
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        redis_url: str | None = None,
+        *,
+        shared: SharedTake | None = None,
+    ) -> None:
         self.enabled = rate > 0
         self.rate, self.burst = rate, burst
         self._local = LocalBuckets(rate, burst) if self.enabled else None
+        self._shared = shared
         self._redis: Any = None
         self._script: Any = None
         if self.enabled and redis_url:
@@ -83,6 +96,14 @@ class RateLimiter:
                 CACHE_ERRORS.labels("redis-ratelimit").inc()
                 log.warning(
                     "rate limiter: redis failed (%s); using local buckets", type(exc).__name__
+                )
+        elif self._shared is not None:
+            try:
+                return await self._shared(key, self.rate, self.burst)
+            except Exception as exc:  # the database failing: keep limiting, locally
+                CACHE_ERRORS.labels("postgres-ratelimit").inc()
+                log.warning(
+                    "rate limiter: postgres failed (%s); using local buckets", type(exc).__name__
                 )
         return self._local.take(key)
 

@@ -134,6 +134,33 @@ def _running(psutil: Any, pid: int) -> bool:
         return False
 
 
+class WorkerLock:
+    """Held by the one process per data directory that runs the embedding worker, so the
+    processes of ``memvault serve --workers N`` (and CLI commands beside them) run one worker
+    between them. The kernel drops the lock when its holder exits, however it exits."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "worker.lock"
+        self._handle: IO[str] | None = None
+
+    def try_acquire(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a")  # noqa: SIM115 - held open while the worker runs
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
 class ServeLock:
     """An exclusive lock on a data directory for the one long-running server that owns it."""
 

@@ -15,6 +15,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKeyConstraint,
     Identity,
     Index,
@@ -246,6 +247,19 @@ worker_heartbeats = Table(
     PrimaryKeyConstraint("worker_id", name="pk_worker_heartbeats"),
 )
 
+# One token bucket per API key (or client address) for every server process; see
+# db/ratelimit.py. UNLOGGED: losing it in a crash only hands each key a fresh burst.
+rate_limit_buckets = Table(
+    "rate_limit_buckets",
+    metadata,
+    Column("key", Text, nullable=False),
+    Column("tokens", Float, nullable=False),
+    Column("allowed", Boolean, nullable=False),  # whether the last take got a token
+    Column("at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("key", name="pk_rate_limit_buckets"),
+    prefixes=["UNLOGGED"],
+)
+
 __all__ = [
     "api_keys",
     "embedding_cache",
@@ -256,5 +270,6 @@ __all__ = [
     "memory_history",
     "memory_terms",
     "metadata",
+    "rate_limit_buckets",
     "worker_heartbeats",
 ]

@@ -8,7 +8,8 @@ from memvault.config import Settings
 from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavailable
 from memvault.embedding.cache import EmbeddingCache, PostgresCache, RedisCache
 from memvault.embedding.hashing import HashEmbedder
-from memvault.embedding.local import LocalEmbedder, local_model_available
+from memvault.embedding.local import BUNDLED, LocalEmbedder, local_model_available
+from memvault.embedding.onnx import intra_op_threads
 from memvault.embedding.openai import OpenAIEmbedder
 from memvault.embedding.service import Embedded, EmbeddingService
 
@@ -25,7 +26,17 @@ def build_embedder(settings: Settings) -> Embedder:
             dimensions=settings.embedding_dimensions,
             timeout_s=settings.embedding_timeout_s,
         )
-    return LocalEmbedder(settings.embedding_model)
+    return _local(settings, settings.embedding_model)
+
+
+def _local(settings: Settings, name: str = BUNDLED) -> LocalEmbedder:
+    return LocalEmbedder(
+        name,
+        backend=settings.embedding_backend,
+        cache_dir=settings.data_dir / "models",
+        # Processes of one server encode at once: each gets its share of the cores.
+        threads=settings.embedding_threads or intra_op_threads(settings.workers),
+    )
 
 
 def build_embedding_service(settings: Settings, engine: AsyncEngine) -> EmbeddingService:
@@ -33,7 +44,7 @@ def build_embedding_service(settings: Settings, engine: AsyncEngine) -> Embeddin
     fallbacks: list[Embedder] = []
     if settings.embedding_fallback:
         if primary.provider != "local" and local_model_available():
-            fallbacks.append(LocalEmbedder())
+            fallbacks.append(_local(settings))
         if primary.provider != "hash":
             fallbacks.append(HashEmbedder())
     cache: EmbeddingCache | None = None

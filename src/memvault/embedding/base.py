@@ -54,6 +54,10 @@ class Embedder(ABC):
     async def embed(self, text: str) -> list[float]:
         return (await self.embed_batch([text]))[0]
 
+    async def warm(self) -> None:
+        """Load whatever the first embed would otherwise wait for (a local model)."""
+        return None
+
     def tokenizer(self) -> Tokenizer:
         return WhitespaceTokenizer()
 

@@ -79,6 +79,10 @@ class EmbeddingService:
             return Embedded(vectors, fallback.model_id, len(vectors[0]), fallback=True)
         raise ProviderUnavailable("No embedding provider could embed the batch.")
 
+    async def warm(self) -> None:
+        """Load the primary model now, so the first request after a start does not wait."""
+        await self.primary.warm()
+
     async def primary_healthy(self) -> bool:
         try:
             await self.primary.embed_batch(["health check"])

@@ -44,10 +44,11 @@ async def health() -> dict[str, str]:
 
 @router.get("/ready", responses={503: {"model": Readiness}})
 async def ready(request: Request) -> JSONResponse:
-    """Readiness: the database answers, its schema is current, and a worker is alive."""
+    """Readiness: the embedding model is loaded, the database answers, its schema is current,
+    and a worker is alive."""
     memory: AsyncMemory = request.app.state.memory
     settings = memory.backend.settings
-    checks: dict[str, Check] = {}
+    checks = {"model": _model_check(request.app.state.model_load)}
     try:
         async with asyncio.timeout(5):
             async with memory.backend.engine.connect() as conn:
@@ -73,6 +74,14 @@ async def ready(request: Request) -> JSONResponse:
     good = all(c.ok for c in checks.values())
     body = Readiness(status="ready" if good else "not_ready", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if good else 503)
+
+
+def _model_check(load: asyncio.Task[None]) -> Check:
+    if not load.done():
+        return Check(ok=False, detail="loading the embedding model")
+    if load.cancelled() or load.exception() is not None:
+        return Check(ok=False, detail="the embedding model failed to load; see the server log")
+    return Check(ok=True, detail="loaded")
 
 
 @router.get("/metrics", response_class=Response)

@@ -1,0 +1,44 @@
+"""Token buckets in PostgreSQL, for server processes that share no Redis.
+
+One statement takes a token: the upsert refills the bucket for the time since its last take
+(``rate`` a second, at most ``burst``), takes one if there is one, and records whether it did,
+all under the row lock ``ON CONFLICT`` holds, so concurrent takers in any number of processes
+queue on the row and never both spend the last token. Time is the database's clock, so the
+processes need not agree on theirs.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+_REFILLED = (
+    "LEAST(CAST(:burst AS float8), b.tokens + CAST(:rate AS float8) * "
+    "GREATEST(CAST(EXTRACT(EPOCH FROM EXCLUDED.at - b.at) AS float8), 0))"
+)
+_TAKE = sa.text(
+    f"""
+    INSERT INTO rate_limit_buckets AS b (key, tokens, allowed, at)
+    VALUES (:key, CAST(:burst AS float8) - 1, true, clock_timestamp())
+    ON CONFLICT (key) DO UPDATE SET
+        tokens = {_REFILLED} - CASE WHEN {_REFILLED} >= 1 THEN 1 ELSE 0 END,
+        allowed = {_REFILLED} >= 1,
+        at = EXCLUDED.at
+    RETURNING allowed, tokens
+    """
+)
+# A bucket idle for longer than a full refill is the same as no bucket.
+_PRUNE = sa.text(
+    "DELETE FROM rate_limit_buckets "
+    "WHERE at < clock_timestamp() - make_interval(secs => CAST(:idle_s AS float8))"
+)
+
+
+async def take(conn: AsyncConnection, key: str, rate: float, burst: int) -> float:
+    """Seconds until ``key`` may make a request; 0 when it may now (and a token was taken)."""
+    row = (await conn.execute(_TAKE, {"key": key, "rate": rate, "burst": burst})).one()
+    return 0.0 if row.allowed else (1 - float(row.tokens)) / rate
+
+
+async def prune(conn: AsyncConnection, idle_s: float) -> int:
+    return (await conn.execute(_PRUNE, {"idle_s": idle_s})).rowcount

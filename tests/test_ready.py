@@ -1,0 +1,77 @@
+"""Readiness waits for the embedding model: no request routed by /ready waits for a load."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from memvault.api import create_app
+from memvault.config import Settings
+from memvault.embedding import HashEmbedder
+from memvault.service import AsyncMemory
+
+
+class GatedEmbedder(HashEmbedder):
+    """Hash vectors behind a 'model' that finishes loading when the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.gate = asyncio.Event()
+
+    async def warm(self) -> None:
+        await self.gate.wait()
+
+
+async def poll(http: httpx.AsyncClient, done: Callable[[dict[str, Any]], bool]) -> httpx.Response:
+    for _ in range(1000):
+        response = await http.get("/ready")
+        if done(response.json()):
+            return response
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"/ready never got there: {response.json()}")
+
+
+async def test_ready_is_503_until_the_model_is_loaded(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(embedding_provider="hash", run_worker=True)
+    memory = await AsyncMemory.open(settings)
+    gated = GatedEmbedder()
+    memory.backend.embeddings.primary = gated
+    app = create_app(settings, memory=memory)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://memvault") as http,
+        ):
+            # Everything else ready (the worker has beaten): only the model holds it back.
+            waiting = await poll(http, lambda body: body["checks"]["worker"]["ok"])
+            assert waiting.status_code == 503
+            assert waiting.json()["checks"]["model"] == {
+                "ok": False,
+                "detail": "loading the embedding model",
+            }
+            gated.gate.set()
+            ready = await poll(http, lambda body: body["status"] == "ready")
+            assert ready.status_code == 200
+            assert ready.json()["checks"]["model"] == {"ok": True, "detail": "loaded"}
+    finally:
+        await memory.close()
+
+
+async def test_the_local_model_is_loaded_at_start(make_settings: Callable[..., Settings]) -> None:
+    settings = make_settings(run_worker=True)
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://memvault") as http,
+    ):
+        ready = await poll(http, lambda body: body["status"] == "ready")
+        assert ready.status_code == 200
+        primary = app.state.memory.backend.embeddings.primary
+        assert primary.load().encoder.backend == "onnx"

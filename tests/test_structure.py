@@ -1,0 +1,91 @@
+"""The shape DESIGN.md draws, read from the code itself: dependencies point one way, the faces
+reach the store only through the service, and no two modules import each other in a circle
+(typing-only and function-level imports included)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import memvault
+
+ROOT = Path(memvault.__file__).parent
+FACES = ("memvault.api", "memvault.cli", "memvault.mcp", "memvault.client", "memvault.diagnostics")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {
+    _module_name(p): p for p in ROOT.rglob("*.py") if "migrations" not in p.relative_to(ROOT).parts
+}
+
+
+def _resolve(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {m for n in names if n.startswith("memvault") and (m := _resolve(n))}
+    return found
+
+
+GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
+
+
+def _is_face(name: str) -> bool:
+    return any(name == face or name.startswith(face + ".") for face in FACES)
+
+
+def test_the_faces_never_reach_below_the_service() -> None:
+    reaching = {
+        (name, target)
+        for name, targets in GRAPH.items()
+        if _is_face(name)
+        for target in targets
+        if target.startswith("memvault.db")
+    }
+    assert reaching == set()
+
+
+def test_no_module_imports_itself_in_a_circle() -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in GRAPH.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(GRAPH):
+        if name not in index:
+            visit(name)
+    assert cycles == []
