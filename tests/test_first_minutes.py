@@ -289,12 +289,12 @@ def run(*args: str, stdin: str | None = None) -> str:
 def test_reading_and_admin_commands_never_load_the_embedding_model(
     env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local, "_models", {})  # this process may have loaded it already
+    monkeypatch.setattr(local, "_loaded", {})  # this process may have loaded it already
     added = runner.invoke(app, ["add", "Carol is vegetarian", "-u", "carol"])
-    assert added.exit_code == 0 and local._models  # the check can fail: add does load it
+    assert added.exit_code == 0 and local._loaded  # the check can fail: add does load it
     assert "first load takes a few seconds" in added.stderr
     memory_id = added.stdout.strip()
-    monkeypatch.setattr(local, "_models", {})
+    monkeypatch.setattr(local, "_loaded", {})
     for args in (
         ["list", "-u", "carol"],
         ["get", memory_id, "-u", "carol"],
@@ -308,7 +308,7 @@ def test_reading_and_admin_commands_never_load_the_embedding_model(
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (args, result.output)
         assert "first load" not in result.output, args
-    assert local._models == {}
+    assert local._loaded == {}
 
 
 def test_cli_errors_name_the_field_and_import_names_the_line(
