@@ -55,7 +55,7 @@ async def make_keys(data_dir: Path, count: int) -> list[str]:
     memory = await AsyncMemory.open(Settings(data_dir=data_dir, run_worker=False))
     try:
         return [
-            (await auth.create_key(memory.backend.engine, "bench", "read,write", f"c{n}")).key
+            (await auth.create_key(memory._backend.engine, "bench", "read,write", f"c{n}")).key
             for n in range(count)
         ]
     finally:

@@ -57,7 +57,7 @@ async def raw_throughput(texts: list[str]) -> float:
 
 
 async def _searchable_count(memory: AsyncMemory) -> int:
-    async with memory.backend.ddl_engine.connect() as conn:
+    async with memory._backend.ddl_engine.connect() as conn:
         return int(
             (
                 await conn.execute(sa.text("SELECT count(*) FROM memories WHERE embedded"))
@@ -70,7 +70,7 @@ async def ingest(data_dir: Path, texts: list[str]) -> tuple[dict[str, float], di
     memory = await AsyncMemory.open(
         Settings(data_dir=data_dir, run_worker=True, worker_batch_size=64)
     )
-    await memory.backend.embeddings.embed_batch(["warm up"])
+    await memory._backend.embeddings.embed_batch(["warm up"])
     half = len(texts) // 2
     rates: dict[str, float] = {}
 
@@ -121,7 +121,7 @@ async def ingest(data_dir: Path, texts: list[str]) -> tuple[dict[str, float], di
 
 async def bulk_load(memory: AsyncMemory, base: np.ndarray, count: int, users: int) -> None:
     """``count`` memories: real base vectors plus noise, sealed rows, chunks; then the index."""
-    backend, rng = memory.backend, np.random.default_rng(5)
+    backend, rng = memory._backend, np.random.default_rng(5)
     texts = memories(len(base), seed=3)
     async with backend.ddl_engine.begin() as conn:
         await conn.execute(sa.text(f"DROP INDEX IF EXISTS {vectors.index_name(MODEL)}"))
@@ -165,16 +165,16 @@ async def search_figures(
     memory: AsyncMemory, users: int, queries: list[str]
 ) -> tuple[dict[str, float], float]:
     rng = random.Random(11)
-    default = memory.backend.settings
+    default = memory._backend.settings
     exact = default.model_copy(update={"search_exact_max_chunks": 10**9})
     latencies, recalls = [], []
     for query in queries:
         user = f"user-{rng.randrange(users)}"
         with timed(latencies):
             got = await memory.search(query, user_id=user, limit=10)
-        memory.backend.settings = exact
+        memory._backend.settings = exact
         truth = await memory.search(query, user_id=user, limit=10)
-        memory.backend.settings = default
+        memory._backend.settings = default
         expected = {h.id for h in truth.results}
         recalls.append(len(expected & {h.id for h in got.results}) / max(len(expected), 1))
     return summary_ms(latencies), sum(recalls) / len(recalls)

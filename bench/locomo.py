@@ -137,7 +137,7 @@ async def run(data: Path, recipes: list[str], backend: str = "auto") -> dict[str
                     )
         # What autovacuum does shortly after a bulk import; without it the first queries on
         # fresh tables are planned blind.
-        async with memory.backend.ddl_engine.connect() as conn:
+        async with memory._backend.ddl_engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.execute(sa.text("ANALYZE"))
         print(f"{len(questions)} questions (categories 1-4 with resolvable evidence)")

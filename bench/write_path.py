@@ -20,6 +20,8 @@ from pathlib import Path
 
 from _corpus import memories
 from memvault import AsyncMemory, Settings
+from memvault.admin import AsyncAdmin
+from memvault.runtime import start_workers
 
 from _stats import print_table, summary_ms, timed
 
@@ -68,8 +70,8 @@ async def run(count: int, pipeline_adds: int) -> None:
         memory = await AsyncMemory.open(Settings(data_dir=Path(tmp) / "data", run_worker=False))
         rows = await store_only(memory, texts[:count])
         print("  embedding what was stored ...", flush=True)
-        memory.backend.start_workers(1)
-        while (await memory.queue_counts()).get("queued", 0):
+        start_workers(memory._backend, 1)
+        while (await AsyncAdmin.of(memory).queue_counts()).get("queued", 0):
             await asyncio.sleep(1)
         rows[f"add (full offline pipeline, {count:,} stored)"] = await full_pipeline(
             memory, texts[count:]

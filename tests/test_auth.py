@@ -55,7 +55,7 @@ def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
 
 
 def new_key(client: TestClient, tenant: str, scopes: str = "read,write") -> str:
-    engine = client.app.state.memory.backend.engine  # type: ignore[attr-defined]
+    engine = client.app.state.memory._backend.engine  # type: ignore[attr-defined]
     created = client.portal.call(auth.create_key, engine, tenant, scopes, None)  # type: ignore[union-attr]
     return created.key
 
@@ -84,7 +84,7 @@ def test_the_route_table_is_complete(api: TestClient) -> None:
 def test_every_route_refuses_a_missing_malformed_unknown_or_revoked_key(api: TestClient) -> None:
     good = new_key(api, "acme", "read,write,admin")
     revoked = new_key(api, "acme", "read,write,admin")
-    engine = api.app.state.memory.backend.engine  # type: ignore[attr-defined]
+    engine = api.app.state.memory._backend.engine  # type: ignore[attr-defined]
     api.portal.call(auth.revoke_key, engine, revoked)  # type: ignore[union-attr]
     prefix = good.split("_")[1]
     wrong_secret = f"mv_{prefix}_{'A' * 43}"
@@ -130,7 +130,7 @@ def test_scopes_gate_writes_and_admin_routes(api: TestClient) -> None:
 def test_revocation_takes_effect_at_once(api: TestClient) -> None:
     key = new_key(api, "acme")
     assert call(api, "GET", "/v1/memories", key, params={"user_id": "u"}).status_code == 200
-    engine = api.app.state.memory.backend.engine  # type: ignore[attr-defined]
+    engine = api.app.state.memory._backend.engine  # type: ignore[attr-defined]
     api.portal.call(auth.revoke_key, engine, key.split("_")[1])  # type: ignore[union-attr]
     assert call(api, "GET", "/v1/memories", key, params={"user_id": "u"}).status_code == 401
 
@@ -303,7 +303,7 @@ async def test_concurrent_takes_across_pools_never_share_a_token(
     settings = make_settings(embedding_provider="hash")
     one, two = await AsyncMemory.open(settings), await AsyncMemory.open(settings)
     try:
-        takes = [m.backend.take_rate_token("key:race", 0.001, 5) for m in (one, two) * 10]
+        takes = [m._backend.take_rate_token("key:race", 0.001, 5) for m in (one, two) * 10]
         waits = await asyncio.gather(*takes)
     finally:
         await one.close()

@@ -345,8 +345,8 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
     async def keys() -> tuple[str, str]:
         memory = await AsyncMemory.open(settings)
         try:
-            writer = await auth.create_key(memory.backend.engine, "acme", "read,write")
-            reader = await auth.create_key(memory.backend.engine, "acme", "read")
+            writer = await auth.create_key(memory._backend.engine, "acme", "read,write")
+            reader = await auth.create_key(memory._backend.engine, "acme", "read")
             return writer.key, reader.key
         finally:
             await memory.close()

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from memvault import AsyncMemory, ContentTooLong, InvalidInput, NotFound
+from memvault.admin import AsyncAdmin
 
 
 async def test_add_then_get_returns_what_was_stored(memory: AsyncMemory) -> None:
@@ -181,7 +182,7 @@ async def test_expired_memories_vanish_from_reads_and_cleanup_deletes_them(
     with pytest.raises(NotFound):
         await memory.get(doomed.id, user_id="u")
     assert [m.id for m in (await memory.list(user_id="u")).results] == [kept.id]
-    assert await memory.purge_expired() == 1
+    assert await AsyncAdmin.of(memory).purge_expired() == 1
     assert raw.execute("SELECT count(*) FROM memories").fetchone() == (1,)
     assert (await memory.history(doomed.id, user_id="u"))[-1].actor == "ttl"
 

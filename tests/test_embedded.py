@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from memvault import ConfigurationError, DataDirInUse, KeyMismatch, Memory, Settings
+from memvault.admin import Admin
 from memvault.db.embedded import ServeLock
 
 
@@ -52,10 +53,11 @@ def test_rotation_with_the_key_file_keeps_every_memory(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data")
     with Memory(settings) as memory:
         ids = [memory.add(f"memory {i}", user_id="u", infer=False).id for i in range(20)]
-        before = settings.key_file.read_text()
-        report = memory.rotate_encryption_key(reload_grace_s=0)
-        assert report.memories_reencrypted == 20
-        assert settings.key_file.read_text() != before
+    before = settings.key_file.read_text()
+    with Admin(settings) as admin:
+        report = admin.rotate_encryption_key(reload_grace_s=0)
+    assert report.memories_reencrypted == 20
+    assert settings.key_file.read_text() != before
     with Memory(settings) as memory:
         assert [memory.get(i, user_id="u").content for i in ids] == [
             f"memory {i}" for i in range(20)

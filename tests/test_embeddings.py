@@ -130,7 +130,7 @@ async def test_cache_hits_skip_the_provider(
 ) -> None:
     memory = await AsyncMemory.open(make_settings())
     cache = (
-        PostgresCache(memory.backend.engine, 3600)
+        PostgresCache(memory._backend.engine, 3600)
         if backend == "postgres"
         else RedisCache("redis://127.0.0.1:6379/0", 3600)
     )

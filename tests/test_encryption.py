@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault import AsyncMemory, ConfigurationError, KeyMismatch, Settings
+from memvault.admin import AsyncAdmin
 from memvault.crypto import Keyring, associated_data, generate_key, parse_key
 
 SECRET = "the launch code is purple-elephant-42"
@@ -103,7 +104,7 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
 
     writers = [asyncio.create_task(writer(n)) for n in range(4)]
     await asyncio.wait_for(writing.wait(), 30)  # rotation starts with writers under way
-    report = await during.rotate_encryption_key()
+    report = await AsyncAdmin.of(during).rotate_encryption_key()
     stop.set()
     await asyncio.gather(*writers)
     await during.close()
@@ -118,5 +119,5 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
         page = await after.list(user_id=f"user{i}", limit=100)
         assert len(page.results) == len(range(i, 300, 7))
     keys = {row[0] for row in raw.execute("SELECT DISTINCT key_id FROM memories")}
-    assert keys == {after.backend.keys.current().active.key_id}
+    assert keys == {after._backend.keys.current().active.key_id}
     await after.close()

@@ -34,7 +34,7 @@ runner = CliRunner()
 
 
 def new_key(client: TestClient, tenant: str, scopes: str = "read,write") -> str:
-    engine = client.app.state.memory.backend.engine  # type: ignore[attr-defined]
+    engine = client.app.state.memory._backend.engine  # type: ignore[attr-defined]
     return client.portal.call(auth.create_key, engine, tenant, scopes, None).key  # type: ignore[union-attr]
 
 

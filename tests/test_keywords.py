@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from memvault import Settings
+from memvault.admin import AsyncAdmin
 from memvault.retrieval.search import rrf
 from memvault.retrieval.terms import terms
 from memvault.service import AsyncMemory
@@ -71,7 +72,7 @@ async def test_the_database_holds_no_plaintext_term(
     assert dict(columns)["term"] == "bigint"
     dump = raw.execute("SELECT string_agg(t::text, ' ') FROM memory_terms t").fetchone()
     assert dump is not None and "quokka" not in dump[0] and "wifi" not in dump[0]
-    keyring = memory.backend.keys.current()
+    keyring = memory._backend.keys.current()
     stored = {row[0] for row in raw.execute("SELECT term FROM memory_terms")}
     assert keyring.term_id("quokkaflux") in stored
 
@@ -120,7 +121,7 @@ async def test_rotation_moves_the_keyword_index_to_the_new_key(
         make_settings(encryption_key=new, encryption_old_keys=old, embedding_provider="hash")
     )
     assert len((await during.search("quokkaflux", user_id="wendy", recipe="keyword")).results) == 1
-    await during.rotate_encryption_key()
+    await AsyncAdmin.of(during).rotate_encryption_key()
     await during.close()
     after = await AsyncMemory.open(make_settings(encryption_key=new, embedding_provider="hash"))
     found = await after.search("quokkaflux", user_id="wendy", recipe="keyword")

@@ -37,7 +37,7 @@ CHECKS = [
 async def _admin_key(settings: Settings) -> str:
     memory = await AsyncMemory.open(settings)
     try:
-        return (await auth.create_key(memory.backend.engine, "fuzz", "read,write,admin")).key
+        return (await auth.create_key(memory._backend.engine, "fuzz", "read,write,admin")).key
     finally:
         await memory.close()
 

@@ -40,7 +40,7 @@ async def test_ready_is_503_until_the_model_is_loaded(
     settings = make_settings(embedding_provider="hash", run_worker=True)
     memory = await AsyncMemory.open(settings)
     gated = GatedEmbedder()
-    memory.backend.embeddings.primary = gated
+    memory._backend.embeddings.primary = gated
     app = create_app(settings, memory=memory)
     transport = httpx.ASGITransport(app=app)
     try:
@@ -73,5 +73,5 @@ async def test_the_local_model_is_loaded_at_start(make_settings: Callable[..., S
     ):
         ready = await poll(http, lambda body: body["status"] == "ready")
         assert ready.status_code == 200
-        primary = app.state.memory.backend.embeddings.primary
+        primary = app.state.memory._backend.embeddings.primary
         assert primary.load().encoder.backend == "onnx"

@@ -105,7 +105,7 @@ async def test_searches_count_accesses_in_the_background(memory: AsyncMemory) ->
     assert (await memory.get(ramen, user_id="u")).access_count == 0
     await memory.search("ramen", user_id="u", limit=1)
     await memory.search("ramen", user_id="u", limit=1, track_access=False)
-    await memory.backend.access.flush()
+    await memory._backend.access.flush()
     stored = await memory.get(ramen, user_id="u")
     assert stored.access_count == 2 and stored.last_accessed is not None
     untouched = await memory.get(ids[MEALS[2][0]], user_id="u")

@@ -30,7 +30,7 @@ async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncM
 
 
 async def embed_all(memory: AsyncMemory) -> None:
-    b = memory.backend
+    b = memory._backend
     worker = Worker(b)
     while await worker.run_once():
         pass

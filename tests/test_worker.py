@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from memvault import Settings
+from memvault.admin import AsyncAdmin
 from memvault.db.tenancy import tenant_scope
 from memvault.service import AsyncMemory
 from memvault.worker import Worker
@@ -57,7 +58,7 @@ async def store(http_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMe
 
 
 def worker_for(memory: AsyncMemory) -> Worker:
-    b = memory.backend
+    b = memory._backend
     return Worker(b)
 
 
@@ -79,7 +80,7 @@ async def test_a_batch_of_jobs_is_embedded_in_one_provider_call(
         got = await store.get(record.id, user_id="u")
         assert got.embedded
     assert chunk_counts(raw) == {r.id: 1 for r in added}
-    assert await store.queue_counts() == {"done": 10}
+    assert await AsyncAdmin.of(store).queue_counts() == {"done": 10}
 
 
 async def test_failures_back_off_then_dead_letter_and_a_manual_retry_succeeds(
@@ -100,13 +101,13 @@ async def test_failures_back_off_then_dead_letter_and_a_manual_retry_succeeds(
     for _ in range(2):
         raw.execute("UPDATE embedding_jobs SET available_at = now()")
         await worker.run_once()
-    (dead,) = await memory.list_jobs(status="failed")
+    (dead,) = await AsyncAdmin.of(memory).list_jobs(status="failed")
     assert dead.attempts == 3 and "503" in (dead.last_error or "")
     assert (await memory.get(record.id, user_id="u")).embedded is False
     assert [m.id for m in (await memory.list(user_id="u")).results] == [record.id]
 
     provider[1].fail_next = 0
-    assert await memory.retry_jobs() == 1
+    assert await AsyncAdmin.of(memory).retry_jobs() == 1
     assert await worker.run_once() == 1
     assert (await memory.get(record.id, user_id="u")).embedded is True
     await memory.close()
@@ -126,8 +127,8 @@ async def test_two_workers_never_process_the_same_job(
             total += n
         return total
 
-    settings = store.backend.settings.model_copy(update={"worker_batch_size": 7})
-    b = store.backend
+    settings = store._backend.settings.model_copy(update={"worker_batch_size": 7})
+    b = store._backend
     workers = [Worker(b, settings) for _ in range(2)]
     done = await asyncio.gather(*(drain(w) for w in workers))
     assert sum(done) == 60 and all(done)
@@ -200,7 +201,7 @@ async def test_fallback_vectors_are_marked_and_redone_when_the_provider_returns(
 async def _model_of(memory: AsyncMemory, memory_id: Any) -> str | None:
     # A raw query runs under the row-level policies too: it must name its tenant.
     with tenant_scope(memory.tenant_id):
-        async with memory.backend.engine.connect() as conn:
+        async with memory._backend.engine.connect() as conn:
             return (
                 await conn.execute(
                     sa.text("SELECT embedding_model FROM memories WHERE id = :i"),

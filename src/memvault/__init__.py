@@ -1,5 +1,6 @@
 """memvault: long-term memory for AI agents, encrypted and tenant-scoped, on PostgreSQL."""
 
+from memvault.admin import Admin, AsyncAdmin
 from memvault.client import AsyncMemoryClient, MemoryClient
 from memvault.config import Settings
 from memvault.errors import (
@@ -25,6 +26,8 @@ from memvault.service import AsyncMemory, Memory
 __version__ = "0.1.0"
 
 __all__ = [
+    "Admin",
+    "AsyncAdmin",
     "AsyncMemory",
     "AsyncMemoryClient",
     "ConfigurationError",

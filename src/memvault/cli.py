@@ -10,7 +10,7 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -21,11 +21,12 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from memvault.admin import Admin, AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
 from memvault.models import AddResult, HistoryEntry, MemoryInput, MemoryRecord, MessagesRequest
-from memvault.service import AsyncMemory, Memory, validated
+from memvault.service import Memory, validated
 
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
@@ -100,21 +101,14 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
     out.print(table)
 
 
-def _in_store(work: Callable[[AsyncMemory], Awaitable[T]]) -> T:
-    """Run ``work`` against the configured store (no workers), then close it."""
-
-    async def run() -> T:
-        memory = await AsyncMemory.open(Settings(run_worker=False), actor="cli")
-        try:
-            return await work(memory)
-        finally:
-            await memory.close()
-
+@contextmanager
+def _admin(*, worker: bool = False) -> Iterator[Admin]:
+    """The whole store, for one operator command; embedding workers only when it waits on them."""
     try:
-        return asyncio.run(run())
+        with Admin(Settings(run_worker=worker)) as admin:
+            yield admin
     except MemvaultError as exc:
         _fail(exc)
-        raise  # unreachable: _fail always exits
 
 
 def _loopback(host: str) -> bool:
@@ -182,8 +176,8 @@ def serve(
     import uvicorn
 
     from memvault import logs
+    from memvault.admin import ServeLock
     from memvault.api import create_app
-    from memvault.db.embedded import ServeLock
 
     overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
@@ -246,15 +240,10 @@ def _embedded_for_workers(settings: Settings) -> Iterator[None]:
     if not settings.embedded:
         yield
         return
-    from memvault.db.embedded import EmbeddedPostgres
-    from memvault.db.engine import migrate
+    from memvault.admin import embedded_store_held
 
-    server = EmbeddedPostgres(settings.pg_data_dir)
-    migrate(server.start())
-    try:
+    with embedded_store_held(settings):
         yield
-    finally:
-        server.stop()
 
 
 @app.command("mcp")
@@ -583,15 +572,15 @@ def worker(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        memory = await AsyncMemory.open(Settings(run_worker=False), actor="worker")
+        admin = await AsyncAdmin.open(Settings(run_worker=False))
         err.print(
-            f"memvault worker: {concurrency} worker(s), model "
-            f"{memory.backend.embeddings.active_model}; Ctrl-C to stop"
+            f"memvault worker: {concurrency} worker(s), model {admin.embedder.model_id}; "
+            "Ctrl-C to stop"
         )
         try:
-            await memory.run_worker(stop, concurrency=concurrency)
+            await admin.run_worker(stop, concurrency=concurrency)
         finally:
-            await memory.close()
+            await admin.close()
 
     try:
         asyncio.run(main())
@@ -605,9 +594,9 @@ def jobs_list(
     limit: Annotated[int, typer.Option()] = 50,
 ) -> None:
     """Show embedding jobs; --status failed lists the dead letters."""
-    with _memory() as memory:
-        found = _call(lambda: memory.list_jobs(status=status, limit=limit))
-        counts = _call(memory.queue_counts)
+    with _admin() as admin:
+        found = _call(lambda: admin.list_jobs(status=status, limit=limit))
+        counts = _call(admin.queue_counts)
     table = Table("job", "status", "attempts", "memory", "last error")
     for job in found:
         table.add_row(
@@ -620,8 +609,8 @@ def jobs_list(
 @jobs_app.command("retry")
 def jobs_retry(job_ids: Annotated[list[int] | None, typer.Argument()] = None) -> None:
     """Queue failed jobs again (all of them, or the ids given)."""
-    with _memory() as memory:
-        count = _call(lambda: memory.retry_jobs(job_ids or None))
+    with _admin() as admin:
+        count = _call(lambda: admin.retry_jobs(job_ids or None))
     out.print(f"queued {count} job(s) again")
 
 
@@ -633,12 +622,12 @@ def reembed() -> None:
     """
     from rich.progress import Progress
 
-    with _memory(worker=True) as memory:
-        total = _call(memory.reembed)
+    with _admin(worker=True) as admin:
+        total = _call(admin.reembed)
         with Progress(console=err) as progress:
             task = progress.add_task("re-embedding", total=total or 1)
             while True:
-                counts = _call(memory.queue_counts)
+                counts = _call(admin.queue_counts)
                 left = counts.get("queued", 0) + counts.get("processing", 0)
                 progress.update(task, completed=max(total - left, 0))
                 if left == 0:
@@ -650,8 +639,8 @@ def reembed() -> None:
 @app.command()
 def cleanup() -> None:
     """Delete memories whose expires_at has passed (reads already hide them)."""
-    with _memory() as memory:
-        count = _call(memory.purge_expired)
+    with _admin() as admin:
+        count = _call(admin.purge_expired)
     out.print(f"deleted {count} expired memories")
 
 
@@ -669,9 +658,9 @@ def keys_rotate() -> None:
     set the new key there and the old one in MEMVAULT_ENCRYPTION_OLD_KEYS on every process
     first; this command then moves every row to the new key.
     """
-    with _memory() as memory:
+    with _admin() as admin:
         err.print("re-encrypting…")
-        report = _call(memory.rotate_encryption_key)
+        report = _call(admin.rotate_encryption_key)
     out.print(
         f"active key {report.active_key_id}: {report.memories_reencrypted} memories and "
         f"{report.history_reencrypted} history rows re-encrypted"
@@ -705,9 +694,8 @@ def api_keys_create(
     name: Annotated[str | None, typer.Option(help="a label to recognise it by")] = None,
 ) -> None:
     """Create an API key and print it once: only its hash is stored."""
-    from memvault import auth
-
-    created = _in_store(lambda m: auth.create_key(m.backend.engine, tenant, scopes, name))
+    with _admin() as admin:
+        created = _call(lambda: admin.create_api_key(tenant, scopes, name))
     out.print(created.key, highlight=False, soft_wrap=True)
     err.print(
         f"key {created.prefix} for tenant {created.tenant_id!r}, scopes "
@@ -721,9 +709,8 @@ def api_keys_list(
     as_json: JsonOpt = False,
 ) -> None:
     """API keys (never their secrets)."""
-    from memvault import auth
-
-    keys = _in_store(lambda m: auth.list_keys(m.backend.engine, tenant))
+    with _admin() as admin:
+        keys = _call(lambda: admin.list_api_keys(tenant))
     if as_json:
         out.print_json(json.dumps([k.model_dump(mode="json") for k in keys]))
         return
@@ -748,9 +735,8 @@ def api_keys_revoke(
     key: Annotated[str, typer.Argument(help="the key's prefix, id, or the whole key")],
 ) -> None:
     """Revoke an API key: refused from the next request on, in every server process."""
-    from memvault import auth
-
-    revoked = _in_store(lambda m: auth.revoke_key(m.backend.engine, key))
+    with _admin() as admin:
+        revoked = _call(lambda: admin.revoke_api_key(key))
     out.print(f"revoked {revoked.prefix} (tenant {revoked.tenant_id!r})")
 
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-
+from memvault.admin import AsyncAdmin
 from memvault.config import Settings
-from memvault.db.engine import current_revision, head_revision
 from memvault.embedding import LocalEmbedder
 from memvault.errors import MemvaultError
-from memvault.service import AsyncMemory
 
 
 @dataclass(frozen=True)
@@ -24,57 +21,42 @@ class Check:
 async def run_checks(settings: Settings) -> list[Check]:
     checks = [_model_check()]
     try:
-        memory = await AsyncMemory.open(settings, actor="doctor")
+        admin = await AsyncAdmin.open(settings)
     except MemvaultError as exc:
         return [Check("database and key", False, exc.message), *checks]
     try:
         mode = "embedded" if settings.embedded else "MEMVAULT_DATABASE_URL"
-        checks.insert(0, Check("database", True, f"reachable ({mode})"))
-        checks.insert(
-            1,
-            Check(
-                "encryption key",
-                True,
-                f"active key {memory.backend.keys.current().active.key_id} opens every stored row",
-            ),
-        )
-        async with memory.backend.engine.connect() as conn:
-            version = (
-                await conn.execute(
-                    sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-                )
-            ).scalar()
-            revision = await conn.run_sync(current_revision)
-        checks.insert(
-            1,
+        status = await admin.schema_status()
+        return [
+            Check("database", True, f"reachable ({mode})"),
             Check(
                 "pgvector",
-                version is not None,
-                f"version {version}"
-                if version
+                status.pgvector is not None,
+                f"version {status.pgvector}"
+                if status.pgvector
                 else "missing: install pgvector on the server (CREATE EXTENSION vector)",
             ),
-        )
-        head = head_revision()
-        checks.insert(
-            2,
             Check(
                 "schema",
-                revision == head,
-                f"at {revision}"
-                if revision == head
-                else f"at {revision}, code expects {head}: restart memvault to migrate",
+                status.revision == status.head,
+                f"at {status.revision}"
+                if status.revision == status.head
+                else f"at {status.revision}, code expects {status.head}: restart memvault to "
+                "migrate",
             ),
-        )
-        checks.append(await _encoder_check(memory))
+            Check(
+                "encryption key", True, f"active key {admin.active_key_id} opens every stored row"
+            ),
+            *checks,
+            await _encoder_check(admin),
+        ]
     finally:
-        await memory.close()
-    return checks
+        await admin.close()
 
 
-async def _encoder_check(memory: AsyncMemory) -> Check:
+async def _encoder_check(admin: AsyncAdmin) -> Check:
     """Which encoder embeds (onnx or torch, and why torch), loading the model as a server would."""
-    primary = memory.backend.embeddings.primary
+    primary = admin.embedder
     if not isinstance(primary, LocalEmbedder):
         return Check("encoder", True, f"{primary.model_id} through the {primary.provider} provider")
     try:

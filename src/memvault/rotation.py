@@ -12,12 +12,12 @@ import asyncio
 import logging
 from typing import Any
 
+from memvault.backend import Backend
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
 from memvault.db import keywords, store
 from memvault.db.tenancy import across_tenants
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
-from memvault.runtime import Backend
 
 log = logging.getLogger(__name__)
 BATCH = 500

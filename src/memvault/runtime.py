@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
-from memvault.db import ratelimit, store
+from memvault.db import store
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
-from memvault.embedding import EmbeddingService, build_embedding_service
+from memvault.embedding import build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
 from memvault.llm import build_llm
 from memvault.pipeline.judge import Judge
@@ -30,80 +30,31 @@ from memvault.worker.runner import Worker
 WORKER_CLAIM_INTERVAL_S = 5.0  # how soon a process takes over the worker of one that exited
 
 
-@dataclass
-class Backend:
-    """What every tenant view of a store shares: the pool, the keys and the limits."""
+def start_workers(backend: Backend, concurrency: int) -> None:
+    """Run embedding workers as tasks on the current event loop until the backend closes."""
+    for n in range(concurrency):
+        worker = Worker(backend)
+        backend.track(worker.run(backend.stopping, sweeper=n == 0), f"memvault-worker-{n}")
 
-    engine: AsyncEngine
-    # The table owner's pool, for DDL (a model's vector index) and ANALYZE only: the app role
-    # that runs everything else owns nothing.
-    ddl_engine: AsyncEngine
-    keys: KeyringSource
-    settings: Settings
-    url: str
-    embeddings: EmbeddingService
-    judge: Judge
-    access: AccessTracker
-    key_file: Path | None = None
-    closers: list[Callable[[], None]] = field(default_factory=list)
-    _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _rate_takes: int = 0
-    _workers: list[asyncio.Task[None]] = field(default_factory=list)
 
-    def start_workers(self, concurrency: int) -> None:
-        """Run embedding workers as tasks on the current event loop until ``close``."""
-        for n in range(concurrency):
-            worker = Worker(self)
-            self._workers.append(
-                asyncio.create_task(
-                    worker.run(self._stop, sweeper=n == 0), name=f"memvault-worker-{n}"
-                )
-            )
+def start_workers_once_per_data_dir(backend: Backend, lock: WorkerLock, concurrency: int) -> None:
+    """Run the workers here if no other process on this data directory does; otherwise keep
+    trying, so a process takes over when the one that ran them exits."""
+    if lock.try_acquire():
+        backend.closers.append(lock.release)
+        start_workers(backend, concurrency)
+        return
+    backend.track(_claim_workers(backend, lock, concurrency), "memvault-claim")
 
-    def start_workers_once_per_data_dir(self, lock: WorkerLock, concurrency: int) -> None:
-        """Run the workers here if no other process on this data directory does; otherwise
-        keep trying, so a process takes over when the one that ran them exits."""
+
+async def _claim_workers(backend: Backend, lock: WorkerLock, concurrency: int) -> None:
+    while not backend.stopping.is_set():
         if lock.try_acquire():
-            self.closers.append(lock.release)
-            self.start_workers(concurrency)
+            backend.closers.append(lock.release)
+            start_workers(backend, concurrency)
             return
-        self._workers.append(
-            asyncio.create_task(self._claim_workers(lock, concurrency), name="memvault-claim")
-        )
-
-    async def _claim_workers(self, lock: WorkerLock, concurrency: int) -> None:
-        while not self._stop.is_set():
-            if lock.try_acquire():
-                self.closers.append(lock.release)
-                self.start_workers(concurrency)
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), WORKER_CLAIM_INTERVAL_S)
-
-    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
-        """The token bucket every server process over this database shares (when no Redis):
-        0 when ``key`` may go ahead, else the seconds until it may."""
-        async with self.engine.begin() as conn:
-            wait = await ratelimit.take(conn, key, rate, burst)
-            self._rate_takes += 1
-            if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
-                await ratelimit.prune(conn, burst / rate + 60)
-        return wait
-
-    async def close(self) -> None:
-        self._stop.set()
-        if self._workers:
-            await asyncio.gather(*self._workers, return_exceptions=True)
-            self._workers.clear()
-        await self.access.close()
-        await self.embeddings.aclose()
-        if self.judge.llm is not None:
-            await self.judge.llm.aclose()
-        await self.engine.dispose()
-        await self.ddl_engine.dispose()
-        for close in reversed(self.closers):
-            await asyncio.to_thread(close)
-        self.closers.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(backend.stopping.wait(), WORKER_CLAIM_INTERVAL_S)
 
 
 async def open_backend(settings: Settings) -> Backend:
@@ -137,9 +88,9 @@ async def open_backend(settings: Settings) -> Backend:
         )
         if settings.worker_in_process and settings.embedded:
             lock = WorkerLock(settings.data_dir)
-            backend.start_workers_once_per_data_dir(lock, settings.worker_concurrency)
+            start_workers_once_per_data_dir(backend, lock, settings.worker_concurrency)
         elif settings.worker_in_process:
-            backend.start_workers(settings.worker_concurrency)
+            start_workers(backend, settings.worker_concurrency)
         return backend
     except BaseException:
         for pool in (engine, ddl_engine):
@@ -197,3 +148,15 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
     return KeyringSource(
         initial, reload=lambda: load_key_file(path, create=False), watch=path
     ), path
+
+
+@contextlib.contextmanager
+def embedded_store_held(settings: Settings) -> Iterator[None]:
+    """Start (and migrate) the embedded database and hold it until the block ends: for a parent
+    process whose children come and go (``serve --workers N``)."""
+    server = EmbeddedPostgres(settings.pg_data_dir)
+    migrate(server.start())
+    try:
+        yield
+    finally:
+        server.stop()

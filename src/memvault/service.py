@@ -17,18 +17,18 @@ from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
-from memvault import jsonvalues, rotation
+from memvault import jsonvalues
 from memvault._sync import LoopThread, blocking
+from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
-from memvault.db.tenancy import across_tenants, scoped_to_tenant
+from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     AddResult,
     DedupInfo,
-    EmbeddingJob,
     HistoryEntry,
     MemoryInput,
     MemoryPage,
@@ -39,7 +39,6 @@ from memvault.models import (
     MessagesRequest,
     Owner,
     PIIPolicy,
-    RotationReport,
     SearchRequest,
     SearchResult,
 )
@@ -48,9 +47,8 @@ from memvault.pipeline.ingest import Pipeline
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
 from memvault.retrieval.terms import blind_terms
-from memvault.runtime import Backend, open_backend
+from memvault.runtime import open_backend
 from memvault.sealing import open_content, seal_content, to_record
-from memvault.worker import Worker
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -119,10 +117,6 @@ class AsyncMemory:
     def for_tenant(self, tenant_id: str, *, actor: str | None = None) -> AsyncMemory:
         """A view of the same store scoped to another tenant (sharing the connection pool)."""
         return AsyncMemory(self._backend, tenant_id=tenant_id, actor=actor or self.actor)
-
-    @property
-    def backend(self) -> Backend:
-        return self._backend
 
     async def close(self) -> None:
         await self._backend.close()
@@ -573,64 +567,6 @@ class AsyncMemory:
             self._backend, self.tenant_id, request, RECIPES[request.recipe]
         )
 
-    # --- maintenance (whole store, every tenant) ------------------------------------------------
-
-    @across_tenants
-    async def list_jobs(
-        self, *, status: str | None = None, limit: int = 50
-    ) -> builtins.list[EmbeddingJob]:
-        """Embedding jobs, most recently changed first (``status="failed"``: dead letters)."""
-        async with self._backend.engine.connect() as conn:
-            rows = await jobs.list_jobs(conn, status, limit)
-        return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
-
-    @across_tenants
-    async def retry_jobs(self, job_ids: builtins.list[int] | None = None) -> int:
-        """Put failed jobs (all, or these ids) back in the queue."""
-        async with self._backend.engine.begin() as conn:
-            return await jobs.retry_failed(conn, job_ids)
-
-    @across_tenants
-    async def queue_counts(self) -> dict[str, int]:
-        async with self._backend.engine.connect() as conn:
-            return await jobs.counts(conn)
-
-    @across_tenants
-    async def worker_heartbeat_age(self) -> float | None:
-        """Seconds since the freshest worker heartbeat; None when no worker is running."""
-        async with self._backend.engine.connect() as conn:
-            return await jobs.last_heartbeat_age_s(conn)
-
-    @across_tenants
-    async def reembed(self) -> int:
-        """Queue every memory not yet embedded by the active model; returns how many."""
-        total = 0
-        while True:
-            async with self._backend.engine.begin() as conn:
-                queued = await jobs.sweep(
-                    conn, active_model=self._backend.embeddings.active_model, limit=10_000
-                )
-            total += queued
-            if queued < 10_000:
-                return total
-
-    async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
-        """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
-        backend = self._backend
-        workers = [Worker(backend) for _ in range(concurrency)]
-        await asyncio.gather(*(w.run(stop, sweeper=i == 0) for i, w in enumerate(workers)))
-
-    @across_tenants
-    async def purge_expired(self) -> int:
-        """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
-        async with self._backend.engine.begin() as conn:
-            return await store.delete_where(conn, store.expired(datetime.now(UTC)), "ttl")
-
-    @across_tenants
-    async def rotate_encryption_key(self, *, reload_grace_s: float = 1.5) -> RotationReport:
-        """Re-encrypt every row under a new active key while reads and writes go on."""
-        return await rotation.rotate(self._backend, reload_grace_s=reload_grace_s)
-
 
 class Memory:
     """The synchronous face of :class:`AsyncMemory`, same methods, same behaviour.
@@ -665,13 +601,6 @@ class Memory:
     delete_all = blocking(AsyncMemory.delete_all)
     history = blocking(AsyncMemory.history)
     search = blocking(AsyncMemory.search)
-    list_jobs = blocking(AsyncMemory.list_jobs)
-    retry_jobs = blocking(AsyncMemory.retry_jobs)
-    queue_counts = blocking(AsyncMemory.queue_counts)
-    worker_heartbeat_age = blocking(AsyncMemory.worker_heartbeat_age)
-    reembed = blocking(AsyncMemory.reembed)
-    purge_expired = blocking(AsyncMemory.purge_expired)
-    rotate_encryption_key = blocking(AsyncMemory.rotate_encryption_key)
 
     @property
     def tenant_id(self) -> str:

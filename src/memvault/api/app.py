@@ -12,6 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from memvault import __version__
+from memvault.admin import AsyncAdmin
 from memvault.api import docs, errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
@@ -34,9 +35,9 @@ class _MemvaultAPI(FastAPI):
 
 
 @asynccontextmanager
-async def _gauges(memory: AsyncMemory) -> AsyncIterator[None]:
+async def _gauges(admin: AsyncAdmin) -> AsyncIterator[None]:
     stop = asyncio.Event()
-    task = asyncio.create_task(gauges.keep_fresh(memory, stop), name="memvault-gauges")
+    task = asyncio.create_task(gauges.keep_fresh(admin, stop), name="memvault-gauges")
     try:
         yield
     finally:
@@ -44,10 +45,10 @@ async def _gauges(memory: AsyncMemory) -> AsyncIterator[None]:
         await asyncio.gather(task, return_exceptions=True)
 
 
-def _load_model(memory: AsyncMemory) -> asyncio.Task[None]:
+def _load_model(admin: AsyncAdmin) -> asyncio.Task[None]:
     """Load the embedding model in a thread while the server starts answering: /ready says
     503 until it is in memory, so no request routed by readiness waits seconds for it."""
-    task = asyncio.create_task(memory.backend.embeddings.warm(), name="memvault-model-load")
+    task = asyncio.create_task(admin.warm_model(), name="memvault-model-load")
     task.add_done_callback(_log_model_load)
     return task
 
@@ -74,17 +75,18 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = memory if memory is not None else await AsyncMemory.open(settings, actor="api")
+        admin = AsyncAdmin.of(opened)
         redis_url = settings.redis_url.get_secret_value() if settings.redis_url else None
         limiter = RateLimiter(
             settings.rate_limit_per_s,
             settings.rate_limit_burst,
             redis_url,
-            shared=opened.backend.take_rate_token,
+            shared=admin.take_rate_token,
         )
-        app.state.memory, app.state.rate_limiter = opened, limiter
-        app.state.model_load = _load_model(opened)
+        app.state.memory, app.state.admin, app.state.rate_limiter = opened, admin, limiter
+        app.state.model_load = _load_model(admin)
         try:
-            async with _gauges(opened):
+            async with _gauges(admin):
                 yield
         finally:
             app.state.model_load.cancel()

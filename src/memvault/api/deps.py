@@ -14,7 +14,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from memvault.auth import SCOPES, KeyRefused, Principal, Scope, authenticate
+from memvault.admin import AsyncAdmin
+from memvault.auth import SCOPES, KeyRefused, Principal, Scope
 from memvault.errors import Forbidden, RateLimited
 from memvault.metrics import AUTH_FAILURES, RATE_LIMITED
 from memvault.service import AsyncMemory
@@ -29,13 +30,13 @@ async def get_principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    memory: AsyncMemory = request.app.state.memory
+    admin: AsyncAdmin = request.app.state.admin
     authorization = request.headers.get("authorization")
-    if memory.backend.settings.auth == "off" and not authorization:
+    if admin.settings.auth == "off" and not authorization:
         principal = _OPEN
         bucket = f"ip:{request.client.host if request.client else 'unknown'}"
     else:
-        principal = await _verified(memory, authorization)
+        principal = await _verified(admin, authorization)
         bucket = f"key:{principal.key_prefix}"
     wait = await request.app.state.rate_limiter.take(bucket)
     if wait > 0:
@@ -48,9 +49,9 @@ async def get_principal(
     return principal
 
 
-async def _verified(memory: AsyncMemory, authorization: str | None) -> Principal:
+async def _verified(admin: AsyncAdmin, authorization: str | None) -> Principal:
     try:
-        return await authenticate(memory.backend.engine, authorization)
+        return await admin.authenticate(authorization)
     except KeyRefused as exc:
         AUTH_FAILURES.labels(exc.reason).inc()
         log.info("api key refused", extra={"reason": exc.reason})

@@ -15,7 +15,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from memvault.db.errors import as_store_error
 from memvault.errors import MemvaultError, Unauthorized, validation_problems
 
 log = logging.getLogger("memvault.api")
@@ -85,9 +84,6 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    outage = as_store_error(exc)
-    if outage is not None:
-        return await _memvault_error(request, outage)
     # The class name is enough to find the failure in the code; the message may hold data.
     log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
     return envelope(500, "internal_error", "The server failed to handle this request.")

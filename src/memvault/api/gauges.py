@@ -7,27 +7,27 @@ import asyncio
 import contextlib
 import logging
 
+from memvault.admin import AsyncAdmin
 from memvault.errors import MemvaultError
 from memvault.metrics import QUEUE_DEPTH, WORKER_HEARTBEAT_AGE
-from memvault.service import AsyncMemory
 
 log = logging.getLogger(__name__)
 REFRESH_S = 5.0
 
 
-async def refresh(memory: AsyncMemory) -> None:
-    counts = await memory.queue_counts()
-    age = await memory.worker_heartbeat_age()
+async def refresh(admin: AsyncAdmin) -> None:
+    counts = await admin.queue_counts()
+    age = await admin.worker_heartbeat_age()
     for status in ("queued", "processing", "done", "failed"):
         QUEUE_DEPTH.labels(status).set(counts.get(status, 0))
     WORKER_HEARTBEAT_AGE.set(-1 if age is None else age)
 
 
-async def keep_fresh(memory: AsyncMemory, stop: asyncio.Event) -> None:
+async def keep_fresh(admin: AsyncAdmin, stop: asyncio.Event) -> None:
     while not stop.is_set():
         try:
             async with asyncio.timeout(REFRESH_S):
-                await refresh(memory)
+                await refresh(admin)
         except (TimeoutError, MemvaultError) as exc:
             # The gauges keep their last values; the outage shows in the store counters.
             log.debug("gauge refresh skipped: %s", type(exc).__name__)

@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memvault.db import tenancy
 from memvault.errors import StoreUnavailable
@@ -94,3 +94,12 @@ def migrate(url: str) -> None:
 
 def current_revision(sync_conn: sa.Connection) -> str | None:
     return MigrationContext.configure(sync_conn).get_current_revision()
+
+
+async def pgvector_version(conn: AsyncConnection) -> str | None:
+    """The installed pgvector extension's version; None when it is missing."""
+    found = await conn.execute(
+        sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    )
+    version = found.scalar()
+    return None if version is None else str(version)

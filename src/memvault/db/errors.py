@@ -1,9 +1,9 @@
 """The one place where a failing database becomes ``StoreUnavailable`` (503 store_unavailable).
 
-The service wraps every call in :func:`store_errors`, so library callers and every route see
-the same error; the API also maps anything that slipped past (an authentication lookup, say)
-through :func:`as_store_error`. Errors about the request itself (a constraint, bad data) are
-not outages and pass through unchanged.
+The service (``AsyncMemory`` and ``AsyncAdmin``) wraps every call in :func:`store_errors`, so
+library callers and every route see the same error, and the faces never meet a driver's
+exception. Errors about the request itself (a constraint, bad data) are not outages and pass
+through unchanged.
 """
 
 from __future__ import annotations

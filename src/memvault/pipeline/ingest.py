@@ -31,7 +31,7 @@ from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content, to_record
 
 if TYPE_CHECKING:
-    from memvault.runtime import Backend
+    from memvault.backend import Backend
 
 log = logging.getLogger(__name__)
 _CHUNK_SPECIAL_TOKENS = 2

@@ -41,7 +41,7 @@ from memvault.retrieval.when import TimeRange, parse_time
 from memvault.sealing import to_record
 
 if TYPE_CHECKING:
-    from memvault.runtime import Backend
+    from memvault.backend import Backend
 
 log = logging.getLogger(__name__)
 RecipeName = Literal["hybrid", "vector", "keyword", "recent"]

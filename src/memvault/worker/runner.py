@@ -35,7 +35,7 @@ from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 
 if TYPE_CHECKING:
-    from memvault.runtime import Backend
+    from memvault.backend import Backend
 
 log = logging.getLogger(__name__)
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Literal
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
+from memvault.admin import AsyncAdmin
 from memvault.api.deps import AdminMemory
 from memvault.api.schemas import V1_ERRORS
-from memvault.db import jobs
-from memvault.db.engine import current_revision, head_revision
-from memvault.db.tenancy import tenant_scope
 from memvault.models import EmbeddingJob
-from memvault.service import AsyncMemory
 
 router = APIRouter(tags=["operations"])
 
@@ -46,31 +42,10 @@ async def health() -> dict[str, str]:
 async def ready(request: Request) -> JSONResponse:
     """Readiness: the embedding model is loaded, the database answers, its schema is current,
     and a worker is alive."""
-    memory: AsyncMemory = request.app.state.memory
-    settings = memory.backend.settings
+    admin: AsyncAdmin = request.app.state.admin
+    found = await admin.readiness()
     checks = {"model": _model_check(request.app.state.model_load)}
-    try:
-        async with asyncio.timeout(5):
-            async with memory.backend.engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
-                checks["database"] = Check(ok=True, detail="reachable")
-                revision, head = await conn.run_sync(current_revision), head_revision()
-                checks["migrations"] = Check(
-                    ok=revision == head, detail=f"at {revision}, code expects {head}"
-                )
-                age = await jobs.last_heartbeat_age_s(conn)
-    except (TimeoutError, sa.exc.SQLAlchemyError, OSError) as exc:
-        checks["database"] = Check(ok=False, detail=f"unreachable ({type(exc).__name__})")
-        age = None
-    if "migrations" in checks:
-        fresh = age is not None and age <= settings.worker_heartbeat_stale_s
-        checks["worker"] = Check(
-            ok=fresh,
-            detail="no worker is running"
-            if age is None
-            else f"last heartbeat {age:.1f} s ago (stale after "
-            f"{settings.worker_heartbeat_stale_s:g} s)",
-        )
+    checks.update({name: Check(ok=c.ok, detail=c.detail) for name, c in found.items()})
     good = all(c.ok for c in checks.values())
     body = Readiness(status="ready" if good else "not_ready", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if good else 503)
@@ -96,20 +71,19 @@ async def metrics() -> Response:
 
 @router.get("/v1/admin/jobs", responses=V1_ERRORS)
 async def tenant_jobs(
+    request: Request,
     memory: AdminMemory,
     status: Annotated[Literal["queued", "processing", "done", "failed"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> JobPage:
     """This tenant's embedding jobs, most recently changed first (admin scope)."""
-    with tenant_scope(memory.tenant_id):  # the database shows only this tenant's jobs
-        async with memory.backend.engine.connect() as conn:
-            rows = await jobs.list_jobs(conn, status, limit)
-    return JobPage(results=[EmbeddingJob.model_validate(r, from_attributes=True) for r in rows])
+    admin: AsyncAdmin = request.app.state.admin
+    found = await admin.list_jobs(tenant_id=memory.tenant_id, status=status, limit=limit)
+    return JobPage(results=found)
 
 
 @router.post("/v1/admin/jobs/retry", responses=V1_ERRORS)
-async def retry_tenant_jobs(memory: AdminMemory) -> dict[str, int]:
+async def retry_tenant_jobs(request: Request, memory: AdminMemory) -> dict[str, int]:
     """Put this tenant's failed jobs back in the queue (admin scope)."""
-    with tenant_scope(memory.tenant_id):
-        async with memory.backend.engine.begin() as conn:
-            return {"retried": await jobs.retry_failed(conn, None)}
+    admin: AsyncAdmin = request.app.state.admin
+    return {"retried": await admin.retry_jobs(tenant_id=memory.tenant_id)}

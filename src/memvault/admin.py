@@ -1,0 +1,272 @@
+"""``AsyncAdmin`` / ``Admin``: the operator's door to a whole store.
+
+``AsyncMemory`` is one tenant's data; everything that spans tenants or runs the store itself —
+the job queue, re-embedding, expiry, key rotation, API keys, readiness, the worker — is here,
+with the tenant an explicit argument where it matters. The faces (API, CLI, doctor) use these
+two classes and never reach the database underneath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+from memvault import auth, rotation
+from memvault._sync import LoopThread, blocking
+from memvault.auth import ApiKeyInfo, CreatedKey, Principal
+from memvault.backend import Backend
+from memvault.config import Settings
+from memvault.db import engine, jobs, store
+from memvault.db.embedded import ServeLock
+from memvault.db.errors import store_errors
+from memvault.db.tenancy import all_tenants, tenant_scope
+from memvault.embedding.base import Embedder
+from memvault.errors import MemvaultError
+from memvault.models import EmbeddingJob, RotationReport
+from memvault.runtime import embedded_store_held, open_backend
+from memvault.service import AsyncMemory
+from memvault.worker import Worker
+
+
+@dataclass(frozen=True)
+class Check:
+    """One readiness or doctor check: what was looked at, and what was found."""
+
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class SchemaStatus:
+    pgvector: str | None
+    revision: str | None
+    head: str | None
+
+
+class AsyncAdmin:
+    """Whole-store operations. Open with ``await AsyncAdmin.open(settings)``, or take the one
+    behind an open store with ``AsyncAdmin.of(memory)``."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+
+    @classmethod
+    async def open(cls, settings: Settings) -> AsyncAdmin:
+        return cls(await open_backend(settings))
+
+    @classmethod
+    def of(cls, memory: AsyncMemory) -> AsyncAdmin:
+        return cls(memory._backend)
+
+    def memory(self, tenant_id: str = "default", *, actor: str = "library") -> AsyncMemory:
+        """A tenant's view of this store (sharing its pools)."""
+        return AsyncMemory(self._backend, tenant_id=tenant_id, actor=actor)
+
+    @property
+    def settings(self) -> Settings:
+        return self._backend.settings
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedding model (the doctor asks it how it runs)."""
+        return self._backend.embeddings.primary
+
+    @property
+    def active_key_id(self) -> str:
+        return self._backend.keys.current().active.key_id
+
+    async def close(self) -> None:
+        await self._backend.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- the job queue ----------------------------------------------------------------------
+
+    async def list_jobs(
+        self, *, tenant_id: str | None = None, status: str | None = None, limit: int = 50
+    ) -> builtins.list[EmbeddingJob]:
+        """Embedding jobs (of one tenant, or all), most recently changed first."""
+        with _scope(tenant_id), store_errors():
+            async with self._backend.engine.connect() as conn:
+                rows = await jobs.list_jobs(conn, status, limit)
+        return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
+
+    async def retry_jobs(
+        self, job_ids: Sequence[int] | None = None, *, tenant_id: str | None = None
+    ) -> int:
+        """Put failed jobs (all, or these ids; of one tenant, or all) back in the queue."""
+        with _scope(tenant_id), store_errors():
+            async with self._backend.engine.begin() as conn:
+                return await jobs.retry_failed(conn, job_ids)
+
+    async def queue_counts(self, *, tenant_id: str | None = None) -> dict[str, int]:
+        with _scope(tenant_id), store_errors():
+            async with self._backend.engine.connect() as conn:
+                return await jobs.counts(conn)
+
+    async def worker_heartbeat_age(self) -> float | None:
+        """Seconds since the freshest worker heartbeat; None when no worker is running."""
+        with all_tenants(), store_errors():
+            async with self._backend.engine.connect() as conn:
+                return await jobs.last_heartbeat_age_s(conn)
+
+    async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
+        """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
+        workers = [Worker(self._backend) for _ in range(concurrency)]
+        await asyncio.gather(*(w.run(stop, sweeper=i == 0) for i, w in enumerate(workers)))
+
+    # --- whole-store maintenance ------------------------------------------------------------
+
+    async def reembed(self) -> int:
+        """Queue every memory not yet embedded by the active model; returns how many."""
+        total = 0
+        with all_tenants(), store_errors():
+            while True:
+                async with self._backend.engine.begin() as conn:
+                    queued = await jobs.sweep(
+                        conn, active_model=self._backend.embeddings.active_model, limit=10_000
+                    )
+                total += queued
+                if queued < 10_000:
+                    return total
+
+    async def purge_expired(self) -> int:
+        """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
+        with all_tenants(), store_errors():
+            async with self._backend.engine.begin() as conn:
+                return await store.delete_where(conn, store.expired(datetime.now(UTC)), "ttl")
+
+    async def rotate_encryption_key(self, *, reload_grace_s: float = 1.5) -> RotationReport:
+        """Re-encrypt every row under a new active key while reads and writes go on."""
+        with store_errors():
+            return await rotation.rotate(self._backend, reload_grace_s=reload_grace_s)
+
+    # --- API keys ---------------------------------------------------------------------------
+
+    async def create_api_key(
+        self, tenant_id: str, scopes: str | Sequence[str] = "read,write", name: str | None = None
+    ) -> CreatedKey:
+        with store_errors():
+            return await auth.create_key(self._backend.engine, tenant_id, scopes, name)
+
+    async def list_api_keys(self, tenant_id: str | None = None) -> builtins.list[ApiKeyInfo]:
+        with store_errors():
+            return await auth.list_keys(self._backend.engine, tenant_id)
+
+    async def revoke_api_key(self, key: str) -> ApiKeyInfo:
+        with store_errors():
+            return await auth.revoke_key(self._backend.engine, key)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        with store_errors():
+            return await auth.authenticate(self._backend.engine, authorization)
+
+    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+        with store_errors():
+            return await self._backend.take_rate_token(key, rate, burst)
+
+    # --- health -----------------------------------------------------------------------------
+
+    async def warm_model(self) -> None:
+        """Load the embedding model now, rather than on the first request that needs it."""
+        await self._backend.embeddings.warm()
+
+    async def readiness(self, *, timeout_s: float = 5.0) -> dict[str, Check]:
+        """The database answers, its schema is current, and a worker is alive."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                status = await self.schema_status()
+                age = await self.worker_heartbeat_age()
+        except (TimeoutError, MemvaultError) as exc:
+            return {"database": Check(False, f"unreachable ({type(exc).__name__})")}
+        stale = self.settings.worker_heartbeat_stale_s
+        return {
+            "database": Check(True, "reachable"),
+            "migrations": Check(
+                status.revision == status.head,
+                f"at {status.revision}, code expects {status.head}",
+            ),
+            "worker": Check(
+                age is not None and age <= stale,
+                "no worker is running"
+                if age is None
+                else f"last heartbeat {age:.1f} s ago (stale after {stale:g} s)",
+            ),
+        }
+
+    async def schema_status(self) -> SchemaStatus:
+        with store_errors():
+            async with self._backend.engine.connect() as conn:
+                version = await engine.pgvector_version(conn)
+                revision = await conn.run_sync(engine.current_revision)
+        return SchemaStatus(version, revision, engine.head_revision())
+
+
+def _scope(tenant_id: str | None) -> AbstractContextManager[None]:
+    return tenant_scope(tenant_id) if tenant_id is not None else all_tenants()
+
+
+class Admin:
+    """The synchronous face of :class:`AsyncAdmin`, same methods, same behaviour."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._loop = LoopThread()
+        try:
+            self._async = self._loop.run(AsyncAdmin.open(settings or Settings()))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    list_jobs = blocking(AsyncAdmin.list_jobs)
+    retry_jobs = blocking(AsyncAdmin.retry_jobs)
+    queue_counts = blocking(AsyncAdmin.queue_counts)
+    worker_heartbeat_age = blocking(AsyncAdmin.worker_heartbeat_age)
+    reembed = blocking(AsyncAdmin.reembed)
+    purge_expired = blocking(AsyncAdmin.purge_expired)
+    rotate_encryption_key = blocking(AsyncAdmin.rotate_encryption_key)
+    create_api_key = blocking(AsyncAdmin.create_api_key)
+    list_api_keys = blocking(AsyncAdmin.list_api_keys)
+    revoke_api_key = blocking(AsyncAdmin.revoke_api_key)
+    readiness = blocking(AsyncAdmin.readiness)
+    schema_status = blocking(AsyncAdmin.schema_status)
+
+    @property
+    def settings(self) -> Settings:
+        return self._async.settings
+
+    def close(self) -> None:
+        if self._loop.loop.is_running():
+            self._loop.run(self._async.close())
+            self._loop.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = [
+    "Admin",
+    "AsyncAdmin",
+    "Check",
+    "SchemaStatus",
+    # What a server process needs for its data directory, for the faces that start one.
+    "ServeLock",
+    "embedded_store_held",
+]

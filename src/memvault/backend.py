@@ -1,0 +1,72 @@
+"""What every tenant view of a store shares: the pools, the keys, the models, the limits.
+
+A leaf of the package: it names the parts but starts nothing, so the pipeline, the worker and
+the retrieval code can all take a ``Backend`` without importing whatever opens one
+(``runtime.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memvault.config import Settings
+from memvault.crypto import KeyringSource
+from memvault.db import ratelimit
+from memvault.embedding.service import EmbeddingService
+from memvault.pipeline.judge import Judge
+from memvault.retrieval.reinforce import AccessTracker
+
+
+@dataclass
+class Backend:
+    engine: AsyncEngine
+    # The table owner's pool, for DDL (a model's vector index) and ANALYZE only: the app role
+    # that runs everything else owns nothing.
+    ddl_engine: AsyncEngine
+    keys: KeyringSource
+    settings: Settings
+    url: str
+    embeddings: EmbeddingService
+    judge: Judge
+    access: AccessTracker
+    key_file: Path | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _rate_takes: int = 0
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def track(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` (a worker loop) on the current event loop until ``close``; it must
+        return once ``stopping`` is set."""
+        self._tasks.append(asyncio.create_task(work, name=name))
+
+    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+        """The token bucket every server process over this database shares (when no Redis):
+        0 when ``key`` may go ahead, else the seconds until it may."""
+        async with self.engine.begin() as conn:
+            wait = await ratelimit.take(conn, key, rate, burst)
+            self._rate_takes += 1
+            if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
+                await ratelimit.prune(conn, burst / rate + 60)
+        return wait
+
+    async def close(self) -> None:
+        self.stopping.set()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._tasks.clear()
+        await self.access.close()
+        await self.embeddings.aclose()
+        if self.judge.llm is not None:
+            await self.judge.llm.aclose()
+        await self.engine.dispose()
+        await self.ddl_engine.dispose()
+        for close in reversed(self.closers):
+            await asyncio.to_thread(close)
+        self.closers.clear()
