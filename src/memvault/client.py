@@ -13,10 +13,8 @@ error answered by the server is raised as the class its envelope's ``code`` name
 (``memvault.errors``); a server that cannot be reached, or does not answer in time, is
 ``ServerUnreachable`` (a ``StoreUnavailable``). No httpx exception escapes.
 
-Not offered over HTTP: the maintenance methods of ``Memory`` (``list_jobs``, ``retry_jobs``,
-``queue_counts``, ``reembed``, ``purge_expired``, ``rotate_encryption_key``, ``run_worker``),
-which act on the whole store and run where the store is (the ``memvault`` CLI), and
-``for_tenant``: a client's tenant is the one its API key belongs to.
+Not offered over HTTP: whole-store work (``Admin``), which runs where the store is (the
+``memvault`` CLI), and ``for_tenant``: a client's tenant is the one its API key belongs to.
 """
 
 from __future__ import annotations
