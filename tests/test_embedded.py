@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 
-from memvault import ConfigurationError, DataDirInUse, KeyMismatch, Memory, Settings
+from memvault import AsyncMemory, ConfigurationError, DataDirInUse, KeyMismatch, Memory, Settings
 from memvault.admin import Admin
 from memvault.db.embedded import ServeLock
 
@@ -74,3 +79,72 @@ def test_a_second_server_on_one_data_dir_is_refused(tmp_path: Path) -> None:
         first.release()
     second.acquire()
     second.release()
+
+
+_HOLDER = """
+import asyncio, sys
+from memvault import AsyncMemory, Settings
+
+async def main() -> None:
+    memory = await AsyncMemory.open(Settings(embedding_provider="hash", run_worker=True))
+    print("open", flush=True)
+    await asyncio.to_thread(sys.stdin.read)
+    await memory.close()
+
+asyncio.run(main())
+"""
+
+
+async def _beating(url: str) -> list[str]:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        rows = await (await conn.execute("SELECT worker_id FROM worker_heartbeats")).fetchall()
+    return sorted(r[0].split(":")[1] for r in rows)  # host:pid:serial -> pid
+
+
+async def _until(url: str, done: Callable[[list[str]], bool]) -> list[str]:
+    for _ in range(300):  # the successor tries every 5 s; give it two tries on a busy machine
+        if done(pids := await _beating(url)):
+            return pids
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"worker heartbeats never got there: {pids}")
+
+
+@pytest.mark.slow
+async def test_one_embedding_worker_per_data_dir_and_a_successor_takes_over(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER],
+        env={**os.environ, "MEMVAULT_DATA_DIR": str(data)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        await _take_over(data, holder)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        holder.stdout.close()
+
+
+async def _take_over(data: Path, holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    # Like a second process of `serve --workers 2`: same data directory, asks for a worker too.
+    memory = await AsyncMemory.open(
+        Settings(data_dir=data, embedding_provider="hash", run_worker=True)
+    )
+    try:
+        url = memory._backend.url
+        assert await _until(url, lambda pids: len(pids) == 1) == [str(holder.pid)]
+        await memory.add("stored while the other process runs the worker", user_id="u")
+        assert await _beating(url) == [str(holder.pid)]  # none started here
+        holder.stdin.close()  # the other process shuts down; this one takes the worker over
+        assert holder.wait(timeout=30) == 0
+        assert await _until(url, lambda pids: pids == [str(os.getpid())])
+    finally:
+        await memory.close()
