@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,27 @@ async def test_a_time_bound_question_finds_the_event_by_its_own_date(memory: Asy
         "what did I start in the past week?", user_id="ann", time_mode="filter"
     )
     assert [hit.id for hit in found.results] == [recent.id]
+
+
+async def test_recency_ranks_only_when_the_question_asks_what_is_latest(
+    memory: AsyncMemory,
+) -> None:
+    now = datetime.now(UTC)
+    old = await memory.add(
+        "The garden roses need pruning", user_id="ann", occurred_at=now - timedelta(days=40)
+    )
+    new = await memory.add(
+        "The garden roses have aphids", user_id="ann", occurred_at=now - timedelta(days=2)
+    )
+
+    def boost_gap(hits: list[Any]) -> float:
+        """How much more than relevance the newer memory gained over the older one."""
+        by_id = {h.id: h.score - h.scores["relevance"] for h in hits}
+        return by_id[new.id] - by_id[old.id]
+
+    plain = await memory.search("garden roses", user_id="ann", track_access=False)
+    latest = await memory.search("any news about the garden roses?", user_id="ann")
+    assert boost_gap(plain.results) < 0.05  # a tie-breaker
+    assert boost_gap(latest.results) > 0.3
+    assert latest.results[0].id == new.id
+    assert latest.diagnostics.time is not None

@@ -3,11 +3,14 @@
 A search runs one or more *probes* — the question itself; the question limited to the time it
 names; statements and a hypothetical answer from an LLM; the question under LLM-read filters —
 and each probe feeds ranked lists (vector: HNSW or exact; keyword: blind-index BM25). Every list
-is fused by weighted reciprocal rank fusion, then blended with importance, recency, validity,
+is fused by score-aware reciprocal rank fusion, then blended with importance, recency, validity,
 reinforcement and the time match into the final score.
 
-RRF is used because BM25 and cosine scores live on different scales: a rank-based fusion
-lets a strong keyword match win where the small embedding model is unsure, and vice versa.
+BM25 and cosine scores live on different scales, so fusion works on ranks; but a first place
+is only worth what the match behind it is worth, so each rank's share is scaled by the list's
+evidence for that item: BM25 over the query's best possible score (the IDF mass of its words),
+similarity above a floor relative to the list's best. A strong keyword match still wins where
+the small embedding model is unsure; a word every memory shares no longer outvotes meaning.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class SearchConfig:
     # LoCoMo dev split, where most dated turns have long expired).
     expired_factor: float = 0.9
     # When the question asks what is latest ("any news recently?"), recency ranks instead of
-    # breaking ties: this weight and half-life replace the two above.
+    # breaking ties: at least this weight, at most this half-life.
     latest_recency_weight: float = 0.5
     latest_half_life_days: float = 7.0
     # Score-aware fusion: a keyword match counts in full once its BM25 reaches this share of
@@ -136,7 +139,9 @@ class Ranked:
     latest: bool = False
 
     def final(self, recipe: SearchConfig) -> float:
-        recency_weight = recipe.latest_recency_weight if self.latest else recipe.recency_weight
+        recency_weight = recipe.recency_weight
+        if self.latest:
+            recency_weight = max(recency_weight, recipe.latest_recency_weight)
         boost = (
             recipe.importance_weight * self.importance
             + recency_weight * self.recency
@@ -160,7 +165,9 @@ def rank(
         row.memory_type == "temporal" and row.valid_until is not None and row.valid_until <= now
     )
     latest = when is not None and when.recent
-    half_life = recipe.latest_half_life_days if latest else recipe.half_life_days
+    half_life = recipe.half_life_days
+    if latest:
+        half_life = min(half_life, recipe.latest_half_life_days)
     return Ranked(
         relevance=fused / best if best else 0.0,
         importance=(row.importance or 5) / 10,
