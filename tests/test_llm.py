@@ -515,8 +515,15 @@ def test_strict_schema_follows_the_strict_rules(model: type[BaseModel]) -> None:
 def test_strict_schema_keeps_optional_fields_nullable_and_constraints_visible() -> None:
     strict = strict_schema(Enrichment.model_json_schema())
     props = strict["properties"]
-    assert strict["required"] == ["importance", "memory_type", "valid_until", "categories"]
+    assert strict["required"] == [
+        "importance",
+        "memory_type",
+        "valid_until",
+        "categories",
+        "event_at",
+    ]
     assert {"type": "null"} in props["valid_until"]["anyOf"]
+    assert {"type": "null"} in props["event_at"]["anyOf"]
     assert "minimum 1" in props["importance"]["description"]
     assert "maximum 10" in props["importance"]["description"]
     assert "maxItems 8" in props["categories"]["description"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -78,6 +79,7 @@ async def test_the_llm_merges_and_enriches(
     server.script(answer(provider, ENRICHED))
     first = await memory.add("Mia likes green tea", user_id="mia")
     assert first.sources == dict.fromkeys(("importance", "memory_type", "categories"), "llm")
+    assert first.occurred_at == first.created_at  # no date in the text, none read
     assert first.importance == 8 and first.categories == ["food_preference"]
 
     server.script(answer(provider, MERGED), answer(provider, ENRICHED))
@@ -87,6 +89,22 @@ async def test_the_llm_merges_and_enriches(
     history = await memory.history(first.id, user_id="mia")
     assert [h.action for h in history] == ["ADD", "UPDATE"]
     assert server.calls == 3
+    await memory.close()
+
+
+async def test_the_llms_event_date_becomes_occurred_at_unless_one_was_given(
+    llm_settings: Callable[..., Settings], server: LLMServer, provider: str
+) -> None:
+    memory = await AsyncMemory.open(llm_settings())
+    dated = {**ENRICHED, "event_at": "2023-06-13T09:00:00"}  # no offset: read as UTC
+    server.script(answer(provider, dated))
+    read = await memory.add("Yesterday Pia got her driving licence", user_id="pia")
+    assert read.sources["occurred_at"] == "llm"
+    assert read.occurred_at == datetime(2023, 6, 13, 9, tzinfo=UTC)
+    server.script(answer(provider, dated))
+    given = datetime(2024, 1, 5, tzinfo=UTC)
+    kept = await memory.add("Yesterday Pia sold her bike", user_id="pia", occurred_at=given)
+    assert kept.sources["occurred_at"] == "given" and kept.occurred_at == given
     await memory.close()
 
 

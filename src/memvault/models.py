@@ -218,7 +218,9 @@ class AddResult(MemoryRecord):
     dedup: DedupInfo
     pii: PIIInfo
     sources: dict[str, FieldSource] = Field(
-        description="which path produced importance, memory_type/valid_until and categories"
+        description="which path produced importance, memory_type/valid_until and categories; "
+        "occurred_at: 'given' by the caller, or read from a date in the text ('rules'/'llm') "
+        "when the caller gave none (absent: the time it was stored)"
     )
 
 

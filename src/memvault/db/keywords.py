@@ -7,6 +7,7 @@ postings. Everything runs inside PostgreSQL from the (tenant, user, term) primar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -138,3 +139,26 @@ async def bm25(
         .limit(limit)
     )
     return (await conn.execute(statement)).all()
+
+
+async def document_frequencies(
+    conn: AsyncConnection, tenant_id: str, user_id: str, term_ids: Sequence[int]
+) -> tuple[int, dict[int, int]]:
+    """(the owner's live memories, term id → memories holding it) for the query's terms: the
+    statistics BM25 uses, so search can tell how much of a query's evidence a match carries."""
+    n_docs = await conn.scalar(
+        sa.select(sa.func.count()).where(*list_filters(tenant_id, {"user_id": user_id}))
+    )
+    if not term_ids:
+        return int(n_docs or 0), {}
+    rows = await conn.execute(
+        sa.select(_t.term, sa.func.count())
+        .where(_t.tenant_id == tenant_id, _t.user_id == user_id, _t.term.in_(list(term_ids)))
+        .group_by(_t.term)
+    )
+    return int(n_docs or 0), {int(term): int(df) for term, df in rows}
+
+
+def idf(n_docs: int, df: int) -> float:
+    """BM25's IDF, as the SQL above computes it."""
+    return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))

@@ -44,3 +44,7 @@ class Enrichment(BaseModel):
         max_length=8,
         description="snake_case topics, e.g. food_preference, travel, health, work",
     )
+    event_at: datetime | None = Field(
+        default=None,
+        description="when the event it tells of happened (or will), if the text dates it, ISO 8601",
+    )

@@ -241,6 +241,7 @@ class Pipeline:
             else:
                 draft.enrichment, source = await Judge(None).enrich(draft.final_text, reference)
             draft.sources = {"importance": source, "memory_type": source, "categories": source}
+            draft.sources.update(_occurred_source(draft, source))
 
     # --- background adds, after the worker embedded them -----------------------------------
 
@@ -346,6 +347,7 @@ class Pipeline:
                 fresh[row.id] = (row.user_id, *(draft.terms or blind_terms(keyring, draft.text)))
                 draft.dedup = DedupInfo(action="pending" if draft.item.infer else "stored_new")
                 draft.sources = dict.fromkeys(("importance", "memory_type", "categories"), "rules")
+                draft.sources.update(_occurred_source(draft, "rules"))
                 results[draft.index] = self._result(row, draft)
             await keywords.insert_terms(conn, self.tenant_id, fresh)
             await keywords.replace_terms(conn, self.tenant_id, changed)
@@ -415,6 +417,9 @@ class Pipeline:
         fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy"})
         sealed = seal_content(self.backend.keys, self.tenant_id, draft.memory_id, draft.final_text)
         draft.terms = blind_terms(self.backend.keys.current(), draft.final_text)
+        if fields.get("occurred_at") is None and draft.enrichment is not None:
+            # The event the text dates, when the caller gave no time of its own.
+            fields["occurred_at"] = draft.enrichment.event_at
         return {
             **fields,
             **sealed,
@@ -441,6 +446,15 @@ async def settle(backend: Backend, judge: Judge, rows: list[AnyRow]) -> None:
         except SQLAlchemyError as exc:
             # The memory is stored and searchable; only its dedup is skipped. Say so.
             log.warning("background dedup of a memory failed: %s", type(exc).__name__)
+
+
+def _occurred_source(draft: Draft, source: FieldSource) -> dict[str, FieldSource]:
+    """Where the memory's occurred_at came from, when not simply the time it was stored."""
+    if draft.item.occurred_at is not None:
+        return {"occurred_at": "given"}
+    if draft.enrichment is not None and draft.enrichment.event_at is not None:
+        return {"occurred_at": source}
+    return {}
 
 
 def _scope_filters(user_id: str, app_id: str) -> dict[str, Any]:

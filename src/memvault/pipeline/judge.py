@@ -71,9 +71,13 @@ def _tidy(answer: Enrichment, reference_time: datetime) -> Enrichment:
     memory_type = (
         answer.memory_type if valid_until or answer.memory_type == "persistent" else "temporal"
     )
+    event_at = answer.event_at
+    if event_at is not None and event_at.tzinfo is None:
+        event_at = event_at.replace(tzinfo=UTC)
     return Enrichment(
         importance=answer.importance,
         memory_type=memory_type,
         valid_until=valid_until,
         categories=categories or ["general"],
+        event_at=event_at,
     )

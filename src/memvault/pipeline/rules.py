@@ -27,6 +27,7 @@ from typing import Any
 from dateparser.search import search_dates  # type: ignore[import-untyped]
 
 from memvault.pipeline.decisions import DedupDecision, Enrichment
+from memvault.retrieval.when import event_time
 
 # --- words -----------------------------------------------------------------------------------
 
@@ -603,6 +604,7 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
         memory_type="temporal" if valid_until is not None else "persistent",
         valid_until=valid_until,
         categories=topics,
+        event_at=event_time(text, reference),
     )
 
 

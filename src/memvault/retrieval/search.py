@@ -3,11 +3,14 @@
 A search runs one or more *probes* — the question itself; the question limited to the time it
 names; statements and a hypothetical answer from an LLM; the question under LLM-read filters —
 and each probe feeds ranked lists (vector: HNSW or exact; keyword: blind-index BM25). Every list
-is fused by weighted reciprocal rank fusion, then blended with importance, recency, validity,
+is fused by score-aware reciprocal rank fusion, then blended with importance, recency, validity,
 reinforcement and the time match into the final score.
 
-RRF is used because BM25 and cosine scores live on different scales: a rank-based fusion
-lets a strong keyword match win where the small embedding model is unsure, and vice versa.
+BM25 and cosine scores live on different scales, so fusion works on ranks; but a first place
+is only worth what the match behind it is worth, so each rank's share is scaled by the list's
+evidence for that item: BM25 over the query's best possible score (the IDF mass of its words),
+similarity above a floor relative to the list's best. A strong keyword match still wins where
+the small embedding model is unsure; a word every memory shares no longer outvotes meaning.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from memvault.models import (
 )
 from memvault.retrieval import recall
 from memvault.retrieval.reinforce import reinforcement
-from memvault.retrieval.terms import query_term_ids
+from memvault.retrieval.terms import query_term_ids, query_terms
 from memvault.retrieval.when import TimeRange, parse_time
 from memvault.sealing import to_record
 
@@ -72,6 +75,17 @@ class SearchConfig:
     # Mild: an expired plan is still the evidence of what happened (0.5 cost 0.02 R@10 on the
     # LoCoMo dev split, where most dated turns have long expired).
     expired_factor: float = 0.9
+    # When the question asks what is latest ("any news recently?"), recency ranks instead of
+    # breaking ties: at least this weight, at most this half-life.
+    latest_recency_weight: float = 0.5
+    latest_half_life_days: float = 7.0
+    # Score-aware fusion: a keyword match counts in full once its BM25 reaches this share of
+    # the query's best possible score, less below it; a vector match counts as its similarity
+    # above vector_floor, relative to the list's best.
+    # Tuned on the three development sets together (bench/recall.py), never on one alone.
+    keyword_full_at: float = 0.5
+    vector_floor: float | None = 0.15
+    rank_share: float = 0.05
     # How much each extra probe's lists count, relative to the question's own.
     probe_weights: dict[str, float] = field(
         default_factory=lambda: {
@@ -84,10 +98,10 @@ class SearchConfig:
 
 
 RECIPES: dict[str, SearchConfig] = {
-    # Tuned on the LoCoMo dev split (bench/locomo.py): keywords outrank a small embedding
-    # model on conversational memory, so they weigh more, and a low k lets a clear first
-    # place in either list count.
-    "hybrid": SearchConfig("hybrid", vector_weight=0.6, keyword_weight=1.0, rrf_k=10),
+    # Tuned on conversations, preferences and personal facts together (bench/recall.py): a
+    # keyword list weighs more where its match carries the query's evidence (names, rare
+    # words in conversations) and next to nothing where it matches only common words.
+    "hybrid": SearchConfig("hybrid", vector_weight=0.6, keyword_weight=1.0, rrf_k=30),
     "vector": SearchConfig("vector", vector_weight=1.0, keyword_weight=0.0),
     "keyword": SearchConfig("keyword", vector_weight=0.0, keyword_weight=1.0),
     # What happened lately, among what is relevant: recency outweighs relevance.
@@ -95,7 +109,7 @@ RECIPES: dict[str, SearchConfig] = {
         "recent",
         vector_weight=0.6,
         keyword_weight=1.0,
-        rrf_k=10,
+        rrf_k=30,
         recency_weight=2.0,
         half_life_days=7.0,
     ),
@@ -122,11 +136,15 @@ class Ranked:
     validity: float
     reinforcement: float
     time: float
+    latest: bool = False
 
     def final(self, recipe: SearchConfig) -> float:
+        recency_weight = recipe.recency_weight
+        if self.latest:
+            recency_weight = max(recency_weight, recipe.latest_recency_weight)
         boost = (
             recipe.importance_weight * self.importance
-            + recipe.recency_weight * self.recency
+            + recency_weight * self.recency
             + recipe.reinforcement_weight * self.reinforcement
             + recipe.time_weight * self.time
         )
@@ -146,13 +164,18 @@ def rank(
     expired = (
         row.memory_type == "temporal" and row.valid_until is not None and row.valid_until <= now
     )
+    latest = when is not None and when.recent
+    half_life = recipe.half_life_days
+    if latest:
+        half_life = min(half_life, recipe.latest_half_life_days)
     return Ranked(
         relevance=fused / best if best else 0.0,
         importance=(row.importance or 5) / 10,
-        recency=0.5 ** (age_days / recipe.half_life_days),
+        recency=0.5 ** (age_days / half_life),
         validity=recipe.expired_factor if expired else 1.0,
         reinforcement=reinforcement(row.access_count),
         time=1.0 if when is not None and when.contains(row.occurred_at) else 0.0,
+        latest=latest,
     )
 
 
@@ -228,8 +251,14 @@ async def search(
                     await keywords.bm25(conn, tenant_id, probe_filters, term_ids, fetch)
                 )
                 weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
+        # Evidence decides between two sources; one source alone ranks as it found.
+        ceilings = (
+            await _ceilings(conn, backend, tenant_id, filters["user_id"], probes, lists)
+            if recipe.vector_weight and recipe.keyword_weight
+            else None
+        )
         clock.lap("retrieve")
-        ranked = _rank(lists, weights, recipe, now, when, request.limit)
+        ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
         clock.lap("rank")
         context = (
             await _context(conn, tenant_id, [row for row, _ in ranked], request.context_window)
@@ -377,6 +406,30 @@ async def _nearest(
     )
 
 
+async def _ceilings(
+    conn: Any,
+    backend: Backend,
+    tenant_id: str,
+    user_id: str,
+    probes: list[Probe],
+    lists: dict[str, list[AnyRow]],
+) -> dict[str, float]:
+    """Each keyword list's best possible BM25 for its probe's text: the sum of its words'
+    IDF over the owner's memories (a word no memory holds counts too: the query asked for
+    it and nothing matched)."""
+    texts = {f"{p.name}:keyword": p.text for p in probes if f"{p.name}:keyword" in lists}
+    found: dict[str, float] = {}
+    for text in set(texts.values()):
+        words = query_terms(backend.keys.current(), text)
+        n_docs, dfs = await keywords.document_frequencies(
+            conn, tenant_id, user_id, [i for ids in words.values() for i in ids]
+        )
+        found[text] = sum(
+            keywords.idf(n_docs, sum(dfs.get(i, 0) for i in ids)) for ids in words.values()
+        )
+    return {name: found[text] for name, text in texts.items()}
+
+
 def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict[Any, float]:
     """Reciprocal rank fusion: each list adds weight / (k + rank) to the items it ranks."""
     fused: dict[Any, float] = {}
@@ -386,6 +439,60 @@ def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict
     return fused
 
 
+def fuse(
+    ranked: dict[str, list[tuple[Any, float]]], weights: dict[str, float], k: int
+) -> dict[Any, float]:
+    """Score-aware reciprocal rank fusion: each list adds weight * evidence / (k + rank) to
+    the items it ranks, where evidence (0-1) is how strongly that list vouches for the item.
+    A list whose best match is weak adds little, however high it ranks it."""
+    fused: dict[Any, float] = {}
+    for source, items in ranked.items():
+        for position, (item, evidence) in enumerate(items, start=1):
+            fused[item] = fused.get(item, 0.0) + weights[source] * evidence / (k + position)
+    return fused
+
+
+def keyword_evidence(score: float, ceiling: float, full_at: float) -> float:
+    """A BM25 score as evidence: its share of the query's best possible score (every query
+    term matched once, in a memory of average length), counting in full from ``full_at``.
+    A match on words most memories share ("Sara" in every fact about Sara) carries little."""
+    if ceiling <= 0:
+        return 0.0
+    return min(1.0, score / ceiling / full_at)
+
+
+def vector_evidence(similarities: list[float], floor: float | None) -> list[float]:
+    """Similarities as evidence: with a floor, how far each rises above it relative to the
+    list's best, so a list of near-equal weak matches carries little; without one, all 1."""
+    if floor is None or not similarities:
+        return [1.0] * len(similarities)
+    span = max(similarities[0] - floor, 1e-9)
+    return [min(1.0, max(0.0, (s - floor) / span)) for s in similarities]
+
+
+def list_evidence(
+    lists: dict[str, list[AnyRow]], ceilings: dict[str, float], recipe: SearchConfig
+) -> dict[str, list[tuple[UUID, float]]]:
+    """Each list's items with their evidence, in the list's order."""
+    out: dict[str, list[tuple[UUID, float]]] = {}
+    for name, items in lists.items():
+        if name.endswith(":vector"):
+            evidence = vector_evidence([_similarity(r) for r in items], recipe.vector_floor)
+        else:
+            ceiling = ceilings.get(name, 0.0)
+            evidence = [
+                keyword_evidence(float(r.score), ceiling, recipe.keyword_full_at) for r in items
+            ]
+        # Rank alone keeps a share, so a list's order still counts where its scores say little.
+        share = recipe.rank_share
+        out[name] = [(r.id, share + (1 - share) * e) for r, e in zip(items, evidence, strict=True)]
+    return out
+
+
+def _similarity(row: AnyRow) -> float:
+    return 1.0 - min(max(float(row.distance), 0.0), 1.0)
+
+
 def _rank(
     lists: dict[str, list[AnyRow]],
     weights: dict[str, float],
@@ -393,6 +500,7 @@ def _rank(
     now: datetime,
     when: TimeRange | None,
     limit: int,
+    ceilings: dict[str, float] | None = None,
 ) -> list[tuple[AnyRow, dict[str, float | None]]]:
     """The top ``limit`` candidates with their score breakdowns, best first."""
     rows: dict[UUID, AnyRow] = {}
@@ -402,13 +510,13 @@ def _rank(
         for row in items:
             rows.setdefault(row.id, row)
             if name.endswith(":vector"):
-                value = 1.0 - min(max(float(row.distance), 0.0), 1.0)
-                similarity[row.id] = max(value, similarity.get(row.id, 0.0))
+                similarity[row.id] = max(_similarity(row), similarity.get(row.id, 0.0))
             else:
                 bm25[row.id] = max(float(row.score), bm25.get(row.id, 0.0))
-    fused = rrf(
-        {name: [r.id for r in items] for name, items in lists.items()}, weights, recipe.rrf_k
-    )
+    if ceilings is None:
+        fused = rrf({n: [r.id for r in items] for n, items in lists.items()}, weights, recipe.rrf_k)
+    else:
+        fused = fuse(list_evidence(lists, ceilings, recipe), weights, recipe.rrf_k)
     best = max(fused.values(), default=0.0)
     ranked = {i: rank(rows[i], fused[i], best, recipe, now, when) for i in fused if fused[i] > 0}
     final = {i: r.final(recipe) for i, r in ranked.items()}

@@ -47,8 +47,12 @@ def blind_terms(keyring: Keyring, text: str) -> tuple[dict[int, int], int]:
     return ids, sum(counts.values())
 
 
+def query_terms(keyring: Keyring, text: str) -> dict[str, list[int]]:
+    """A query's words, each with its term ids under every key held, so rows written before a
+    key rotation finished still match."""
+    return {w: [keyring.term_id(w, key_id) for key_id in keyring.key_ids] for w in terms(text)}
+
+
 def query_term_ids(keyring: Keyring, text: str) -> list[int]:
-    """A query's term ids under every key held, so rows written before a key rotation finished
-    still match."""
-    words = set(terms(text))
-    return sorted({keyring.term_id(w, key_id) for w in words for key_id in keyring.key_ids})
+    """A query's term ids under every key held."""
+    return sorted({i for ids in query_terms(keyring, text).values() for i in ids})

@@ -5,7 +5,12 @@ expression it can resolve — relative days and periods ("yesterday", "last mont
 ago", "last Friday", "this summer"), calendar dates ("in May 2023", "8 May", "2023-05-08",
 "in 2022"), and "before" / "after" / "since" one of those — and turns it into a half-open
 range ``[after, before)`` on ``occurred_at``. Anything it cannot pin to the calendar ("before
-the trip") yields ``None``: the search then runs as if no time was named.
+the trip") yields ``None``: the search then runs as if no time was named. Forms ahead of the
+reference ("tomorrow", "next Friday", "next week", "in 3 days") resolve forwards.
+
+The same reading serves memories: ``event_time`` finds the date a statement's event happened
+("Last Tuesday I started at Acme", stored today, happened last Tuesday), so there is one date
+parser for questions and for content.
 
 Regular expressions, not dateparser: a question is short, the vocabulary of time is small,
 and a parser that reads "may" or "a second" as dates would filter good answers away.
@@ -55,6 +60,11 @@ _NUMBER = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) 
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + ")"
 _SEASON = r"(?P<season>" + "|".join(_SEASONS) + ")"
+# Questions about what is latest, with no period named: they rank by recency.
+_RECENT = (
+    r"\b(?:recently|lately|these days|(?:any|the|latest)\s+news|what(?:'s| is| has been) new"
+    r"|latest\s+(?:news|updates?|developments?))\b"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,8 @@ class TimeRange:
     after: datetime | None
     before: datetime | None
     expression: str
+    # The question asks what is latest ("any news recently?") rather than naming a period.
+    recent: bool = False
 
     def contains(self, moment: datetime) -> bool:
         return (self.after is None or moment >= self.after) and (
@@ -170,14 +182,16 @@ def _past_n(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
 
 def _relative_period(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
     which, unit = _g(m, "which").lower(), _g(m, "unit").lower()
-    step = -1 if which in ("last", "previous") else 0
+    step = {"last": -1, "previous": -1, "next": 1}.get(which, 0)
     if unit == "week":
         monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
         return _days(monday, monday + timedelta(weeks=1))
     if unit == "weekend":
         saturday = today - timedelta(days=today.weekday()) + timedelta(days=5)
-        if step and saturday + timedelta(days=2) > today:  # the last one that is over
+        if step < 0 and saturday + timedelta(days=2) > today:  # the last one that is over
             saturday -= timedelta(weeks=1)
+        elif step > 0 and saturday <= today:  # the next one still to begin
+            saturday += timedelta(weeks=1)
         return _days(saturday, saturday + timedelta(days=2))
     if unit == "month":
         first = _shift_months(today.replace(day=1), step)
@@ -186,6 +200,10 @@ def _relative_period(m: re.Match[str], today: date) -> tuple[datetime, datetime]
 
 
 def _weekday(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    if _g(m, "which").lower() == "next":
+        ahead = (_WEEKDAYS[_g(m, "weekday").lower()] - today.weekday()) % 7 or 7
+        day = today + timedelta(days=ahead)
+        return _days(day, day + timedelta(days=1))
     back = (today.weekday() - _WEEKDAYS[_g(m, "weekday").lower()]) % 7
     if _g(m, "which") and _g(m, "which").lower() == "last" and back == 0:
         back = 7
@@ -195,13 +213,30 @@ def _weekday(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
 
 def _named_day(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
     word = _g(m, "named").lower()
-    offset = {"today": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "last night": -1}
-    day = today + timedelta(days=offset.get(word, -2))  # "the day before yesterday"
+    offset = {
+        "today": 0,
+        "tonight": 0,
+        "this morning": 0,
+        "yesterday": -1,
+        "last night": -1,
+        "the day before yesterday": -2,
+        "tomorrow": 1,
+        "the day after tomorrow": 2,
+    }
+    day = today + timedelta(days=offset[word])
     return _days(day, day + timedelta(days=1))
 
 
 def _recently(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
     return _days(today - timedelta(days=30), today + timedelta(days=1))
+
+
+def _ahead(m: re.Match[str], today: date) -> tuple[datetime, datetime] | None:
+    """ "in 3 weeks": about then, give or take half a unit, as for "3 weeks ago"."""
+    unit = _g(m, "unit").lower()
+    point = _unit_span(unit, -_number(_g(m, "n").lower()), today)
+    slack = {"day": 0, "week": 3, "month": 15, "year": 182}[unit]
+    return _days(point - timedelta(days=slack), point + timedelta(days=slack + 1))
 
 
 _PATTERNS = [
@@ -214,27 +249,30 @@ _PATTERNS = [
     # A bare month name only after a preposition: "may" alone is usually a verb.
     (re.compile(rf"\b(?:in|during|since|before|after|by|until|last)\s+{_MONTH}\b(?!\s+\d)", re.I), _month_year),
     (re.compile(rf"\b(?:in|during|of|since|before|after|by|until)\s+{_YEAR}\b", re.I), _year),
-    (re.compile(r"\b(?P<named>the day before yesterday|yesterday|last night|today|tonight|this morning)\b", re.I), _named_day),
+    (re.compile(r"\b(?P<named>the day (?:before yesterday|after tomorrow)|yesterday|last night|today|tonight|this morning|tomorrow)\b", re.I), _named_day),
     (re.compile(rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b", re.I), _ago),
     (re.compile(rf"\b(?:(?:in|over|during|within)\s+)?(?:the\s+)?(?:last|past)\s+{_NUMBER}\s+{_UNIT}\b", re.I), _past_n),
     (re.compile(rf"\b(?:in|over|during|within)\s+the\s+(?:last|past)\s+(?P<n>)?{_UNIT}\b", re.I), _past_n),
-    (re.compile(r"\bthe\s+past\s+(?P<n>)?(?P<unit>day|week|month|year)\b", re.I), _past_n),
-    (re.compile(r"\b(?P<which>last|previous|this)\s+(?P<unit>weekend|week|month|year)\b", re.I), _relative_period),
-    (re.compile(rf"\b(?:(?P<which>last|this|on)\s+){_WEEKDAY}\b", re.I), _weekday),
-    (re.compile(r"\b(?:recently|lately|these days)\b", re.I), _recently),
+    (re.compile(r"\b(?:the|this)\s+past\s+(?P<n>)?(?P<unit>day|week|month|year)\b", re.I), _past_n),
+    (re.compile(rf"\bin\s+{_NUMBER}\s+{_UNIT}\b(?!\s+ago)", re.I), _ahead),
+    (re.compile(r"\b(?P<which>last|previous|this|next)\s+(?P<unit>weekend|week|month|year)\b", re.I), _relative_period),
+    (re.compile(rf"\b(?:(?P<which>last|this|on|next)\s+){_WEEKDAY}\b", re.I), _weekday),
+    (re.compile(_RECENT, re.I), _recently),
 ]  # fmt: skip
+_RECENT_PATTERN = re.compile(_RECENT, re.I)
 _BOUND = re.compile(r"\b(?P<word>before|after|since|until|by|prior to)\s+$", re.I)
 
 
-def parse_time(query: str, reference: datetime) -> TimeRange | None:
-    """The first resolvable time expression in ``query``, as a range relative to
-    ``reference`` (the moment the question is asked); ``None`` when there is none."""
+def _first(
+    text: str, reference: datetime
+) -> tuple[int, re.Match[str], tuple[datetime, datetime]] | None:
+    """The earliest resolvable expression in ``text``: (where, the match, its range)."""
     if reference.tzinfo is None:
         reference = reference.replace(tzinfo=UTC)
     today = reference.astimezone(UTC).date()
     found: list[tuple[int, re.Match[str], tuple[datetime, datetime]]] = []
     for pattern, resolve in _PATTERNS:
-        match = pattern.search(query)
+        match = pattern.search(text)
         if match is None:
             continue
         try:
@@ -243,14 +281,23 @@ def parse_time(query: str, reference: datetime) -> TimeRange | None:
             span = None
         if span is not None:
             found.append((match.start(), match, span))
-    if not found:
+    return min(found, key=lambda f: (f[0], -len(f[1][0]))) if found else None
+
+
+def parse_time(query: str, reference: datetime) -> TimeRange | None:
+    """The first resolvable time expression in ``query``, as a range relative to
+    ``reference`` (the moment the question is asked); ``None`` when there is none."""
+    first = _first(query, reference)
+    if first is None:
         return None
-    start, match, (after, before) = min(found, key=lambda f: (f[0], -len(f[1][0])))
+    start, match, (after, before) = first
     expression = match[0].strip()
     prefix = _BOUND.search(query[:start])
     bound = prefix or re.match(r"(?P<word>before|after|since|until|by)\b", expression, re.I)
     if bound is None:
-        return TimeRange(after, before, expression)
+        return TimeRange(
+            after, before, expression, recent=bool(_RECENT_PATTERN.fullmatch(expression))
+        )
     if prefix is not None:
         expression = f"{prefix['word']} {expression}"
     word = bound["word"].lower()
@@ -259,3 +306,31 @@ def parse_time(query: str, reference: datetime) -> TimeRange | None:
     if word in ("until", "by"):
         return TimeRange(None, before, expression)
     return TimeRange(before if word == "after" else after, None, expression)
+
+
+# A date without a year in a statement ("on 3 May") is the nearest such date, not the last.
+_HALF_YEAR = timedelta(days=183)
+
+
+def event_time(text: str, reference: datetime) -> datetime | None:
+    """When the event a statement tells of happened (or will), read from its first date
+    expression against ``reference`` (when it was said): the middle of the span it names.
+    ``None`` when it names none, or only an open bound ("since May"), or a span that holds the
+    reference itself ("this week", "recently", "today"): then the statement's own time is the
+    best there is."""
+    if reference.tzinfo is None:
+        reference = reference.replace(tzinfo=UTC)
+    first = _first(text, reference)
+    if first is None:
+        return None
+    start, match, (after, before) = first
+    if _BOUND.search(text[:start]) or re.match(r"(before|after|since|until|by)\b", match[0], re.I):
+        return None
+    if _g(match, "month") and not _g(match, "year") and before <= reference - _HALF_YEAR:
+        try:
+            after, before = after.replace(year=after.year + 1), before.replace(year=before.year + 1)
+        except ValueError:  # 29 February
+            return None
+    if after <= reference < before:
+        return None
+    return after + (before - after) / 2

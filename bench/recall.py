@@ -1,0 +1,169 @@
+"""Recall on three shapes of memory in one run: conversations, preferences, personal facts.
+
+    .venv/bin/python bench/recall.py [--sets locomo prefeval facts] [--recipes hybrid vector]
+
+- **locomo**: ../shared/bench/locomo_dev.json, the protocol of bench/locomo.py (one memory per
+  turn, evidence recall of category 1-4 questions asked of their own conversation).
+- **prefeval**: ../shared/bench/prefeval_dev.json, the protocol of ../shared/bench/README.md:
+  all 505 preferences stored verbatim as one user's memories (``infer=False``: no dedup or
+  enrichment that could merge them), each ``question`` searched in that store, a hit when the
+  item's own preference is in the top k.
+- **facts**: bench/data/personal_facts.json, written by hand before any recall ran on it:
+  eight users' stores of 40 short facts about four people each; every question is asked of
+  its own user's store; recall@k = the share of the question's answer facts in the top k.
+
+Every set is imported once into one fresh store; every recipe then runs the same questions
+(no access tracking, so no question reinforces another's answer). Prints R@1/5/10 per set and
+recipe, and query latency (query embedding included) per set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from locomo import CATEGORIES, evidence_ids, import_conversation, turns
+from memvault import AsyncMemory, Settings
+
+from _stats import summary_ms
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+FACTS = Path(__file__).resolve().parent / "data" / "personal_facts.json"
+KS = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Question:
+    user: str
+    text: str
+    gold: frozenset[str]
+    asked_at: datetime | None = None
+
+
+async def _add_all(memory: AsyncMemory, items: list[dict[str, Any]]) -> None:
+    for start in range(0, len(items), 100):
+        await memory.add_many(items[start : start + 100])
+
+
+def _verbatim(content: str, user: str, key: str) -> dict[str, Any]:
+    return {
+        "content": content,
+        "user_id": user,
+        "metadata": {"key": key},
+        "infer": False,
+        "pii_policy": "allow",
+    }
+
+
+async def load_locomo(memory: AsyncMemory, path: Path) -> list[Question]:
+    questions = []
+    for sample in json.loads(path.read_text()):
+        conversation = turns(sample)
+        user = f"locomo-{sample['sample_id']}"
+        known = await import_conversation(memory, user, conversation)
+        asked_at = max(t["occurred_at"] for t in conversation)
+        for qa in sample["qa"]:
+            gold = evidence_ids(qa.get("evidence", []), known)
+            if qa["category"] in CATEGORIES and gold:
+                questions.append(Question(user, qa["question"], frozenset(gold), asked_at))
+    return questions
+
+
+async def load_prefeval(memory: AsyncMemory, path: Path) -> list[Question]:
+    items = json.loads(path.read_text())
+    user = "prefeval"
+    await _add_all(memory, [_verbatim(i["preference"], user, str(i["id"])) for i in items])
+    return [Question(user, i["question"], frozenset({str(i["id"])})) for i in items]
+
+
+async def load_facts(memory: AsyncMemory, path: Path) -> list[Question]:
+    data = json.loads(path.read_text())
+    await _add_all(
+        memory, [_verbatim(f["text"], f"facts-{f['user_id']}", f["id"]) for f in data["facts"]]
+    )
+    return [
+        Question(f"facts-{q['user_id']}", q["question"], frozenset(q["answers"]))
+        for q in data["questions"]
+    ]
+
+
+LOADERS = {
+    "locomo": (load_locomo, SHARED / "locomo_dev.json"),
+    "prefeval": (load_prefeval, SHARED / "prefeval_dev.json"),
+    "facts": (load_facts, FACTS),
+}
+
+
+def found_keys(hits: Iterable[Any]) -> list[str]:
+    return [str(h.metadata.get("dia_id") or h.metadata.get("key")) for h in hits]
+
+
+async def score(
+    memory: AsyncMemory, questions: list[Question], recipe: str
+) -> tuple[dict[int, float], list[float]]:
+    recall: dict[int, list[float]] = {k: [] for k in KS}
+    latencies: list[float] = []
+    for q in questions:
+        start = time.perf_counter()
+        result = await memory.search(
+            q.text,
+            user_id=q.user,
+            limit=max(KS),
+            recipe=recipe,
+            reference_time=q.asked_at,
+            track_access=False,
+        )
+        latencies.append(time.perf_counter() - start)
+        found = found_keys(result.results)
+        for k in KS:
+            recall[k].append(len(set(found[:k]) & q.gold) / len(q.gold))
+    return {k: sum(v) / len(v) for k, v in recall.items()}, latencies
+
+
+async def run(sets: list[str], recipes: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await AsyncMemory.open(
+            Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
+        )
+        questions: dict[str, list[Question]] = {}
+        for name in sets:
+            load, path = LOADERS[name]
+            t0 = time.perf_counter()
+            questions[name] = await load(memory, path)
+            print(
+                f"  {name}: {len(questions[name])} questions, imported in "
+                f"{time.perf_counter() - t0:.0f}s",
+                flush=True,
+            )
+        print("\n| set | recipe | n | R@1 | R@5 | R@10 | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name in sets:
+            for recipe in recipes:
+                recall, latencies = await score(memory, questions[name], recipe)
+                lat = summary_ms(latencies)
+                cells = " | ".join(f"{recall[k]:.3f}" for k in KS)
+                print(
+                    f"| {name} | {recipe} | {len(questions[name])} | {cells} | "
+                    f"{lat['p50']:.1f} | {lat['p95']:.1f} |",
+                    flush=True,
+                )
+        await memory.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sets", nargs="+", default=list(LOADERS), choices=list(LOADERS))
+    parser.add_argument("--recipes", nargs="+", default=["hybrid", "vector", "keyword"])
+    args = parser.parse_args()
+    for name in args.sets:
+        if not LOADERS[name][1].exists():
+            parser.error(f"{LOADERS[name][1]} not found")
+    asyncio.run(run(args.sets, args.recipes))

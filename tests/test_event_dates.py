@@ -1,0 +1,83 @@
+"""A date in a memory's text becomes when it happened, unless the caller said when."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memvault import Settings
+from memvault.service import AsyncMemory
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    yield opened
+    await opened.close()
+
+
+def last_tuesday_noon(now: datetime) -> datetime:
+    back = (now.weekday() - 1) % 7 or 7
+    day = (now - timedelta(days=back)).date()
+    return datetime(day.year, day.month, day.day, 12, tzinfo=UTC)
+
+
+async def test_a_dated_event_sets_occurred_at_and_says_so(memory: AsyncMemory) -> None:
+    before = datetime.now(UTC)
+    added = await memory.add("Last Tuesday I started a new job at Acme", user_id="ann")
+    after = datetime.now(UTC)
+    assert added.sources["occurred_at"] == "rules"
+    assert added.occurred_at in {last_tuesday_noon(before), last_tuesday_noon(after)}
+    stored = await memory.get(added.id, user_id="ann")
+    assert stored.occurred_at == added.occurred_at
+
+
+async def test_a_given_occurred_at_is_never_overwritten(memory: AsyncMemory) -> None:
+    given = datetime(2023, 6, 14, 9, tzinfo=UTC)
+    added = await memory.add("Yesterday I flew to Lisbon", user_id="ann", occurred_at=given)
+    assert added.occurred_at == given
+    assert added.sources["occurred_at"] == "given"
+
+
+async def test_a_statement_without_a_date_keeps_the_time_it_was_stored(
+    memory: AsyncMemory,
+) -> None:
+    added = await memory.add("I like jazz", user_id="ann")
+    assert "occurred_at" not in added.sources
+    assert abs(added.occurred_at - added.created_at) < timedelta(seconds=5)
+
+
+async def test_a_time_bound_question_finds_the_event_by_its_own_date(memory: AsyncMemory) -> None:
+    recent = await memory.add("Two days ago I started a new job at Acme", user_id="ann")
+    await memory.add("Two months ago I started a pottery class", user_id="ann")
+    found = await memory.search(
+        "what did I start in the past week?", user_id="ann", time_mode="filter"
+    )
+    assert [hit.id for hit in found.results] == [recent.id]
+
+
+async def test_recency_ranks_only_when_the_question_asks_what_is_latest(
+    memory: AsyncMemory,
+) -> None:
+    now = datetime.now(UTC)
+    old = await memory.add(
+        "The garden roses need pruning", user_id="ann", occurred_at=now - timedelta(days=40)
+    )
+    new = await memory.add(
+        "The garden roses have aphids", user_id="ann", occurred_at=now - timedelta(days=2)
+    )
+
+    def boost_gap(hits: list[Any]) -> float:
+        """How much more than relevance the newer memory gained over the older one."""
+        by_id = {h.id: h.score - h.scores["relevance"] for h in hits}
+        return by_id[new.id] - by_id[old.id]
+
+    plain = await memory.search("garden roses", user_id="ann", track_access=False)
+    latest = await memory.search("any news about the garden roses?", user_id="ann")
+    assert boost_gap(plain.results) < 0.05  # a tie-breaker
+    assert boost_gap(latest.results) > 0.3
+    assert latest.results[0].id == new.id
+    assert latest.diagnostics.time is not None
