@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
 from memvault.db import store
+from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
@@ -41,6 +42,7 @@ class Backend:
     embeddings: EmbeddingService
     judge: Judge
     access: AccessTracker
+    analyzer: Analyzer
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -62,6 +64,7 @@ class Backend:
             await asyncio.gather(*self._workers, return_exceptions=True)
             self._workers.clear()
         await self.access.close()
+        await self.analyzer.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
@@ -98,6 +101,7 @@ async def open_backend(settings: Settings) -> Backend:
             embeddings=embeddings,
             judge=Judge(build_llm(settings)),
             access=AccessTracker(engine, settings.reinforce_flush_s),
+            analyzer=Analyzer(ddl_engine, settings.analyze_after_rows),
             key_file=key_file,
             closers=closers,
         )

@@ -214,6 +214,8 @@ class AsyncMemory:
         results = await pipeline.ingest(checked, background=background)
         for result in results:
             MEMORIES_STORED.labels(result.dedup.action).inc()
+        if len(checked) > 1:  # bulk work; single adds are autovacuum's steady state
+            self._backend.analyzer.wrote(len(results))
         if wait:
             return [await self._waited(r) for r in results]
         return results
@@ -570,6 +572,8 @@ class AsyncMemory:
                 )
             total += queued
             if queued < 10_000:
+                # The worker rewrites the vectors later; autovacuum sees to their statistics.
+                self._backend.analyzer.wrote(total)
                 return total
 
     async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import BigInteger
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow, list_filters, ranked_page
+from memvault.db.store import AnyRow, fetch_ranked, list_filters, ranked_page
 from memvault.db.tables import memories, memory_terms
 
 _t = memory_terms.c
@@ -91,25 +91,20 @@ async def bm25(
 
     Every step is a materialised CTE computed once: the postings of each query term, read by
     the (tenant, user, term) key one term at a time, with the term's document frequency; the
-    owner's statistics; the scores, cut to the best candidates. Only those are looked up in
-    ``memories``, by primary key, to filter and return them. The shape leaves the planner no
-    choice that depends on statistics (unanalysed, it once scanned all the owner's postings
-    and recomputed the aggregates per posting: 500 ms for 466 postings). When the filters
-    reject so many candidates that the page is short, every candidate is looked at.
+    owner's statistics; the scores, cut to the best candidates. Only those are joined to
+    ``memories`` (see ``store.fetch_ranked``) to filter and return them. The shape leaves the
+    planner no choice that depends on statistics (unanalysed, it once scanned all the owner's
+    postings and recomputed the aggregates per posting: 500 ms for 466 postings). When the
+    filters reject so many candidates that the page is short, every candidate is looked at.
     """
     terms = sorted(set(term_ids))
     if not terms:
         return []
     fetch = max(limit * _OVERFETCH, _MIN_FETCH)
-    page: Sequence[AnyRow] = (
-        await conn.execute(_scored(tenant_id, filters, terms, limit, fetch))
-    ).all()
+    page = await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit, fetch))
     if len(page) >= limit or (page and page[0].candidates <= fetch):
         return page  # a full page, or every candidate was looked at
-    complete: Sequence[AnyRow] = (
-        await conn.execute(_scored(tenant_id, filters, terms, limit, None))
-    ).all()
-    return complete
+    return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit, None))
 
 
 # Candidates looked up per page slot before every candidate is: enough that ordinary filters

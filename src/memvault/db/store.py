@@ -239,27 +239,34 @@ def ranked_page(
     order: sa.ColumnElement[Any],
     limit: int,
 ) -> sa.Select[Any]:
-    """The best ``limit`` of ``ranked`` (a CTE of candidate ``memory_id``s and their scores,
-    already cut to a few) that pass the filters, as memory rows with the scores beside them.
-
-    Each candidate is fetched by primary key in a LATERAL subquery whose LIMIT keeps the
-    planner from flattening it into a join it may reorder, and the filters apply outside it
-    so no other index looks cheaper. On unanalysed tables a plain join nested every memory
-    over every candidate."""
-    found = (
-        sa.select(memories)
-        .where(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id)
-        .limit(1)
-        .lateral("found")
-    )
+    """The best ``limit`` of ``ranked`` (a materialised CTE of candidate ``memory_id``s and
+    their scores, already cut to a few) that pass the filters, as memory rows with the scores
+    beside them. Run it with :func:`fetch_ranked`."""
     scores = [column for column in ranked.c if column.name != "memory_id"]
     return (
-        sa.select(found, *scores)
-        .select_from(ranked.join(found, sa.true()))
-        .where(*list_filters(tenant_id, filters, found.c))
-        .order_by(order, found.c.id)
+        sa.select(memories, *scores)
+        .join(ranked, sa.and_(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id))
+        .where(*list_filters(tenant_id, filters))
+        .order_by(order, _m.id)
         .limit(limit)
     )
+
+
+# Without statistics every candidate list and every owner's memories look like one row, so
+# the planner nests one over the other, comparing every pair (230,860 pairs for 680 memories),
+# or probes memories per candidate through whichever index it met first (a tie between the
+# primary key and the owner indexes on a new table). A hash or merge join reads each side
+# once whatever the estimates say; nested loops stay only where nothing else can run.
+_NESTED_LOOPS_OFF = sa.text("SELECT set_config('enable_nestloop', 'off', true)")
+_NESTED_LOOPS_BACK = sa.text("RESET enable_nestloop")
+
+
+async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> Sequence[AnyRow]:
+    """Run a :func:`ranked_page` statement with a plan that does not depend on statistics."""
+    await conn.execute(_NESTED_LOOPS_OFF)
+    rows: Sequence[AnyRow] = (await conn.execute(statement)).all()
+    await conn.execute(_NESTED_LOOPS_BACK)
+    return rows
 
 
 async def session_turns(
