@@ -182,11 +182,11 @@ async def test_retrieval_plans_on_a_never_analysed_store(
     assert analysed(raw) == set()  # the plans above were made without statistics
 
 
-async def test_short_pages_are_completed_past_the_over_fetch(
+async def test_a_filter_only_the_least_relevant_pass_still_fills_the_page(
     make_settings: Callable[..., Settings], frozen_statistics: None
 ) -> None:
-    """A filter that only the least relevant memories pass still fills the page: they are
-    past the candidates a list looks up first."""
+    """The filters apply after ranking, yet a filter that only the least relevant memories
+    pass still fills the page."""
     memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
     close = [{"content": f"lemon lemon {n}", "user_id": "ada", "infer": False} for n in range(250)]
     far = [

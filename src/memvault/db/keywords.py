@@ -91,29 +91,21 @@ async def bm25(
 
     Every step is a materialised CTE computed once: the postings of each query term, read by
     the (tenant, user, term) key one term at a time, with the term's document frequency; the
-    owner's statistics; the scores, cut to the best candidates. Only those are joined to
-    ``memories`` (see ``store.fetch_ranked``) to filter and return them. The shape leaves the
-    planner no choice that depends on statistics (unanalysed, it once scanned all the owner's
-    postings and recomputed the aggregates per posting: 500 ms for 466 postings). When the
-    filters reject so many candidates that the page is short, every candidate is looked at.
+    owner's statistics; the scores. Only then are they joined to ``memories`` (see
+    ``store.fetch_ranked``) to filter and return them. The shape leaves the planner no choice
+    that depends on statistics (unanalysed, it once scanned all the owner's postings and
+    recomputed the aggregates per posting: 500 ms for 466 postings). Every candidate is kept:
+    the join reads the owner's memories once whatever the cut, and a complete list is never
+    short, however selective the filters.
     """
     terms = sorted(set(term_ids))
     if not terms:
         return []
-    fetch = max(limit * _OVERFETCH, _MIN_FETCH)
-    page = await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit, fetch))
-    if len(page) >= limit or (page and page[0].candidates <= fetch):
-        return page  # a full page, or every candidate was looked at
-    return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit, None))
-
-
-# Candidates looked up per page slot before every candidate is: enough that ordinary filters
-# fill the page from the first statement, few enough to look up cheaply.
-_OVERFETCH, _MIN_FETCH = 4, 200
+    return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit))
 
 
 def _scored(
-    tenant_id: str, filters: dict[str, Any], terms: list[int], limit: int, fetch: int | None
+    tenant_id: str, filters: dict[str, Any], terms: list[int], limit: int
 ) -> sa.Select[Any]:
     user_id = filters["user_id"]
     stats = (
@@ -151,11 +143,9 @@ def _scored(
     length = sa.cast(p.dl, sa.Float) / sa.cast(stats.c.avgdl, sa.Float)
     score = sa.func.sum(idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length))).label("score")
     scored = (
-        sa.select(p.memory_id, score, sa.func.count().over().label("candidates"))
+        sa.select(p.memory_id, score)
         .select_from(postings.join(stats, sa.true()))
         .group_by(p.memory_id)
-        .order_by(score.desc(), p.memory_id)
-        .limit(fetch)
         .cte("scored")
         .prefix_with("MATERIALIZED")
     )

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memvault.db.store import AnyRow, fetch_ranked, list_filters, ranked_page
+from memvault.db.store import AnyRow, fetch_ranked, ranked_page
 from memvault.db.tables import memories, memory_chunks
 
 _c = memory_chunks.c
@@ -128,11 +128,13 @@ async def nearest(
     """Memories by their best chunk's cosine distance, filtered in SQL, nearest first.
 
     Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
-    larger ones ask the HNSW index first. Candidates are ranked and cut in a materialised CTE
-    and only then joined to ``memories`` (see ``store.fetch_ranked``), so the plan is the same
-    with or without table statistics (unanalysed, the planner joined every memory to every
-    chunk: 230,860 comparisons for 680 memories). When the filters reject so many candidates
-    that the page is short, a filtered exact scan completes it.
+    larger ones ask the HNSW index first, and are scored exactly when its candidates leave
+    the page short. The candidates are ranked in a materialised CTE and only then joined to
+    ``memories`` (see ``store.fetch_ranked``), so the plan is the same with or without table
+    statistics (unanalysed, the planner joined every memory to every chunk: 230,860
+    comparisons for 680 memories). The exact ranking keeps every candidate: that join reads
+    the owner's memories once whatever the cut, and a complete list is never short, however
+    selective the filters.
     """
     model, dims = _checked(model, dims)
     scope = await scope_size(conn, tenant_id, filters["user_id"], model, cap=exact_max_chunks)
@@ -140,26 +142,23 @@ async def nearest(
         return []
     probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
     ranking = _Ranking(tenant_id, filters, model, _cast(dims).op("<=>")(probe))
-    fetch = max(limit * _OVERFETCH, _MIN_FETCH)
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+        fetch = max(limit * _OVERFETCH, _MIN_FETCH)
         rows = await _page(conn, ranking, ranking.approximate(fetch, ef_search), limit)
         if len(rows) >= limit:
             return rows
-    rows = await _page(conn, ranking, ranking.exact(fetch), limit)
-    if len(rows) >= limit or scope <= min(fetch, exact_max_chunks):
-        return rows  # a full page, or every candidate was looked at
-    return await _page(conn, ranking, ranking.filtered(limit), limit)
+    return await _page(conn, ranking, ranking.exact(), limit)
 
 
-# Candidates looked up per page slot before falling back to the filtered scan: enough that
-# ordinary filters fill the page from the first statement, few enough to look up cheaply.
+# The owner's memories kept from the index's candidates: enough that ordinary filters still
+# fill the page, few enough to hash cheaply.
 _OVERFETCH, _MIN_FETCH = 4, 200
 
 
 @dataclass(frozen=True)
 class _Ranking:
-    """The three ways to rank an owner's memories by distance, each a materialised CTE of
+    """The two ways to rank an owner's memories by distance, each a materialised CTE of
     (memory id, distance), nearest first."""
 
     tenant_id: str
@@ -170,13 +169,13 @@ class _Ranking:
     def _owner(self) -> list[sa.ColumnElement[bool]]:
         return [_c.tenant_id == self.tenant_id, _c.user_id == self.filters["user_id"]]
 
-    def exact(self, fetch: int) -> sa.CTE:
-        """Every chunk in the owner's scope scored, the best ``fetch`` memories kept."""
+    def exact(self) -> sa.CTE:
+        """Every chunk in the owner's scope scored, each memory by its best chunk."""
         return _best(
             sa.select(_c.memory_id, self.distance.label("distance")).where(
                 *self._owner(), _c.model == self.model
             ),
-            fetch,
+            None,
         )
 
     def approximate(self, fetch: int, ef_search: int) -> sa.CTE:
@@ -193,30 +192,8 @@ class _Ranking:
         mine = sa.and_(ann.c.tenant_id == self.tenant_id, ann.c.user_id == self.filters["user_id"])
         return _best(sa.select(ann.c.memory_id, ann.c.distance).where(mine), fetch)
 
-    def filtered(self, limit: int) -> sa.CTE:
-        """The filters first, then each matching memory's best chunk: exact and complete, at
-        the cost of one index probe per matching memory."""
-        best_chunk = (
-            sa.select(sa.func.min(self.distance))
-            .where(_c.tenant_id == self.tenant_id, _c.memory_id == _m.id, _c.model == self.model)
-            .scalar_subquery()
-        )
-        scored = (
-            sa.select(_m.id.label("memory_id"), best_chunk.label("distance"))
-            .where(*list_filters(self.tenant_id, self.filters))
-            .subquery("scored")
-        )
-        return (
-            sa.select(scored.c.memory_id, scored.c.distance)
-            .where(scored.c.distance.is_not(None))
-            .order_by(scored.c.distance, scored.c.memory_id)
-            .limit(limit)
-            .cte("best")
-            .prefix_with("MATERIALIZED")
-        )
 
-
-def _best(candidates: sa.Select[Any], fetch: int) -> sa.CTE:
+def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
     scored = candidates.subquery("scored")
     distance = sa.func.min(scored.c.distance).label("distance")
     return (
