@@ -167,6 +167,9 @@ async def test_retrieval_plans_on_a_never_analysed_store(
                 "the piano and the lemon", user_id="ada", track_access=False, **options
             )
         assert found.results, options
+        timings = found.diagnostics.timings_ms if found.diagnostics else {}
+        lists = [k for k in timings if k.startswith("retrieve:")]
+        assert lists and all(timings[k] <= timings["retrieve"] for k in lists), timings
         explained = plans(database_url, sent)
         retrieval = [p for p in explained if relations(p) & {"memory_chunks", "memory_terms"}]
         assert retrieval, options
