@@ -138,6 +138,8 @@ class AsyncAdmin:
                     )
                 total += queued
                 if queued < 10_000:
+                    # The worker rewrites the vectors later; autovacuum sees to their statistics.
+                    self._backend.analyzer.wrote(total)
                     return total
 
     async def purge_expired(self) -> int:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
+from memvault.db.analyze import Analyzer
 from memvault.embedding.service import EmbeddingService
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
@@ -35,6 +36,8 @@ class Backend:
     embeddings: EmbeddingService
     judge: Judge
     access: AccessTracker
+    # Runs ANALYZE in the background after bulk writes, so plans stay good on a fresh store.
+    analyzer: Analyzer
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -62,6 +65,7 @@ class Backend:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks.clear()
         await self.access.close()
+        await self.analyzer.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()

@@ -156,6 +156,12 @@ class Settings(BaseSettings):
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )
     hnsw_ef_search: int = Field(default=400, ge=1, le=1000)
+    analyze_after_rows: int = Field(
+        default=200,
+        ge=0,
+        description="rows written by bulk work (batches, imports, reembed, key rotation) "
+        "after which the tables are analysed in the background; 0 leaves it to autovacuum",
+    )
     # LLM recall techniques, off unless asked for: each adds a model call to a search.
     recall_expand: bool = Field(default=False, description="default for a search's `expand`")
     recall_hyde: bool = Field(default=False, description="default for a search's `hyde`")

@@ -304,7 +304,8 @@ class TimeReport(BaseModel):
 
 class SearchDiagnostics(BaseModel):
     timings_ms: dict[str, float] = Field(
-        description="embed, retrieve, rank, each technique, and total"
+        description="embed, retrieve (the candidate lists, run at once), each list as "
+        "retrieve:<probe>:<vector|keyword>, rank, each technique, and total"
     )
     time: TimeReport | None = None
     techniques: dict[str, TechniqueReport] = Field(default_factory=dict)

@@ -55,6 +55,7 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         if idle > MAX_IDLE_PASSES:
             raise RuntimeError(f"{left} rows stayed locked during rotation; run it again.")
         await asyncio.sleep(0.1)
+    backend.analyzer.wrote(memories_done)  # every moved memory's postings were rewritten
     retired = await _forget_retired(backend, keyring)
     return RotationReport(
         active_key_id=keyring.active.key_id,

@@ -17,6 +17,7 @@ from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
 from memvault.db import store
+from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
@@ -83,6 +84,7 @@ async def open_backend(settings: Settings) -> Backend:
             embeddings=embeddings,
             judge=Judge(build_llm(settings)),
             access=AccessTracker(engine, settings.reinforce_flush_s),
+            analyzer=Analyzer(ddl_engine, settings.analyze_after_rows),
             key_file=key_file,
             closers=closers,
         )

@@ -219,6 +219,8 @@ class AsyncMemory:
         results = await pipeline.ingest(checked, background=background)
         for result in results:
             MEMORIES_STORED.labels(result.dedup.action).inc()
+        if len(checked) > 1:  # bulk work; single adds are autovacuum's steady state
+            self._backend.analyzer.wrote(len(results))
         if wait:
             return [await self._waited(r) for r in results]
         return results

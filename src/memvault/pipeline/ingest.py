@@ -170,9 +170,6 @@ class Pipeline:
                 )
                 return
             filters = {**_scope_filters(user_id, app_id), "exclude_id": exclude}
-            size = await vectors.scope_size(
-                conn, self.tenant_id, user_id, self.model, cap=self.settings.search_exact_max_chunks
-            )
             nearest = await vectors.nearest(
                 conn,
                 self.tenant_id,
@@ -181,7 +178,7 @@ class Pipeline:
                 self.model,
                 self.dims,
                 1,
-                exact=size <= self.settings.search_exact_max_chunks,
+                exact_max_chunks=self.settings.search_exact_max_chunks,
                 ef_search=self.settings.hnsw_ef_search,
             )
         if not nearest:

@@ -16,12 +16,16 @@ the small embedding model is unsure; a word every memory shares no longer outvot
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import keywords, store, vectors
 from memvault.db.store import AnyRow
@@ -233,38 +237,21 @@ async def search(
     clock.lap("embed")
 
     vectors_by_text = _vectors(request.query, base_embedding, extra_texts, extra_embedding)
-    lists: dict[str, list[AnyRow]] = {}
-    weights: dict[str, float] = {}
-    async with backend.engine.begin() as conn:
-        for probe in probes:
-            probe_filters = {**filters, **probe.filters}
-            vector = vectors_by_text.get(probe.text)
-            if probe.vector and recipe.vector_weight and vector is not None:
-                lists[f"{probe.name}:vector"] = await _nearest(
-                    conn, backend, tenant_id, probe_filters, vector, recipe, request.limit
-                )
-                weights[f"{probe.name}:vector"] = recipe.vector_weight * probe.weight
-            if probe.keyword and recipe.keyword_weight:
-                term_ids = query_term_ids(backend.keys.current(), probe.text)
-                fetch = max(recipe.candidates, request.limit)
-                lists[f"{probe.name}:keyword"] = list(
-                    await keywords.bm25(conn, tenant_id, probe_filters, term_ids, fetch)
-                )
-                weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
-        # Evidence decides between two sources; one source alone ranks as it found.
-        ceilings = (
-            await _ceilings(conn, backend, tenant_id, filters["user_id"], probes, lists)
-            if recipe.vector_weight and recipe.keyword_weight
-            else None
-        )
-        clock.lap("retrieve")
-        ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
-        clock.lap("rank")
-        context = (
-            await _context(conn, tenant_id, [row for row, _ in ranked], request.context_window)
-            if request.context_window
-            else {}
-        )
+    weights, fetches = _lists(backend, tenant_id, request, recipe, filters, probes, vectors_by_text)
+    # Evidence decides between two sources; one source alone ranks as it found. The keyword
+    # lists' best possible scores are read beside the lists, not after them.
+    both = bool(recipe.vector_weight and recipe.keyword_weight)
+    lists, ceilings = await asyncio.gather(
+        _retrieve(backend, fetches, clock),
+        _ceilings(backend, tenant_id, filters["user_id"], probes, fetches) if both else _nothing(),
+    )
+    ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
+    clock.lap("rank")
+    context = (
+        await _context(backend, tenant_id, [row for row, _ in ranked], request.context_window)
+        if request.context_window
+        else {}
+    )
     hits = [_hit(backend, row, scores, context.get(row.id)) for row, scores in ranked]
     if request.context_window:
         clock.lap("context")
@@ -377,42 +364,88 @@ def _probes(
     return probes
 
 
+# One candidate list: the statements that fetch it, given a connection of its own.
+Fetch = Callable[[AsyncConnection], Awaitable[Sequence[AnyRow]]]
+
+
+def _lists(
+    backend: Backend,
+    tenant_id: str,
+    request: SearchRequest,
+    recipe: SearchConfig,
+    filters: dict[str, Any],
+    probes: list[Probe],
+    vectors_by_text: dict[str, tuple[Embedded, int]],
+) -> tuple[dict[str, float], dict[str, Fetch]]:
+    """Every probe's vector and keyword lists, by name: their fusion weights and fetchers."""
+    weights: dict[str, float] = {}
+    fetches: dict[str, Fetch] = {}
+    fetch = max(recipe.candidates, request.limit)
+    for probe in probes:
+        probe_filters = {**filters, **probe.filters}
+        vector = vectors_by_text.get(probe.text)
+        if probe.vector and recipe.vector_weight and vector is not None:
+            weights[f"{probe.name}:vector"] = recipe.vector_weight * probe.weight
+            fetches[f"{probe.name}:vector"] = functools.partial(
+                _nearest, backend, tenant_id, probe_filters, vector, fetch
+            )
+        if probe.keyword and recipe.keyword_weight:
+            term_ids = query_term_ids(backend.keys.current(), probe.text)
+            weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
+            fetches[f"{probe.name}:keyword"] = functools.partial(
+                _bm25, tenant_id, probe_filters, term_ids, fetch
+            )
+    return weights, fetches
+
+
+async def _retrieve(
+    backend: Backend, fetches: dict[str, Fetch], clock: _Clock
+) -> dict[str, list[AnyRow]]:
+    """The lists at once, each in its own pooled transaction, so retrieving takes as long as
+    the slowest list rather than their sum. The tasks inherit the caller's tenant scope (a
+    context variable), which every transaction announces to PostgreSQL."""
+
+    async def one(fetch: Fetch) -> tuple[list[AnyRow], float]:
+        started = time.perf_counter()
+        async with backend.engine.begin() as conn:
+            rows = list(await fetch(conn))
+        return rows, round((time.perf_counter() - started) * 1000, 3)
+
+    done = await asyncio.gather(*(one(fetch) for fetch in fetches.values()))
+    clock.lap("retrieve")
+    for name, (_, ms) in zip(fetches, done, strict=True):
+        clock.timings[f"retrieve:{name}"] = ms
+    return {name: rows for name, (rows, _) in zip(fetches, done, strict=True)}
+
+
 async def _nearest(
-    conn: Any,
     backend: Backend,
     tenant_id: str,
     filters: dict[str, Any],
     vector: tuple[Embedded, int],
-    recipe: SearchConfig,
     limit: int,
-) -> list[AnyRow]:
+    conn: AsyncConnection,
+) -> Sequence[AnyRow]:
     embedded, index = vector
-    settings = backend.settings
-    size = await vectors.scope_size(
-        conn, tenant_id, filters["user_id"], embedded.model_id, cap=settings.search_exact_max_chunks
-    )
-    return list(
-        await vectors.nearest(
-            conn,
-            tenant_id,
-            filters,
-            embedded.vectors[index],
-            embedded.model_id,
-            embedded.dimensions,
-            max(recipe.candidates, limit),
-            exact=size <= settings.search_exact_max_chunks,
-            ef_search=settings.hnsw_ef_search,
-        )
+    return await vectors.nearest(
+        conn,
+        tenant_id,
+        filters,
+        embedded.vectors[index],
+        embedded.model_id,
+        embedded.dimensions,
+        limit,
+        exact_max_chunks=backend.settings.search_exact_max_chunks,
+        ef_search=backend.settings.hnsw_ef_search,
     )
 
 
 async def _ceilings(
-    conn: Any,
     backend: Backend,
     tenant_id: str,
     user_id: str,
     probes: list[Probe],
-    lists: dict[str, list[AnyRow]],
+    lists: dict[str, Fetch],
 ) -> dict[str, float]:
     """Each keyword list's best possible BM25 for its probe's text: the sum of its words'
     IDF over the owner's memories (a word no memory holds counts too: the query asked for
@@ -421,13 +454,20 @@ async def _ceilings(
     found: dict[str, float] = {}
     for text in set(texts.values()):
         words = query_terms(backend.keys.current(), text)
-        n_docs, dfs = await keywords.document_frequencies(
-            conn, tenant_id, user_id, [i for ids in words.values() for i in ids]
-        )
+        async with backend.engine.connect() as conn:
+            n_docs, dfs = await keywords.document_frequencies(
+                conn, tenant_id, user_id, [i for ids in words.values() for i in ids]
+            )
         found[text] = sum(
             keywords.idf(n_docs, sum(dfs.get(i, 0) for i in ids)) for ids in words.values()
         )
     return {name: found[text] for name, text in texts.items()}
+
+
+async def _bm25(
+    tenant_id: str, filters: dict[str, Any], term_ids: list[int], limit: int, conn: AsyncConnection
+) -> Sequence[AnyRow]:
+    return await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
 
 
 def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict[Any, float]:
@@ -542,7 +582,7 @@ def _rank(
 
 
 async def _context(
-    conn: Any, tenant_id: str, rows: list[AnyRow], window: int
+    backend: Backend, tenant_id: str, rows: list[AnyRow], window: int
 ) -> dict[UUID, list[AnyRow]]:
     """The turns around each conversational hit, from the same user, app and session."""
     wanted = {
@@ -554,14 +594,12 @@ async def _context(
     }
     if not wanted:
         return {}
-    around = await store.session_turns(
-        conn,
-        tenant_id,
-        [
-            (user, app, session, turn - window, turn + window)
-            for user, app, session, turn in wanted.values()
-        ],
-    )
+    spans = [
+        (user, app, session, turn - window, turn + window)
+        for user, app, session, turn in wanted.values()
+    ]
+    async with backend.engine.begin() as conn:
+        around = await store.session_turns(conn, tenant_id, spans)
     return {
         hit: sorted(
             (

@@ -1,0 +1,254 @@
+"""Search latency as a new user meets it: a fresh, never-analysed store, over HTTP.
+
+    .venv/bin/python bench/search_latency.py [--baseline-ref 3375b0f] [--questions 40]
+        [--large USERS --big-users N --big-size 5000 [--no-locomo]]
+
+Starts one private PostgreSQL (autovacuum off, so no table is analysed during the run) and
+``memvault serve`` on it from this checkout, and with ``--baseline-ref`` a second server from
+a ``git worktree`` of that ref, each on its own empty database, each in its own process with
+background ANALYZE off (``MEMVAULT_ANALYZE_AFTER_ROWS=0``) and the embedding cache off. Each
+LoCoMo dev conversation (../shared/bench/locomo_dev.json) is stored as one user through the
+batch API (``infer: false``); then its questions (distinct texts, so no query embedding is
+reused) are asked of both servers in turn, per recipe. Reports client-side latency
+p50/p95/p99 per recipe and server, the ratio current / baseline, and the stage timings the
+server reports in ``diagnostics.timings_ms``. ``--large`` adds USERS users of 20 memories
+each and ``--big-users`` users of ``--big-size`` memories (synthetic texts), built through
+the same batch API, and asks the big users ``--questions`` questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from _corpus import memories as corpus
+from _corpus import questions as corpus_questions
+from locomo import DATA, turns
+from memvault.crypto import generate_key
+from memvault.db.embedded import EmbeddedPostgres
+
+from _stats import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ("hybrid", "vector", "keyword")
+STAGES = ("embed", "retrieve", "rank", "total")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """One ``memvault serve`` process on its own database, from a source tree."""
+
+    def __init__(self, name: str, src: Path, url: str, key: str, work: Path) -> None:
+        self.name, self.port = name, free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(src),
+            "MEMVAULT_DATABASE_URL": url,
+            "MEMVAULT_ENCRYPTION_KEY": key,
+            "MEMVAULT_DATA_DIR": str(work / name),
+            "MEMVAULT_PORT": str(self.port),
+            "MEMVAULT_AUTH": "off",
+            "MEMVAULT_RATE_LIMIT_PER_S": "0",
+            "MEMVAULT_LOG_LEVEL": "WARNING",
+            "MEMVAULT_EMBEDDING_CACHE_TTL_S": "0",
+            "MEMVAULT_ANALYZE_AFTER_ROWS": "0",
+            "HF_HUB_OFFLINE": "1",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "memvault.cli", "serve"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
+
+    async def ready(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if (await self.client.get("/health")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.3)
+        raise SystemExit(f"the {self.name} server did not start")
+
+    async def store(self, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), 500):
+            answer = await self.client.post(
+                "/v1/memories/batch", json={"memories": items[start : start + 500]}
+            )
+            answer.raise_for_status()
+
+    async def search(self, body: dict[str, Any]) -> tuple[float, dict[str, float]]:
+        started = time.perf_counter()
+        answer = await self.client.post("/v1/memories/search", json=body)
+        elapsed = time.perf_counter() - started
+        answer.raise_for_status()
+        return elapsed, answer.json()["diagnostics"]["timings_ms"]
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+def locomo_items(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "content": t["content"],
+            "user_id": sample["sample_id"],
+            "occurred_at": t["occurred_at"].isoformat(),
+            "metadata": {"session_id": t["session_id"], "turn": t["turn"]},
+            "infer": False,
+            "pii_policy": "allow",
+        }
+        for t in turns(sample)
+    ]
+
+
+def synthetic_items(users: int, size: int, prefix: str) -> list[dict[str, Any]]:
+    texts = corpus(users * size, seed=len(prefix) + size)
+    return [
+        {"content": text, "user_id": f"{prefix}{n // size}", "infer": False, "pii_policy": "allow"}
+        for n, text in enumerate(texts)
+    ]
+
+
+async def load(servers: list[Server], args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Store the same data in every server; the (user, question) pairs to ask."""
+    asked: list[tuple[str, str]] = []
+    for sample in [] if args.no_locomo else json.loads(args.data.read_text()):
+        items = locomo_items(sample)
+        for server in servers:
+            await server.store(items)
+        seen = list(dict.fromkeys(qa["question"] for qa in sample["qa"]))
+        asked += [(sample["sample_id"], q) for q in seen[: args.questions]]
+        print(f"  stored {sample['sample_id']}: {len(items)} turns", flush=True)
+    if args.large:
+        small = synthetic_items(args.large, 20, "small-")
+        big = synthetic_items(args.big_users, args.big_size, "big-")
+        for server in servers:
+            await server.store(small + big)
+        print(f"  stored {len(small)} + {len(big)} synthetic memories", flush=True)
+        texts = corpus_questions(args.questions * max(args.big_users, 1), seed=9)
+        asked += [(f"big-{n % max(args.big_users, 1)}", q) for n, q in enumerate(texts)]
+    return asked
+
+
+async def measure(
+    servers: list[Server], asked: list[tuple[str, str]], recipe: str
+) -> dict[str, tuple[list[float], list[dict[str, float]]]]:
+    """Every question of every user, servers in alternating order, one request at a time."""
+    found: dict[str, tuple[list[float], list[dict[str, float]]]] = {
+        s.name: ([], []) for s in servers
+    }
+    for n, (user, question) in enumerate(asked):
+        body = {"query": question, "user_id": user, "recipe": recipe, "limit": 10}
+        body["track_access"] = False
+        for server in servers if n % 2 == 0 else servers[::-1]:
+            elapsed, timings = await server.search(body)
+            found[server.name][0].append(elapsed * 1000)
+            found[server.name][1].append(timings)
+    return found
+
+
+def report(recipe: str, found: dict[str, tuple[list[float], list[dict[str, float]]]]) -> None:
+    names = list(found)
+    print(f"\nrecipe `{recipe}`, {len(found[names[0]][0])} searches per server (ms, over HTTP)")
+    print("| server | p50 | p95 | p99 | " + " | ".join(f"{s} p50 / p95" for s in STAGES) + " |")
+    print("|---|---|---|---|" + "---|" * len(STAGES))
+    for name in names:
+        wall, timings = found[name]
+        cells = [f"{percentile(wall, q):.1f}" for q in (50, 95, 99)]
+        for stage in STAGES:
+            values = [t.get(stage, 0.0) for t in timings]
+            cells.append(f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if len(names) == 2:
+        (a, _), (b, _) = found[names[0]], found[names[1]]
+        ratios = " / ".join(f"{percentile(a, q) / percentile(b, q):.2f}" for q in (50, 95, 99))
+        print(f"ratio {names[0]} / {names[1]} at p50 / p95 / p99: {ratios}")
+    lists = sorted({k for t in found[names[0]][1] for k in t if k.startswith("retrieve:")})
+    for key in lists:
+        values = [t[key] for t in found[names[0]][1] if key in t]
+        print(
+            f"  {names[0]} {key}: p50 {percentile(values, 50):.2f} / "
+            f"p95 {percentile(values, 95):.2f} ms"
+        )
+
+
+def worktree(ref: str, into: Path) -> Path:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", str(into), ref], check=True)
+    return into
+
+
+async def run(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        pg = EmbeddedPostgres(work / "pg")
+        pg.start()
+        trees = {"current": ROOT / "src"}
+        if args.baseline_ref:
+            trees["baseline"] = worktree(args.baseline_ref, work / "baseline") / "src"
+        with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+            # No statistics for the whole run: what a new store has until autovacuum runs.
+            conn.execute("ALTER SYSTEM SET autovacuum = off")
+            conn.execute("SELECT pg_reload_conf()")
+            for name in trees:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        key = generate_key()
+        servers: list[Server] = []
+        try:
+            for name, src in trees.items():  # one at a time: both create the app role
+                servers.append(Server(name, src, pg.admin_url(name), key, work))
+                await servers[-1].ready()
+            asked = await load(servers, args)
+            for server in servers:  # load the model and warm the pools, not measured
+                for user, question in asked[:5]:
+                    await server.search({"query": question + "?", "user_id": user})
+            for recipe in args.recipes:
+                report(recipe, await measure(servers, asked, recipe))
+            with psycopg.connect(pg.admin_url("current")) as conn:
+                analysed = conn.execute(
+                    "SELECT count(*) FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL "
+                    "OR last_autoanalyze IS NOT NULL"
+                ).fetchone()
+            print(f"\ntables analysed during the run: {analysed[0] if analysed else '?'}")
+        finally:
+            for server in servers:
+                await server.close()
+            pg.stop()
+            if args.baseline_ref:
+                remove = ["git", "-C", str(ROOT), "worktree", "remove", "--force"]
+                subprocess.run([*remove, str(work / "baseline")], check=False)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--baseline-ref", help="git ref to measure side by side, e.g. 3375b0f")
+    parser.add_argument("--questions", type=int, default=40, help="per conversation / big user")
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES))
+    parser.add_argument("--large", type=int, default=0, help="users of 20 memories to add")
+    parser.add_argument("--big-users", type=int, default=2)
+    parser.add_argument("--big-size", type=int, default=5000)
+    parser.add_argument("--no-locomo", action="store_true", help="only the --large store")
+    asyncio.run(run(parser.parse_args()))

@@ -1,0 +1,228 @@
+"""Query plans on a fresh store: retrieval must not depend on table statistics.
+
+A new store has never been analysed; before the statements were shaped for it, the planner
+nested every memory over every chunk (or posting) with a join filter. These tests capture the
+SQL that real searches and listings send, EXPLAIN it as the app role inside the tenant (as it
+ran), and check the plan's shape, not its time. Background ANALYZE after bulk work is checked
+through the statistics PostgreSQL then holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import event
+
+from memvault import Settings
+from memvault.db.tenancy import APP_ROLE
+from memvault.service import AsyncMemory
+
+TABLES = ("memories", "memory_chunks", "memory_terms")
+WORDS = ["garden", "invoice", "piano", "harbour", "lemon", "tennis", "Madrid", "printer"]
+START = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def notes(user: str, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "content": f"note {n} about the {WORDS[n % 8]} and the {WORDS[(n * 3) % 8]}",
+            "user_id": user,
+            "app_id": "work" if n % 3 else "home",
+            "tags": ["todo"] if n % 5 == 0 else [],
+            "occurred_at": START + timedelta(hours=n),
+            "metadata": {"session_id": "s1", "turn": n},
+            "infer": False,
+        }
+        for n in range(count)
+    ]
+
+
+@pytest.fixture
+def frozen_statistics(raw: psycopg.Connection[Any]) -> None:
+    """Keep autovacuum away for the test, so the tables stay exactly as a new store's."""
+    for table in TABLES:
+        raw.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+
+
+def analysed(raw: psycopg.Connection[Any]) -> set[str]:
+    rows = raw.execute(
+        "SELECT DISTINCT tablename FROM pg_stats WHERE tablename = ANY(%s)", (list(TABLES),)
+    )
+    return {r[0] for r in rows}
+
+
+@pytest.fixture
+async def stored(
+    make_settings: Callable[..., Settings], frozen_statistics: None
+) -> AsyncIterator[Callable[..., AsyncMemory]]:
+    """A store of 300 memories for one user, 100 for another and 100 in another tenant,
+    written in batches, with background ANALYZE off."""
+    opened: list[AsyncMemory] = []
+
+    async def open_store(**overrides: Any) -> AsyncMemory:
+        memory = await AsyncMemory.open(
+            make_settings(embedding_provider="hash", analyze_after_rows=0, **overrides)
+        )
+        opened.append(memory)
+        return memory
+
+    first = await open_store()
+    await first.add_many(notes("ada", 300))
+    await first.add_many(notes("bob", 100))
+    await first.for_tenant("other").add_many(notes("ada", 100))
+    yield open_store
+    for memory in opened:
+        await memory.close()
+
+
+@contextmanager
+def captured(memory: AsyncMemory) -> Iterator[list[tuple[str, Any]]]:
+    """The SELECT statements (with their parameters) that ``memory`` sends meanwhile."""
+    sent: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith(("SELECT", "WITH", "SET", "RESET")):
+            sent.append((statement, parameters))
+
+    engine = memory.backend.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def plans(database_url: str, sent: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """EXPLAIN each statement as the service ran it: as the app role, in one transaction
+    where the settings it made (the tenant, planner switches) are replayed in order."""
+    found = []
+    with psycopg.connect(database_url) as conn:
+        conn.execute(f"SET ROLE {APP_ROLE}")
+        for statement, parameters in sent:
+            if "set_config" in statement or statement.lstrip().upper().startswith(("SET", "RESET")):
+                conn.execute(statement, parameters)
+                continue
+            row = conn.execute("EXPLAIN (FORMAT JSON) " + statement, parameters).fetchone()
+            assert row is not None
+            plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
+            found.append(plan[0]["Plan"])
+        conn.rollback()
+    return found
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def relations(plan: dict[str, Any]) -> set[str]:
+    return {n["Relation Name"] for n in nodes(plan) if "Relation Name" in n}
+
+
+def blind_joins(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Nested loops that compare pairs with a join filter over chunks or postings: the plan
+    that made a fresh store slow."""
+    return [
+        n
+        for n in nodes(plan)
+        if n["Node Type"] == "Nested Loop"
+        and "Join Filter" in n
+        and relations(n) & {"memory_chunks", "memory_terms"}
+    ]
+
+
+def memories_per_candidate(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Nested loops that read memories again for each candidate (or candidates again for each
+    memory): cheap with a known small side, a scan of scans on a table without statistics."""
+    return [
+        n
+        for n in nodes(plan)
+        if n["Node Type"] == "Nested Loop" and "memories" in relations(n) and len(relations(n)) > 1
+    ]
+
+
+async def test_retrieval_plans_on_a_never_analysed_store(
+    stored: Callable[..., Any], database_url: str, raw: psycopg.Connection[Any]
+) -> None:
+    exact = await stored()
+    approximate = await stored(search_exact_max_chunks=10)
+    searches: list[tuple[AsyncMemory, dict[str, Any]]] = [
+        (exact, {"recipe": "vector"}),
+        (exact, {"recipe": "keyword"}),
+        (exact, {"recipe": "hybrid", "app_id": "home", "tags": ["todo"]}),
+        (exact, {"recipe": "hybrid", "context_window": 2}),
+        (approximate, {"recipe": "vector"}),
+        (approximate, {"recipe": "vector", "app_id": "home"}),
+    ]
+    for memory, options in searches:
+        with captured(memory) as sent:
+            found = await memory.search(
+                "the piano and the lemon", user_id="ada", track_access=False, **options
+            )
+        assert found.results, options
+        timings = found.diagnostics.timings_ms if found.diagnostics else {}
+        lists = [k for k in timings if k.startswith("retrieve:")]
+        assert lists and all(timings[k] <= timings["retrieve"] for k in lists), timings
+        explained = plans(database_url, sent)
+        retrieval = [p for p in explained if relations(p) & {"memory_chunks", "memory_terms"}]
+        assert retrieval, options
+        for plan in explained:
+            assert not blind_joins(plan), (options, plan)
+        # The ranked candidates meet the memories in one pass over each side.
+        assert all(not memories_per_candidate(p) for p in retrieval), (options, retrieval)
+    with captured(exact) as sent:
+        listed = await exact.list(user_id="ada", app_id="home", tags=["todo"], limit=5)
+    assert len(listed.results) == 5
+    for plan in plans(database_url, sent):
+        assert plan["Node Type"] == "Limit" and not blind_joins(plan)
+    assert analysed(raw) == set()  # the plans above were made without statistics
+
+
+async def test_a_filter_only_the_least_relevant_pass_still_fills_the_page(
+    make_settings: Callable[..., Settings], frozen_statistics: None
+) -> None:
+    """The filters apply after ranking, yet a filter that only the least relevant memories
+    pass still fills the page."""
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    close = [{"content": f"lemon lemon {n}", "user_id": "ada", "infer": False} for n in range(250)]
+    far = [
+        {
+            "content": f"a long letter {n} from the harbour office with a lemon in it",
+            "user_id": "ada",
+            "tags": ["far"],
+            "infer": False,
+        }
+        for n in range(10)
+    ]
+    await memory.add_many(close + far)
+    for recipe in ("vector", "keyword"):
+        found = await memory.search(
+            "lemon", user_id="ada", recipe=recipe, tags=["far"], limit=10, track_access=False
+        )
+        assert len(found.results) == 10, recipe
+        assert all(h.tags == ["far"] for h in found.results)
+    await memory.close()
+
+
+async def test_bulk_adds_analyse_the_tables_in_the_background(
+    make_settings: Callable[..., Settings], frozen_statistics: None, raw: psycopg.Connection[Any]
+) -> None:
+    memory = await AsyncMemory.open(
+        make_settings(embedding_provider="hash", analyze_after_rows=200)
+    )
+    for n in range(3):
+        await memory.add(f"single note {n}", user_id="ada", infer=False)
+    await memory.add_many(notes("ada", 150))
+    await memory.backend.analyzer.idle()
+    assert analysed(raw) == set()  # single adds and 150 batched rows: not yet
+    await memory.add_many(notes("bob", 60))
+    await memory.backend.analyzer.idle()
+    assert analysed(raw) == set(TABLES)
+    await memory.close()
