@@ -90,7 +90,7 @@ def captured(memory: AsyncMemory) -> Iterator[list[tuple[str, Any]]]:
         if statement.lstrip().upper().startswith(("SELECT", "WITH", "SET", "RESET")):
             sent.append((statement, parameters))
 
-    engine = memory.backend.engine.sync_engine
+    engine = memory._backend.engine.sync_engine
     event.listen(engine, "before_cursor_execute", record)
     try:
         yield sent
@@ -220,9 +220,9 @@ async def test_bulk_adds_analyse_the_tables_in_the_background(
     for n in range(3):
         await memory.add(f"single note {n}", user_id="ada", infer=False)
     await memory.add_many(notes("ada", 150))
-    await memory.backend.analyzer.idle()
+    await memory._backend.analyzer.idle()
     assert analysed(raw) == set()  # single adds and 150 batched rows: not yet
     await memory.add_many(notes("bob", 60))
-    await memory.backend.analyzer.idle()
+    await memory._backend.analyzer.idle()
     assert analysed(raw) == set(TABLES)
     await memory.close()
