@@ -1,13 +1,20 @@
 """The shape DESIGN.md draws, read from the code itself: dependencies point one way, the faces
-reach the store only through the service, and no two modules import each other in a circle
-(typing-only and function-level imports included)."""
+reach the store only through the service, no two modules import each other in a circle
+(typing-only and function-level imports included), and every face takes the filters the one
+model defines."""
 
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+
 import memvault
+from memvault.models import MemoryQuery, SearchRequest
 
 ROOT = Path(memvault.__file__).parent
 FACES = ("memvault.api", "memvault.cli", "memvault.mcp", "memvault.client", "memvault.diagnostics")
@@ -89,3 +96,40 @@ def test_no_module_imports_itself_in_a_circle() -> None:
         if name not in index:
             visit(name)
     assert cycles == []
+
+
+def _keywords(function: object) -> list[str]:
+    return [
+        p.name
+        for p in inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "model", "positional"),
+    [("list", MemoryQuery, set()), ("search", SearchRequest, {"query"})],
+)
+def test_every_face_takes_the_filters_the_model_defines(
+    method: str, model: type[BaseModel], positional: set[str]
+) -> None:
+    expected = [name for name in model.model_fields if name not in positional]
+    faces = (
+        memvault.AsyncMemory,
+        memvault.Memory,
+        memvault.AsyncMemoryClient,
+        memvault.MemoryClient,
+    )
+    for face in faces:
+        assert _keywords(getattr(face, method)) == expected, face.__name__
+
+
+def test_the_routes_take_the_same_filters(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    listed = spec["paths"]["/v1/memories"]["get"]["parameters"]
+    assert [p["name"] for p in listed] == list(MemoryQuery.model_fields)
+    body = spec["paths"]["/v1/memories/search"]["post"]["requestBody"]["content"]
+    schema = body["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(spec["components"]["schemas"][schema]["properties"]) == set(
+        SearchRequest.model_fields
+    )

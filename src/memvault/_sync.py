@@ -4,9 +4,12 @@ coroutine, so the logic is written once."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -47,4 +50,39 @@ def blocking(
     call.__name__ = name
     call.__qualname__ = name
     call.__doc__ = method.__doc__
+    # The async method's own signature, less the coroutine: what help() and IDEs show.
+    call.__signature__ = inspect.signature(method)  # type: ignore[attr-defined]
     return call
+
+
+def takes(
+    model: type[BaseModel], *, positional: tuple[str, ...] = ()
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Give a method written as ``f(self, *positional, **fields)`` the signature its callers see:
+    ``positional`` first, then every other field of ``model`` as a keyword with the model's
+    type and default, then the method's own keyword-only parameters. The fields are defined once
+    (in ``models.py``); ``Memory``, ``AsyncMemory`` and both clients derive their keywords."""
+
+    def decorate(method: Callable[P, R]) -> Callable[P, R]:
+        own = inspect.signature(method).parameters.values()
+        head = [p for p in own if p.kind is not inspect.Parameter.KEYWORD_ONLY][
+            : 1 + len(positional)
+        ]
+        tail = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        taken = {p.name for p in (*head, *tail)}
+        fields = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if info.is_required() else info.default,
+                annotation=info.annotation,
+            )
+            for name, info in model.model_fields.items()
+            if name not in taken
+        ]
+        method.__signature__ = inspect.signature(method).replace(  # type: ignore[attr-defined]
+            parameters=[*head, *fields, *tail]
+        )
+        return method
+
+    return decorate

@@ -32,7 +32,7 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from memvault._sync import LoopThread, blocking
+from memvault._sync import LoopThread, blocking, takes
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -382,53 +382,11 @@ class AsyncMemoryClient:
             MemoryRecord, "GET", _memory_path(memory_id), params=_owner(user_id)
         )
 
-    async def list(
-        self,
-        *,
-        user_id: str,
-        app_id: str | None = None,
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str | None = None,
-        source: str | None = None,
-        tags: builtins.list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        tags_any: builtins.list[str] | None = None,
-        categories: builtins.list[str] | None = None,
-        memory_type: str | None = None,
-        tier: str | None = None,
-        min_importance: int | None = None,
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-    ) -> MemoryPage:
+    @takes(MemoryQuery)
+    async def list(self, /, **query: Any) -> MemoryPage:
         """One page of memories, newest first; pass ``next_cursor`` back for the next page."""
-        query = validated(
-            MemoryQuery,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            created_after=created_after,
-            created_before=created_before,
-            tags_any=tags_any,
-            categories=categories,
-            memory_type=memory_type,
-            tier=tier,
-            min_importance=min_importance,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            limit=limit,
-            cursor=cursor,
-        )
-        return await self._call(MemoryPage, "GET", "/v1/memories", params=_query(query))
+        page_query = validated(MemoryQuery, **query)
+        return await self._call(MemoryPage, "GET", "/v1/memories", params=_query(page_query))
 
     async def update(
         self,
@@ -460,68 +418,10 @@ class AsyncMemoryClient:
         page = await self._call(_HistoryPage, "GET", path, params=_owner(user_id))
         return page.results
 
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        app_id: str | None = None,
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str | None = None,
-        source: str | None = None,
-        tags: builtins.list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        tags_any: builtins.list[str] | None = None,
-        categories: builtins.list[str] | None = None,
-        memory_type: str | None = None,
-        tier: str | None = None,
-        min_importance: int | None = None,
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        limit: int = 10,
-        recipe: str = "hybrid",
-        reference_time: datetime | None = None,
-        time_mode: str = "boost",
-        expand: bool | None = None,
-        hyde: bool | None = None,
-        self_query: bool | None = None,
-        context_window: int = 0,
-        track_access: bool = True,
-    ) -> SearchResult:
+    @takes(SearchRequest, positional=("query",))
+    async def search(self, /, query: str, **options: Any) -> SearchResult:
         """This user's memories most relevant to ``query`` (see ``AsyncMemory.search``)."""
-        request = validated(
-            SearchRequest,
-            query=query,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            created_after=created_after,
-            created_before=created_before,
-            tags_any=tags_any,
-            categories=categories,
-            memory_type=memory_type,
-            tier=tier,
-            min_importance=min_importance,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            limit=limit,
-            recipe=recipe,
-            reference_time=reference_time,
-            time_mode=time_mode,
-            expand=expand,
-            hyde=hyde,
-            self_query=self_query,
-            context_window=context_window,
-            track_access=track_access,
-        )
+        request = validated(SearchRequest, query=query, **options)
         return await self._call(SearchResult, "POST", "/v1/memories/search", body=_body(request))
 
 

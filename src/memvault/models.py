@@ -132,21 +132,11 @@ class MemoryUpdate(_Input):
         return self
 
 
-class Filters(_Input):
-    """Filters shared by list and search; every one is applied in SQL, inside the caller's
-    tenant and user."""
-
-    tags_any: Tags = Field(default=[], description="memories carrying any of these tags")
-    categories: Tags = Field(default=[], description="memories in any of these categories")
-    memory_type: MemoryType | None = None
-    tier: Tier | None = None
-    min_importance: int | None = Field(default=None, ge=1, le=10)
-    occurred_after: Timestamp | None = None
-    occurred_before: Timestamp | None = None
-
-
-class MemoryQuery(Filters):
-    """Filters for listing; every one is applied in SQL, inside the caller's tenant."""
+class MemoryFilter(_Input):
+    """Every filter of list and search, defined once. Each is applied in SQL
+    (``db.store.list_filters``), inside the caller's tenant and user; the keyword signatures of
+    ``Memory.list/search``, the client and the routes are derived from this class, so adding a
+    filter is a field here and its condition there."""
 
     user_id: Identifier
     app_id: Identifier | None = None
@@ -160,6 +150,18 @@ class MemoryQuery(Filters):
     )
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
+    tags_any: Tags = Field(default=[], description="memories carrying any of these tags")
+    categories: Tags = Field(default=[], description="memories in any of these categories")
+    memory_type: MemoryType | None = None
+    tier: Tier | None = None
+    min_importance: int | None = Field(default=None, ge=1, le=10)
+    occurred_after: Timestamp | None = None
+    occurred_before: Timestamp | None = None
+
+
+class MemoryQuery(MemoryFilter):
+    """A page of a listing: the filters, and where the page starts."""
+
     limit: int = Field(default=20, ge=1)
     cursor: str | None = None
 
@@ -322,17 +324,10 @@ class SearchResult(BaseModel):
     diagnostics: SearchDiagnostics | None = None
 
 
-class SearchRequest(Scope, Filters):
-    """Body of POST /v1/memories/search."""
+class SearchRequest(MemoryFilter):
+    """Body of POST /v1/memories/search: the question, the filters, and how to search."""
 
     query: Content
-    app_id: Identifier | None = None  # type: ignore[assignment]
-    channel: Identifier | None = None  # type: ignore[assignment]
-    source: Identifier | None = None
-    tags: Tags = []
-    metadata: Metadata | None = None
-    created_after: Timestamp | None = None
-    created_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
     recipe: Literal["hybrid", "vector", "keyword", "recent"] = Field(
         default="hybrid",

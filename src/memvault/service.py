@@ -18,7 +18,7 @@ from uuid import UUID
 from pydantic import BaseModel, ValidationError
 
 from memvault import jsonvalues
-from memvault._sync import LoopThread, blocking
+from memvault._sync import LoopThread, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
@@ -315,63 +315,22 @@ class AsyncMemory:
         return self._record(row)
 
     @scoped_to_tenant
-    async def list(
-        self,
-        *,
-        user_id: str,
-        app_id: str | None = None,
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str | None = None,
-        source: str | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        tags_any: builtins.list[str] | None = None,
-        categories: builtins.list[str] | None = None,
-        memory_type: str | None = None,
-        tier: str | None = None,
-        min_importance: int | None = None,
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-    ) -> MemoryPage:
-        """One page of memories, newest first; pass ``next_cursor`` back for the next page."""
-        query = validated(
-            MemoryQuery,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            created_after=created_after,
-            created_before=created_before,
-            tags_any=tags_any,
-            categories=categories,
-            memory_type=memory_type,
-            tier=tier,
-            min_importance=min_importance,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            limit=limit,
-            cursor=cursor,
-        )
+    @takes(MemoryQuery)
+    async def list(self, /, **query: Any) -> MemoryPage:
+        """One page of memories, newest first; pass ``next_cursor`` back for the next page.
+        Takes every field of ``MemoryQuery`` (the filters, ``limit``, ``cursor``) as keywords."""
+        page_query = validated(MemoryQuery, **query)
         cap = self._backend.settings.max_page_size
-        if query.limit > cap:
+        if page_query.limit > cap:
             # The same shape as any other field the input models refuse (search's limit).
             problem = {"field": "limit", "problem": f"Input should be less than or equal to {cap}"}
             raise InvalidInput("The request is not valid.", details={"errors": [problem]})
-        after = _decode_cursor(query.cursor) if query.cursor else None
-        filters = query.model_dump(exclude={"limit", "cursor"})
+        after = _decode_cursor(page_query.cursor) if page_query.cursor else None
+        limit = page_query.limit
         async with self._backend.engine.connect() as conn:
-            rows = await store.list_memories(conn, self.tenant_id, filters, query.limit + 1, after)
-        page = rows[: query.limit]
-        next_cursor = _encode_cursor(page[-1]) if len(rows) > query.limit else None
+            rows = await store.list_memories(conn, self.tenant_id, page_query, limit + 1, after)
+        page = rows[:limit]
+        next_cursor = _encode_cursor(page[-1]) if len(rows) > limit else None
         return MemoryPage(results=[self._record(r) for r in page], next_cursor=next_cursor)
 
     @scoped_to_tenant
@@ -490,37 +449,8 @@ class AsyncMemory:
     # --- search -------------------------------------------------------------------------------
 
     @scoped_to_tenant
-    async def search(
-        self,
-        query: str,
-        *,
-        user_id: str,
-        app_id: str | None = None,
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str | None = None,
-        source: str | None = None,
-        tags: builtins.list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        tags_any: builtins.list[str] | None = None,
-        categories: builtins.list[str] | None = None,
-        memory_type: str | None = None,
-        tier: str | None = None,
-        min_importance: int | None = None,
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        limit: int = 10,
-        recipe: str = "hybrid",
-        reference_time: datetime | None = None,
-        time_mode: str = "boost",
-        expand: bool | None = None,
-        hyde: bool | None = None,
-        self_query: bool | None = None,
-        context_window: int = 0,
-        track_access: bool = True,
-    ) -> SearchResult:
+    @takes(SearchRequest, positional=("query",))
+    async def search(self, /, query: str, **options: Any) -> SearchResult:
         """This user's memories most relevant to ``query``: by meaning and by keywords (BM25
         on the blind index), fused (``recipe="hybrid"``), or by one of them alone.
 
@@ -529,36 +459,7 @@ class AsyncMemory:
         restricts, memories by ``occurred_at``. ``expand`` / ``hyde`` / ``self_query`` switch
         on the LLM recall techniques; ``context_window=n`` adds each conversational hit's
         neighbouring turns. ``result.diagnostics`` says what ran and how long it took."""
-        request = validated(
-            SearchRequest,
-            query=query,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            created_after=created_after,
-            created_before=created_before,
-            tags_any=tags_any,
-            categories=categories,
-            memory_type=memory_type,
-            tier=tier,
-            min_importance=min_importance,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            limit=limit,
-            recipe=recipe,
-            reference_time=reference_time,
-            time_mode=time_mode,
-            expand=expand,
-            hyde=hyde,
-            self_query=self_query,
-            context_window=context_window,
-            track_access=track_access,
-        )
+        request = validated(SearchRequest, query=query, **options)
         cap = self._backend.settings.max_query_chars
         if len(request.query) > cap:
             raise InvalidInput(

@@ -3,39 +3,23 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import InvalidInput
-from memvault.models import HistoryEntry, Owner
+from memvault.models import HistoryEntry, MemoryQuery, Owner
 
 __all__ = ["V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
 
 
-class ListParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ListParams(MemoryQuery):
+    """GET /v1/memories: ``MemoryQuery`` as a query string carries it (lists repeat their key;
+    ``metadata`` is a JSON object in a string), so the route's parameters are the library's."""
 
-    user_id: str
-    app_id: str | None = None
-    project_id: str | None = None
-    environment: str | None = None
-    channel: str | None = None
-    source: str | None = None
-    tags: list[str] = Field(default=[], description="repeat for several: all must match")
-    metadata: str | None = Field(default=None, description='JSON object, e.g. {"topic":"food"}')
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    tags_any: list[str] = Field(default=[], description="repeat for several: any may match")
-    categories: list[str] = Field(default=[], description="repeat for several: any may match")
-    memory_type: Literal["persistent", "temporal"] | None = None
-    tier: Literal["hot", "warm", "cold"] | None = None
-    min_importance: int | None = None
-    occurred_after: datetime | None = None
-    occurred_before: datetime | None = None
-    limit: int = 20
-    cursor: str | None = None
+    metadata: str | None = Field(  # type: ignore[assignment]
+        default=None, description='JSON object, e.g. {"topic":"food"}'
+    )
 
     def filters(self) -> dict[str, Any]:
         values = self.model_dump(exclude={"metadata"})

@@ -17,8 +17,9 @@ from sqlalchemy import BigInteger
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow, fetch_ranked, list_filters, ranked_page
+from memvault.db.store import AnyRow, fetch_ranked, list_filters, owner_only, ranked_page
 from memvault.db.tables import memories, memory_terms
+from memvault.models import MemoryFilter
 
 _t = memory_terms.c
 _m = memories.c
@@ -84,7 +85,7 @@ async def replace_terms(
 async def bm25(
     conn: AsyncConnection,
     tenant_id: str,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     term_ids: Sequence[int],
     limit: int,
 ) -> Sequence[AnyRow]:
@@ -106,15 +107,15 @@ async def bm25(
 
 
 def _scored(
-    tenant_id: str, filters: dict[str, Any], terms: list[int], limit: int
+    tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int
 ) -> sa.Select[Any]:
-    user_id = filters["user_id"]
+    user_id = filters.user_id
     stats = (
         sa.select(
             sa.func.count().label("n_docs"),
             sa.func.greatest(sa.func.coalesce(sa.func.avg(_m.term_count), 1), 1).label("avgdl"),
         )
-        .where(*list_filters(tenant_id, {"user_id": user_id}))
+        .where(*list_filters(tenant_id, owner_only(user_id)))
         .cte("stats")
         .prefix_with("MATERIALIZED")
     )
@@ -159,7 +160,7 @@ async def document_frequencies(
     """(the owner's live memories, term id → memories holding it) for the query's terms: the
     statistics BM25 uses, so search can tell how much of a query's evidence a match carries."""
     n_docs = await conn.scalar(
-        sa.select(sa.func.count()).where(*list_filters(tenant_id, {"user_id": user_id}))
+        sa.select(sa.func.count()).where(*list_filters(tenant_id, owner_only(user_id)))
     )
     if not term_ids:
         return int(n_docs or 0), {}

@@ -23,6 +23,7 @@ from memvault.db.tables import (
     memories,
     memory_history,
 )
+from memvault.models import MemoryFilter
 
 # A row of any shape: these functions return whole table rows read by column name.
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -197,47 +198,55 @@ async def fetch_memory(
 
 
 def list_filters(
-    tenant_id: str, f: dict[str, Any], c: Any = memories.c
+    tenant_id: str,
+    f: MemoryFilter,
+    c: Any = memories.c,
+    *,
+    exclude_id: UUID | None = None,
 ) -> list[sa.ColumnElement[bool]]:
-    """The list filters as conditions on ``c``: the memories table's columns, or those of a
-    subquery that selects its rows."""
-    where = [c.tenant_id == tenant_id, c.user_id == f["user_id"]]
+    """The filters as conditions on ``c``: the memories table's columns, or those of a
+    subquery that selects its rows. Each field of ``MemoryFilter`` has its condition here."""
+    where = [c.tenant_id == tenant_id, c.user_id == f.user_id]
     where.append(sa.or_(c.expires_at.is_(None), c.expires_at > sa.func.now()))
-    for name in ("app_id", "project_id", "environment", "channel", "source"):
-        if f.get(name) is not None:
-            where.append(c[name] == f[name])
-    if f.get("tags"):
-        where.append(c.tags.contains(f["tags"]))
-    if f.get("metadata") is not None:
-        where.append(c.metadata.contains(f["metadata"]))
-    if f.get("created_after") is not None:
-        where.append(c.created_at >= f["created_after"])
-    if f.get("created_before") is not None:
-        where.append(c.created_at < f["created_before"])
-    if f.get("tags_any"):
-        where.append(c.tags.overlap(f["tags_any"]))
-    if f.get("categories"):
-        where.append(c.categories.overlap(f["categories"]))
-    for name in ("memory_type", "tier"):
-        if f.get(name) is not None:
-            where.append(c[name] == f[name])
-    if f.get("min_importance") is not None:
-        where.append(c.importance >= f["min_importance"])
-    if f.get("occurred_after") is not None:
-        where.append(c.occurred_at >= f["occurred_after"])
-    if f.get("occurred_before") is not None:
-        where.append(c.occurred_at < f["occurred_before"])
-    if f.get("exclude_id") is not None:
-        where.append(c.id != f["exclude_id"])
+    for name in ("app_id", "project_id", "environment", "channel", "source", "memory_type", "tier"):
+        if getattr(f, name) is not None:
+            where.append(c[name] == getattr(f, name))
+    if f.tags:
+        where.append(c.tags.contains(f.tags))
+    if f.metadata is not None:
+        where.append(c.metadata.contains(f.metadata))
+    if f.tags_any:
+        where.append(c.tags.overlap(f.tags_any))
+    if f.categories:
+        where.append(c.categories.overlap(f.categories))
+    if f.min_importance is not None:
+        where.append(c.importance >= f.min_importance)
+    for column, after, before in (
+        (c.created_at, f.created_after, f.created_before),
+        (c.occurred_at, f.occurred_after, f.occurred_before),
+    ):
+        if after is not None:
+            where.append(column >= after)
+        if before is not None:
+            where.append(column < before)
+    if exclude_id is not None:
+        where.append(c.id != exclude_id)
     return where
+
+
+def owner_only(user_id: str) -> MemoryFilter:
+    """No filter but the owner (built without validation: the id was checked on the way in)."""
+    return MemoryFilter.model_construct(user_id=user_id)
 
 
 def ranked_page(
     tenant_id: str,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     ranked: sa.CTE,
     order: sa.ColumnElement[Any],
     limit: int,
+    *,
+    exclude_id: UUID | None = None,
 ) -> sa.Select[Any]:
     """The best ``limit`` of ``ranked`` (a materialised CTE of candidate ``memory_id``s and
     their scores, already cut to a few) that pass the filters, as memory rows with the scores
@@ -246,7 +255,7 @@ def ranked_page(
     return (
         sa.select(memories, *scores)
         .join(ranked, sa.and_(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id))
-        .where(*list_filters(tenant_id, filters))
+        .where(*list_filters(tenant_id, filters, exclude_id=exclude_id))
         .order_by(order, _m.id)
         .limit(limit)
     )
@@ -305,7 +314,7 @@ async def session_turns(
 async def list_memories(
     conn: AsyncConnection,
     tenant_id: str,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     limit: int,
     after: tuple[datetime, UUID] | None,
 ) -> Sequence[AnyRow]:

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.store import AnyRow, fetch_ranked, ranked_page
 from memvault.db.tables import memories, memory_chunks
+from memvault.models import MemoryFilter
 
 _c = memory_chunks.c
 _m = memories.c
@@ -116,7 +117,7 @@ async def scope_size(
 async def nearest(
     conn: AsyncConnection,
     tenant_id: str,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     query: Sequence[float],
     model: str,
     dims: int,
@@ -124,6 +125,7 @@ async def nearest(
     *,
     exact_max_chunks: int,
     ef_search: int,
+    exclude_id: UUID | None = None,
 ) -> Sequence[AnyRow]:
     """Memories by their best chunk's cosine distance, filtered in SQL, nearest first.
 
@@ -137,11 +139,11 @@ async def nearest(
     selective the filters.
     """
     model, dims = _checked(model, dims)
-    scope = await scope_size(conn, tenant_id, filters["user_id"], model, cap=exact_max_chunks)
+    scope = await scope_size(conn, tenant_id, filters.user_id, model, cap=exact_max_chunks)
     if scope == 0:
         return []
     probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
-    ranking = _Ranking(tenant_id, filters, model, _cast(dims).op("<=>")(probe))
+    ranking = _Ranking(tenant_id, filters, model, _cast(dims).op("<=>")(probe), exclude_id)
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
         fetch = max(limit * _OVERFETCH, _MIN_FETCH)
@@ -162,12 +164,13 @@ class _Ranking:
     (memory id, distance), nearest first."""
 
     tenant_id: str
-    filters: dict[str, Any]
+    filters: MemoryFilter
     model: str
     distance: sa.ColumnElement[Any]
+    exclude_id: UUID | None = None  # e.g. the memory being compared with everything else
 
     def _owner(self) -> list[sa.ColumnElement[bool]]:
-        return [_c.tenant_id == self.tenant_id, _c.user_id == self.filters["user_id"]]
+        return [_c.tenant_id == self.tenant_id, _c.user_id == self.filters.user_id]
 
     def exact(self) -> sa.CTE:
         """Every chunk in the owner's scope scored, each memory by its best chunk."""
@@ -189,7 +192,7 @@ class _Ranking:
             .cte("ann")
             .prefix_with("MATERIALIZED")
         )
-        mine = sa.and_(ann.c.tenant_id == self.tenant_id, ann.c.user_id == self.filters["user_id"])
+        mine = sa.and_(ann.c.tenant_id == self.tenant_id, ann.c.user_id == self.filters.user_id)
         return _best(sa.select(ann.c.memory_id, ann.c.distance).where(mine), fetch)
 
 
@@ -209,7 +212,14 @@ def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
 async def _page(
     conn: AsyncConnection, ranking: _Ranking, best: sa.CTE, limit: int
 ) -> Sequence[AnyRow]:
-    statement = ranked_page(ranking.tenant_id, ranking.filters, best, best.c.distance, limit)
+    statement = ranked_page(
+        ranking.tenant_id,
+        ranking.filters,
+        best,
+        best.c.distance,
+        limit,
+        exclude_id=ranking.exclude_id,
+    )
     return await fetch_ranked(conn, statement)
 
 

@@ -23,7 +23,7 @@ from memvault.db import jobs, keywords, store, vectors
 from memvault.db.store import AnyRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
-from memvault.models import AddResult, DedupInfo, FieldSource, MemoryInput, PIIInfo
+from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
 from memvault.pipeline import pii, rules
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.judge import Judge
@@ -169,17 +169,17 @@ class Pipeline:
                     action="duplicate_exact", existing_id=twin.id, similarity=1.0, decided_by="hash"
                 )
                 return
-            filters = {**_scope_filters(user_id, app_id), "exclude_id": exclude}
             nearest = await vectors.nearest(
                 conn,
                 self.tenant_id,
-                filters,
+                MemoryFilter.model_construct(user_id=user_id, app_id=app_id),
                 draft.vector or [],
                 self.model,
                 self.dims,
                 1,
                 exact_max_chunks=self.settings.search_exact_max_chunks,
                 ef_search=self.settings.hnsw_ef_search,
+                exclude_id=exclude,
             )
         if not nearest:
             return
@@ -452,21 +452,6 @@ def _occurred_source(draft: Draft, source: FieldSource) -> dict[str, FieldSource
     if draft.enrichment is not None and draft.enrichment.event_at is not None:
         return {"occurred_at": source}
     return {}
-
-
-def _scope_filters(user_id: str, app_id: str) -> dict[str, Any]:
-    return {
-        "user_id": user_id,
-        "app_id": app_id,
-        "project_id": None,
-        "environment": None,
-        "channel": None,
-        "source": None,
-        "tags": [],
-        "metadata": None,
-        "created_after": None,
-        "created_before": None,
-    }
 
 
 def cosine(a: list[float], b: list[float]) -> float:

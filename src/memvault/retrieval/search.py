@@ -33,7 +33,7 @@ from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
 from memvault.models import (
-    MemoryQuery,
+    MemoryFilter,
     MemoryRecord,
     SearchDiagnostics,
     SearchHit,
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 RecipeName = Literal["hybrid", "vector", "keyword", "recent"]
 # The list filters, applied in SQL by store.list_filters; the rest of a request steers the
 # search itself.
-FILTER_FIELDS = frozenset(MemoryQuery.model_fields) - {"limit", "cursor"}
+FILTER_FIELDS = frozenset(MemoryFilter.model_fields)
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,7 @@ class Probe:
     weight: float
     vector: bool = True
     keyword: bool = True
+    # Fields of MemoryFilter this probe sets over the request's own.
     filters: dict[str, Any] = field(default_factory=dict)
 
 
@@ -203,7 +204,7 @@ async def search(
     clock = _Clock()
     now = datetime.now(UTC)
     reference = request.reference_time or now
-    filters = request.model_dump(include=set(FILTER_FIELDS))
+    filters = MemoryFilter.model_validate(request.model_dump(include=set(FILTER_FIELDS)))
     when = parse_time(request.query, reference) if request.time_mode != "off" else None
     if when is not None and request.time_mode == "filter":
         filters = _narrowed(filters, when)
@@ -243,7 +244,7 @@ async def search(
     both = bool(recipe.vector_weight and recipe.keyword_weight)
     lists, ceilings = await asyncio.gather(
         _retrieve(backend, fetches, clock),
-        _ceilings(backend, tenant_id, filters["user_id"], probes, fetches) if both else _nothing(),
+        _ceilings(backend, tenant_id, filters.user_id, probes, fetches) if both else _nothing(),
     )
     ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
     clock.lap("rank")
@@ -308,12 +309,15 @@ def _vectors(
     return found
 
 
-def _narrowed(filters: dict[str, Any], when: TimeRange) -> dict[str, Any]:
+def _narrowed(filters: MemoryFilter, when: TimeRange) -> MemoryFilter:
     """The filters with the query's time span intersected into the occurred_at range."""
-    after = [t for t in (filters.get("occurred_after"), when.after) if t is not None]
-    before = [t for t in (filters.get("occurred_before"), when.before) if t is not None]
+    return filters.model_copy(update=_span(filters, when))
+
+
+def _span(filters: MemoryFilter, when: TimeRange) -> dict[str, Any]:
+    after = [t for t in (filters.occurred_after, when.after) if t is not None]
+    before = [t for t in (filters.occurred_before, when.before) if t is not None]
     return {
-        **filters,
         "occurred_after": max(after, default=None),
         "occurred_before": min(before, default=None),
     }
@@ -329,25 +333,14 @@ def _llm_time(found: dict[str, Any]) -> TimeRange | None:
 def _probes(
     request: SearchRequest,
     recipe: SearchConfig,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     when: TimeRange | None,
     extras: recall.Extras,
 ) -> list[Probe]:
     weights = recipe.probe_weights
     probes = [Probe("query", request.query, 1.0)]
     if when is not None and request.time_mode == "boost":
-        time_filters = _narrowed(filters, when)
-        probes.append(
-            Probe(
-                "time",
-                request.query,
-                weights["time"],
-                filters={
-                    "occurred_after": time_filters["occurred_after"],
-                    "occurred_before": time_filters["occurred_before"],
-                },
-            )
-        )
+        probes.append(Probe("time", request.query, weights["time"], filters=_span(filters, when)))
     probes += [
         Probe(f"expansion{n}", text, weights["expansion"])
         for n, text in enumerate(extras.statements, start=1)
@@ -373,7 +366,7 @@ def _lists(
     tenant_id: str,
     request: SearchRequest,
     recipe: SearchConfig,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     probes: list[Probe],
     vectors_by_text: dict[str, tuple[Embedded, int]],
 ) -> tuple[dict[str, float], dict[str, Fetch]]:
@@ -382,7 +375,7 @@ def _lists(
     fetches: dict[str, Fetch] = {}
     fetch = max(recipe.candidates, request.limit)
     for probe in probes:
-        probe_filters = {**filters, **probe.filters}
+        probe_filters = filters.model_copy(update=probe.filters)
         vector = vectors_by_text.get(probe.text)
         if probe.vector and recipe.vector_weight and vector is not None:
             weights[f"{probe.name}:vector"] = recipe.vector_weight * probe.weight
@@ -421,7 +414,7 @@ async def _retrieve(
 async def _nearest(
     backend: Backend,
     tenant_id: str,
-    filters: dict[str, Any],
+    filters: MemoryFilter,
     vector: tuple[Embedded, int],
     limit: int,
     conn: AsyncConnection,
@@ -465,7 +458,7 @@ async def _ceilings(
 
 
 async def _bm25(
-    tenant_id: str, filters: dict[str, Any], term_ids: list[int], limit: int, conn: AsyncConnection
+    tenant_id: str, filters: MemoryFilter, term_ids: list[int], limit: int, conn: AsyncConnection
 ) -> Sequence[AnyRow]:
     return await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
 
