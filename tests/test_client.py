@@ -240,7 +240,7 @@ def test_client_methods_have_the_library_signatures(name: str) -> None:
 def test_maintenance_is_not_offered_over_http() -> None:
     public = {n for n in vars(AsyncMemoryClient) if not n.startswith("_")}
     assert public == {*DATA_METHODS, "close"}
-    assert {n for n in vars(MemoryClient) if not n.startswith("_")} == public
+    assert {n for n in dir(MemoryClient) if not n.startswith("_")} == public
 
 
 # --- error answers, from a real stub server ---------------------------------------------------

@@ -7,7 +7,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar
 
 from pydantic import BaseModel
 
@@ -86,3 +86,29 @@ def takes(
         return method
 
     return decorate
+
+
+class SyncFace:
+    """Base of the sync faces (``Memory``, ``MemoryClient``, ``Admin``): an async object living
+    on its own loop thread, closed with it."""
+
+    _async: Any
+
+    def __init__(self, opening: Coroutine[Any, Any, Any]) -> None:
+        self._loop = LoopThread()
+        try:
+            self._async = self._loop.run(opening)
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def close(self) -> None:
+        if self._loop.loop.is_running():
+            self._loop.run(self._async.close())
+            self._loop.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

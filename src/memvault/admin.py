@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Self
 
 from memvault import auth, rotation
-from memvault._sync import LoopThread, blocking
+from memvault._sync import SyncFace, blocking
 from memvault.auth import ApiKeyInfo, CreatedKey, Principal
 from memvault.backend import Backend
 from memvault.config import Settings
@@ -218,16 +217,11 @@ def _scope(tenant_id: str | None) -> AbstractContextManager[None]:
     return tenant_scope(tenant_id) if tenant_id is not None else all_tenants()
 
 
-class Admin:
+class Admin(SyncFace):
     """The synchronous face of :class:`AsyncAdmin`, same methods, same behaviour."""
 
     def __init__(self, settings: Settings | None = None) -> None:
-        self._loop = LoopThread()
-        try:
-            self._async = self._loop.run(AsyncAdmin.open(settings or Settings()))
-        except BaseException:
-            self._loop.stop()
-            raise
+        super().__init__(AsyncAdmin.open(settings or Settings()))
 
     list_jobs = blocking(AsyncAdmin.list_jobs)
     retry_jobs = blocking(AsyncAdmin.retry_jobs)
@@ -244,23 +238,8 @@ class Admin:
 
     @property
     def settings(self) -> Settings:
-        return self._async.settings
-
-    def close(self) -> None:
-        if self._loop.loop.is_running():
-            self._loop.run(self._async.close())
-            self._loop.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        settings: Settings = self._async.settings
+        return settings
 
 
 __all__ = [

@@ -25,14 +25,13 @@ import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from types import TracebackType
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from memvault._sync import LoopThread, blocking, takes
+from memvault._sync import SyncFace, blocking, takes
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -56,7 +55,6 @@ from memvault.models import (
     MemoryUpdate,
     Message,
     MessagesRequest,
-    PIIPolicy,
     SearchRequest,
     SearchResult,
 )
@@ -294,42 +292,12 @@ class AsyncMemoryClient:
 
     # --- the data methods of AsyncMemory, same signatures ---------------------------------------
 
+    @takes(MemoryInput, positional=("content",))
     async def add(
-        self,
-        content: str,
-        *,
-        user_id: str,
-        app_id: str = "default",
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str = "_global",
-        source: str | None = None,
-        tags: builtins.list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        occurred_at: datetime | None = None,
-        expires_at: datetime | None = None,
-        infer: bool = True,
-        pii_policy: PIIPolicy | None = None,
-        wait: bool = False,
-        background: bool = False,
+        self, /, content: str, *, wait: bool = False, background: bool = False, **fields: Any
     ) -> AddResult:
         """Store one memory through the server's write pipeline (see ``AsyncMemory.add``)."""
-        item = validated(
-            MemoryInput,
-            content=content,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            occurred_at=occurred_at,
-            expires_at=expires_at,
-            infer=infer,
-            pii_policy=pii_policy,
-        )
+        item = validated(MemoryInput, content=content, **fields)
         params = _flags(wait=wait, background=background)
         return await self._call(AddResult, "POST", "/v1/memories", params=params, body=_body(item))
 
@@ -349,29 +317,17 @@ class AsyncMemoryClient:
         )
         return page.results
 
+    @takes(MessagesRequest, positional=("messages",))
     async def add_messages(
         self,
+        /,
         messages: builtins.list[Message | dict[str, Any]],
         *,
-        user_id: str,
-        app_id: str = "default",
-        session_id: str | None = None,
-        occurred_at: datetime | None = None,
-        infer: bool = False,
         wait: bool = False,
-        first_turn: int = 0,
+        **fields: Any,
     ) -> builtins.list[AddResult]:
         """Store a conversation turn by turn (see ``AsyncMemory.add_messages``)."""
-        request = validated(
-            MessagesRequest,
-            messages=messages,
-            user_id=user_id,
-            app_id=app_id,
-            session_id=session_id,
-            occurred_at=occurred_at,
-            infer=infer,
-            first_turn=first_turn,
-        )
+        request = validated(MessagesRequest, messages=messages, **fields)
         page = await self._call(
             BatchResult, "POST", "/v1/messages", params=_flags(wait=wait), body=_body(request)
         )
@@ -425,7 +381,7 @@ class AsyncMemoryClient:
         return await self._call(SearchResult, "POST", "/v1/memories/search", body=_body(request))
 
 
-class MemoryClient:
+class MemoryClient(SyncFace):
     """The synchronous face of :class:`AsyncMemoryClient`, as ``Memory`` is of ``AsyncMemory``:
     same methods, same arguments. Use ``with``, or call ``close()``."""
 
@@ -438,14 +394,12 @@ class MemoryClient:
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._loop = LoopThread()
-        try:
-            self._async = AsyncMemoryClient(
+        async def opening() -> AsyncMemoryClient:  # made on the loop that will use it
+            return AsyncMemoryClient(
                 base_url, api_key, timeout=timeout, headers=headers, transport=transport
             )
-        except BaseException:
-            self._loop.stop()
-            raise
+
+        super().__init__(opening())
 
     add = blocking(AsyncMemoryClient.add)
     add_many = blocking(AsyncMemoryClient.add_many)
@@ -457,22 +411,6 @@ class MemoryClient:
     delete_all = blocking(AsyncMemoryClient.delete_all)
     history = blocking(AsyncMemoryClient.history)
     search = blocking(AsyncMemoryClient.search)
-
-    def close(self) -> None:
-        if self._loop.loop.is_running():
-            self._loop.run(self._async.close())
-            self._loop.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = ["DEFAULT_TIMEOUT", "AsyncMemoryClient", "MemoryClient"]

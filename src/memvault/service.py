@@ -11,14 +11,13 @@ import base64
 import binascii
 import builtins
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
 from memvault import jsonvalues
-from memvault._sync import LoopThread, blocking, takes
+from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
@@ -38,7 +37,6 @@ from memvault.models import (
     Message,
     MessagesRequest,
     Owner,
-    PIIPolicy,
     SearchRequest,
     SearchResult,
 )
@@ -153,24 +151,9 @@ class AsyncMemory:
     # --- CRUD ---------------------------------------------------------------------------------
 
     @scoped_to_tenant
+    @takes(MemoryInput, positional=("content",))
     async def add(
-        self,
-        content: str,
-        *,
-        user_id: str,
-        app_id: str = "default",
-        project_id: str | None = None,
-        environment: str | None = None,
-        channel: str = "_global",
-        source: str | None = None,
-        tags: builtins.list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        occurred_at: datetime | None = None,
-        expires_at: datetime | None = None,
-        infer: bool = True,
-        pii_policy: PIIPolicy | None = None,
-        wait: bool = False,
-        background: bool = False,
+        self, /, content: str, *, wait: bool = False, background: bool = False, **fields: Any
     ) -> AddResult:
         """Store one memory through the write pipeline (PII, embedding, dedup, enrichment).
 
@@ -178,22 +161,7 @@ class AsyncMemory:
         any with ``background=True``, is stored at once and finished by the worker (``wait=True``
         waits for that, up to ``wait_timeout_s``).
         """
-        item = validated(
-            MemoryInput,
-            content=content,
-            user_id=user_id,
-            app_id=app_id,
-            project_id=project_id,
-            environment=environment,
-            channel=channel,
-            source=source,
-            tags=tags,
-            metadata=metadata,
-            occurred_at=occurred_at,
-            expires_at=expires_at,
-            infer=infer,
-            pii_policy=pii_policy,
-        )
+        item = validated(MemoryInput, content=content, **fields)
         (result,) = await self.add_many([item], wait=wait, background=background)
         return result
 
@@ -226,33 +194,21 @@ class AsyncMemory:
         return results
 
     @scoped_to_tenant
+    @takes(MessagesRequest, positional=("messages",))
     async def add_messages(
         self,
+        /,
         messages: builtins.list[Message | dict[str, Any]],
         *,
-        user_id: str,
-        app_id: str = "default",
-        session_id: str | None = None,
-        occurred_at: datetime | None = None,
-        infer: bool = False,
         wait: bool = False,
-        first_turn: int = 0,
+        **fields: Any,
     ) -> builtins.list[AddResult]:
         """Store a conversation turn by turn, each with its role, speaker, session and turn
         index in its metadata, in one batch (PII protection applies to every turn).
 
         Turns are numbered from ``first_turn``: pass the count so far when a session arrives
         in parts, so ``search(context_window=n)`` finds its neighbours across the parts."""
-        request = validated(
-            MessagesRequest,
-            messages=messages,
-            user_id=user_id,
-            app_id=app_id,
-            session_id=session_id,
-            occurred_at=occurred_at,
-            infer=infer,
-            first_turn=first_turn,
-        )
+        request = validated(MessagesRequest, messages=messages, **fields)
         items = [
             MemoryInput(
                 content=m.content,
@@ -471,7 +427,7 @@ class AsyncMemory:
         )
 
 
-class Memory:
+class Memory(SyncFace):
     """The synchronous face of :class:`AsyncMemory`, same methods, same behaviour.
 
     ``Memory()`` reads ``MEMVAULT_*`` settings from the environment, like the CLI does; pass a
@@ -485,14 +441,9 @@ class Memory:
         tenant_id: str = "default",
         actor: str = "library",
     ) -> None:
-        self._loop = LoopThread()
-        try:
-            self._async = self._loop.run(
-                AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor)
-            )
-        except BaseException:
-            self._loop.stop()
-            raise
+        super().__init__(
+            AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor)
+        )
 
     add = blocking(AsyncMemory.add)
     add_many = blocking(AsyncMemory.add_many)
@@ -509,22 +460,6 @@ class Memory:
     def tenant_id(self) -> str:
         tenant: str = self._async.tenant_id
         return tenant
-
-    def close(self) -> None:
-        if self._loop.loop.is_running():
-            self._loop.run(self._async.close())
-            self._loop.stop()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 __all__ = ["AsyncMemory", "Memory"]
