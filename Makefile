@@ -40,6 +40,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/dedup.py
 	$(BIN)/python bench/locomo.py
+	$(BIN)/python bench/search_latency.py --baseline-ref 3375b0f
 	$(BIN)/python bench/http_load.py
 
 clean:
