@@ -258,3 +258,14 @@ async def test_text_without_a_utf8_form_is_refused(memory: AsyncMemory) -> None:
         await memory.add("broken \ud800 text", user_id="u")
     with pytest.raises(InvalidInput):
         await memory.add("fine text", user_id="bad \udfff user")
+
+
+async def test_metadata_postgres_cannot_store_is_refused_and_nothing_is_stored(
+    memory: AsyncMemory,
+) -> None:
+    for metadata in ({"key\x00": 1}, {"a": ["x\x00"]}, {"a": {"b": "\ud800"}}):
+        with pytest.raises(InvalidInput):
+            await memory.add("a note", user_id="u", metadata=metadata)
+        with pytest.raises(InvalidInput):
+            await memory.search("a note", user_id="u", metadata=metadata)
+    assert (await memory.list(user_id="u")).results == []

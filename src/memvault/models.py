@@ -38,6 +38,21 @@ def _content(value: str) -> str:
     return value
 
 
+def _storable(value: Any) -> Any:
+    """JSON that PostgreSQL's jsonb can hold: no NUL and no lone surrogate in any key or
+    string (it refuses both, which made such metadata a server error)."""
+    texts = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in texts:
+        for text in (key, item):
+            if isinstance(text, str):
+                _encodable(text)
+                if "\x00" in text:
+                    raise ValueError("metadata must not contain NUL characters")
+            elif isinstance(text, dict | list):
+                _storable(text)
+    return value
+
+
 def _utc(value: datetime) -> datetime:
     """A timestamp without a zone is taken as UTC, never as the server's local time."""
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
@@ -53,6 +68,7 @@ Tags = Annotated[
     list[Annotated[str, Field(max_length=100)]], Field(max_length=50), AfterValidator(_tags)
 ]
 Timestamp = Annotated[datetime, AfterValidator(_utc)]
+Metadata = Annotated[dict[str, Any], AfterValidator(_storable)]
 MemoryType = Literal["persistent", "temporal"]
 Tier = Literal["hot", "warm", "cold"]
 HistoryAction = Literal["ADD", "UPDATE", "DELETE"]
@@ -76,7 +92,7 @@ class MemoryCreate(Scope):
     content: Content
     source: Identifier | None = None
     tags: Tags = []
-    metadata: dict[str, Any] = {}
+    metadata: Metadata = {}
     occurred_at: Timestamp | None = None
     expires_at: Timestamp | None = None
 
@@ -103,7 +119,7 @@ class MemoryUpdate(_Input):
     a key set to null is removed."""
 
     content: Content | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
     @model_validator(mode="after")
     def _something_to_change(self) -> MemoryUpdate:
@@ -135,7 +151,7 @@ class MemoryQuery(Filters):
     channel: Identifier | None = None
     source: Identifier | None = None
     tags: Tags = Field(default=[], description="memories carrying all of these tags")
-    metadata: dict[str, Any] | None = Field(
+    metadata: Metadata | None = Field(
         default=None, description="JSON containment: memories whose metadata includes this"
     )
     created_after: Timestamp | None = None
@@ -306,7 +322,7 @@ class SearchRequest(Scope, Filters):
     channel: Identifier | None = None  # type: ignore[assignment]
     source: Identifier | None = None
     tags: Tags = []
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     limit: int = Field(default=10, ge=1, le=100)
