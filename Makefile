@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/dedup.py
 	$(BIN)/python bench/locomo.py
 	$(BIN)/python bench/recall.py
+	$(BIN)/python bench/search_latency.py
 	$(BIN)/python bench/http_load.py
 
 clean:

@@ -303,3 +303,14 @@ async def test_an_edit_that_changes_nothing_records_nothing(memory: AsyncMemory)
         ("UPDATE", None, None),
     ]
     assert (history[-1].old_metadata, history[-1].new_metadata) == ({"a": 1}, {"a": 2})
+
+
+async def test_metadata_postgres_cannot_store_is_refused_and_nothing_is_stored(
+    memory: AsyncMemory,
+) -> None:
+    for metadata in ({"key\x00": 1}, {"a": ["x\x00"]}, {"a": {"b": "\ud800"}}):
+        with pytest.raises(InvalidInput):
+            await memory.add("a note", user_id="u", metadata=metadata)
+        with pytest.raises(InvalidInput):
+            await memory.search("a note", user_id="u", metadata=metadata)
+    assert (await memory.list(user_id="u")).results == []
