@@ -37,6 +37,7 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/write_path.py
+	$(BIN)/python bench/text_speed.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/dedup.py
 	$(BIN)/python bench/locomo.py

@@ -3,6 +3,7 @@ database built once, and a fresh copy of it for each test (CREATE DATABASE … T
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -19,7 +20,9 @@ from memvault.api import create_app
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.db.embedded import EmbeddedPostgres
-from memvault.db.engine import migrate
+from memvault.db.engine import create_engine, migrate
+from memvault.db.vectors import ensure_index
+from memvault.embedding import HashEmbedder, LocalEmbedder
 from memvault.service import AsyncMemory
 
 TEMPLATE = "memvault_template"
@@ -45,9 +48,21 @@ def pg_server() -> Iterator[EmbeddedPostgres]:
         conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"')
         conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
     migrate(server.admin_url(TEMPLATE))
+    asyncio.run(_index_the_models(server.admin_url(TEMPLATE)))
     yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+async def _index_the_models(url: str) -> None:
+    """Each test's copy starts with the vector indexes of the models the tests use, as a store
+    that has run before would: no test pays for building them."""
+    engine = create_engine(url, pool_size=1, as_app=False)
+    try:
+        for model in (LocalEmbedder().model_id, HashEmbedder().model_id):
+            await ensure_index(engine, model, 384)
+    finally:
+        await engine.dispose()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import itertools
 import json
 import math
 import string
-import time
 from collections import Counter
 from typing import Any
 
@@ -637,21 +636,11 @@ def test_an_unknown_policy_is_a_programming_error() -> None:
         apply_policy("hello", "mask")  # type: ignore[arg-type]
 
 
-def test_detect_has_no_pathological_slowdown_on_a_500_character_text() -> None:
+def test_detect_reads_a_text_dense_with_look_alikes() -> None:
+    # The backtracking guard (a time budget) is bench/text_speed.py's; here, the findings.
     text = (
-        "Alice said the key idea is simple: ship version 1.2.3 on 2024-05-01 at 10:30, "
-        "mail bob@example.com or call +44 20 7946 0958, card 4111 1111 1111 1111, "
-        "ssn 123-45-6789, IBAN DE89 3704 0044 0532 0130 00, host 10.1.2.3, "
-        "token: 8f3kd92jd83kdm2q, my password is hunter2 and I forgot the other password. "
-    ) * 2
-    text = text[:500]
-    detect(text)
-    best = math.inf
-    for _ in range(5):  # best of five: the machine may be busy with other work
-        start = time.perf_counter()
-        for _ in range(20):
-            detect(text)
-        best = min(best, (time.perf_counter() - start) / 20)
-    # A guard against catastrophic backtracking, not a speed target (those live in bench/):
-    # about 1 ms here when the machine is quiet; a runaway regex costs orders of magnitude more.
-    assert best < 0.01
+        "ship version 1.2.3 on 2024-05-01 at 10:30, mail bob@example.com or call "
+        "+44 20 7946 0958, card 4111 1111 1111 1111, ssn 123-45-6789, host 10.1.2.3"
+    )
+    kinds = {finding.type for finding in detect(text)}
+    assert {"email", "phone", "credit_card", "ssn"} <= kinds

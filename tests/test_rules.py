@@ -7,7 +7,6 @@ No database: these are pure functions. Reference times are fixed (Wednesday 15 M
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -171,17 +170,10 @@ def test_enrich_never_raises_and_keeps_its_invariants(text: str, reference: date
         assert result.valid_until is None
 
 
-def test_enrich_is_fast_once_warm_even_on_a_very_long_memory() -> None:
-    enrich("warm up dateparser tomorrow", REF)
-    texts = ["Dentist appointment tomorrow at 3pm", "Alice prefers tea", "I'm sick today"] * 20
-    started = time.perf_counter()
-    for text in texts:
-        enrich(text, REF)
-    # Generous bound (a loaded CI runner): the target is < 2 ms a call.
-    assert (time.perf_counter() - started) / len(texts) < 0.02
-    started = time.perf_counter()
-    enrich("I moved to Lisbon on 3 June and like it there. " * 700, REF)  # ~32,000 chars
-    assert time.perf_counter() - started < 2.0
+def test_enrich_reads_a_very_long_memory() -> None:
+    # How fast is bench/text_speed.py's business; here, that it copes at all.
+    result = enrich("I moved to Lisbon on 3 June and like it there. " * 700, REF)
+    assert result.importance is not None
 
 
 # --- decide_duplicate ------------------------------------------------------------------------
