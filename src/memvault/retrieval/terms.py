@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from functools import lru_cache
 
 import snowballstemmer
 
 from memvault.crypto import Keyring
+from memvault.text import fold
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that carry no retrieval signal; kept short on purpose: "not", "no" and numbers stay,
@@ -33,7 +33,7 @@ def _stem(word: str) -> str:
 
 def terms(text: str) -> Counter[str]:
     """Term frequencies of a text."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    folded = fold(text)
     return Counter(_stem(w) for w in _WORD.findall(folded) if w not in _STOP)
 
 

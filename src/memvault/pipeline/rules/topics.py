@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import datetime
 
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.rules.categories import normalise_category
 from memvault.pipeline.rules.expiry import _utc, _valid_until
-from memvault.pipeline.rules.words import _APOSTROPHES, _TOKEN
+from memvault.pipeline.rules.words import _TOKEN
 from memvault.retrieval.when import event_time
+from memvault.text import normalise
 
 _TOPIC_WORDS: dict[str, str] = {
     "security": """password passwords passcode passphrase pin ssh 2fa otp credential
@@ -119,7 +119,7 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
     reference = _utc(reference_time)
     try:
         valid_until = _valid_until(
-            unicodedata.normalize("NFKC", text).translate(_APOSTROPHES), reference
+            normalise(text), reference
         )
     except OverflowError:  # a period ending past year 9999: no usable expiry
         valid_until = None

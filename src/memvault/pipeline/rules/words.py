@@ -4,7 +4,8 @@ contractions, and the tokenising and stemming they share."""
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from memvault.text import normalise
 
 
 def _words(text: str) -> frozenset[str]:
@@ -73,7 +74,6 @@ _VERBS = _words(
     hates enjoys visited visits keeps wears says said thinks knows"""
 )
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u00b4": "'"})
 _CONTRACTIONS = tuple(
     (re.compile(pattern, re.IGNORECASE), replacement)
     for pattern, replacement in (
@@ -101,7 +101,7 @@ _TOKEN = re.compile(r"[^\W\d_]+|\d+(?:[.,:]\d+)*", re.UNICODE)
 
 def _expand(text: str) -> str:
     """NFKC, one apostrophe, contractions spelled out; case is kept (names are capitalised)."""
-    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    text = normalise(text)
     for pattern, replacement in _CONTRACTIONS:
         text = pattern.sub(replacement, text)
     return text
