@@ -57,8 +57,12 @@ def _all_memories(http: httpx.Client) -> list[dict[str, object]]:
 def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> None:
     server = Server(data, tmp_path / "server.log", request_timeout_s=3)
     pg = Postmaster(data)
+    worker: Process | None = None
     try:
         server.wait_ready()
+        # A standalone worker beside the server's own: it must outlive the outage too.
+        worker = Process(["worker"], environment(data), tmp_path / "worker.log")
+        eventually(lambda: "Ctrl-C to stop" in worker.log.read_text(), 60, "the worker up")
         http = httpx.Client(base_url=server.base, timeout=15)
         load = Load(server.base, "outage").start()
         eventually(lambda: len(load.acked) >= 5, 30, "adds before the outage")
@@ -89,6 +93,7 @@ def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> N
         )
         assert queued.status_code == 201 and queued.json()["embedded"] is True
         eventually(lambda: http.get("/ready").status_code == 200, 30, "ready after the outage")
+        assert worker.popen.poll() is None, worker.log.read_text()[-2000:]
 
         # Frozen: every process of the server stopped mid-flight. The scrape and the deadline
         # still answer at once; nothing waits for the cancel of a query the server never reads.
@@ -118,7 +123,10 @@ def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> N
         ]
         assert lost == []
         http.close()
+        assert worker.stop() == 0  # still running after both faults, and stops cleanly
     finally:
+        if worker is not None and worker.popen.poll() is None:
+            worker.kill()
         server.stop()
     eventually(lambda: pg.pid() is None, 30, "the embedded PostgreSQL stopped with the server")
 
