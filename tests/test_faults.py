@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memvault.api import create_app
+from memvault.config import Settings
 from memvault.jsonvalues import MAX_DEPTH, TRUNCATED
+from tests.serving import serving
 
 USER = "victim"
 ZERO_ID = "00000000-0000-0000-0000-000000000000"
@@ -241,3 +246,48 @@ def test_no_hostile_value_in_any_field_breaks_anything(
     assert listed.status_code == 200
     found = api.post("/v1/memories/search", json={"query": "memory", "user_id": USER})
     assert found.status_code == 200
+
+
+# --- bodies whose declared length lies ---------------------------------------------------------
+
+
+def _raw_http(base: str, head: str, body: bytes, *, hang_up: bool) -> bytes:
+    """One request written by hand on a socket (no client would send these), and the answer;
+    ``hang_up`` closes our side after the body, as a client that gave up would."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)
+        if hang_up:
+            sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("length", "body", "expected"),
+    [
+        ("99999999", b"{}", 413),  # refused from the header, before any body is read
+        ("abc", b"{}", 400),  # not a length: the HTTP layer refuses it
+        ("-5", b"{}", 400),
+        ("400", b'{"content": "cut short"', None),  # the client hangs up mid-body
+    ],
+)
+def test_a_content_length_that_lies_is_refused_without_a_server_error(
+    settings: Settings, length: str, body: bytes, expected: int | None
+) -> None:
+    with serving(create_app(settings)) as base:
+        head = (
+            "POST /v1/memories HTTP/1.1\nHost: test\nContent-Type: application/json\n"
+            f"Content-Length: {length}\n"
+        )
+        answer = _raw_http(base, head, body, hang_up=expected is None)
+        status = int(answer.split(b" ", 2)[1]) if answer else None
+        assert status == expected, answer[:300]
+        if status == 413:
+            assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == (
+                "payload_too_large"
+            )
+        listed = httpx.get(f"{base}/v1/memories", params={"user_id": USER})
+        assert listed.status_code == 200 and listed.json()["results"] == []
