@@ -474,15 +474,7 @@ def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:
 
 def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult]:
     convo = validated(MessagesRequest, **item)
-    return memory.add_messages(
-        list(convo.messages),
-        user_id=convo.user_id,
-        app_id=convo.app_id,
-        session_id=convo.session_id,
-        occurred_at=convo.occurred_at,
-        infer=convo.infer,
-        first_turn=convo.first_turn,
-    )
+    return memory.add_messages(list(convo.messages), **convo.model_dump(exclude={"messages"}))
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:

@@ -204,7 +204,8 @@ async def search(
     clock = _Clock()
     now = datetime.now(UTC)
     reference = request.reference_time or now
-    filters = MemoryFilter.model_validate(request.model_dump(include=set(FILTER_FIELDS)))
+    # The request was validated on the way in; its filter fields need no second pass.
+    filters = MemoryFilter.model_construct(**request.model_dump(include=set(FILTER_FIELDS)))
     when = parse_time(request.query, reference) if request.time_mode != "off" else None
     if when is not None and request.time_mode == "filter":
         filters = _narrowed(filters, when)

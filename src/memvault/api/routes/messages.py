@@ -20,14 +20,6 @@ async def add_messages(
     wait: Annotated[bool, Query(description="answer once every turn is searchable")] = False,
 ) -> BatchResult:
     """One memory per turn, with role, speaker, session and turn index in its metadata."""
-    results = await memory.add_messages(
-        list(body.messages),
-        user_id=body.user_id,
-        app_id=body.app_id,
-        session_id=body.session_id,
-        occurred_at=body.occurred_at,
-        infer=body.infer,
-        first_turn=body.first_turn,
-        wait=wait,
-    )
+    turns = body.model_dump(exclude={"messages"})
+    results = await memory.add_messages(list(body.messages), wait=wait, **turns)
     return BatchResult(results=results)
