@@ -1,0 +1,119 @@
+"""What an extractor says a text claims: entities, facts and relations, before resolution.
+
+This is the contract between the extractors (``graph.extract``: offline rules or an LLM) and
+the graph store (resolution, supersession, persistence). Names here are surface names as the
+text spells them; the store resolves them to entities within the user's scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+EntityType = Literal[
+    "person", "organisation", "place", "project", "tool", "event", "concept", "other"
+]
+Certainty = Literal["explicit", "implied", "inferred", "uncertain"]
+Temporal = Literal["current", "past", "future"]
+
+# A certainty label and its confidence are one thing said twice; the label decides.
+CONFIDENCE: dict[Certainty, float] = {
+    "explicit": 0.95,
+    "implied": 0.85,
+    "inferred": 0.70,
+    "uncertain": 0.50,
+}
+
+# The subject or object that means "the memory's owner" ("I work at Acme" with no speaker
+# known). The store resolves it to the user's own entity.
+SELF = "@user"
+
+# Predicates that hold one value at a time: a new current value supersedes the old one.
+FUNCTIONAL_PREDICATES: frozenset[str] = frozenset(
+    {
+        "lives_in",
+        "works_for",
+        "job_title",
+        "married_to",
+        "partner_of",
+        "birthday",
+        "age",
+        "studies_at",
+        "favourite",
+        "uses_database",
+        "drives",
+        "phone_number",
+        "email",
+    }
+)
+
+RELATION_TYPES: frozenset[str] = frozenset(
+    {
+        "RELATED_TO",
+        "PART_OF",
+        "LOCATED_IN",
+        "WORKS_FOR",
+        "KNOWS",
+        "CREATED_BY",
+        "REFERENCES",
+    }
+)
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    name: str
+    type: EntityType = "other"
+    aliases: tuple[str, ...] = ()
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class FactClaim:
+    """``subject predicate object`` (an entity name) or ``subject predicate value`` (a literal).
+
+    ``claim`` is the fact as one readable sentence ("Bob works for Acme"); it is what is sealed,
+    embedded and shown. ``corrects`` marks correction phrasing ("actually…", "not X but Y"):
+    the fact supersedes the current value of the same subject and predicate even when the
+    predicate is not functional.
+    """
+
+    subject: str
+    predicate: str
+    claim: str
+    object: str | None = None
+    value: str | None = None
+    certainty: Certainty = "explicit"
+    temporal: Temporal = "current"
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    corrects: bool = False
+
+    @property
+    def confidence(self) -> float:
+        return CONFIDENCE[self.certainty]
+
+
+@dataclass(frozen=True)
+class RelationClaim:
+    source: str
+    type: str
+    target: str
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    entities: tuple[EntityMention, ...] = ()
+    facts: tuple[FactClaim, ...] = ()
+    relations: tuple[RelationClaim, ...] = ()
+    # "offline" or "llm:<provider>/<model>", and the prompt version when an LLM answered.
+    extractor: str = "offline"
+    prompt_version: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.entities or self.facts or self.relations)
