@@ -7,6 +7,7 @@ text spells them; the store resolves them to entities within the user's scope.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -117,3 +118,64 @@ class Extraction:
     @property
     def empty(self) -> bool:
         return not (self.entities or self.facts or self.relations)
+
+
+# --- predicate spelling, shared by the extractors and structured input -----------------------
+
+# Other spellings of the functional predicates that models and people use, so "works_at" and
+# "works_for" meet as one predicate and supersede each other.
+PREDICATE_ALIASES: dict[str, str] = {
+    "works_at": "works_for",
+    "employed_by": "works_for",
+    "employer": "works_for",
+    "lives_at": "lives_in",
+    "resides_in": "lives_in",
+    "city": "lives_in",
+    "based_in": "lives_in",
+    "job": "job_title",
+    "title": "job_title",
+    "role": "job_title",
+    "position": "job_title",
+    "occupation": "job_title",
+    "profession": "job_title",
+    "database": "uses_database",
+    "uses_db": "uses_database",
+    "db": "uses_database",
+    "spouse": "married_to",
+    "wife": "married_to",
+    "husband": "married_to",
+    "spouse_of": "married_to",
+    "partner": "partner_of",
+    "girlfriend": "partner_of",
+    "boyfriend": "partner_of",
+    "date_of_birth": "birthday",
+    "born_on": "birthday",
+    "studies": "studies_at",
+    "student_at": "studies_at",
+    "favorite": "favourite",
+}
+
+_NOT_SNAKE = re.compile(r"[^0-9a-z]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_case(name: str) -> str:
+    """``"Works For"``, ``"worksFor"``, ``"works-for"`` → ``"works_for"``."""
+    return _NOT_SNAKE.sub("_", _CAMEL.sub("_", name.strip()).lower()).strip("_")
+
+
+def canonical_predicate(name: str) -> str:
+    """One spelling per predicate: snake_case, the aliases above folded in, and ``favorite_x``
+    spelled ``favourite_x``."""
+    predicate = snake_case(name)
+    if predicate.startswith("favorite_"):
+        predicate = "favourite_" + predicate.removeprefix("favorite_")
+    return PREDICATE_ALIASES.get(predicate, predicate)
+
+
+def is_functional(predicate: str) -> bool:
+    """Whether a subject holds one value of ``predicate`` at a time. ``favourite_<thing>``
+    (favourite_colour, favourite_food) is functional per thing: a new favourite colour
+    replaces the old one, not the favourite food."""
+    predicate = canonical_predicate(predicate)
+    return predicate in FUNCTIONAL_PREDICATES or predicate.startswith("favourite_")
