@@ -46,6 +46,8 @@ _PERSON_AFTER = re.compile(
     r"|\s+(?:said|says|told|and I)\b)"
 )
 _RELATION_OF = {"works_for": "WORKS_FOR", "lives_in": "LOCATED_IN"}
+_CLAUSE = re.compile(r",?\s+(?:and|but|then|so)\s+(?=[a-z])")
+_LEAD = re.compile(rf"^\W*(?P<lead>{p.NAME}|[Hh]e\b|[Ss]he\b)")
 _BE = re.compile(r"\b(?:am|is|are|was|were|been|be)\b")
 _NOT_A_JOB = frozenset({"job", "new job", "position", "role", "offer", "lot", "bit", "fan"})
 
@@ -116,7 +118,8 @@ def _names(sentence: str, reading: _Reading) -> None:
         name = _trim(match[0])
         if name is None or _looks_like_an_opener(sentence, match, name):
             continue
-        reading.mention(name, _context_type(sentence, match, name))
+        titled = match[0].split()[0].casefold().rstrip(".") in p.TITLES
+        reading.mention(name, "person" if titled else _context_type(sentence, match, name))
 
 
 def _trim(raw: str) -> str | None:
@@ -166,18 +169,31 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
     )
     plain = p.TRAILING_NOT.sub("", p.NOT_BUT.sub("", sentence))
     certainty = _certainty(plain)
-    when = _sentence_time(plain, reading.reference)
+    sentence_when = _sentence_time(plain, reading.reference)
     seen: set[tuple[str, str]] = set()
-    for shape in p.SHAPES:
-        for match in shape.regex.finditer(plain):
-            claim = _claim(shape, match, plain, reading, certainty, when, corrects)
-            if claim is None:
-                continue
-            for fact in (claim, *_employer(shape, match, claim, reading)):
-                if (fact.subject, fact.predicate) not in seen:
-                    seen.add((fact.subject, fact.predicate))
-                    reading.facts.append(fact)
-                    _relate(fact, reading)
+    lead: str | None = None
+    for clause in _CLAUSE.split(plain):
+        # "Dana works at Acme and lives in Lyon": the second clause's subject is the first's.
+        if lead is not None and clause[:1].islower():
+            clause = f"{lead} {clause}"
+        when = _sentence_time(clause, reading.reference) or sentence_when
+        for shape in p.SHAPES:
+            for match in shape.regex.finditer(clause):
+                claim = _claim(shape, match, clause, reading, certainty, when, corrects)
+                if claim is None:
+                    continue
+                for fact in (claim, *_employer(shape, match, claim, reading)):
+                    if (fact.subject, fact.predicate) not in seen:
+                        seen.add((fact.subject, fact.predicate))
+                        reading.facts.append(fact)
+                        _relate(fact, reading)
+        lead = _lead(clause)
+
+
+def _lead(clause: str) -> str | None:
+    """The clause's subject as written ("I", "Dana"), for the clause after "and"."""
+    match = _LEAD.match(clause)
+    return _trim(match["lead"]) if match else None
 
 
 def _employer(
