@@ -4,10 +4,13 @@ answers, timeouts and refusals, each of the failures answered by the offline rul
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -566,3 +569,39 @@ def test_any_valid_answer_normalises_to_a_consistent_extraction(
     answer: ExtractionAnswer, owner: str
 ) -> None:
     assert_consistent(normalise_answer(answer, owner=owner))
+
+
+def test_a_month_still_running_dates_the_change_within_it_so_far() -> None:
+    fact = only_fact("I started a new job at Globex in June 2024.")
+    assert fact.valid_from is not None
+    assert datetime(2024, 6, 1, tzinfo=UTC) < fact.valid_from < NOW
+
+
+# --- the knowledge-updates data set ----------------------------------------------------------
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "bench" / "data"
+
+
+def test_the_committed_knowledge_updates_set_is_what_its_generator_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "make_knowledge_updates", DATA_DIR / "make_knowledge_updates.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, generator)  # its dataclasses look it up
+    spec.loader.exec_module(generator)
+    built = generator.build()
+    assert json.loads((DATA_DIR / "knowledge_updates.json").read_text()) == built
+
+    assert len(built["subjects"]) >= 100
+    assert all(2 <= len(s["timeline"]) <= 5 for s in built["subjects"])
+    turns = built["turns"]
+    assert [t["timestamp"] for t in turns] == sorted(t["timestamp"] for t in turns)
+    assert sum(t["corrects"] for t in turns) >= 20
+    assert {t["date_form"] for t in turns} == {"none", "relative", "absolute"}
+    current = {s["id"]: s["timeline"][-1]["value"] for s in built["subjects"]}
+    for question in built["questions"]:
+        if question["kind"] == "current":
+            assert question["answer"] == current[question["subject"]]

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -247,6 +248,10 @@ class Subject:
     turns: list[Turn] = field(default_factory=list)
 
 
+def with_an(text: str) -> str:
+    return re.sub(r"\ba(?= [aeiou])", "an", text)
+
+
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
@@ -315,7 +320,7 @@ def tell(rng: random.Random, subject: dict[str, Any], value: str, change: dateti
         org=subject.get("employer", ""),
     )  # fmt: skip
     speaker = subject["name"] if first_person else None
-    return Turn(subject, speaker, said, text, phrasing, form, value, change)
+    return Turn(subject, speaker, said, with_an(text), phrasing, form, value, change)
 
 
 def correct(rng: random.Random, wrong: Turn, right: str) -> Turn:
@@ -325,7 +330,7 @@ def correct(rng: random.Random, wrong: Turn, right: str) -> Turn:
     statement = STATEMENT[(wrong.subject["predicate"], first_person)].format(
         s=wrong.subject["name"], v=right
     )
-    text = template.format(stmt=statement, v=right, x=wrong.value)
+    text = with_an(template.format(stmt=statement, v=right, x=wrong.value))
     said = wrong.timestamp + timedelta(days=rng.randint(1, 9), hours=rng.randint(0, 5))
     return Turn(
         wrong.subject, wrong.speaker, said, text, phrasing, wrong.date_form, right,

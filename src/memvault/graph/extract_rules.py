@@ -219,11 +219,16 @@ def _certainty(sentence: str) -> Certainty:
 
 def _sentence_time(sentence: str, reference: datetime) -> datetime | None:
     """The moment a sentence dates its event at: "since May 2023" is the start of May, "last
-    month" the middle of last month (``event_time``)."""
+    month" the middle of last month (``event_time``), and a span still running when it was
+    said ("in June", said on 25 June) the middle of its part so far."""
     span = parse_time(sentence, reference)
     if span is not None and span.after is not None and span.before is None:
         return span.after
-    return event_time(sentence, reference)
+    moment = event_time(sentence, reference)
+    if moment is None and span is not None and span.after is not None and not span.recent:
+        if span.after < reference < (span.before or reference):
+            return span.after + (reference - span.after) / 2
+    return moment
 
 
 def _claim(

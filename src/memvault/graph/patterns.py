@@ -160,7 +160,8 @@ _OBJ = rf"(?:the\s+)?(?P<obj>{NAME})"
 _JOB = (
     r"(?P<val>[a-zA-Z][\w\-]*(?:\s+[a-zA-Z][\w\-]*){0,3}?)"
     r"(?=\s+(?:at|for|with|in|since|from|starting|on|last|next|this|yesterday|today|"
-    r"tomorrow|recently|a|one|two|three|four|five|six|few|couple|several|\d+)\b"
+    r"tomorrow|recently|now|currently|these\s+days|nowadays|a|one|two|three|four|five|six|few|"
+    r"couple|several|\d+)\b"
     r"|\s*[,.;!?)]|\s*$)"
 )
 _DB = rf"(?P<obj>\b(?:{DATABASES})\b)"
@@ -214,7 +215,7 @@ SHAPES: tuple[Shape, ...] = (
     ),
     _shape(
         "job_title",
-        rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)\s+as\s+(?:a|an|the)?\s*{_JOB}",
+        rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)\s+as\s+(?:(?:a|an|the)\s+)?{_JOB}",
         None,
     ),
     _shape(
