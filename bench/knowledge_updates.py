@@ -287,6 +287,10 @@ async def main() -> None:
     if args.extract_only:
         await extract_only(data)
         return
+    if not hasattr(AsyncMemory, "add_fact"):
+        raise SystemExit(
+            "This build has no graph store (AsyncMemory.add_fact); try --extract-only."
+        )
     with scripted_llm(answers(data)) as url, tempfile.TemporaryDirectory() as tmp:
         results = {c: await through_store(c, data, url, Path(tmp)) for c in args.conditions}
     print_store_table(results, len(data["turns"]))

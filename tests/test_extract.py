@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -283,6 +284,22 @@ def test_offline_never_raises_and_every_fact_is_about_a_known_entity(
     text: str, speaker: str | None, reference: datetime
 ) -> None:
     assert_consistent(extract_offline(text, speaker=speaker, reference_time=reference))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A" * 50_000,  # one "word": once a quadratic scan that ran for minutes
+        " ".join(["Dana"] * 5_000),
+        "I " + "am not still now just " * 2_000 + "live in Lyon",
+        "my favourite " + "x " * 10_000 + "is",
+    ],
+    ids=["one-long-word", "many-names", "many-auxiliaries", "long-favourite"],
+)
+def test_pathological_text_costs_time_in_proportion_to_its_length(text: str) -> None:
+    started = time.perf_counter()
+    offline(text)
+    assert time.perf_counter() - started < 5.0  # about 0.05-0.5 s; minutes when quadratic
 
 
 # --- predicates ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from memvault.text import normalise
 USER_ROLES = frozenset({"user", "human", "me", "owner"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "system", "tool", "agent", "model"})
 
+_LONGEST = 600
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+")
 _OPENER = re.compile(r"(?:^|[.!?:\"\n(]\s*)$")
 _COMMON_SUFFIX = re.compile(r"(?:ing|ed|ly|ness)$", re.IGNORECASE)
@@ -107,7 +108,17 @@ def _start(speaker: str | None, reference: datetime) -> _Reading:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(p.expand_contractions(text)) if s.strip()]
+    """Sentences, and a run-on "sentence" (a pasted log, a list without stops) in pieces of
+    at most ``_LONGEST`` characters, so no text costs more than its length times a constant."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(p.expand_contractions(text)):
+        while len(sentence) > _LONGEST:
+            cut = sentence.rfind(" ", 0, _LONGEST)
+            cut = cut if cut > 0 else _LONGEST
+            pieces.append(sentence[:cut])
+            sentence = sentence[cut:]
+        pieces.append(sentence)
+    return [s.strip() for s in pieces if s.strip()]
 
 
 # --- entities --------------------------------------------------------------------------------
@@ -178,6 +189,8 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
             clause = f"{lead} {clause}"
         when = _sentence_time(clause, reading.reference) or sentence_when
         for shape in p.SHAPES:
+            if not shape.cue.search(clause):
+                continue
             for match in shape.regex.finditer(clause):
                 claim = _claim(shape, match, clause, reading, certainty, when, corrects)
                 if claim is None:
@@ -225,10 +238,11 @@ def _sentence_time(sentence: str, reference: datetime) -> datetime | None:
     if span is not None and span.after is not None and span.before is None:
         return span.after
     moment = event_time(sentence, reference)
-    if moment is None and span is not None and span.after is not None and not span.recent:
-        if span.after < reference < (span.before or reference):
-            return span.after + (reference - span.after) / 2
-    return moment
+    if moment is not None or span is None or span.after is None or span.recent:
+        return moment
+    if span.after < reference < (span.before or reference):
+        return span.after + (reference - span.after) / 2
+    return None
 
 
 def _claim(

@@ -20,7 +20,8 @@ def words(text: str) -> frozenset[str]:
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
 # One capitalised word; an apostrophe inside a name (O'Brien) but not the possessive 's.
-_TOKEN = rf"[{_UPPER}](?:[\w\-]|'(?!s\b))*"
+# Bounded, and whole words only, so a 50,000-letter "word" costs a scan, not a square.
+_TOKEN = rf"(?<![\w'])[{_UPPER}](?:[\w\-]|'(?!s\b)){{0,40}}(?![\w])"
 # Up to four capitalised words, joined by the lower-case particles names use.
 NAME = rf"{_TOKEN}(?:\s+(?:(?:of|de|da|del|van|von|&)\s+)?{_TOKEN}){{0,3}}"
 NAME_PATTERN = re.compile(rf"(?<![\w'])(?:{NAME})")
@@ -153,7 +154,7 @@ _AUX = (
     r"(?P<aux>(?:\s+(?:am|is|are|was|were|have|has|had|been|be|do|does|did|not|no|longer|"
     r"used|to|will|would|going|gonna|about|still|now|just|actually|recently|finally|also|"
     r"currently|officially|probably|maybe|soon|already|never|happily|back|really|then|"
-    r"eventually|got|get|gets))*)"
+    r"eventually|got|get|gets)){0,8})"
 )
 _ART = r"(?:(?:a|an|the|my|his|her|their|our)\s+)?"
 _OBJ = rf"(?:the\s+)?(?P<obj>{NAME})"
@@ -185,6 +186,9 @@ class Shape:
     predicate: str | None
     regex: re.Pattern[str]
     object_type: EntityType | None
+    # Words the shape cannot match without: a cheap search that spares the full pattern
+    # on most sentences.
+    cue: re.Pattern[str]
     subject_type: EntityType = "person"
     event: bool = False
     ends: bool = False
@@ -193,6 +197,7 @@ class Shape:
 
 
 def _shape(
+    cue: str,
     predicate: str | None,
     pattern: str,
     object_type: EntityType | None,
@@ -202,53 +207,70 @@ def _shape(
     ends: bool = False,
     needs_be: bool = False,
 ) -> Shape:
-    return Shape(predicate, re.compile(pattern), object_type, subject_type, event, ends, needs_be)
+    return Shape(
+        predicate,
+        re.compile(pattern),
+        object_type,
+        re.compile(rf"\b(?:{cue})", re.IGNORECASE),
+        subject_type,
+        event,
+        ends,
+        needs_be,
+    )
 
 
 SHAPES: tuple[Shape, ...] = (
     # --- works_for / job_title
     _shape(
+        "at|for|with",
         "job_title",
         rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}\s+(?:at|for|with)\s+{_OBJ}",
         "organisation",
         needs_be=True,
     ),
     _shape(
+        "as",
         "job_title",
         rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)\s+as\s+(?:(?:a|an|the)\s+)?{_JOB}",
         None,
     ),
     _shape(
+        "promoted|moved up",
         "job_title",
         rf"{_SUBJ}{_AUX}\s+(?:promoted|moved\s+up)\s+to\s+(?:a\s+|an\s+)?(?:the\s+)?{_JOB}",
         None,
         event=True,
     ),
     _shape(
+        "became|become",
         "job_title",
         rf"{_SUBJ}{_AUX}\s+(?:became|become|becomes)\s+(?:a|an)\s+{_JOB}",
         None,
         event=True,
     ),
     _shape(
+        "title|job|role|position",
         "job_title",
         rf"{_OWNER}\s+(?:(?:new|current|official)\s+)?(?:job\s+title|title|job|role|position)"
         rf"\s+is(?:\s+now)?\s+(?:a\s+|an\s+)?{_JOB}",
         None,
     ),
     _shape(
+        "work",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)(?:\s+(?:full-time|part-time|remotely))?"
         rf"\s+(?:at|for)\s+{_OBJ}",
         "organisation",
     ),
     _shape(
+        "join",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:joined|join|joins|joining)\s+{_OBJ}",
         "organisation",
         event=True,
     ),
     _shape(
+        "start|began|begin",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:started|start|starts|starting|began|begin|begins)\s+"
         rf"(?:{_ART}(?:new\s+|first\s+)?(?:job|position|role|work)\s+)?(?:at|with)\s+{_OBJ}",
@@ -256,6 +278,7 @@ SHAPES: tuple[Shape, ...] = (
         event=True,
     ),
     _shape(
+        "job|position|role|offer",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:got|took|accepted|landed|found)\s+{_ART}(?:new\s+)?"
         rf"(?:job|position|role|offer)\s+(?:at|with|from)\s+{_OBJ}",
@@ -263,12 +286,14 @@ SHAPES: tuple[Shape, ...] = (
         event=True,
     ),
     _shape(
+        "hired|employed",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:hired|employed)\s+by\s+{_OBJ}",
         "organisation",
         event=True,
     ),
     _shape(
+        "left|quit|resigned",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:left|quit|resigned\s+from)\s+{_OBJ}",
         "organisation",
@@ -277,56 +302,78 @@ SHAPES: tuple[Shape, ...] = (
     ),
     # --- lives_in
     _shape(
+        "liv|resid",
         "lives_in",
         rf"{_SUBJ}{_AUX}\s+(?:live|lives|lived|living|reside|resides|resided|residing)\s+in\s+{_OBJ}",
         "place",
     ),
     _shape(
+        "mov|relocat",
         "lives_in",
         rf"{_SUBJ}{_AUX}\s+(?:moved|move|moves|moving|relocated|relocate|relocates|relocating)"
         rf"\s+(?:(?:back|over|out|away)\s+)?(?:from\s+{NAME}\s+)?to\s+{_OBJ}",
         "place",
         event=True,
     ),
-    _shape("lives_in", rf"{_SUBJ}{_AUX}\s+based\s+(?:in|out\s+of)\s+{_OBJ}", "place"),
+    _shape("based", "lives_in", rf"{_SUBJ}{_AUX}\s+based\s+(?:in|out\s+of)\s+{_OBJ}", "place"),
     _shape(
+        "home|house|place|flat|apartment",
         "lives_in",
         rf"{_OWNER}\s+(?:home|house|place|flat|apartment)\s+is(?:\s+now)?\s+in\s+{_OBJ}",
         "place",
     ),
     # --- family and friends: the object is the relative
     _shape(
+        _REL,
         None,
         rf"(?P<obj>{NAME})\s+is\s+{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?"
         rf"(?P<rel>{_REL})\b",
         "person",
     ),
     _shape(
+        _REL,
         None,
         rf"{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?(?P<rel>{_REL})"
         rf"(?:'s\s+name)?\s+is\s+(?:called\s+|named\s+)?(?P<obj>{NAME})",
         "person",
     ),
     _shape(
+        _REL,
         None,
         rf"{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?(?P<rel>{_REL}),?\s+(?P<obj>{NAME})",
         "person",
     ),
     # --- birthday, age, favourites
-    _shape("birthday", rf"{_OWNER}\s+birthday\s+is\s+(?:on\s+)?(?:the\s+)?(?P<val>{_DATE})", None),
-    _shape("birthday", rf"{_SUBJ}{_AUX}\s+born\s+on\s+(?:the\s+)?(?P<val>{_DATE})", None),
-    _shape("age", rf"{_SUBJ}{_AUX}\s+(?P<val>\d{{1,3}})\s*(?:years?|yrs?)[\s-]+old\b", None),
     _shape(
-        "age", rf"{_SUBJ}{_AUX}\s+(?:turned|turns|turning)\s+(?P<val>\d{{1,3}})\b", None, event=True
+        "birthday",
+        "birthday",
+        rf"{_OWNER}\s+birthday\s+is\s+(?:on\s+)?(?:the\s+)?(?P<val>{_DATE})",
+        None,
+    ),
+    _shape("born", "birthday", rf"{_SUBJ}{_AUX}\s+born\s+on\s+(?:the\s+)?(?P<val>{_DATE})", None),
+    _shape(
+        "old|yrs|yr",
+        "age",
+        rf"{_SUBJ}{_AUX}\s+(?P<val>\d{{1,3}})\s*(?:years?|yrs?)[\s-]+old\b",
+        None,
     ),
     _shape(
+        "turn",
+        "age",
+        rf"{_SUBJ}{_AUX}\s+(?:turned|turns|turning)\s+(?P<val>\d{{1,3}})\b",
+        None,
+        event=True,
+    ),
+    _shape(
+        "favou?rite",
         None,
         rf"{_OWNER}\s+(?:all-time\s+)?favou?rite\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)\s+is\s+"
-        r"(?:now\s+)?(?P<val>[^,.;!?]+)",
+        r"(?:now\s+)?(?P<val>[^,.;!?]{1,80})",
         None,
     ),
     # --- uses_database: projects
     _shape(
+        DATABASES,
         "uses_database",
         rf"\b(?:[Ww]e|[Tt]hey|I|{NAME}){_AUX}\s+(?:use|uses|using|run|runs|running|chose|picked|"
         r"adopted|switched|switch|migrated|migrate|moved|move)\s+(?:(?:over|everything)\s+)?"
@@ -335,6 +382,7 @@ SHAPES: tuple[Shape, ...] = (
         subject_type="project",
     ),
     _shape(
+        DATABASES,
         "uses_database",
         rf"{_PROJECT}{_AUX}\s+(?:uses|use|using|runs\s+on|run\s+on|running\s+on|built\s+on|on|"
         r"sits\s+on|stores\s+(?:its\s+)?data\s+in|keeps\s+(?:its\s+)?data\s+in|relies\s+on|"
@@ -344,6 +392,7 @@ SHAPES: tuple[Shape, ...] = (
         subject_type="project",
     ),
     _shape(
+        DATABASES,
         "uses_database",
         rf"(?P<subj>{NAME}){_AUX}\s+(?:uses|runs\s+on|is\s+built\s+on|stores\s+(?:its\s+)?data"
         rf"\s+in|(?:switched|moved|migrated)\s+(?:over\s+)?(?:from\s+(?:{DATABASES})\s+)?to)\s+{_DB}",
@@ -351,6 +400,7 @@ SHAPES: tuple[Shape, ...] = (
         subject_type="project",
     ),
     _shape(
+        DATABASES,
         "uses_database",
         r"(?:switched|migrated|moved|ported|converted)\s+(?:the\s+)?(?:[Pp]roject\s+)?"
         rf"(?P<subj>{NAME})(?:\s+(?:project|app|service|backend))?\s+(?:over\s+)?"
@@ -360,6 +410,7 @@ SHAPES: tuple[Shape, ...] = (
         event=True,
     ),
     _shape(
+        DATABASES,
         "uses_database",
         rf"\b[Ff]or\s+{_PROJECT}\s*,?\s+(?:we|they|I){_AUX}\s+"
         rf"(?:use|using|run|chose|picked|went\s+with|rely\s+on)\s+{_DB}",
