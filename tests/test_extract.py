@@ -84,6 +84,7 @@ def only_fact(text: str, speaker: str | None = "Sam") -> FactClaim:
         ("Dana relocated to São Paulo.", ("Dana", "lives_in", "São Paulo")),
         ("Dana's birthday is May 3rd.", ("Dana", "birthday", "05-03")),
         ("My birthday is on 12 October.", ("Sam", "birthday", "10-12")),
+        ("I was born on 3 May 1990.", ("Sam", "birthday", "1990-05-03")),
         ("I'm 34 years old.", ("Sam", "age", "34")),
         ("My favourite colour is green.", ("Sam", "favourite_colour", "green")),
         ("My favorite food is pad thai.", ("Sam", "favourite_food", "pad thai")),
@@ -95,6 +96,10 @@ def only_fact(text: str, speaker: str | None = "Sam") -> FactClaim:
 )  # fmt: skip
 def test_each_shape_states_its_fact(text: str, expected: tuple[str, str, str]) -> None:
     assert expected in triples(offline(text))
+
+
+def test_a_birthday_is_never_past() -> None:
+    assert only_fact("I was born on 3 May 1990.").temporal == "current"
 
 
 def test_a_job_at_a_place_says_both_title_and_employer() -> None:

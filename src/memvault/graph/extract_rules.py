@@ -263,6 +263,8 @@ def _claim(
     if subject is None or predicate is None:
         return None
     temporal = _tense(shape, aux, match[0], sentence, when, reading.reference)
+    if predicate == "birthday" and temporal is not None:
+        temporal = "current"  # "I was born on…" is no past birthday
     if temporal is None:  # negated: "I don't live in Paris" states no fact to store
         return None
     target = _object(shape, groups, reading)
