@@ -55,10 +55,18 @@ def extraction_answer(turn: dict[str, Any], object_type: str | None) -> dict[str
     return {"entities": entities, "facts": [fact], "relations": []}
 
 
+def _text_of(prompt: str) -> str:
+    start, end = prompt.find("<text>\n"), prompt.rfind("\n</text>")
+    return prompt[start + len("<text>\n") : end] if 0 <= start < end else ""
+
+
 def _answer(body: dict[str, Any], extractions: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     name = body.get("response_format", {}).get("json_schema", {}).get("name", "")
     if name == "graph_extract":
-        return extractions.get(str(body["messages"][-1]["content"]), EMPTY_EXTRACTION)
+        prompt = str(body["messages"][-1]["content"])
+        # Keyed by the whole prompt (the same words from two speakers are two answers); by
+        # the text alone when the caller rendered speaker or time differently.
+        return extractions.get(prompt) or extractions.get(_text_of(prompt), EMPTY_EXTRACTION)
     return NEUTRAL.get(name)
 
 
@@ -87,8 +95,8 @@ def _handler(extractions: dict[str, dict[str, Any]]) -> type[BaseHTTPRequestHand
 
 @contextmanager
 def scripted_llm(extractions: dict[str, dict[str, Any]]) -> Iterator[str]:
-    """Serve ``extractions`` (the extraction prompt's user message → answer); yields the base
-    URL (``…/v1``)."""
+    """Serve ``extractions`` (the extraction prompt's user message, or the text alone → the
+    answer); yields the base URL (``…/v1``)."""
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(extractions))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)

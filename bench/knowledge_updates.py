@@ -66,7 +66,8 @@ def answers(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """What the scripted LLM says to each turn's extraction prompt (the same words said by
     two speakers are two prompts)."""
     object_type = {s["id"]: s["object_type"] for s in data["subjects"]}
-    return {
+    by_text = {t["text"]: extraction_answer(t, object_type[t["subject"]]) for t in data["turns"]}
+    return by_text | {
         GRAPH_EXTRACT.render(
             text=t["text"],
             speaker=t["speaker"] or f"the user ({SELF})",
