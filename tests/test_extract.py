@@ -102,6 +102,35 @@ def test_a_birthday_is_never_past() -> None:
     assert only_fact("I was born on 3 May 1990.").temporal == "current"
 
 
+def test_kinship_takes_no_tense_or_date_from_what_else_the_sentence_tells() -> None:
+    fact = only_fact("My cousin Emma had a baby girl in August.")  # August is ahead of NOW
+    assert (fact.predicate, fact.temporal, fact.valid_from) == ("cousin", "current", None)
+
+
+def test_a_done_deed_dated_ahead_happened_a_year_earlier() -> None:
+    fact = only_fact("Sara was promoted to principal designer in August.")
+    assert fact.temporal == "current"
+    assert fact.valid_from is not None and (fact.valid_from.year, fact.valid_from.month) == (
+        2023,
+        8,
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["Tom became a father in May.", "I am a regular at Café Luna.", "I got a job."]
+)
+def test_life_roles_are_not_job_titles(text: str) -> None:
+    assert offline(text).facts == ()
+
+
+def test_abbreviations_neither_end_sentences_nor_names() -> None:
+    extraction = offline("Dr. Chen lives in Oslo. She works at St. Mary's Hospital.")
+    assert triples(extraction) == {
+        ("Chen", "lives_in", "Oslo"),
+        ("Chen", "works_for", "St. Mary's Hospital"),
+    }
+
+
 def test_a_job_at_a_place_says_both_title_and_employer() -> None:
     found = triples(offline("I'm a data engineer at Globex."))
     assert found == {("Sam", "job_title", "data engineer"), ("Sam", "works_for", "Globex")}

@@ -35,7 +35,10 @@ USER_ROLES = frozenset({"user", "human", "me", "owner"})
 ASSISTANT_ROLES = frozenset({"assistant", "ai", "bot", "system", "tool", "agent", "model"})
 
 _LONGEST = 600
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+")
+_NOT_AFTER_ABBREVIATION = "".join(rf"(?<!\b{a}\.)" for a in p.ABBREVIATIONS.split("|"))
+_SENTENCE_END = re.compile(
+    rf"(?<=[.!?]){_NOT_AFTER_ABBREVIATION}\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+"
+)
 _OPENER = re.compile(r"(?:^|[.!?:\"\n(]\s*)$")
 _COMMON_SUFFIX = re.compile(r"(?:ing|ed|ly|ness)$", re.IGNORECASE)
 _MOTION = p.words(
@@ -50,7 +53,12 @@ _RELATION_OF = {"works_for": "WORKS_FOR", "lives_in": "LOCATED_IN"}
 _CLAUSE = re.compile(r",?\s+(?:and|but|then|so)\s+(?=[a-z])")
 _LEAD = re.compile(rf"^\W*(?P<lead>{p.NAME}|[Hh]e\b|[Ss]he\b)")
 _BE = re.compile(r"\b(?:am|is|are|was|were|been|be)\b")
-_NOT_A_JOB = frozenset({"job", "new job", "position", "role", "offer", "lot", "bit", "fan"})
+# What follows "became a" or "is a … at" without being a job.
+_NOT_A_JOB = p.words(
+    """job position role offer lot bit fan father mother dad mom mum parent grandfather
+    grandmother grandparent aunt uncle citizen vegetarian vegan member resident widow widower
+    homeowner friend regular"""
+)
 
 
 @dataclass
@@ -262,8 +270,9 @@ def _claim(
     predicate = _predicate(shape, groups)
     if subject is None or predicate is None:
         return None
+    when = None if shape.timeless else _done_by(when, match[0], reading.reference)
     temporal = _tense(shape, aux, match[0], sentence, when, reading.reference)
-    if predicate == "birthday" and temporal is not None:
+    if shape.timeless and temporal is not None:
         temporal = "current"  # "I was born on…" is no past birthday
     if temporal is None:  # negated: "I don't live in Paris" states no fact to store
         return None
@@ -345,7 +354,7 @@ def _object(
     value = (groups.get("val") or "").strip()
     if shape.predicate == "job_title":
         value = value.casefold()
-        if value in _NOT_A_JOB:
+        if not value or value.split()[-1] in _NOT_A_JOB:
             return None
     if shape.predicate == "birthday":
         value = _day_of(value, reading.reference)
@@ -360,6 +369,18 @@ def _day_of(text: str, reference: datetime) -> str:
     if re.search(r"\b(?:19|20)\d\d\b", text):
         return span.after.date().isoformat()
     return span.after.strftime("%m-%d")
+
+
+def _done_by(when: datetime | None, matched: str, reference: datetime) -> datetime | None:
+    """A date ahead for a verb in the past ("became a manager in May", said in March) is the
+    same day a year earlier: ``event_time`` reads a year-less date as the nearest one."""
+    if when is None or when <= reference or not p.PAST_VERB.search(matched):
+        return when
+    try:
+        earlier = when.replace(year=when.year - 1)
+    except ValueError:  # 29 February
+        return None
+    return earlier if earlier <= reference else None
 
 
 def _tense(

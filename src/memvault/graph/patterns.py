@@ -19,9 +19,14 @@ def words(text: str) -> frozenset[str]:
 
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
-# One capitalised word; an apostrophe inside a name (O'Brien) but not the possessive 's.
+# Abbreviations that end in a full stop inside a name or before one ("St. Mary's", "Dr. Chen"):
+# no sentence ends at them.
+ABBREVIATIONS = "Mr|Mrs|Ms|Dr|Prof|St|Mt|Jr|Sr"
+# One capitalised word; an apostrophe inside a name (O'Brien), and a possessive 's only inside
+# a longer name ("St. Mary's Hospital"), never at its end ("Dana's birthday").
 # Bounded, and whole words only, so a 50,000-letter "word" costs a scan, not a square.
-_TOKEN = rf"(?<![\w'])[{_UPPER}](?:[\w\-]|'(?!s\b)){{0,40}}(?![\w])"
+_WORD = rf"[{_UPPER}](?:[\w\-]|'(?!s\b)|'s(?=\s+[{_UPPER}][a-z])){{0,40}}(?![\w])"
+_TOKEN = rf"(?<![\w'])(?:(?:{ABBREVIATIONS})\.(?=\s+[{_UPPER}])|{_WORD})"
 # Up to four capitalised words, joined by the lower-case particles names use.
 NAME = rf"{_TOKEN}(?:\s+(?:(?:of|de|da|del|van|von|&)\s+)?{_TOKEN}){{0,3}}"
 NAME_PATTERN = re.compile(rf"(?<![\w'])(?:{NAME})")
@@ -37,7 +42,7 @@ STOP_WORDS = words(
     june july august september october november december jan feb mar apr jun jul aug sep sept
     oct nov dec spring summer autumn fall winter christmas easter
     there here then now still since after before until in on at for to from with by of as if
-    mr mrs ms dr prof sir madam mom mum dad
+    mr mrs ms dr prof sir madam mom mum dad grandma grandpa granny
     project team app service
     """
 )
@@ -135,6 +140,12 @@ IMPLIED = re.compile(
     r"\b(?:i think|i believe|probably|apparently|i heard|supposedly|seems|seem to|likely)\b",
     re.IGNORECASE,
 )
+# A verb that tells of something done: its date cannot lie ahead ("became a manager in May",
+# said in March, was last May).
+PAST_VERB = re.compile(
+    r"\b(?:became|moved|joined|started|began|relocated|got|took|accepted|landed|found|hired|"
+    r"employed|promoted|turned|left|quit|resigned|switched|migrated|was|were|did|had)\b"
+)
 PAST_CUES = re.compile(r"\b(?:used to|no longer|anymore|any more|formerly|previously)\b")
 # "no longer", "not … anymore": it ended by the time it was said; "used to" says only "once".
 ENDED = re.compile(r"\b(?:no longer|anymore|any more)\b")
@@ -194,6 +205,9 @@ class Shape:
     ends: bool = False
     # Only with a form of "be" before it: "I am a nurse at X", not "I got a job at X".
     needs_be: bool = False
+    # Kinship, birthdays, favourites: no tense or dates of their own; a date in the sentence
+    # ("my cousin Emma had a baby in April") is about something else.
+    timeless: bool = False
 
 
 def _shape(
@@ -206,6 +220,7 @@ def _shape(
     event: bool = False,
     ends: bool = False,
     needs_be: bool = False,
+    timeless: bool = False,
 ) -> Shape:
     return Shape(
         predicate,
@@ -216,6 +231,7 @@ def _shape(
         event,
         ends,
         needs_be,
+        timeless,
     )
 
 
@@ -231,7 +247,8 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "as",
         "job_title",
-        rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)\s+as\s+(?:(?:a|an|the)\s+)?{_JOB}",
+        rf"{_SUBJ}{_AUX}\s+(?:work|works|worked|working)\s+as\s+(?:(?:a|an|the)\s+)?{_JOB}"
+        rf"(?:\s+(?:at|for|with)\s+{_OBJ})?",
         None,
     ),
     _shape(
@@ -329,6 +346,7 @@ SHAPES: tuple[Shape, ...] = (
         rf"(?P<obj>{NAME})\s+is\s+{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?"
         rf"(?P<rel>{_REL})\b",
         "person",
+        timeless=True,
     ),
     _shape(
         _REL,
@@ -336,12 +354,14 @@ SHAPES: tuple[Shape, ...] = (
         rf"{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?(?P<rel>{_REL})"
         rf"(?:'s\s+name)?\s+is\s+(?:called\s+|named\s+)?(?P<obj>{NAME})",
         "person",
+        timeless=True,
     ),
     _shape(
         _REL,
         None,
         rf"{_OWNER}\s+(?:(?:older|younger|big|little|twin|baby)\s+)?(?P<rel>{_REL}),?\s+(?P<obj>{NAME})",
         "person",
+        timeless=True,
     ),
     # --- birthday, age, favourites
     _shape(
@@ -349,8 +369,15 @@ SHAPES: tuple[Shape, ...] = (
         "birthday",
         rf"{_OWNER}\s+birthday\s+is\s+(?:on\s+)?(?:the\s+)?(?P<val>{_DATE})",
         None,
+        timeless=True,
     ),
-    _shape("born", "birthday", rf"{_SUBJ}{_AUX}\s+born\s+on\s+(?:the\s+)?(?P<val>{_DATE})", None),
+    _shape(
+        "born",
+        "birthday",
+        rf"{_SUBJ}{_AUX}\s+born\s+on\s+(?:the\s+)?(?P<val>{_DATE})",
+        None,
+        timeless=True,
+    ),
     _shape(
         "old|yrs|yr",
         "age",
@@ -370,6 +397,7 @@ SHAPES: tuple[Shape, ...] = (
         rf"{_OWNER}\s+(?:all-time\s+)?favou?rite\s+(?P<what>[a-z]+(?:\s+[a-z]+)?)\s+is\s+"
         r"(?:now\s+)?(?P<val>[^,.;!?]{1,80})",
         None,
+        timeless=True,
     ),
     # --- uses_database: projects
     _shape(
