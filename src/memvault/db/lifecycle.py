@@ -71,11 +71,11 @@ async def finish_run(conn: AsyncConnection, run_id: int, **values: Any) -> None:
 
 
 async def latest_runs(conn: AsyncConnection) -> dict[str, AnyRow]:
-    query = (
-        sa.select(scheduled_runs)
-        .distinct(_r.job)
-        .order_by(_r.job, _r.started_at.desc(), _r.id.desc())
+    newest = sa.func.row_number().over(
+        partition_by=_r.job, order_by=(_r.started_at.desc(), _r.id.desc())
     )
+    ranked = sa.select(scheduled_runs, newest.label("newest")).subquery()
+    query = sa.select(*(ranked.c[c.name] for c in scheduled_runs.c)).where(ranked.c.newest == 1)
     return {r.job: r for r in await conn.execute(query)}
 
 
