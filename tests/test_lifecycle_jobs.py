@@ -3,6 +3,7 @@ its undo), audit partitions; dry runs, the safety stop, due intervals and the on
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -259,6 +260,6 @@ def test_two_worker_processes_run_each_job_once_per_interval(
     ].log.read_text()[-2000:]
     for job, runs in by_job.items():
         assert len(runs) >= 2, job
-        for (start, end), (next_start, _) in zip(runs, runs[1:], strict=False):
+        for (start, end), (next_start, _) in itertools.pairwise(runs):
             assert end is not None and end <= next_start, job  # never two at once
             assert next_start - start >= timedelta(seconds=1), job  # once per interval
