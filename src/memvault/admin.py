@@ -27,6 +27,7 @@ from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.embedding.base import Embedder
 from memvault.errors import MemvaultError
+from memvault.lifecycle.operations import LifecycleAdmin
 from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
 from memvault.service import AsyncMemory
@@ -48,7 +49,7 @@ class SchemaStatus:
     head: str | None
 
 
-class AsyncAdmin:
+class AsyncAdmin(LifecycleAdmin):
     """Whole-store operations. Open with ``await AsyncAdmin.open(settings)``, or take the one
     behind an open store with ``AsyncAdmin.of(memory)``."""
 
@@ -235,6 +236,13 @@ class Admin(SyncFace):
     revoke_api_key = blocking(AsyncAdmin.revoke_api_key)
     readiness = blocking(AsyncAdmin.readiness)
     schema_status = blocking(AsyncAdmin.schema_status)
+    # --- lifecycle (issue 15) ---
+    schedule = blocking(AsyncAdmin.schedule)
+    run_scheduled = blocking(AsyncAdmin.run_scheduled)
+    undo_scheduled = blocking(AsyncAdmin.undo_scheduled)
+    scheduled_runs = blocking(AsyncAdmin.scheduled_runs)
+    erase_tenant = blocking(AsyncAdmin.erase_tenant)
+    backup = blocking(AsyncAdmin.backup)
 
     @property
     def settings(self) -> Settings:

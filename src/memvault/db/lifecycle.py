@@ -322,3 +322,18 @@ async def delete_tenant_rows(conn: AsyncConnection, table: sa.Table, tenant_id: 
 async def delete_api_keys(conn: AsyncConnection, tenant_id: str) -> int:
     query = api_keys.delete().where(api_keys.c.tenant_id == tenant_id)
     return (await conn.execute(query)).rowcount or 0
+
+
+async def history_contents(
+    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
+) -> list[tuple[UUID, bytes, bytes, str]]:
+    """Every sealed version of these memories kept in history: (memory id, ciphertext, nonce,
+    key id) — the versions a deletion must clear from caches as well."""
+    found: list[tuple[UUID, bytes, bytes, str]] = []
+    for side in ("old", "new"):
+        ciphertext, nonce, key_id = (_h[f"{side}_{c}"] for c in ("ciphertext", "nonce", "key_id"))
+        query = sa.select(_h.memory_id, ciphertext, nonce, key_id).where(
+            _h.tenant_id == tenant_id, _h.memory_id.in_(list(ids)), ciphertext.is_not(None)
+        )
+        found.extend(tuple(r) for r in await conn.execute(query))  # type: ignore[misc]
+    return found

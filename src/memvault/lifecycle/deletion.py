@@ -51,7 +51,8 @@ class Targets:
     scope: DeletionScope
     user_id: str | None
     rows: Sequence[AnyRow]
-    texts: dict[uuid.UUID, str]
+    # Every version of each memory's text (current and in history), opened: for the caches.
+    texts: dict[uuid.UUID, list[str]]
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -90,8 +91,13 @@ async def _embedding_cache(backend: Backend, targets: Targets) -> int:
     cache = backend.embeddings.cache
     if cache is None or not targets.texts:
         return 0
-    keys = [k for row in targets.rows for k in _cache_keys(backend, row, targets.texts[row.id])]
-    return await cache.forget_many(keys)
+    keys = {
+        k
+        for row in targets.rows
+        for text in targets.texts[row.id]
+        for k in _cache_keys(backend, row, text)
+    }
+    return await cache.forget_many(sorted(keys))
 
 
 OUTSIDE: dict[str, Outside] = {"embedding_cache": _embedding_cache}
@@ -115,11 +121,21 @@ def _cache_keys(backend: Backend, row: AnyRow, text: str) -> set[bytes]:
     return {cache_key(model, piece) for model in models for piece in pieces}
 
 
-def _texts(backend: Backend, rows: Sequence[AnyRow]) -> dict[uuid.UUID, str]:
-    return {
-        r.id: open_content(backend.keys, r.tenant_id, r.id, r.ciphertext, r.nonce, r.key_id)
+async def _texts(
+    backend: Backend, conn: AsyncConnection, tenant_id: str, rows: Sequence[AnyRow]
+) -> dict[uuid.UUID, list[str]]:
+    texts: dict[uuid.UUID, set[str]] = {
+        r.id: {open_content(backend.keys, r.tenant_id, r.id, r.ciphertext, r.nonce, r.key_id)}
         for r in rows
     }
+    if rows:
+        for memory_id, ciphertext, nonce, key_id in await db.history_contents(
+            conn, tenant_id, list(texts)
+        ):
+            texts[memory_id].add(
+                open_content(backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
+            )
+    return {k: sorted(v) for k, v in texts.items()}
 
 
 async def erase(
@@ -143,14 +159,18 @@ async def erase(
         rows = await db.pick_for_deletion(conn, where)
         if scope == "memory" and not rows:
             raise NotFound("No such memory for this user.")
-        targets = Targets(tenant_id, scope, user_id, rows, _texts(backend, rows))
+        texts = await _texts(backend, conn, tenant_id, rows)
+        targets = Targets(tenant_id, scope, user_id, rows, texts)
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
+        history_of = user_id if whole_user else None
         if history == "purge":
-            counts["memory_history"] = await db.purge_history(conn, tenant_id, targets.ids, user_id)
+            counts["memory_history"] = await db.purge_history(
+                conn, tenant_id, targets.ids, history_of
+            )
         else:
             counts["memory_history"] = await db.tombstone_history(
-                conn, tenant_id, rows, user_id, actor
+                conn, tenant_id, rows, history_of, actor
             )
         if scope == "tenant":
             counts.update(await _tenant_rest(conn, tenant_id))
