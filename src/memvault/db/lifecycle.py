@@ -335,5 +335,5 @@ async def history_contents(
         query = sa.select(_h.memory_id, ciphertext, nonce, key_id).where(
             _h.tenant_id == tenant_id, _h.memory_id.in_(list(ids)), ciphertext.is_not(None)
         )
-        found.extend(tuple(r) for r in await conn.execute(query))  # type: ignore[misc]
+        found.extend((r[0], r[1], r[2], r[3]) for r in await conn.execute(query))
     return found
