@@ -494,6 +494,10 @@ class Memory(SyncFace):
     erase_user = blocking(AsyncMemory.erase_user)
     audit_log = blocking(AsyncMemory.audit_log)
     flush_audit = blocking(AsyncMemory.flush_audit)
+    memory_health = blocking(AsyncMemory.memory_health)
+    health_action = blocking(AsyncMemory.health_action)
+    export_memories = blocking(AsyncMemory.export_memories)
+    import_memories = blocking(AsyncMemory.import_memories)
 
     @property
     def tenant_id(self) -> str:

@@ -243,3 +243,10 @@ def user_where(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnEle
 
 def tenant_where(tenant_id: str) -> sa.ColumnElement[bool]:
     return memories.c.tenant_id == tenant_id
+
+
+def memories_where(
+    tenant_id: str, user_id: str, memory_ids: Sequence[uuid.UUID]
+) -> sa.ColumnElement[bool]:
+    c = memories.c
+    return sa.and_(c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(list(memory_ids)))

@@ -9,11 +9,20 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault.db import audit as audit_db
+from memvault.db import health as health_db
+from memvault.db import jobs as jobs_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput
-from memvault.lifecycle import deletion
+from memvault.lifecycle import deletion, health, portable
 from memvault.lifecycle.audit import AuditEvent, query_aad
-from memvault.lifecycle.models import AuditEntry, AuditPage, DeletionReceipt
+from memvault.lifecycle.models import (
+    AuditEntry,
+    AuditPage,
+    DeletionReceipt,
+    HealthActionRequest,
+    HealthActionResult,
+    MemoryHealth,
+)
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -42,6 +51,17 @@ class LifecycleFace:
     _backend: Backend
     tenant_id: str
     actor: str
+
+    if TYPE_CHECKING:  # AsyncMemory's, which a merge goes through
+
+        async def update(
+            self,
+            memory_id: UUID | str,
+            *,
+            user_id: str,
+            content: str | None = None,
+            metadata: dict[str, Any] | None = None,
+        ) -> Any: ...
 
     def _audit(
         self, operation: str, user_id: str | None, **fields: Any
@@ -131,3 +151,99 @@ class LifecycleFace:
             settings_id=row.settings_id.hex() if row.settings_id else None,
             query=query,
         )
+
+    # --- memory health -----------------------------------------------------------------------
+
+    @scoped_to_tenant
+    async def memory_health(self, *, user_id: str) -> MemoryHealth:
+        """What this user's memories need, each finding with its recommended action."""
+        owner = _identifier(user_id, "user_id")
+        return await health.report(self._backend, self.tenant_id, owner)
+
+    @scoped_to_tenant
+    async def health_action(
+        self, request: HealthActionRequest | dict[str, Any]
+    ) -> HealthActionResult:
+        """Act on a finding through the normal write path (and so the audit): ``merge`` keeps
+        the first memory and deletes the rest (noting them on the first), ``archive`` moves
+        them to the cold tier, ``delete`` erases them, ``retry_jobs`` requeues failed jobs."""
+        if not isinstance(request, HealthActionRequest):
+            request = HealthActionRequest.model_validate(request)
+        owner = _identifier(request.user_id, "user_id")
+        ids = list(dict.fromkeys(request.memory_ids))
+        if request.action != "retry_jobs" and not ids:
+            raise InvalidInput("Name the memories to act on.", details={"field": "memory_ids"})
+        if request.action == "merge":
+            return await self._merge(owner, ids)
+        if request.action == "delete":
+            receipt = await deletion.erase(
+                self._backend,
+                self.tenant_id,
+                deletion.memories_where(self.tenant_id, owner, ids),
+                scope="memory",
+                user_id=owner,
+                actor=self.actor,
+            )
+            return HealthActionResult(action="delete", changed=receipt.memories, receipt=receipt)
+        with self._audit(
+            "tier" if request.action == "archive" else "update", owner, memory_ids=ids
+        ) as event:
+            async with self._backend.engine.begin() as conn:
+                if request.action == "archive":
+                    changed = await health_db.set_tier(conn, self.tenant_id, owner, ids, "cold")
+                else:
+                    failed = await health_db.failed_jobs(conn, self.tenant_id, owner)
+                    wanted = [j.id for j in failed if not ids or j.memory_id in ids]
+                    changed = await jobs_db.retry_failed(conn, wanted) if wanted else 0
+                    # Memories with no job at all get one (a queued one is not doubled).
+                    bare = await health_db.owned_unembedded(conn, self.tenant_id, owner, ids)
+                    await jobs_db.enqueue(conn, self.tenant_id, bare)
+                    changed = max(changed, len(bare))
+            event.result_count = changed
+        return HealthActionResult(action=request.action, changed=changed)
+
+    async def _merge(self, owner: str, ids: list[UUID]) -> HealthActionResult:
+        if len(ids) < 2:
+            raise InvalidInput(
+                "A merge needs two memories or more.", details={"field": "memory_ids"}
+            )
+        keep, rest = ids[0], ids[1:]
+        with self._audit("merge", owner, memory_ids=ids) as event:
+            await self.update(  # AsyncMemory's: the normal write path
+                keep, user_id=owner, metadata={"merged_from": [str(i) for i in rest]}
+            )
+            receipt = await deletion.erase(
+                self._backend,
+                self.tenant_id,
+                deletion.memories_where(self.tenant_id, owner, rest),
+                scope="memory",
+                user_id=owner,
+                actor=self.actor,
+            )
+            event.result_count = receipt.memories
+        return HealthActionResult(action="merge", changed=receipt.memories, receipt=receipt)
+
+    # --- export / import ---------------------------------------------------------------------
+
+    @scoped_to_tenant
+    async def export_memories(self, *, user_id: str) -> list[dict[str, Any]]:
+        """Every memory of a user as JSON-ready dicts (one per line of an export file): ids,
+        content, fields, history and vectors."""
+        owner = _identifier(user_id, "user_id")
+        with self._audit("export", owner) as event:
+            lines = await portable.export_user(self._backend, self.tenant_id, owner)
+            event.result_count = len(lines)
+        return lines
+
+    @scoped_to_tenant
+    async def import_memories(self, lines: list[dict[str, Any]]) -> dict[str, int]:
+        """Load exported memories (ids, history and vectors kept) into this tenant; ids it
+        has already are skipped. Everything is checked before anything is stored."""
+        items = [portable.parse_line(item, n) for n, item in enumerate(lines)]
+        users = sorted({i.user_id for i in items})
+        with self._audit("import", users[0] if len(users) == 1 else None) as event:
+            counts = await portable.import_memories(
+                self._backend, self.tenant_id, items, self.actor
+            )
+            event.result_count, event.details = counts["imported"], dict(counts)
+        return counts
