@@ -123,8 +123,3 @@ async def reseal_query(
         .where(_a.tenant_id == row.tenant_id, _a.at == row.at, _a.id == row.id)
         .values(query_ciphertext=ciphertext, query_nonce=nonce, query_key_id=key_id)
     )
-
-
-async def count_queries_under_other_keys(conn: AsyncConnection, active_key_id: str) -> int:
-    query = sa.select(sa.func.count()).select_from(audit_log)
-    return int((await conn.execute(query.where(_a.query_key_id != active_key_id))).scalar_one())

@@ -8,6 +8,8 @@ key id; ``content_hash`` is a keyed HMAC, so equality is checkable without plain
 
 from __future__ import annotations
 
+from typing import get_args
+
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
@@ -32,6 +34,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+
+from memvault.lifecycle.models import AuditOperation
 
 metadata = MetaData()
 
@@ -311,18 +315,7 @@ audit_settings = Table(
     PrimaryKeyConstraint("id", name="pk_audit_settings"),
 )
 
-AUDIT_OPERATIONS = (
-    "store",
-    "retrieve",
-    "update",
-    "delete",
-    "promote",
-    "merge",
-    "decay",
-    "export",
-    "import",
-    "tier",
-)
+AUDIT_OPERATIONS: tuple[str, ...] = get_args(AuditOperation)
 
 # Who did what to which memories, partitioned by day (``audit_log_pYYYYMMDD``, made ahead and
 # dropped past retention by the ``audit_partitions`` job; see db/audit.py). A verbose level's

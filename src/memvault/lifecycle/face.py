@@ -242,6 +242,9 @@ class LifecycleFace:
         items = [portable.parse_line(item, n) for n, item in enumerate(lines)]
         users = sorted({i.user_id for i in items})
         with self._audit("import", users[0] if len(users) == 1 else None) as event:
+            if not items:
+                event.result_count = 0
+                return {"imported": 0, "skipped": 0, "queued_for_embedding": 0}
             counts = await portable.import_memories(
                 self._backend, self.tenant_id, items, self.actor
             )

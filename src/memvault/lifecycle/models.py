@@ -7,8 +7,14 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.models import Identifier
+
+# What the audit log records; the table's check constraint is derived from this.
+AuditOperation = Literal[
+    "store", "retrieve", "update", "delete", "promote", "merge", "decay", "export", "import", "tier"
+]
 RunOutcome = Literal["running", "ok", "stopped", "failed", "skipped"]
 DeletionScope = Literal["memory", "user", "tenant", "expired"]
 
@@ -58,7 +64,7 @@ class DeletionReceipt(BaseModel):
 class AuditEntry(BaseModel):
     id: UUID
     at: datetime
-    operation: str
+    operation: AuditOperation
     memory_kind: str | None
     user_id: str | None
     actor: str
@@ -110,7 +116,8 @@ class HealthActionRequest(BaseModel):
     """An action a health finding recommends: merge near-duplicates into the first id,
     archive (tier cold), delete, or retry failed embedding jobs."""
 
-    user_id: str
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
     action: Literal["merge", "archive", "delete", "retry_jobs"]
     memory_ids: list[UUID] = Field(default=[], max_length=1000)
 

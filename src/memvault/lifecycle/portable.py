@@ -9,17 +9,24 @@ Facts and entities join through ``PARTS`` once the graph's tables exist.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import health as db
 from memvault.db import jobs, keywords, vectors
 from memvault.errors import InvalidInput, validation_problems
-from memvault.models import Tier
+from memvault.models import (
+    Content,
+    HistoryAction,
+    Identifier,
+    MemoryType,
+    Metadata,
+    Tier,
+    Timestamp,
+)
 from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content
 
@@ -60,44 +67,44 @@ _FIELDS = (
 
 class ExportedVersion(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    action: str
-    old_content: str | None = None
-    new_content: str | None = None
-    old_metadata: dict[str, Any] | None = None
-    new_metadata: dict[str, Any] | None = None
-    actor: str
-    created_at: datetime
+    action: HistoryAction
+    old_content: Content | None = None
+    new_content: Content | None = None
+    old_metadata: Metadata | None = None
+    new_metadata: Metadata | None = None
+    actor: Identifier
+    created_at: Timestamp
 
 
 class ExportedMemory(BaseModel):
     """One line of an export."""
 
     model_config = ConfigDict(extra="forbid")
-    memvault_export: int
+    memvault_export: int = Field(ge=FORMAT, le=FORMAT)
     id: UUID
-    content: str
-    user_id: str
-    app_id: str
-    project_id: str | None
-    environment: str | None
-    channel: str
-    source: str | None
-    tags: list[str]
-    metadata: dict[str, Any]
-    categories: list[str]
-    importance: int | None
-    memory_type: str
-    valid_until: datetime | None
+    content: Content
+    user_id: Identifier
+    app_id: Identifier
+    project_id: Identifier | None
+    environment: Identifier | None
+    channel: Identifier
+    source: Identifier | None
+    tags: list[Identifier]
+    metadata: Metadata
+    categories: list[Identifier]
+    importance: int | None = Field(ge=1, le=10)
+    memory_type: MemoryType
+    valid_until: Timestamp | None
     tier: Tier
-    embedding_model: str | None
-    access_count: int
-    last_accessed: datetime | None
-    occurred_at: datetime
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    history: list[ExportedVersion]
-    vectors: dict[str, list[list[float]]]
+    embedding_model: Identifier | None
+    access_count: int = Field(ge=0, le=2**31 - 1)
+    last_accessed: Timestamp | None
+    occurred_at: Timestamp
+    created_at: Timestamp
+    updated_at: Timestamp
+    expires_at: Timestamp | None
+    history: list[ExportedVersion] = Field(max_length=10_000)
+    vectors: dict[Identifier, list[list[float]]]
     parts: dict[str, Any] = {}
 
 
@@ -170,6 +177,7 @@ async def import_memories(
     an id this tenant has already is skipped (an import can be run twice)."""
     counts = {"imported": 0, "skipped": 0, "queued_for_embedding": 0}
     active = backend.embeddings.active_model
+    items = [_usable_vectors(backend, item) for item in items]
     async with backend.engine.begin() as conn:
         for item in items:
             if not await _insert(backend, conn, tenant_id, item, actor):
@@ -184,6 +192,16 @@ async def import_memories(
                 counts["queued_for_embedding"] += 1
     backend.analyzer.wrote(counts["imported"])
     return counts
+
+
+def _usable_vectors(backend: Backend, item: ExportedMemory) -> ExportedMemory:
+    """Only the active model's vectors, and only of its size, are kept; the rest would be
+    re-made by the worker anyway (the memory is queued for it)."""
+    size = backend.embeddings.primary.dimensions
+    vectors = item.vectors.get(backend.embeddings.active_model)
+    usable = bool(vectors) and all(len(v) == size for v in vectors or [])
+    kept = {backend.embeddings.active_model: vectors} if usable and vectors else {}
+    return item.model_copy(update={"vectors": kept})
 
 
 async def _insert(

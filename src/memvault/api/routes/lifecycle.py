@@ -14,21 +14,22 @@ from memvault.admin import AsyncAdmin
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
 from memvault.api.schemas import V1_ERRORS, Owner
 from memvault.lifecycle.models import (
+    AuditOperation,
     AuditPage,
     DeletionReceipt,
     HealthActionRequest,
     HealthActionResult,
     MemoryHealth,
 )
-from memvault.models import Timestamp
+from memvault.models import Identifier, Timestamp
 
 router = APIRouter(prefix="/v1", tags=["lifecycle"], responses=V1_ERRORS)
 
 
 class AuditParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user_id: str | None = None
-    operation: str | None = None
+    user_id: Identifier | None = None
+    operation: AuditOperation | None = None
     since: Timestamp | None = None
     limit: int = Field(default=100, ge=1, le=1000)
 
@@ -37,9 +38,9 @@ class DeletionRequest(BaseModel):
     """One memory (``memory_id``), or every memory of the user (in one app, if given)."""
 
     model_config = ConfigDict(extra="forbid")
-    user_id: str
+    user_id: Identifier
     memory_id: UUID | None = None
-    app_id: str | None = None
+    app_id: Identifier | None = None
 
 
 class ExportPage(BaseModel):
