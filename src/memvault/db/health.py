@@ -46,8 +46,9 @@ def not_recalled_since(before: datetime) -> sa.ColumnElement[bool]:
     return sa.and_(sa.func.coalesce(_m.last_accessed, _m.created_at) < before)
 
 
-def low_importance_unrecalled(floor: int) -> sa.ColumnElement[bool]:
-    return sa.and_(_m.importance <= floor, _m.access_count == 0)
+def low_importance_unrecalled(floor: int, before: datetime) -> sa.ColumnElement[bool]:
+    """At or below the decay floor, never recalled, and written before ``before``."""
+    return sa.and_(_m.importance <= floor, _m.access_count == 0, _m.created_at < before)
 
 
 def vectorless(before: datetime) -> sa.ColumnElement[bool]:

@@ -73,9 +73,12 @@ async def report(
             ),
             (
                 "low_importance_unrecalled",
-                db.low_importance_unrecalled(s.decay_importance_floor),
+                db.low_importance_unrecalled(
+                    s.decay_importance_floor, now - timedelta(days=s.decay_idle_days)
+                ),
                 "delete",
-                "Low importance and never recalled; delete them if they are noise.",
+                f"Low importance and never recalled in {s.decay_idle_days:g} days; delete "
+                "them if they are noise.",
             ),
             (
                 "vectorless",
