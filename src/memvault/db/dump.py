@@ -59,14 +59,14 @@ def has_memories(url: str) -> bool:
 
 
 def restore(url: str, file: Path) -> None:
-    """Replace what the database at ``url`` holds with the dump in ``file``, in one
-    transaction: a restore that fails leaves the database as it was."""
+    """Replace what the database at ``url`` holds with the dump in ``file``. The schema is
+    emptied first (``pg_restore --clean`` cannot drop a partitioned table's indexes in the
+    order it dumps them), then the dump loads in one transaction."""
     _ensure_app_role(url)
+    _empty_schema(url)
     _run(
         [
             _tool("pg_restore"),
-            "--clean",
-            "--if-exists",
             "--no-owner",
             "--single-transaction",
             "--exit-on-error",
@@ -74,6 +74,12 @@ def restore(url: str, file: Path) -> None:
             str(file),
         ]
     )
+
+
+def _empty_schema(url: str) -> None:
+    with psycopg.connect(url) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
+        conn.execute("CREATE SCHEMA public")
 
 
 def _ensure_app_role(url: str) -> None:
