@@ -104,6 +104,9 @@ class Audit:
         self._task: asyncio.Task[None] | None = None
         self._days: set[date] = set()
         self._settings_saved = False
+        # One flush at a time: an explicit flush waits for the background one in flight, so
+        # whoever flushes then reads finds every row recorded before.
+        self._flushing: asyncio.Lock | None = None
 
     def wants(self, operation: str) -> bool:
         return records(self.level, operation)
@@ -181,6 +184,12 @@ class Audit:
 
     async def flush(self) -> int:
         """Write everything queued so far; returns how many rows went in."""
+        if self._flushing is None:
+            self._flushing = asyncio.Lock()
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> int:
         written = 0
         while self._pending:
             batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
