@@ -250,3 +250,23 @@ def memories_where(
 ) -> sa.ColumnElement[bool]:
     c = memories.c
     return sa.and_(c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(list(memory_ids)))
+
+
+async def erase_expired(backend: Backend, now: datetime, actor: str) -> int:
+    """Delete every tenant's memories past ``expires_at`` (one receipt per tenant)."""
+    condition = sa.and_(memories.c.expires_at.is_not(None), memories.c.expires_at <= now)
+    async with backend.engine.connect() as conn:
+        tenants = sorted({r.tenant_id for r in await db.touched_per_user(conn, condition)})
+    total = 0
+    for tenant_id in tenants:
+        receipt = await erase(
+            backend,
+            tenant_id,
+            sa.and_(memories.c.tenant_id == tenant_id, condition),
+            scope="expired",
+            user_id=None,
+            actor=actor,
+            now=now,
+        )
+        total += receipt.memories
+    return total
