@@ -337,3 +337,17 @@ async def history_contents(
         )
         found.extend((r[0], r[1], r[2], r[3]) for r in await conn.execute(query))
     return found
+
+
+async def chunked(conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]) -> set[UUID]:
+    """Which of these memories were embedded in more than one chunk."""
+    query = (
+        sa.select(memory_chunks.c.memory_id)
+        .where(
+            memory_chunks.c.tenant_id == tenant_id,
+            memory_chunks.c.memory_id.in_(list(ids)),
+            memory_chunks.c.chunk_index > 0,
+        )
+        .distinct()
+    )
+    return {r[0] for r in await conn.execute(query)}

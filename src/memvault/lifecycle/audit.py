@@ -107,6 +107,7 @@ class Audit:
         # One flush at a time: an explicit flush waits for the background one in flight, so
         # whoever flushes then reads finds every row recorded before.
         self._flushing: asyncio.Lock | None = None
+        self._closing = False
 
     def wants(self, operation: str) -> bool:
         return records(self.level, operation)
@@ -179,7 +180,8 @@ class Audit:
         return values
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self._flush_s)
+        if not self._closing:
+            await asyncio.sleep(self._flush_s)
         await self.flush()
 
     async def flush(self) -> int:
@@ -231,8 +233,16 @@ class Audit:
             self._days.add(day)
 
     async def close(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Write what is queued. A background flush still asleep is cut short; one already
+        writing finishes (cancelling it could lose the batch it holds)."""
+        self._closing = True
+        task = self._task
+        if task is not None and not task.done():
+            if self._flushing is not None and self._flushing.locked():
+                with contextlib.suppress(Exception):
+                    await task
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.flush()

@@ -32,7 +32,7 @@ from memvault.db.store import AnyRow
 from memvault.db.tables import audit_log, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import cache_key
-from memvault.errors import NotFound
+from memvault.errors import NotFound, StoreUnavailable
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.models import DeletionReceipt, DeletionScope
 from memvault.logs import request_id
@@ -53,6 +53,8 @@ class Targets:
     rows: Sequence[AnyRow]
     # Every version of each memory's text (current and in history), opened: for the caches.
     texts: dict[uuid.UUID, list[str]]
+    # Memories whose vectors came in several chunks (each chunk's text was cached apart).
+    chunked: frozenset[uuid.UUID] = frozenset()
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -95,9 +97,15 @@ async def _embedding_cache(backend: Backend, targets: Targets) -> int:
         k
         for row in targets.rows
         for text in targets.texts[row.id]
-        for k in _cache_keys(backend, row, text)
+        for k in _cache_keys(backend, row, text, chunks=row.id in targets.chunked)
     }
-    return await cache.forget_many(sorted(keys))
+    try:
+        return await cache.forget_many(sorted(keys))
+    except Exception as exc:  # redis raises many unrelated types; any of them fails this
+        raise StoreUnavailable(
+            "The embedding cache could not be cleared, so nothing was deleted; try again.",
+            details={"store": "embedding_cache"},
+        ) from exc
 
 
 OUTSIDE: dict[str, Outside] = {"embedding_cache": _embedding_cache}
@@ -108,13 +116,17 @@ def register_outside(name: str, delete: Outside) -> None:
     OUTSIDE[name] = delete
 
 
-def _cache_keys(backend: Backend, row: AnyRow, text: str) -> set[bytes]:
-    """Every key the embedding cache may hold this text's vectors under: the whole text and
-    each chunk the worker would make, for each model that may have embedded it."""
+def _cache_keys(backend: Backend, row: AnyRow, text: str, *, chunks: bool) -> set[bytes]:
+    """Every key the embedding cache may hold this text's vectors under: the whole text and,
+    for a memory embedded in chunks, each chunk the worker makes (only then is the tokenizer
+    needed: a delete never loads the model for nothing), for each model that may have
+    embedded it."""
     settings, primary = backend.settings, backend.embeddings.primary
     whole = clean(text, settings.embedding_max_chars)
-    window = min(settings.chunk_tokens, primary.max_tokens)
-    pieces = {whole, *chunk(whole, primary.tokenizer(), window, settings.chunk_overlap)}
+    pieces = {whole}
+    if chunks:
+        window = min(settings.chunk_tokens, primary.max_tokens)
+        pieces.update(chunk(whole, primary.tokenizer(), window, settings.chunk_overlap))
     models = {primary.model_id, *(f.model_id for f in backend.embeddings.fallbacks)}
     if row.embedding_model:
         models.add(row.embedding_model)
@@ -160,7 +172,8 @@ async def erase(
         if scope == "memory" and not rows:
             raise NotFound("No such memory for this user.")
         texts = await _texts(backend, conn, tenant_id, rows)
-        targets = Targets(tenant_id, scope, user_id, rows, texts)
+        chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
+        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked)
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None
