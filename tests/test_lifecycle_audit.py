@@ -142,3 +142,27 @@ def test_the_audit_route_is_admin_only_and_sees_only_its_tenant(
         }
         bad = api.get("/v1/audit", params={"operation": "drop"}, headers=acme)
         assert bad.status_code == 422
+
+
+async def test_stores_carry_their_session_and_dedup_outcome_and_metrics_count(
+    make_settings: Callable[..., Settings],
+) -> None:
+    from prometheus_client import REGISTRY
+
+    from memvault.lifecycle import jobs
+
+    def runs() -> float:
+        labels = {"job": "tiers", "outcome": "ok"}
+        return REGISTRY.get_sample_value("memvault_scheduled_runs_total", labels) or 0.0
+
+    async with await AsyncMemory.open(make_settings(embedding_provider="hash")) as store:
+        messages = [{"role": "user", "content": "Gil loves figs"}]
+        await store.add_messages(messages, user_id="gil", session_id="s-1")
+        await store.add("Gil loves figs", user_id="gil", metadata={"session_id": "s-1"})
+        entries = (await store.audit_log(operation="store")).results
+        assert {e.session_id for e in entries} == {"s-1"}
+        outcomes = sorted(a for e in entries for a in e.details["dedup"])
+        assert outcomes == ["duplicate_exact", "stored_new"]
+        before = runs()
+        await jobs.run_job(store._backend, "tiers")
+        assert runs() == before + 1

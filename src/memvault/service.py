@@ -10,6 +10,7 @@ import asyncio
 import base64
 import binascii
 import builtins
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 from uuid import UUID
@@ -186,9 +187,17 @@ class AsyncMemory(LifecycleFace):
         for index, item in enumerate(checked):
             self._check_length(item.content, index=index)
         pipeline = Pipeline(self._backend, self._backend.judge, self.tenant_id, self.actor)
-        with self._audit("store", checked[0].user_id, source_channel=checked[0].channel) as event:
+        session = checked[0].metadata.get("session_id")
+        with self._audit(
+            "store",
+            checked[0].user_id,
+            source_channel=checked[0].channel,
+            session_id=session if isinstance(session, str) else None,
+        ) as event:
             results = await pipeline.ingest(checked, background=background)
             event.memory_ids, event.result_count = [r.id for r in results], len(results)
+            # How each was stored: new, folded into a duplicate, merged, replaced, kept.
+            event.details = {"dedup": dict(Counter(r.dedup.action for r in results))}
         for result in results:
             MEMORIES_STORED.labels(result.dedup.action).inc()
         if len(checked) > 1:  # bulk work; single adds are autovacuum's steady state
