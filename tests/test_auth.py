@@ -36,6 +36,14 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/messages", {"json": {"messages": [{"role": "user", "content": "x"}], "user_id": "u"}}),  # noqa: E501
     ("GET", "/v1/admin/jobs", {}),
     ("POST", "/v1/admin/jobs/retry", {}),
+    ("GET", "/v1/audit", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/deletions", {"json": {"user_id": "u", "memory_id": MEMORY_ID}}),
+    ("GET", "/v1/health/memory", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/health/memory/actions", {"json": {"user_id": "u", "action": "retry_jobs"}}),
+    ("GET", "/v1/export", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/import", {"json": {"memories": []}}),
+    # Last: it erases the tenant, the calling key included.
+    ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
 WRITES = {
     ("POST", "/v1/memories"),
@@ -45,7 +53,17 @@ WRITES = {
     ("DELETE", f"/v1/memories/{MEMORY_ID}"),
     ("POST", "/v1/messages"),
 }
-ADMIN = {("GET", "/v1/admin/jobs"), ("POST", "/v1/admin/jobs/retry")}
+WRITES |= {
+    ("POST", "/v1/deletions"),
+    ("POST", "/v1/health/memory/actions"),
+    ("POST", "/v1/import"),
+}
+ADMIN = {
+    ("GET", "/v1/admin/jobs"),
+    ("POST", "/v1/admin/jobs/retry"),
+    ("GET", "/v1/audit"),
+    ("DELETE", "/v1/admin/tenant"),
+}
 
 
 @pytest.fixture

@@ -82,7 +82,9 @@ async def test_update_needs_something_to_change(memory: AsyncMemory) -> None:
         await memory.update(added.id, user_id="u")
 
 
-async def test_delete_removes_the_memory_but_keeps_its_history(memory: AsyncMemory) -> None:
+async def test_delete_removes_the_memory_but_keeps_a_tombstone_history(
+    memory: AsyncMemory,
+) -> None:
     added = await memory.add("temporary", user_id="u")
     await memory.delete(added.id, user_id="u")
     with pytest.raises(NotFound):
@@ -90,7 +92,8 @@ async def test_delete_removes_the_memory_but_keeps_its_history(memory: AsyncMemo
     with pytest.raises(NotFound):
         await memory.delete(added.id, user_id="u")
     actions = [(h.action, h.old_content) for h in await memory.history(added.id, user_id="u")]
-    assert actions == [("ADD", None), ("DELETE", "temporary")]
+    # Who did what and when stays; the deleted text does not (MEMVAULT_DELETION_HISTORY).
+    assert actions == [("ADD", None), ("DELETE", None)]
 
 
 async def test_delete_all_is_scoped_to_user_and_app(memory: AsyncMemory) -> None:

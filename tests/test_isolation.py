@@ -73,7 +73,15 @@ async def test_delete_all_of_one_tenant_leaves_another_untouched(memory: AsyncMe
     assert (await b.get(kept.id, user_id="same-user")).content == "b's memory"
 
 
-TENANT_TABLES = ("memories", "memory_history", "memory_chunks", "memory_terms", "embedding_jobs")
+TENANT_TABLES = (
+    "memories",
+    "memory_history",
+    "memory_chunks",
+    "memory_terms",
+    "embedding_jobs",
+    "decay_changes",
+    "audit_log",
+)
 
 
 async def _tenants_seen(memory: AsyncMemory, table: str) -> set[str]:

@@ -68,6 +68,14 @@ OPERATIONS = [
     ("GET", "/health"),
     ("GET", "/ready"),
     ("GET", "/metrics"),
+    ("GET", "/v1/audit"),
+    ("POST", "/v1/deletions"),
+    ("GET", "/v1/health/memory"),
+    ("POST", "/v1/health/memory/actions"),
+    ("GET", "/v1/export"),
+    ("POST", "/v1/import"),
+    # Last: it erases the fuzzing tenant, its key included (what follows would be 401s).
+    ("DELETE", "/v1/admin/tenant"),
 ]
 
 

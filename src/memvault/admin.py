@@ -21,12 +21,14 @@ from memvault._sync import SyncFace, blocking
 from memvault.auth import ApiKeyInfo, CreatedKey, Principal
 from memvault.backend import Backend
 from memvault.config import Settings
-from memvault.db import engine, jobs, store
+from memvault.db import engine, jobs
 from memvault.db.embedded import ServeLock
 from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.embedding.base import Embedder
 from memvault.errors import MemvaultError
+from memvault.lifecycle import deletion as lifecycle_deletion
+from memvault.lifecycle.operations import LifecycleAdmin
 from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
 from memvault.service import AsyncMemory
@@ -48,7 +50,7 @@ class SchemaStatus:
     head: str | None
 
 
-class AsyncAdmin:
+class AsyncAdmin(LifecycleAdmin):
     """Whole-store operations. Open with ``await AsyncAdmin.open(settings)``, or take the one
     behind an open store with ``AsyncAdmin.of(memory)``."""
 
@@ -142,10 +144,10 @@ class AsyncAdmin:
                     return total
 
     async def purge_expired(self) -> int:
-        """Delete memories past ``expires_at`` in every tenant (reads already hide them)."""
+        """Delete memories past ``expires_at`` in every tenant (reads already hide them),
+        through the deletion path: derived rows and cache entries go, receipts are audited."""
         with all_tenants(), store_errors():
-            async with self._backend.engine.begin() as conn:
-                return await store.delete_where(conn, store.expired(datetime.now(UTC)), "ttl")
+            return await lifecycle_deletion.erase_expired(self._backend, datetime.now(UTC), "ttl")
 
     async def rotate_encryption_key(self, *, reload_grace_s: float = 1.5) -> RotationReport:
         """Re-encrypt every row under a new active key while reads and writes go on."""
@@ -235,6 +237,13 @@ class Admin(SyncFace):
     revoke_api_key = blocking(AsyncAdmin.revoke_api_key)
     readiness = blocking(AsyncAdmin.readiness)
     schema_status = blocking(AsyncAdmin.schema_status)
+    # --- lifecycle (issue 15) ---
+    schedule = blocking(AsyncAdmin.schedule)
+    run_scheduled = blocking(AsyncAdmin.run_scheduled)
+    undo_scheduled = blocking(AsyncAdmin.undo_scheduled)
+    scheduled_runs = blocking(AsyncAdmin.scheduled_runs)
+    erase_tenant = blocking(AsyncAdmin.erase_tenant)
+    backup = blocking(AsyncAdmin.backup)
 
     @property
     def settings(self) -> Settings:

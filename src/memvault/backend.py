@@ -20,6 +20,7 @@ from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
 from memvault.embedding.service import EmbeddingService
+from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
 
@@ -38,6 +39,8 @@ class Backend:
     access: AccessTracker
     # Runs ANALYZE in the background after bulk writes, so plans stay good on a fresh store.
     analyzer: Analyzer
+    # Audit rows, written in batches in the background (lifecycle/audit.py).
+    audit: Audit
     key_file: Path | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -65,6 +68,7 @@ class Backend:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks.clear()
         await self.access.close()
+        await self.audit.close()
         await self.analyzer.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from memvault import cli_lifecycle
 from memvault.admin import Admin, AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
@@ -38,6 +39,8 @@ api_keys_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(api_keys_app, name="api-keys")
+app.add_typer(cli_lifecycle.lifecycle_app)
+jobs_app.add_typer(cli_lifecycle.schedule_app, name="schedule")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -428,6 +431,10 @@ def import_(
 
     from rich.progress import Progress
 
+    exported = _exported_lines(path)
+    if exported is not None:
+        cli_lifecycle.import_export_file(exported)
+        return
     lines = _read_jsonl(path)
     actions: Counter[str] = Counter()
     with _memory(embeds=bool(lines)) as memory, Progress(console=err) as progress:
@@ -458,6 +465,18 @@ def import_(
         f"imported {len(lines)} lines: "
         + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
     )
+
+
+def _exported_lines(path: Path) -> list[dict[str, Any]] | None:
+    """The lines of a file `memvault export` wrote (ids, history, vectors kept), or None."""
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    try:
+        first = json.loads(lines[0]) if lines else None
+    except ValueError:
+        return None
+    if not isinstance(first, dict) or "memvault_export" not in first:
+        return None
+    return [json.loads(line) for line in lines]
 
 
 def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:
@@ -662,9 +681,21 @@ def keys_rotate() -> None:
 
 
 @app.command()
-def doctor() -> None:
-    """Check the database, pgvector, the encryption key and the embedding model."""
+def doctor(
+    memory: Annotated[
+        bool, typer.Option("--memory", help="report a user's memory health instead")
+    ] = False,
+    user: Annotated[str, typer.Option("--user", "-u", help="with --memory")] = "default",
+    tenant: Annotated[str, typer.Option(help="with --memory")] = "default",
+) -> None:
+    """Check the database, pgvector, the encryption key and the embedding model; with
+    --memory, what a user's memories need (stale, duplicates, failed jobs, …)."""
     from memvault.diagnostics import run_checks
+
+    if memory:
+        if not cli_lifecycle.memory_doctor(user, tenant):
+            raise typer.Exit(1)
+        return
 
     checks = asyncio.run(run_checks(Settings()))
     table = Table("check", "status", "detail")

@@ -185,6 +185,72 @@ class Settings(BaseSettings):
     mcp_host: str = Field(default="127.0.0.1", description="bind address of `memvault mcp --http`")
     mcp_port: int = Field(default=8766, ge=1, le=65535, description="port of `mcp --http`")
 
+    # --- lifecycle and audit (issue 15: scheduled jobs, audit log, deletion, health) ---
+    schedule_enabled: bool = Field(
+        default=True, description="the worker runs the scheduled lifecycle jobs when due"
+    )
+    schedule_tick_s: float = Field(
+        default=30.0, gt=0, description="how often a worker looks for a due scheduled job"
+    )
+    cleanup_interval_s: float = Field(default=86_400.0, gt=0, description="cleanup: daily")
+    tiers_interval_s: float = Field(default=86_400.0, gt=0, description="tiers: daily")
+    decay_interval_s: float = Field(default=86_400.0, gt=0, description="decay: daily")
+    audit_partitions_interval_s: float = Field(
+        default=86_400.0, gt=0, description="audit_partitions: daily"
+    )
+    lifecycle_max_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="a job that would change more than this share of one user's memories in "
+        "one run stops and reports instead (safety stop)",
+    )
+    lifecycle_safety_min: int = Field(
+        default=10,
+        ge=0,
+        description="the safety stop ignores a user for whom a run changes at most this many",
+    )
+    tier_warm_after_days: float = Field(
+        default=30.0, gt=0, description="hot -> warm when neither written nor recalled for this"
+    )
+    tier_cold_after_days: float = Field(
+        default=180.0, gt=0, description="warm -> cold when neither written nor recalled for this"
+    )
+    decay_idle_days: float = Field(
+        default=30.0, gt=0, description="importance decays for memories not recalled for this"
+    )
+    decay_importance_step: int = Field(
+        default=1, ge=1, le=9, description="importance lost per decay run by an idle memory"
+    )
+    decay_importance_floor: int = Field(
+        default=3, ge=1, le=10, description="importance never decays below this"
+    )
+    audit_level: Literal["off", "writes", "reads", "verbose"] = Field(
+        default="writes",
+        description="off; writes: store/update/delete/…; reads: and every search, get and "
+        "list; verbose: and the query text, sealed",
+    )
+    audit_flush_ms: int = Field(
+        default=200, ge=1, description="audit rows are written in batches this often"
+    )
+    audit_batch: int = Field(default=500, ge=1, description="most audit rows per insert")
+    audit_retention_days: int = Field(
+        default=90, ge=1, description="audit partitions older than this are dropped"
+    )
+    audit_partitions_ahead_days: int = Field(
+        default=3, ge=1, description="audit partitions made ahead of time"
+    )
+    deletion_history: Literal["tombstone", "purge"] = Field(
+        default="tombstone",
+        description="on deletion, history keeps who/when without content (tombstone) or goes",
+    )
+    health_stale_days: float = Field(
+        default=90.0, gt=0, description="memory health: not recalled for this long is stale"
+    )
+    health_duplicate_similarity: float = Field(
+        default=0.95, gt=0, le=1, description="memory health: near-duplicate cosine similarity"
+    )
+
     @property
     def embedded(self) -> bool:
         return self.database_url is None

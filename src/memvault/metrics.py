@@ -47,3 +47,27 @@ WORKER_ERRORS = Counter(
 STORE_UNAVAILABLE = Counter(
     "memvault_store_unavailable_total", "Requests answered 503 because the store was away"
 )
+
+# --- lifecycle and audit (issue 15) ---
+SCHEDULED_RUNS = Counter(
+    "memvault_scheduled_runs_total",
+    "Scheduled lifecycle job runs, by job and outcome (ok, stopped, failed, skipped)",
+    ["job", "outcome"],
+)
+SCHEDULED_DURATION = Histogram(
+    "memvault_scheduled_run_duration_seconds",
+    "Scheduled lifecycle job run time",
+    ["job"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600),
+)
+LIFECYCLE_CHANGES = Counter(
+    "memvault_lifecycle_changes_total",
+    "Items changed by lifecycle jobs (decayed, cleaned, tiered), dry runs excluded",
+    ["job", "change"],
+)
+AUDIT_ROWS = Counter(
+    "memvault_audit_rows_total", "Audit rows by fate (written, failed, dropped)", ["result"]
+)
+DELETION_RECEIPTS = Counter(
+    "memvault_deletion_receipts_total", "Deletion receipts issued, by scope", ["scope"]
+)

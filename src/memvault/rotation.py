@@ -14,8 +14,9 @@ from typing import Any
 
 from memvault.backend import Backend
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
-from memvault.db import keywords, store
+from memvault.db import audit, keywords, store
 from memvault.db.tenancy import across_tenants
+from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
 
@@ -39,8 +40,9 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
     while True:
         moved_m = await _reseal_memories(backend, keyring)
         moved_h = await _reseal_history(backend, keyring)
+        moved_a = await _reseal_audit_queries(backend, keyring)
         memories_done, history_done = memories_done + moved_m, history_done + moved_h
-        if moved_m or moved_h:
+        if moved_m or moved_h or moved_a:
             log.info(
                 "rotation: %d memories, %d history rows re-sealed so far",
                 memories_done,
@@ -128,6 +130,20 @@ async def _reseal_history(backend: Backend, keyring: Keyring) -> int:
                     }
                 )
             await store.reseal_history(conn, row.tenant_id, row.id, values)
+    return len(rows)
+
+
+async def _reseal_audit_queries(backend: Backend, keyring: Keyring) -> int:
+    """The verbose audit level's sealed query texts (bound to the tenant and audit row id)."""
+    async with backend.engine.begin() as conn:
+        rows = await audit.claim_queries_to_reseal(conn, keyring.active.key_id, BATCH)
+        for row in rows:
+            aad = query_aad(row.tenant_id, row.id)
+            text = keyring.open(
+                Sealed(row.query_ciphertext, row.query_nonce, row.query_key_id), aad
+            )
+            sealed = keyring.seal(text, aad)
+            await audit.reseal_query(conn, row, sealed.ciphertext, sealed.nonce, sealed.key_id)
     return len(rows)
 
 

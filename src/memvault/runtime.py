@@ -23,6 +23,7 @@ from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.vectors import ensure_index
 from memvault.embedding import build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
+from memvault.lifecycle.audit import Audit
 from memvault.llm import build_llm
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
@@ -85,6 +86,7 @@ async def open_backend(settings: Settings) -> Backend:
             judge=Judge(build_llm(settings)),
             access=AccessTracker(engine, settings.reinforce_flush_s),
             analyzer=Analyzer(ddl_engine, settings.analyze_after_rows),
+            audit=Audit(engine, ddl_engine, keys, settings),
             key_file=key_file,
             closers=closers,
         )

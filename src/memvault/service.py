@@ -10,6 +10,7 @@ import asyncio
 import base64
 import binascii
 import builtins
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 from uuid import UUID
@@ -24,6 +25,8 @@ from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
+from memvault.lifecycle.audit import AuditEvent
+from memvault.lifecycle.face import LifecycleFace
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     AddResult,
@@ -96,7 +99,7 @@ def _bounded(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if metadata is None else jsonvalues.bounded(metadata)
 
 
-class AsyncMemory:
+class AsyncMemory(LifecycleFace):
     """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``."""
 
     def __init__(
@@ -184,7 +187,17 @@ class AsyncMemory:
         for index, item in enumerate(checked):
             self._check_length(item.content, index=index)
         pipeline = Pipeline(self._backend, self._backend.judge, self.tenant_id, self.actor)
-        results = await pipeline.ingest(checked, background=background)
+        session = checked[0].metadata.get("session_id")
+        with self._audit(
+            "store",
+            checked[0].user_id,
+            source_channel=checked[0].channel,
+            session_id=session if isinstance(session, str) else None,
+        ) as event:
+            results = await pipeline.ingest(checked, background=background)
+            event.memory_ids, event.result_count = [r.id for r in results], len(results)
+            # How each was stored: new, folded into a duplicate, merged, replaced, kept.
+            event.details = {"dedup": dict(Counter(r.dedup.action for r in results))}
         for result in results:
             MEMORIES_STORED.labels(result.dedup.action).inc()
         if len(checked) > 1:  # bulk work; single adds are autovacuum's steady state
@@ -254,8 +267,8 @@ class AsyncMemory:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._backend.settings.wait_timeout_s
         delay = 0.002
-        while True:
-            record = await self.get(memory_id, user_id=user_id)
+        while True:  # polling, so not audited as a read each time
+            record = await self._fetch(memory_id, user_id)
             if record.embedded or loop.time() >= deadline:
                 return record
             await asyncio.sleep(delay)
@@ -264,6 +277,13 @@ class AsyncMemory:
     @scoped_to_tenant
     async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
         ident, user_id = one_memory(memory_id, user_id)
+        with self._audit("retrieve", user_id, memory_ids=[ident], details={"via": "get"}) as event:
+            record = await self._fetch(ident, user_id)
+            event.result_count = 1
+        return record
+
+    @scoped_to_tenant
+    async def _fetch(self, ident: UUID, user_id: str) -> MemoryRecord:
         async with self._backend.engine.connect() as conn:
             row = await store.fetch_memory(conn, self.tenant_id, ident, user_id)
         if row is None:
@@ -283,9 +303,11 @@ class AsyncMemory:
             raise InvalidInput("The request is not valid.", details={"errors": [problem]})
         after = _decode_cursor(page_query.cursor) if page_query.cursor else None
         limit = page_query.limit
-        async with self._backend.engine.connect() as conn:
-            rows = await store.list_memories(conn, self.tenant_id, page_query, limit + 1, after)
-        page = rows[:limit]
+        with self._audit("retrieve", page_query.user_id, details={"via": "list"}) as event:
+            async with self._backend.engine.connect() as conn:
+                rows = await store.list_memories(conn, self.tenant_id, page_query, limit + 1, after)
+            page = rows[:limit]
+            event.result_count = len(page)
         next_cursor = _encode_cursor(page[-1]) if len(rows) > limit else None
         return MemoryPage(results=[self._record(r) for r in page], next_cursor=next_cursor)
 
@@ -312,11 +334,26 @@ class AsyncMemory:
             self._check_length(new_text)
             enrichment, _ = await self._backend.judge.enrich(new_text, datetime.now(UTC))
             enriched = enrichment.model_dump(include={*_ENRICHED})
+        with self._audit("update", user_id, memory_ids=[ident]) as event:
+            return await self._apply_update(
+                ident, user_id, new_text, change.metadata, enriched, event
+            )
+
+    async def _apply_update(
+        self,
+        ident: UUID,
+        user_id: str,
+        new_text: str | None,
+        metadata: dict[str, Any] | None,
+        enriched: dict[str, Any],
+        event: AuditEvent,
+    ) -> MemoryRecord:
         async with self._backend.engine.begin() as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
-            values = self._edits(old, new_text, change.metadata)
+            values = self._edits(old, new_text, metadata)
+            event.result_count = 1 if values else 0
             if not values:
                 return self._record(old)
             if "ciphertext" in values:
@@ -350,22 +387,20 @@ class AsyncMemory:
 
     @scoped_to_tenant
     async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
+        """Delete a memory and everything derived from it (``erase`` answers the receipt)."""
         ident, user_id = one_memory(memory_id, user_id)
-        async with self._backend.engine.begin() as conn:
-            deleted = await store.delete_where(
-                conn, store.owned_by(self.tenant_id, ident, user_id), self.actor
-            )
-        if not deleted:
-            raise NotFound("No such memory for this user.", details={"id": str(ident)})
+        try:
+            await self.erase(ident, user_id=user_id)
+        except NotFound:
+            raise NotFound("No such memory for this user.", details={"id": str(ident)}) from None
 
     @scoped_to_tenant
     async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
-        """Delete every memory of a user (in one app, if given); returns how many."""
+        """Delete every memory of a user (in one app, if given); returns how many
+        (``erase_user`` answers the receipt)."""
         scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
-        async with self._backend.engine.begin() as conn:
-            return await store.delete_where(
-                conn, store.belonging_to(self.tenant_id, scope.user_id, scope.app_id), self.actor
-            )
+        receipt = await self.erase_user(user_id=scope.user_id, app_id=scope.app_id)
+        return receipt.memories
 
     @scoped_to_tenant
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
@@ -422,9 +457,19 @@ class AsyncMemory:
                 f"A search query holds at most {cap} characters.",
                 details={"field": "query", "limit": cap},
             )
-        return await retrieval_search(
-            self._backend, self.tenant_id, request, RECIPES[request.recipe]
-        )
+        with self._audit(
+            "retrieve", request.user_id, query=request.query, source_channel=request.channel
+        ) as event:
+            result = await retrieval_search(
+                self._backend, self.tenant_id, request, RECIPES[request.recipe]
+            )
+            event.result_count = len(result.results)
+            event.memory_ids = [hit.id for hit in result.results]
+            channels = sorted({hit.channel for hit in result.results})
+            if request.channel is None or channels != [request.channel]:
+                # Matches from other channels than the one asked from are logged by name.
+                event.target_channel = ",".join(channels) or None
+        return result
 
 
 class Memory(SyncFace):
@@ -441,9 +486,7 @@ class Memory(SyncFace):
         tenant_id: str = "default",
         actor: str = "library",
     ) -> None:
-        super().__init__(
-            AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor)
-        )
+        super().__init__(AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor))
 
     add = blocking(AsyncMemory.add)
     add_many = blocking(AsyncMemory.add_many)
@@ -455,6 +498,15 @@ class Memory(SyncFace):
     delete_all = blocking(AsyncMemory.delete_all)
     history = blocking(AsyncMemory.history)
     search = blocking(AsyncMemory.search)
+    # --- lifecycle (issue 15) ---
+    erase = blocking(AsyncMemory.erase)
+    erase_user = blocking(AsyncMemory.erase_user)
+    audit_log = blocking(AsyncMemory.audit_log)
+    flush_audit = blocking(AsyncMemory.flush_audit)
+    memory_health = blocking(AsyncMemory.memory_health)
+    health_action = blocking(AsyncMemory.health_action)
+    export_memories = blocking(AsyncMemory.export_memories)
+    import_memories = blocking(AsyncMemory.import_memories)
 
     @property
     def tenant_id(self) -> str:

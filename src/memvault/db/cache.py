@@ -38,3 +38,12 @@ async def put_vectors(conn: AsyncConnection, packed: dict[bytes, bytes], expires
 
 async def purge_expired(conn: AsyncConnection) -> None:
     await conn.execute(embedding_cache.delete().where(_c.expires_at <= sa.func.now()))
+
+
+async def delete_vectors(conn: AsyncConnection, keys: Sequence[bytes]) -> int:
+    """Forget these entries (a deleted memory's text must leave no trace, cached or not)."""
+    if not keys:
+        return 0
+    return (
+        await conn.execute(embedding_cache.delete().where(_c.key.in_(list(keys))))
+    ).rowcount or 0

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.tables import (
     JOBS_CHANNEL,
+    audit_log,
     embedding_jobs,
     encryption_keys,
     memories,
@@ -493,8 +494,13 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
     in_history = sa.select(sa.func.count()).where(
         sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
     )
+    in_audit = sa.select(sa.func.count()).where(audit_log.c.query_key_id != active_key_id)
     total = 0
-    for query in (in_memories.select_from(memories), in_history.select_from(memory_history)):
+    for query in (
+        in_memories.select_from(memories),
+        in_history.select_from(memory_history),
+        in_audit.select_from(audit_log),
+    ):
         total += (await conn.execute(query)).scalar_one()
     return total
 

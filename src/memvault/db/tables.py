@@ -8,6 +8,8 @@ key id; ``content_hash`` is a keyed HMAC, so equality is checkable without plain
 
 from __future__ import annotations
 
+from typing import get_args
+
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
@@ -32,6 +34,8 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+
+from memvault.lifecycle.models import AuditOperation
 
 metadata = MetaData()
 
@@ -260,8 +264,104 @@ rate_limit_buckets = Table(
     prefixes=["UNLOGGED"],
 )
 
+# --- lifecycle and audit (issue 15) ------------------------------------------------------------
+
+# One row per run of a scheduled lifecycle job (dry runs included). Store-wide like the worker
+# heartbeats: jobs span tenants, and a run's row holds counts, never a tenant's data.
+scheduled_runs = Table(
+    "scheduled_runs",
+    metadata,
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("job", Text, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("outcome", Text, nullable=False, server_default="running"),
+    Column("duration_ms", Float),
+    Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("dry_run", Boolean, nullable=False, server_default=text("false")),
+    Column("error_code", Text),
+    Column("undone_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("id", name="pk_scheduled_runs"),
+    CheckConstraint(
+        "outcome IN ('running', 'ok', 'stopped', 'failed')", name="ck_scheduled_runs_outcome"
+    ),
+    Index("ix_scheduled_runs_job", "job", "started_at"),
+)
+
+# Every value a decay run changed, so the run can be undone (``jobs schedule undo decay ID``).
+# ``target`` names what decayed: memory importance now; entity salience and inferred-fact
+# confidence register their own targets (lifecycle/jobs.py DECAY_TARGETS).
+decay_changes = Table(
+    "decay_changes",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("run_id", BigInteger, nullable=False),
+    Column("target", Text, nullable=False),
+    Column("item_id", Uuid, nullable=False),
+    Column("old_value", Float, nullable=False),
+    Column("new_value", Float, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "run_id", "target", "item_id", name="pk_decay_changes"),
+    Index("ix_decay_changes_run", "run_id"),
+)
+
+# The settings in force when audit rows were written, once per distinct snapshot (secrets
+# left out); each audit row points here by the snapshot's hash instead of repeating it.
+audit_settings = Table(
+    "audit_settings",
+    metadata,
+    Column("id", LargeBinary, nullable=False),
+    Column("snapshot", JSONB, nullable=False),
+    Column("first_seen", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("id", name="pk_audit_settings"),
+)
+
+AUDIT_OPERATIONS: tuple[str, ...] = get_args(AuditOperation)
+
+# Who did what to which memories, partitioned by day (``audit_log_pYYYYMMDD``, made ahead and
+# dropped past retention by the ``audit_partitions`` job; see db/audit.py). A verbose level's
+# query text is sealed like content, bound to the tenant and the row's id.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("operation", Text, nullable=False),
+    Column("memory_kind", Text),
+    Column("user_id", Text),
+    Column("actor", Text, nullable=False),
+    Column("request_id", Text),
+    Column("session_id", Text),
+    Column("conversation_id", Text),
+    Column("source_channel", Text),
+    Column("target_channel", Text),
+    Column("memory_ids", ARRAY(Uuid), nullable=False, server_default="{}"),
+    Column("result_count", Integer),
+    Column("latency_ms", Float),
+    Column("success", Boolean, nullable=False),
+    Column("error_code", Text),
+    Column("promotion_rule", Text),
+    Column("promotion_score", Float),
+    Column("details", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("settings_id", LargeBinary),
+    Column("query_ciphertext", LargeBinary),
+    Column("query_nonce", LargeBinary),
+    Column("query_key_id", Text),
+    PrimaryKeyConstraint("tenant_id", "at", "id", name="pk_audit_log"),
+    CheckConstraint(
+        "operation IN (" + ", ".join(f"'{o}'" for o in AUDIT_OPERATIONS) + ")",
+        name="ck_audit_log_operation",
+    ),
+    Index("ix_audit_log_user", "tenant_id", "user_id", "at"),
+    postgresql_partition_by="RANGE (at)",
+)
+
 __all__ = [
+    "AUDIT_OPERATIONS",
     "api_keys",
+    "audit_log",
+    "audit_settings",
+    "decay_changes",
     "embedding_cache",
     "embedding_jobs",
     "encryption_keys",
@@ -271,5 +371,6 @@ __all__ = [
     "memory_terms",
     "metadata",
     "rate_limit_buckets",
+    "scheduled_runs",
     "worker_heartbeats",
 ]

@@ -34,6 +34,8 @@ class EmbeddingCache(Protocol):
 
     async def set_many(self, items: dict[bytes, list[float]]) -> None: ...
 
+    async def forget_many(self, keys: Sequence[bytes]) -> int: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -62,6 +64,11 @@ class PostgresCache:
         except sa.exc.SQLAlchemyError as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
+
+    async def forget_many(self, keys: Sequence[bytes]) -> int:
+        """Drop entries (a deleted memory's); unlike a read, a failure here is raised."""
+        async with self._engine.begin() as conn:
+            return await cache.delete_vectors(conn, keys)
 
     async def purge_expired(self) -> None:
         async with self._engine.begin() as conn:
@@ -102,6 +109,12 @@ class RedisCache:
         except Exception as exc:
             CACHE_ERRORS.labels("redis").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
+
+    async def forget_many(self, keys: Sequence[bytes]) -> int:
+        """Drop entries (a deleted memory's); unlike a read, a failure here is raised."""
+        if not keys:
+            return 0
+        return int(await self._redis.delete(*(self._name(k) for k in keys)))
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -30,6 +30,7 @@ from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError, StoreUnavailable
+from memvault.lifecycle import jobs as lifecycle_jobs
 from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
@@ -78,6 +79,9 @@ class Worker:
         notifications = jobs.Notifications(self.url)
         next_sweep = next_beat = 0.0
         loop = asyncio.get_running_loop()
+        # The first look comes a tick after start: a short-lived worker (a test, a CLI
+        # command that waits on embeddings) never runs the lifecycle.
+        next_schedule = loop.time() + self.settings.schedule_tick_s
         try:
             while not stop.is_set():
                 if loop.time() >= next_beat:
@@ -86,6 +90,9 @@ class Worker:
                 if sweeper and loop.time() >= next_sweep:
                     await self._guarded(self.sweep(), stop)
                     next_sweep = loop.time() + self.settings.worker_sweep_interval_s
+                if sweeper and self.settings.schedule_enabled and loop.time() >= next_schedule:
+                    await self._guarded(self.scheduled(), stop)
+                    next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
@@ -254,6 +261,10 @@ class Worker:
         log.warning("embedding job %s: %s (%s)", job.id, status, error[:200])
 
     # --- housekeeping -------------------------------------------------------------------------
+
+    async def scheduled(self) -> int:
+        """Run the lifecycle jobs that are due (each once across every worker process)."""
+        return len(await lifecycle_jobs.run_due(self.backend))
 
     @across_tenants
     async def sweep(self) -> int:

@@ -1,0 +1,102 @@
+"""Lifecycle and audit: the audit log (admin), deletions with receipts, memory health and its
+actions, a tenant's erasure (admin), export and import."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.admin import AsyncAdmin
+from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
+from memvault.api.schemas import V1_ERRORS, Owner
+from memvault.lifecycle.models import (
+    AuditOperation,
+    AuditPage,
+    DeletionReceipt,
+    HealthActionRequest,
+    HealthActionResult,
+    MemoryHealth,
+)
+from memvault.models import Identifier, Timestamp
+
+router = APIRouter(prefix="/v1", tags=["lifecycle"], responses=V1_ERRORS)
+
+
+class AuditParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier | None = None
+    operation: AuditOperation | None = None
+    since: Timestamp | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class DeletionRequest(BaseModel):
+    """One memory (``memory_id``), or every memory of the user (in one app, if given)."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
+    memory_id: UUID | None = None
+    app_id: Identifier | None = None
+
+
+class ExportPage(BaseModel):
+    results: list[dict[str, Any]]
+
+
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    memories: list[dict[str, Any]] = Field(max_length=10_000)
+
+
+@router.get("/audit")
+async def audit_log(params: Annotated[AuditParams, Query()], memory: AdminMemory) -> AuditPage:
+    """This tenant's audit log, newest first (admin scope)."""
+    since: datetime | None = params.since
+    return await memory.audit_log(
+        user_id=params.user_id, operation=params.operation, since=since, limit=params.limit
+    )
+
+
+@router.post("/deletions")
+async def delete_with_receipt(body: DeletionRequest, memory: WriteMemory) -> DeletionReceipt:
+    """Delete a memory, or all of a user's, from every store; answers the deletion receipt."""
+    if body.memory_id is not None:
+        return await memory.erase(body.memory_id, user_id=body.user_id)
+    return await memory.erase_user(user_id=body.user_id, app_id=body.app_id)
+
+
+@router.delete("/admin/tenant")
+async def erase_tenant(request: Request, memory: AdminMemory) -> DeletionReceipt:
+    """Erase the caller's whole tenant — memories, history, audit, API keys (admin scope)."""
+    admin: AsyncAdmin = request.app.state.admin
+    return await admin.erase_tenant(memory.tenant_id, actor=memory.actor)
+
+
+@router.get("/health/memory")
+async def memory_health(owner: Annotated[Owner, Query()], memory: ReadMemory) -> MemoryHealth:
+    """What this user's memories need, each finding with its recommended action."""
+    return await memory.memory_health(user_id=owner.user_id)
+
+
+@router.post("/health/memory/actions")
+async def memory_health_action(
+    body: HealthActionRequest, memory: WriteMemory
+) -> HealthActionResult:
+    """Act on a health finding (merge, archive, delete, retry_jobs) via the write path."""
+    return await memory.health_action(body)
+
+
+@router.get("/export")
+async def export_memories(owner: Annotated[Owner, Query()], memory: ReadMemory) -> ExportPage:
+    """Every memory of a user with its history and vectors, in the import format."""
+    return ExportPage(results=await memory.export_memories(user_id=owner.user_id))
+
+
+@router.post("/import")
+async def import_memories(body: ImportRequest, memory: WriteMemory) -> dict[str, int]:
+    """Load exported memories (ids, history and vectors kept); ids already here are skipped."""
+    return await memory.import_memories(body.memories)

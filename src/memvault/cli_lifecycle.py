@@ -1,0 +1,275 @@
+"""The lifecycle's commands: ``memvault jobs schedule …``, ``audit``, ``erase``, ``backup``,
+``restore``, ``export``, and the ``doctor --memory`` report. The CLI calls the service (and
+``lifecycle.backup``, which must run without opening the store) and nothing below it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memvault.admin import Admin
+from memvault.config import Settings
+from memvault.errors import MemvaultError
+from memvault.lifecycle import backup as backups
+from memvault.lifecycle.models import ScheduledRun
+from memvault.service import Memory
+
+lifecycle_app = typer.Typer(no_args_is_help=True)
+schedule_app = typer.Typer(
+    help="Scheduled lifecycle jobs: list them, run one now, undo a run.",
+    invoke_without_command=True,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+TenantOpt = Annotated[str, typer.Option("--tenant", help="the tenant (organisation) acted in")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+
+
+def _fail(exc: MemvaultError) -> None:
+    err.print(f"[red]error:[/red] {exc.message}", highlight=False)
+    raise typer.Exit(1)
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except MemvaultError as exc:
+        _fail(exc)
+        raise  # unreachable: _fail always exits
+
+
+@contextmanager
+def _admin() -> Iterator[Admin]:
+    try:
+        with Admin(Settings(run_worker=False)) as admin:
+            yield admin
+    except MemvaultError as exc:
+        _fail(exc)
+
+
+@contextmanager
+def _memory(tenant: str) -> Iterator[Memory]:
+    try:
+        with Memory(Settings(run_worker=False), tenant_id=tenant, actor="cli") as memory:
+            yield memory
+    except MemvaultError as exc:
+        _fail(exc)
+
+
+def _json(value: Any) -> None:
+    out.print_json(json.dumps(value, default=str))
+
+
+# --- jobs schedule -----------------------------------------------------------------------------
+
+
+@schedule_app.callback()
+def schedule_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """List the scheduled jobs: interval, last run and outcome, next due."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _admin() as admin:
+        found = _call(admin.schedule)
+    if as_json:
+        _json([s.model_dump(mode="json") for s in found])
+        return
+    table = Table("job", "interval", "last run", "outcome", "took", "next due")
+    for s in found:
+        last = s.last_run
+        table.add_row(
+            s.name,
+            f"{s.interval_s:g} s ({s.interval_setting})",
+            f"{last.started_at:%Y-%m-%d %H:%M}{' (dry)' if last.dry_run else ''}"
+            if last
+            else "never",
+            last.outcome if last else "",
+            f"{last.duration_ms:.0f} ms" if last and last.duration_ms is not None else "",
+            f"{s.next_due:%Y-%m-%d %H:%M}",
+        )
+    out.print(table)
+
+
+def _print_run(run: ScheduledRun) -> None:
+    _json(run.model_dump(mode="json", exclude_defaults=False))
+    if run.outcome == "stopped":
+        err.print(
+            "[yellow]safety stop:[/yellow] the run would change more than "
+            "MEMVAULT_LIFECYCLE_MAX_SHARE of the users listed; nothing was changed."
+        )
+    if run.outcome in ("stopped", "failed"):
+        raise typer.Exit(1)
+
+
+@schedule_app.command("run")
+def schedule_run(
+    name: Annotated[str, typer.Argument(help="cleanup, tiers, decay, audit_partitions, …")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show, change nothing")] = False,
+) -> None:
+    """Run one job now, due or not (still only one runner across every process)."""
+    with _admin() as admin:
+        run = _call(lambda: admin.run_scheduled(name, dry_run=dry_run))
+    _print_run(run)
+
+
+@schedule_app.command("undo")
+def schedule_undo(
+    name: Annotated[str, typer.Argument(help="the job (decay)")],
+    run_id: Annotated[int, typer.Argument(help="the run's id (jobs schedule runs)")],
+) -> None:
+    """Put back what one run changed; values changed since are left as they are."""
+    with _admin() as admin:
+        restored = _call(lambda: admin.undo_scheduled(name, run_id))
+    out.print(f"run {run_id} of {name} undone: {restored} value(s) put back")
+
+
+@schedule_app.command("runs")
+def schedule_runs(
+    job: Annotated[str | None, typer.Option(help="only this job")] = None,
+    limit: Annotated[int, typer.Option()] = 20,
+) -> None:
+    """Recent runs, newest first."""
+    with _admin() as admin:
+        found = _call(lambda: admin.scheduled_runs(job, limit))
+    table = Table("id", "job", "started", "outcome", "dry", "counts")
+    for r in found:
+        table.add_row(
+            str(r.id),
+            r.job,
+            f"{r.started_at:%Y-%m-%d %H:%M:%S}",
+            r.outcome + (" (undone)" if r.undone_at else ""),
+            "yes" if r.dry_run else "",
+            json.dumps(r.counts, default=str)[:120],
+        )
+    out.print(table)
+
+
+# --- audit, erase ------------------------------------------------------------------------------
+
+
+@lifecycle_app.command("audit")
+def audit(
+    tenant: TenantOpt = "default",
+    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
+    operation: Annotated[str | None, typer.Option(help="store, retrieve, delete, …")] = None,
+    since: Annotated[datetime | None, typer.Option(help="ISO time")] = None,
+    limit: Annotated[int, typer.Option()] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tenant's audit log, newest first."""
+    with _memory(tenant) as memory:
+        page = _call(
+            lambda: memory.audit_log(user_id=user, operation=operation, since=since, limit=limit)
+        )
+    if as_json:
+        _json([e.model_dump(mode="json") for e in page.results])
+        return
+    table = Table("at", "operation", "user", "actor", "results", "ms", "ok")
+    for e in page.results:
+        table.add_row(
+            f"{e.at:%Y-%m-%d %H:%M:%S}",
+            e.operation,
+            e.user_id or "",
+            e.actor,
+            "" if e.result_count is None else str(e.result_count),
+            "" if e.latency_ms is None else f"{e.latency_ms:.1f}",
+            "yes" if e.success else f"no ({e.error_code})",
+        )
+    out.print(table)
+
+
+@lifecycle_app.command("erase")
+def erase(
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    memory_id: Annotated[str | None, typer.Option("--memory", help="only this memory")] = None,
+    app: Annotated[str | None, typer.Option(help="only this app's memories")] = None,
+    tenant: TenantOpt = "default",
+) -> None:
+    """Delete a memory, or all of a user's, from every store; prints the deletion receipt."""
+    with _memory(tenant) as memory:
+        if memory_id is not None:
+            receipt = _call(lambda: memory.erase(memory_id, user_id=user))
+        else:
+            receipt = _call(lambda: memory.erase_user(user_id=user, app_id=app))
+    _json(receipt.model_dump(mode="json"))
+
+
+@lifecycle_app.command("erase-tenant")
+def erase_tenant(
+    tenant: Annotated[str, typer.Argument(help="the tenant to erase")],
+    yes: Annotated[bool, typer.Option("--yes", help="no question asked")] = False,
+) -> None:
+    """Erase a whole tenant: memories, derived rows, history, audit, API keys."""
+    if not yes:
+        typer.confirm(f"Erase every memory of tenant {tenant!r}?", abort=True)
+    with _admin() as admin:
+        receipt = _call(lambda: admin.erase_tenant(tenant))
+    _json(receipt.model_dump(mode="json"))
+
+
+# --- backup, restore, export -------------------------------------------------------------------
+
+
+@lifecycle_app.command("backup")
+def backup(file: Annotated[Path, typer.Argument(help="where to write the dump")]) -> None:
+    """Dump the whole store (pg_dump, custom format). The encryption key is NOT in it: back up
+    the key file (or MEMVAULT_ENCRYPTION_KEY) apart — see the README."""
+    size = _call(lambda: backups.backup_sync(Settings(), file))
+    out.print(f"wrote {file} ({size} bytes); keep the encryption key apart from it")
+
+
+@lifecycle_app.command("restore")
+def restore(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="a backup")],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="replace a store that already holds memories")
+    ] = False,
+) -> None:
+    """Load a backup into this store (stop servers and workers on it first). Start with the
+    key the backup was made under (key file or MEMVAULT_ENCRYPTION_KEY)."""
+    _call(lambda: backups.restore_sync(Settings(), file, replace=replace))
+    out.print(f"restored {file}")
+
+
+@lifecycle_app.command("export")
+def export(
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    tenant: TenantOpt = "default",
+) -> None:
+    """Write a user's memories (ids, history, vectors) as JSON lines to stdout; `memvault
+    import FILE` loads them back."""
+    with _memory(tenant) as memory:
+        lines = _call(lambda: memory.export_memories(user_id=user))
+    for line in lines:
+        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+    err.print(f"exported {len(lines)} memories of {user!r}")
+
+
+def import_export_file(items: list[dict[str, Any]], tenant: str = "default") -> None:
+    """What ``memvault import`` does with a file written by ``memvault export``."""
+    with _memory(tenant) as memory:
+        counts = _call(lambda: memory.import_memories(items))
+    out.print(", ".join(f"{n} {what}" for what, n in counts.items()))
+
+
+def memory_doctor(user: str, tenant: str = "default") -> bool:
+    """The ``doctor --memory`` report; True when nothing needs doing."""
+    with _memory(tenant) as memory:
+        report = _call(lambda: memory.memory_health(user_id=user))
+    table = Table("finding", "count", "recommendation", "action")
+    for f in report.findings:
+        action = f"POST {f.action.path} {json.dumps(f.action.body)[:80]}" if f.action else ""
+        table.add_row(f.kind, str(f.count), f.recommendation, action)
+    out.print(f"{report.total} memories of {user!r}")
+    out.print(table if report.findings else "nothing to do")
+    return not report.findings

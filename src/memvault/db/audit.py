@@ -1,0 +1,125 @@
+"""The audit log's SQL: its daily partitions, batched inserts, and the admin's reads.
+
+Partitions are made by the table owner (the ``ddl_engine``): the app role owns nothing and
+makes nothing. Each new partition loses the app role's default grants, so the role reads and
+writes audit rows only through ``audit_log`` and its row-level policy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.store import AnyRow
+from memvault.db.tables import audit_log, audit_settings
+from memvault.db.tenancy import APP_ROLE
+
+PARTITION_PREFIX = "audit_log_p"
+_PARTITION = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
+_a = audit_log.c
+
+
+def partition_name(day: date) -> str:
+    return f"{PARTITION_PREFIX}{day:%Y%m%d}"
+
+
+def partition_day(name: str) -> date | None:
+    found = _PARTITION.match(name)
+    return datetime.strptime(found.group(1), "%Y%m%d").date() if found else None
+
+
+async def partition_days(conn: AsyncConnection) -> list[date]:
+    """The days that have a partition, oldest first."""
+    names = await conn.execute(
+        sa.text(
+            "SELECT c.relname FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent "
+            "WHERE p.relname = 'audit_log'"
+        )
+    )
+    return sorted(d for (name,) in names if (d := partition_day(name)) is not None)
+
+
+async def create_partition(conn: AsyncConnection, day: date) -> None:
+    """The day's partition (owner connection); one that exists already is left alone."""
+    name = partition_name(day)  # built from a date, never from caller text
+    upper = day + timedelta(days=1)
+    await conn.execute(
+        sa.text(
+            f"CREATE TABLE IF NOT EXISTS {name} PARTITION OF audit_log "
+            f"FOR VALUES FROM ('{day.isoformat()}T00:00:00+00:00') "
+            f"TO ('{upper.isoformat()}T00:00:00+00:00')"
+        )
+    )
+    await conn.execute(sa.text(f"REVOKE ALL ON {name} FROM {APP_ROLE}"))
+
+
+async def drop_partition(conn: AsyncConnection, day: date) -> None:
+    await conn.execute(sa.text(f"DROP TABLE IF EXISTS {partition_name(day)}"))
+
+
+async def remember_settings(conn: AsyncConnection, settings_id: bytes, snapshot: Any) -> None:
+    await conn.execute(
+        insert(audit_settings)
+        .values(id=settings_id, snapshot=snapshot)
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+
+
+async def insert_rows(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(audit_log.insert(), list(rows))
+
+
+async def read_rows(
+    conn: AsyncConnection,
+    tenant_id: str,
+    *,
+    user_id: str | None,
+    operation: str | None,
+    since: datetime | None,
+    limit: int,
+) -> Sequence[AnyRow]:
+    """A tenant's audit rows, newest first."""
+    where = [_a.tenant_id == tenant_id]
+    if user_id is not None:
+        where.append(_a.user_id == user_id)
+    if operation is not None:
+        where.append(_a.operation == operation)
+    if since is not None:
+        where.append(_a.at >= since)
+    query = sa.select(audit_log).where(*where).order_by(_a.at.desc(), _a.id).limit(limit)
+    return (await conn.execute(query)).all()
+
+
+async def settings_snapshot(conn: AsyncConnection, settings_id: bytes) -> Any:
+    query = sa.select(audit_settings.c.snapshot).where(audit_settings.c.id == settings_id)
+    return (await conn.execute(query)).scalar_one_or_none()
+
+
+async def claim_queries_to_reseal(
+    conn: AsyncConnection, active_key_id: str, batch: int
+) -> Sequence[AnyRow]:
+    query = (
+        sa.select(_a.tenant_id, _a.at, _a.id, _a.query_ciphertext, _a.query_nonce, _a.query_key_id)
+        .where(_a.query_key_id != active_key_id)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def reseal_query(
+    conn: AsyncConnection, row: AnyRow, ciphertext: bytes, nonce: bytes, key_id: str
+) -> None:
+    await conn.execute(
+        audit_log.update()
+        .where(_a.tenant_id == row.tenant_id, _a.at == row.at, _a.id == row.id)
+        .values(query_ciphertext=ciphertext, query_nonce=nonce, query_key_id=key_id)
+    )

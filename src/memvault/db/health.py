@@ -1,0 +1,182 @@
+"""SQL of memory health (what a user's memories need) and of export / import (a user's
+memories with their history and vectors, out and back in, ids kept)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.store import AnyRow
+from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
+
+_m = memories.c
+_h = memory_history.c
+_c = memory_chunks.c
+_j = embedding_jobs.c
+SAMPLE = 50
+
+
+def _owner(tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
+    return [_m.tenant_id == tenant_id, _m.user_id == user_id]
+
+
+async def count_where(
+    conn: AsyncConnection, tenant_id: str, user_id: str, *condition: sa.ColumnElement[bool]
+) -> tuple[int, list[UUID]]:
+    """How many of the user's memories meet ``condition``, and a sample of their ids."""
+    where = [*_owner(tenant_id, user_id), *condition]
+    total = await conn.scalar(sa.select(sa.func.count()).select_from(memories).where(*where))
+    sample = await conn.execute(
+        sa.select(_m.id).where(*where).order_by(_m.created_at, _m.id).limit(SAMPLE)
+    )
+    return int(total or 0), [r[0] for r in sample]
+
+
+def expired_temporal(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(_m.memory_type == "temporal", _m.valid_until <= now)
+
+
+def not_recalled_since(before: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(sa.func.coalesce(_m.last_accessed, _m.created_at) < before)
+
+
+def low_importance_unrecalled(floor: int, before: datetime) -> sa.ColumnElement[bool]:
+    """At or below the decay floor, never recalled, and written before ``before``."""
+    return sa.and_(_m.importance <= floor, _m.access_count == 0, _m.created_at < before)
+
+
+def vectorless(before: datetime) -> sa.ColumnElement[bool]:
+    """Not searchable by meaning: never embedded (and not just written)."""
+    has_chunks = sa.exists().where(_c.tenant_id == _m.tenant_id, _c.memory_id == _m.id)
+    return sa.and_(_m.created_at < before, sa.or_(_m.embedded.is_(False), ~has_chunks))
+
+
+async def failed_jobs(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[AnyRow]:
+    query = (
+        sa.select(_j.id, _j.memory_id)
+        .join(memories, sa.and_(_m.tenant_id == _j.tenant_id, _m.id == _j.memory_id))
+        .where(_j.tenant_id == tenant_id, _m.user_id == user_id, _j.status == "failed")
+        .order_by(_j.id)
+    )
+    return list((await conn.execute(query)).all())
+
+
+_NEAR = sa.text(
+    """
+    WITH recent AS (
+        SELECT c.memory_id, c.embedding FROM memory_chunks c
+        WHERE c.tenant_id = :tenant AND c.user_id = :user AND c.model = :model
+          AND c.chunk_index = 0
+        ORDER BY c.created_at DESC LIMIT :scan
+    )
+    SELECT a.memory_id AS a, b.memory_id AS b
+    FROM recent a JOIN recent b ON a.memory_id < b.memory_id
+    WHERE (a.embedding <=> b.embedding) <= :distance
+    LIMIT :pairs
+    """
+)
+
+
+async def near_duplicate_pairs(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    model: str,
+    similarity: float,
+    *,
+    scan: int = 2000,
+    pairs: int = 500,
+) -> list[tuple[UUID, UUID]]:
+    """Pairs of the user's newest ``scan`` memories whose first chunks are at least this
+    similar (cosine), by the given model."""
+    params = {
+        "tenant": tenant_id,
+        "user": user_id,
+        "model": model,
+        "distance": 1 - similarity,
+        "scan": scan,
+        "pairs": pairs,
+    }
+    return [(r.a, r.b) for r in await conn.execute(_NEAR, params)]
+
+
+async def set_tier(
+    conn: AsyncConnection, tenant_id: str, user_id: str, ids: Sequence[UUID], tier: str
+) -> int:
+    query = (
+        memories.update()
+        .where(*_owner(tenant_id, user_id), _m.id.in_(list(ids)), _m.tier != tier)
+        .values(tier=tier)
+    )
+    return (await conn.execute(query)).rowcount or 0
+
+
+# --- export / import ---------------------------------------------------------------------------
+
+
+async def user_memories(conn: AsyncConnection, tenant_id: str, user_id: str) -> Sequence[AnyRow]:
+    query = sa.select(memories).where(*_owner(tenant_id, user_id)).order_by(_m.created_at, _m.id)
+    return (await conn.execute(query)).all()
+
+
+async def histories(
+    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
+) -> dict[UUID, list[AnyRow]]:
+    query = (
+        sa.select(memory_history)
+        .where(_h.tenant_id == tenant_id, _h.memory_id.in_(list(ids)))
+        .order_by(_h.id)
+    )
+    found: dict[UUID, list[AnyRow]] = {}
+    for row in await conn.execute(query):
+        found.setdefault(row.memory_id, []).append(row)
+    return found
+
+
+async def chunks(
+    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
+) -> dict[UUID, dict[str, list[list[float]]]]:
+    """Vectors by memory, then model, in chunk order."""
+    query = (
+        sa.select(_c.memory_id, _c.model, _c.embedding)
+        .where(_c.tenant_id == tenant_id, _c.memory_id.in_(list(ids)))
+        .order_by(_c.memory_id, _c.model, _c.chunk_index)
+    )
+    found: dict[UUID, dict[str, list[list[float]]]] = {}
+    for row in await conn.execute(query):
+        found.setdefault(row.memory_id, {}).setdefault(row.model, []).append(
+            [float(x) for x in row.embedding]
+        )
+    return found
+
+
+async def insert_exported(conn: AsyncConnection, values: dict[str, Any]) -> bool:
+    """A memory as exported, its id kept; False when this tenant has that id already."""
+    query = (
+        insert(memories)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
+        .returning(_m.id)
+    )
+    return (await conn.execute(query)).first() is not None
+
+
+async def insert_history(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(memory_history.insert(), list(rows))
+
+
+async def owned_unembedded(
+    conn: AsyncConnection, tenant_id: str, user_id: str, ids: Sequence[UUID]
+) -> list[UUID]:
+    """Which of these ids are the user's memories without vectors."""
+    query = sa.select(_m.id).where(
+        *_owner(tenant_id, user_id), _m.id.in_(list(ids)), vectorless(datetime.max)
+    )
+    return [r[0] for r in await conn.execute(query)]

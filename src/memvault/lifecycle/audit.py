@@ -1,0 +1,248 @@
+"""The audit log writer: rows gathered in memory and written in batches by a background task,
+so recording a search costs a list append, never a round trip.
+
+What is recorded depends on ``audit_level``: ``off`` nothing; ``writes`` every change (store,
+update, delete, promote, merge, decay, export, import, tier); ``reads`` also every retrieval;
+``verbose`` also the query text, sealed like content (bound to the tenant and the audit row's
+id), never in plaintext. A batch that cannot be written is counted and logged and kept for the
+next flush, up to a bound; deletion receipts do not take this path: they are written in the
+deleting transaction (``row_for`` + ``db.audit.insert_rows``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memvault.config import Settings
+from memvault.crypto import KeyringSource, associated_data
+from memvault.db import audit
+from memvault.db.tenancy import all_tenants
+from memvault.logs import request_id
+from memvault.metrics import AUDIT_ROWS
+
+log = logging.getLogger(__name__)
+READ_OPERATIONS = frozenset({"retrieve"})
+_LEVELS = ("off", "writes", "reads", "verbose")
+# Rows held while the store is away: beyond this the oldest are dropped (and counted).
+MAX_PENDING = 100_000
+
+
+def records(level: str, operation: str) -> bool:
+    if level == "off":
+        return False
+    return operation not in READ_OPERATIONS or _LEVELS.index(level) >= _LEVELS.index("reads")
+
+
+def settings_snapshot(settings: Settings) -> tuple[bytes, dict[str, Any]]:
+    """The settings in force, secrets left out, and the hash audit rows refer to them by."""
+    snapshot = json.loads(settings.model_dump_json(exclude=_secret_fields(settings)))
+    digest = hashlib.sha256(json.dumps(snapshot, sort_keys=True).encode()).digest()[:16]
+    return digest, snapshot
+
+
+def _secret_fields(settings: Settings) -> set[str]:
+    return {
+        name
+        for name, info in type(settings).model_fields.items()
+        if "SecretStr" in repr(info.annotation)
+    }
+
+
+def query_aad(tenant_id: str, audit_id: uuid.UUID) -> bytes:
+    return associated_data(tenant_id, f"audit:{audit_id}")
+
+
+@dataclass
+class AuditEvent:
+    """One audit row being built; ``Audit.timed`` fills in latency and outcome."""
+
+    tenant_id: str
+    operation: str
+    actor: str
+    user_id: str | None = None
+    memory_kind: str | None = "memory"
+    session_id: str | None = None
+    conversation_id: str | None = None
+    source_channel: str | None = None
+    target_channel: str | None = None
+    memory_ids: list[uuid.UUID] = field(default_factory=list)
+    result_count: int | None = None
+    latency_ms: float | None = None
+    success: bool = True
+    error_code: str | None = None
+    promotion_rule: str | None = None
+    promotion_score: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    query: str | None = None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+class Audit:
+    def __init__(
+        self, engine: AsyncEngine, ddl_engine: AsyncEngine, keys: KeyringSource, settings: Settings
+    ) -> None:
+        self._engine, self._ddl, self._keys = engine, ddl_engine, keys
+        self.level = settings.audit_level
+        self._flush_s = settings.audit_flush_ms / 1000
+        self._batch = settings.audit_batch
+        self.settings_id, self._snapshot = settings_snapshot(settings)
+        self._pending: list[dict[str, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._days: set[date] = set()
+        self._settings_saved = False
+        # One flush at a time: an explicit flush waits for the background one in flight, so
+        # whoever flushes then reads finds every row recorded before.
+        self._flushing: asyncio.Lock | None = None
+        self._closing = False
+
+    def wants(self, operation: str) -> bool:
+        return records(self.level, operation)
+
+    def record(self, event: AuditEvent) -> None:
+        """Queue a row for the next batch (a list append; the write happens in the background)."""
+        if not self.wants(event.operation):
+            return
+        self._pending.append(self.row_for(event))
+        if len(self._pending) > MAX_PENDING:
+            dropped = len(self._pending) - MAX_PENDING
+            del self._pending[:dropped]
+            AUDIT_ROWS.labels("dropped").inc(dropped)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    @contextlib.contextmanager
+    def timed(self, event: AuditEvent) -> Iterator[AuditEvent]:
+        """Time the block; record its outcome (an exception's code on failure) when it ends."""
+        started = time.perf_counter()
+        try:
+            yield event
+        except Exception as exc:
+            event.success = False
+            event.error_code = getattr(exc, "code", type(exc).__name__)
+            raise
+        finally:
+            event.latency_ms = (time.perf_counter() - started) * 1000
+            self.record(event)
+
+    def row_for(self, event: AuditEvent) -> dict[str, Any]:
+        values = {
+            k: getattr(event, k)
+            for k in (
+                "tenant_id",
+                "at",
+                "id",
+                "operation",
+                "memory_kind",
+                "user_id",
+                "actor",
+                "session_id",
+                "conversation_id",
+                "source_channel",
+                "target_channel",
+                "memory_ids",
+                "result_count",
+                "latency_ms",
+                "success",
+                "error_code",
+                "promotion_rule",
+                "promotion_score",
+                "details",
+            )
+        }
+        values.update(
+            request_id=request_id.get(),
+            settings_id=self.settings_id,
+            query_ciphertext=None,
+            query_nonce=None,
+            query_key_id=None,
+        )
+        if self.level == "verbose" and event.query is not None:
+            sealed = self._keys.current().seal(event.query, query_aad(event.tenant_id, event.id))
+            values.update(
+                query_ciphertext=sealed.ciphertext,
+                query_nonce=sealed.nonce,
+                query_key_id=sealed.key_id,
+            )
+        return values
+
+    async def _flush_later(self) -> None:
+        if not self._closing:
+            await asyncio.sleep(self._flush_s)
+        await self.flush()
+
+    async def flush(self) -> int:
+        """Write everything queued so far; returns how many rows went in."""
+        if self._flushing is None:
+            self._flushing = asyncio.Lock()
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> int:
+        written = 0
+        while self._pending:
+            batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
+            try:
+                await self.write(batch)
+            except (sa.exc.SQLAlchemyError, OSError) as exc:
+                self._pending[:0] = batch  # kept for the next flush
+                AUDIT_ROWS.labels("failed").inc(len(batch))
+                log.warning("audit write failed: %s; %d rows kept", type(exc).__name__, len(batch))
+                return written
+            written += len(batch)
+        return written
+
+    async def write(self, rows: list[dict[str, Any]]) -> None:
+        await self.ensure_days({r["at"].astimezone(UTC).date() for r in rows})
+        with all_tenants():
+            async with self._engine.begin() as conn:
+                await self.remember_settings(conn)
+                await audit.insert_rows(conn, rows)
+        AUDIT_ROWS.labels("written").inc(len(rows))
+
+    async def remember_settings(self, conn: Any) -> None:
+        if not self._settings_saved:
+            await audit.remember_settings(conn, self.settings_id, self._snapshot)
+            self._settings_saved = True
+
+    async def ensure_days(self, days: set[date]) -> None:
+        """Partitions for these days (and the next), made by the table owner when missing."""
+        missing = {d + timedelta(days=n) for d in days for n in (0, 1)} - self._days
+        for day in sorted(missing):
+            try:
+                async with self._ddl.begin() as conn:
+                    await audit.create_partition(conn, day)
+            except sa.exc.DBAPIError:
+                # Another process made it in the same instant: the catalogue says so now.
+                async with self._ddl.connect() as conn:
+                    if day not in await audit.partition_days(conn):
+                        raise
+            self._days.add(day)
+
+    async def close(self) -> None:
+        """Write what is queued. A background flush still asleep is cut short; one already
+        writing finishes (cancelling it could lose the batch it holds)."""
+        self._closing = True
+        task = self._task
+        if task is not None and not task.done():
+            if self._flushing is not None and self._flushing.locked():
+                with contextlib.suppress(Exception):
+                    await task
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self.flush()

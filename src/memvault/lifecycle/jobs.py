@@ -1,0 +1,253 @@
+"""The scheduled jobs that stand on the memories table: cleanup, tiers, decay, and the audit
+log's partitions — registered in the scheduler's table at the bottom.
+
+Each job first counts, per user, what it would change; if that is more than
+``lifecycle_max_share`` of some user's memories (and more than ``lifecycle_safety_min``), the
+job stops and reports instead of acting. A dry run counts and changes nothing. Jobs that
+stand on the graph and cognitive tables join through ``CLEANUP_STEPS`` and
+``DECAY_TARGETS`` (and ``schedule.register`` for whole new jobs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from memvault.db import audit
+from memvault.db import lifecycle as db
+from memvault.db.store import AnyRow
+from memvault.db.tables import memories
+from memvault.lifecycle.audit import AuditEvent
+from memvault.lifecycle.deletion import erase
+from memvault.lifecycle.schedule import (
+    JOBS,
+    Outcome,
+    RunContext,
+    ScheduledJob,
+    history,
+    register,
+    run_due,
+    run_job,
+    statuses,
+    undo,
+)
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+
+async def _per_user(ctx: RunContext, condition: sa.ColumnElement[bool]) -> Sequence[AnyRow]:
+    async with ctx.backend.engine.connect() as conn:
+        return await db.touched_per_user(conn, condition)
+
+
+def _over_share(ctx: RunContext, per_user: Sequence[AnyRow]) -> list[dict[str, Any]]:
+    """The users a run would change too much of (the safety stop's report)."""
+    share, least = ctx.settings.lifecycle_max_share, ctx.settings.lifecycle_safety_min
+    return [
+        {"tenant_id": r.tenant_id, "user_id": r.user_id, "touched": r.touched, "total": r.total}
+        for r in per_user
+        if r.touched > least and r.touched > share * r.total
+    ]
+
+
+def _audit_per_user(ctx: RunContext, operation: str, per_user: Sequence[AnyRow]) -> None:
+    for r in per_user:
+        ctx.backend.audit.record(
+            AuditEvent(
+                tenant_id=r.tenant_id,
+                operation=operation,
+                actor=f"lifecycle:{operation}",
+                user_id=r.user_id,
+                result_count=r.touched,
+                details={"run_id": ctx.run_id},
+                at=ctx.now,
+            )
+        )
+
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+CleanupStep = Callable[[RunContext], Awaitable[dict[str, int]]]
+# Conversation archiving and low-salience entity deletion register here once their tables
+# exist; each honours ctx.dry_run and returns its counts.
+CLEANUP_STEPS: dict[str, CleanupStep] = {}
+
+
+async def cleanup(ctx: RunContext) -> Outcome:
+    """Delete memories past ``expires_at`` and temporal ones past ``valid_until``, through the
+    deletion path (every derived row, a receipt per tenant in the audit)."""
+    condition = db.expired_at(ctx.now)
+    per_user = await _per_user(ctx, condition)
+    if stopped := _over_share(ctx, per_user):
+        return Outcome({"would_delete": sum(r.touched for r in per_user)}, stopped)
+    counts: dict[str, int] = {}
+    if ctx.dry_run:
+        counts["would_delete"] = sum(r.touched for r in per_user)
+    else:
+        for tenant_id in sorted({r.tenant_id for r in per_user}):
+            receipt = await erase(
+                ctx.backend,
+                tenant_id,
+                sa.and_(memories.c.tenant_id == tenant_id, condition),
+                scope="expired",
+                user_id=None,
+                actor="lifecycle:cleanup",
+                now=ctx.now,
+            )
+            for store, n in receipt.counts.items():
+                counts[store] = counts.get(store, 0) + n
+        counts["deleted"] = counts.get("memories", 0)
+    for name, step in CLEANUP_STEPS.items():
+        for key, n in (await step(ctx)).items():
+            counts[f"{name}.{key}"] = n
+    return Outcome(counts, changed={"deleted": counts.get("deleted", 0)})
+
+
+# --- tiers -------------------------------------------------------------------------------------
+
+
+async def tiers(ctx: RunContext) -> Outcome:
+    """hot -> warm -> cold as memories go unread and unwritten; a recalled one comes back to
+    hot at the next run."""
+    settings = ctx.settings
+    due = db.tier_due(
+        ctx.now,
+        timedelta(days=settings.tier_warm_after_days),
+        timedelta(days=settings.tier_cold_after_days),
+    )
+    per_user = await _per_user(ctx, memories.c.tier != due)
+    async with ctx.backend.engine.connect() as conn:
+        moves = await db.tier_moves(conn, due)
+    if stopped := _over_share(ctx, per_user):
+        return Outcome({"would_move": moves}, stopped)
+    if ctx.dry_run:
+        return Outcome({"would_move": moves})
+    async with ctx.backend.engine.begin() as conn:
+        moved = await db.apply_tiers(conn, due)
+    _audit_per_user(ctx, "tier", per_user)
+    return Outcome({"moved": moved, **moves}, changed={"tiered": moved})
+
+
+# --- decay -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecayTarget:
+    """Something that decays: which rows it would touch (for the safety stop; None when it is
+    not a user's memories), how to decay them under a run id, how to undo that run."""
+
+    condition: Callable[[RunContext], sa.ColumnElement[bool] | None]
+    apply: Callable[[RunContext], Awaitable[int]]
+    undo: Callable[[Backend, int], Awaitable[int]]
+
+
+def _idle_importance(ctx: RunContext) -> sa.ColumnElement[bool]:
+    s = ctx.settings
+    return db.decaying(ctx.now, timedelta(days=s.decay_idle_days), s.decay_importance_floor)
+
+
+async def _decay_importance(ctx: RunContext) -> int:
+    s = ctx.settings
+    async with ctx.backend.engine.begin() as conn:
+        return await db.decay_importance(
+            conn,
+            ctx.run_id,
+            ctx.now - timedelta(days=s.decay_idle_days),
+            s.decay_importance_floor,
+            s.decay_importance_step,
+        )
+
+
+async def _undo_importance(backend: Backend, run_id: int) -> int:
+    async with backend.engine.begin() as conn:
+        return await db.undo_importance(conn, run_id)
+
+
+# Entity salience and inferred-fact confidence register here with the graph's tables.
+DECAY_TARGETS: dict[str, DecayTarget] = {
+    "memory_importance": DecayTarget(_idle_importance, _decay_importance, _undo_importance)
+}
+
+
+async def decay(ctx: RunContext) -> Outcome:
+    """Idle memories lose importance step by step, never below the floor; every change is
+    recorded under the run so ``undo`` can put it back."""
+    per_user: list[AnyRow] = []
+    for target in DECAY_TARGETS.values():
+        condition = target.condition(ctx)
+        if condition is not None:
+            per_user.extend(await _per_user(ctx, condition))
+    would = sum(r.touched for r in per_user)
+    if stopped := _over_share(ctx, per_user):
+        return Outcome({"would_decay": would}, stopped)
+    if ctx.dry_run:
+        return Outcome({"would_decay": would})
+    counts = {name: await target.apply(ctx) for name, target in DECAY_TARGETS.items()}
+    _audit_per_user(ctx, "decay", per_user)
+    return Outcome(counts, changed={"decayed": sum(counts.values())})
+
+
+async def undo_decay(backend: Backend, run_id: int) -> int:
+    return sum([await t.undo(backend, run_id) for t in DECAY_TARGETS.values()])
+
+
+# --- audit partitions --------------------------------------------------------------------------
+
+
+async def audit_partitions(ctx: RunContext) -> Outcome:
+    """Make the next days' audit partitions; drop those past ``audit_retention_days``."""
+    settings = ctx.settings
+    today = ctx.now.date()
+    wanted = {today + timedelta(days=n) for n in range(settings.audit_partitions_ahead_days + 1)}
+    oldest_kept = today - timedelta(days=settings.audit_retention_days)
+    async with ctx.backend.ddl_engine.connect() as conn:
+        existing = set(await audit.partition_days(conn))
+    create, drop = sorted(wanted - existing), sorted(d for d in existing if d < oldest_kept)
+    counts: dict[str, Any] = {
+        "create": [d.isoformat() for d in create],
+        "drop": [d.isoformat() for d in drop],
+    }
+    if ctx.dry_run:
+        return Outcome(counts)
+    async with ctx.backend.ddl_engine.begin() as conn:
+        for day in create:
+            await audit.create_partition(conn, day)
+        for day in drop:
+            await audit.drop_partition(conn, day)
+    return Outcome(
+        counts, changed={"partitions_created": len(create), "partitions_dropped": len(drop)}
+    )
+
+
+for _job in (
+    ScheduledJob("cleanup", "cleanup_interval_s", cleanup, description="expired memories go"),
+    ScheduledJob("tiers", "tiers_interval_s", tiers, description="hot -> warm -> cold"),
+    ScheduledJob(
+        "decay", "decay_interval_s", decay, undo=undo_decay, description="idle importance decays"
+    ),
+    ScheduledJob(
+        "audit_partitions",
+        "audit_partitions_interval_s",
+        audit_partitions,
+        description="audit partitions ahead, old ones dropped",
+    ),
+):
+    register(_job)
+
+# The scheduler's entry points, from here so that whoever runs jobs has the table filled.
+__all__ = [
+    "CLEANUP_STEPS",
+    "DECAY_TARGETS",
+    "JOBS",
+    "DecayTarget",
+    "history",
+    "run_due",
+    "run_job",
+    "statuses",
+    "undo",
+]

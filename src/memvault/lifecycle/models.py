@@ -1,0 +1,128 @@
+"""What the lifecycle answers with: runs of scheduled jobs, deletion receipts, audit entries,
+memory health findings. Faces import these; nothing here touches the store."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.models import Identifier
+
+# What the audit log records; the table's check constraint is derived from this.
+AuditOperation = Literal[
+    "store", "retrieve", "update", "delete", "promote", "merge", "decay", "export", "import", "tier"
+]
+RunOutcome = Literal["running", "ok", "stopped", "failed", "skipped"]
+DeletionScope = Literal["memory", "user", "tenant", "expired"]
+
+
+class ScheduledRun(BaseModel):
+    """One run of a scheduled job. ``stopped``: the safety stop held it back (``report``
+    names who it would have touched too much of); ``skipped``: another runner held the job."""
+
+    id: int | None
+    job: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    outcome: RunOutcome
+    duration_ms: float | None = None
+    counts: dict[str, Any] = {}
+    dry_run: bool = False
+    error_code: str | None = None
+    undone_at: datetime | None = None
+    report: list[dict[str, Any]] = Field(
+        default=[], description="safety stop: the users a run would have changed too much of"
+    )
+
+
+class JobStatus(BaseModel):
+    name: str
+    interval_s: float
+    interval_setting: str
+    dry_run: bool
+    undo: bool
+    last_run: ScheduledRun | None
+    next_due: datetime
+
+
+class DeletionReceipt(BaseModel):
+    """Proof of a deletion: what went from each store, when, for which request."""
+
+    request_id: str
+    scope: DeletionScope
+    tenant_id: str
+    user_id: str | None
+    memories: int
+    counts: dict[str, int] = Field(description="rows (or entries) removed, per store")
+    history: Literal["tombstone", "purge"]
+    deleted_at: datetime
+
+
+class AuditEntry(BaseModel):
+    id: UUID
+    at: datetime
+    operation: AuditOperation
+    memory_kind: str | None
+    user_id: str | None
+    actor: str
+    request_id: str | None
+    session_id: str | None
+    conversation_id: str | None
+    source_channel: str | None
+    target_channel: str | None
+    memory_ids: list[UUID]
+    result_count: int | None
+    latency_ms: float | None
+    success: bool
+    error_code: str | None
+    promotion_rule: str | None
+    promotion_score: float | None
+    details: dict[str, Any]
+    settings_id: str | None = Field(description="hex id of the settings snapshot in force")
+    query: str | None = Field(default=None, description="verbose level only: the query text")
+
+
+class AuditPage(BaseModel):
+    results: list[AuditEntry]
+
+
+class HealthAction(BaseModel):
+    """How to act on a finding, through the normal write path (and so the audit)."""
+
+    method: Literal["POST"] = "POST"
+    path: str
+    body: dict[str, Any]
+
+
+class HealthFinding(BaseModel):
+    kind: str
+    count: int
+    memory_ids: list[UUID] = Field(default=[], description="a sample, at most 50")
+    clusters: list[list[UUID]] = Field(default=[], description="near-duplicates, grouped")
+    recommendation: str
+    action: HealthAction | None = None
+
+
+class MemoryHealth(BaseModel):
+    user_id: str
+    total: int
+    findings: list[HealthFinding]
+
+
+class HealthActionRequest(BaseModel):
+    """An action a health finding recommends: merge near-duplicates into the first id,
+    archive (tier cold), delete, or retry failed embedding jobs."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
+    action: Literal["merge", "archive", "delete", "retry_jobs"]
+    memory_ids: list[UUID] = Field(default=[], max_length=1000)
+
+
+class HealthActionResult(BaseModel):
+    action: str
+    changed: int
+    receipt: DeletionReceipt | None = None
