@@ -64,13 +64,15 @@ def validated(model: type[M], **fields: Any) -> M:
 _ENRICHED = ("importance", "memory_type", "valid_until", "categories")
 
 
-def parse_id(memory_id: UUID | str) -> UUID:
+def parse_id(memory_id: UUID | str, *, field: str = "memory_id") -> UUID:
+    """An id the caller gave, as a UUID; anything else is ``InvalidInput`` naming ``field``."""
     if isinstance(memory_id, UUID):
         return memory_id
     try:
         return UUID(memory_id)
     except (ValueError, TypeError, AttributeError):
-        raise InvalidInput("A memory id must be a UUID.", details={"field": "memory_id"}) from None
+        noun = field.removesuffix("_id").replace("_", " ")
+        raise InvalidInput(f"A {noun} id must be a UUID.", details={"field": field}) from None
 
 
 def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
