@@ -6,16 +6,20 @@ model defines."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import typing
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 import memvault
 from memvault.client import ROUTES, Route
+from memvault.db import tables
+from memvault.db.records import ApiKeyRow, HistoryRow, JobRow, MemoryRow
 from memvault.models import MemoryQuery, SearchRequest
 
 ROOT = Path(memvault.__file__).parent
@@ -172,3 +176,30 @@ def test_every_client_route_is_one_the_server_answers(client: TestClient, route:
     sent = named & {route.wire.get(name, name) for name in arguments}
     assert sent or not named, f"{route.method} {route.path}: no argument goes in its query"
     assert sent <= served, f"{route.method} {route.path} takes no {sorted(sent - served)}"
+
+
+@pytest.mark.parametrize(
+    ("record", "table"),
+    [
+        (MemoryRow, tables.memories),
+        (HistoryRow, tables.memory_history),
+        (JobRow, tables.embedding_jobs),
+        (ApiKeyRow, tables.api_keys),
+    ],
+)
+def test_a_record_names_every_column_of_its_table(record: type, table: sa.Table) -> None:
+    assert [f.name for f in dataclasses.fields(record)] == [c.name for c in table.columns]
+
+
+def test_rows_leave_db_as_typed_records() -> None:
+    """No function in db/ hands back SQLAlchemy rows: callers read records' typed fields."""
+    untyped = []
+    for name, path in MODULES.items():
+        if not name.startswith("memvault.db") or name == "memvault.db.records":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+                returns = ast.unparse(node.returns)
+                if "Row[" in returns or "AnyRow" in returns or returns == "Row":
+                    untyped.append(f"{name}.{node.name} -> {returns}")
+    assert untyped == []

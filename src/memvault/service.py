@@ -21,7 +21,7 @@ from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
-from memvault.db.store import AnyRow
+from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
 from memvault.metrics import MEMORIES_STORED
@@ -80,7 +80,7 @@ def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
     return parse_id(memory_id), validated(Owner, user_id=user_id).user_id
 
 
-def _encode_cursor(row: AnyRow) -> str:
+def _encode_cursor(row: MemoryRow) -> str:
     return base64.urlsafe_b64encode(f"{row.created_at.isoformat()}|{row.id}".encode()).decode()
 
 
@@ -137,7 +137,7 @@ class AsyncMemory:
     ) -> str:
         return open_content(self._backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
 
-    def _record(self, row: AnyRow) -> MemoryRecord:
+    def _record(self, row: MemoryRow) -> MemoryRecord:
         return to_record(self._backend.keys, row)
 
     def _check_length(self, content: str, *, index: int | None = None) -> None:
@@ -334,7 +334,7 @@ class AsyncMemory:
         return self._record(row)
 
     def _edits(
-        self, old: AnyRow, new_text: str | None, metadata: dict[str, Any] | None
+        self, old: MemoryRow, new_text: str | None, metadata: dict[str, Any] | None
     ) -> dict[str, Any]:
         """The column values an edit really changes: none when it repeats what is stored."""
         values: dict[str, Any] = {}
@@ -379,7 +379,7 @@ class AsyncMemory:
             raise NotFound("No such memory for this user.", details={"id": str(ident)})
         return [self._history_entry(r) for r in rows]
 
-    def _history_entry(self, row: AnyRow) -> HistoryEntry:
+    def _history_entry(self, row: HistoryRow) -> HistoryEntry:
         def side(prefix: str) -> str | None:
             ciphertext = getattr(row, f"{prefix}_ciphertext")
             if ciphertext is None:
