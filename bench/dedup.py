@@ -21,9 +21,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.crypto import normalise_for_hash
 from memvault.embedding import LocalEmbedder
 from memvault.pipeline.rules import decide_duplicate
+from memvault.text import for_hash
 
 DATA = Path(__file__).parent / "data" / "dedup_pairs.jsonl"
 # Gold label → the outcome that is right for it.
@@ -64,7 +64,7 @@ def band_of(similarity: float, exact: bool, upper: float, lower: float) -> str:
 def decide(
     existing: str, new: str, similarity: float, upper: float, lower: float, guard: bool
 ) -> str:
-    if normalise_for_hash(existing) == normalise_for_hash(new):
+    if for_hash(existing) == for_hash(new):
         return "duplicate"
     if similarity >= upper:
         if not guard:
@@ -135,7 +135,7 @@ async def run(data: Path, upper: float, lower: float, guard: bool) -> None:
     for row in rows:
         existing, new = row["existing"], row["new"]
         similarity = cosine(vectors[existing], vectors[new])
-        exact = normalise_for_hash(existing) == normalise_for_hash(new)
+        exact = for_hash(existing) == for_hash(new)
         outcomes.append(
             Outcome(
                 label=row["label"],

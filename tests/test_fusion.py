@@ -21,11 +21,13 @@ WEIGHTS = {"query:vector": HYBRID.vector_weight, "query:keyword": HYBRID.keyword
 
 
 def vector(*items: tuple[str, float]) -> list[Any]:
-    return [SimpleNamespace(id=key, distance=1 - similarity) for key, similarity in items]
+    """A vector list as db/ ranks it: by cosine distance (RankedMemory.rank)."""
+    return [SimpleNamespace(id=key, rank=1 - similarity) for key, similarity in items]
 
 
 def keyword(*items: tuple[str, float]) -> list[Any]:
-    return [SimpleNamespace(id=key, score=score) for key, score in items]
+    """A keyword list as db/ ranks it: by BM25 score (RankedMemory.rank)."""
+    return [SimpleNamespace(id=key, rank=score) for key, score in items]
 
 
 def order(vectors: list[Any], keywords: list[Any], ceiling: float) -> list[str]:

@@ -10,9 +10,11 @@ import pytest
 
 from memvault import Settings
 from memvault.admin import AsyncAdmin
+from memvault.pipeline.rules.dedup import _facts
 from memvault.retrieval.search import rrf
 from memvault.retrieval.terms import terms
 from memvault.service import AsyncMemory
+from memvault.text import STOP_WORDS
 
 DISTRACTORS = [
     "The office wifi is slow in the afternoon",
@@ -30,6 +32,14 @@ async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncM
         await opened.add(text, user_id="wendy", infer=False)
     yield opened
     await opened.close()
+
+
+def test_the_index_and_the_rules_drop_the_same_stop_words() -> None:
+    for word in sorted(STOP_WORDS):
+        assert terms(word) == {}, word
+        assert _facts(word).content == frozenset(), word
+    # Negations and amounts change what a memory says: both keep them.
+    assert terms("not no never 3") == {"not": 1, "no": 1, "never": 1, "3": 1}
 
 
 def test_terms_are_normalised_stemmed_and_stopword_free() -> None:

@@ -212,11 +212,28 @@ digit_groups = st.lists(
 )
 
 
+# Calling codes and the lengths of a full national number there (ITU-T E.164 national plans),
+# written out here rather than read from the library the detector uses.
+NATIONAL_LENGTHS = {
+    "1": (10,), "7": (10,), "27": (9,), "31": (9,), "33": (9,), "34": (9,), "39": (10,),
+    "41": (9,), "44": (10,), "46": (9,), "48": (9,), "49": (10, 11), "52": (10,),
+    "55": (10, 11), "61": (9,), "64": (9,), "81": (10,), "86": (11,), "91": (10,),
+    "353": (9,),
+}  # fmt: skip
+
+
 @st.composite
 def international_phones(draw: st.DrawFn) -> str:
-    country = str(draw(st.integers(1, 999)))
-    groups = draw(digit_groups.filter(lambda g: 8 <= len(country) + len("".join(g)) <= 15))
+    country = draw(st.sampled_from(sorted(NATIONAL_LENGTHS)))
+    length = draw(st.sampled_from(NATIONAL_LENGTHS[country]))
+    # A national number never starts with the trunk 0 (or 1) once the country code is dialled.
+    national = draw(st.sampled_from("23456789")) + draw(text_of(string.digits, length - 1))
+    bounds = st.sets(st.integers(2, length - 2), max_size=3).map(lambda c: [0, *sorted(c), length])
+    cuts = draw(bounds.filter(lambda b: all(y - x >= 2 for x, y in itertools.pairwise(b))))
+    groups = [national[a:b] for a, b in itertools.pairwise(cuts)]
     separator = draw(st.sampled_from((" ", "-", ".", "")))
+    if separator == "." and len(groups) == 1:
+        separator = " "  # "+44.2079460958" reads as a signed decimal, not a phone number
     return f"+{country}{separator}{separator.join(groups)}"
 
 
@@ -418,6 +435,19 @@ REDACTIONS = [
     ("my api key is a8F3kq92LmZx0pQw", "my api key is [REDACTED:secret]"),
     ("mail bob@example.com today", "mail [REDACTED:email] today"),
     ("call +44 20 7946 0958 today", "call [REDACTED:phone] today"),
+    # International formats, as people write them
+    ("+33 6 12 34 56 78 (Lyon)", "[REDACTED:phone] (Lyon)"),
+    ("office +49 30 1234567.", "office [REDACTED:phone]."),
+    ("Tokyo desk +81 3-1234-5678", "Tokyo desk [REDACTED:phone]"),
+    ("US line +1 (415) 555-2671 ok", "US line [REDACTED:phone] ok"),
+    ("ring +44 (0)20 7946 0958", "ring [REDACTED:phone]"),
+    ("+61 2 9876 5432, +86 138 0013 8000", "[REDACTED:phone], [REDACTED:phone]"),
+    ("mum: +91 98765 43210", "mum: [REDACTED:phone]"),
+    ("+353 1 234 5678 / +55 11 91234-5678", "[REDACTED:phone] / [REDACTED:phone]"),
+    ("+7 495 123-45-67", "[REDACTED:phone]"),
+    ("+442079460958", "[REDACTED:phone]"),
+    # a number after a phone number is not part of it
+    ("+44 20 7946 0958 1234 times", "[REDACTED:phone] 1234 times"),
     ("call me at 5551234567", "call me at [REDACTED:phone]"),
     ("(555) 123-4567 or 06 12 34 56 78", "[REDACTED:phone] or [REDACTED:phone]"),
     ("card 4111 1111 1111 1111, exp 12/27", "card [REDACTED:credit_card], exp 12/27"),
@@ -484,6 +514,12 @@ NOT_SECRETS = [
     "token: aaaaaaaaaaaa1111",  # too little entropy
     "dead::beef and a::b",
     "+5 3 4 7 2 9 1 8 points",
+    # Phone-shaped, but no country dials them: a calling code that does not exist, a length
+    # the country's plan does not have (too long, or only dialable locally).
+    "+999 1234 5678",
+    "+33 1234 5678 90",
+    "+1 234 5678",
+    "+44 1234 56 scored",
     "quantize(Decimal('+35236450.6'))",
 ]
 
@@ -491,6 +527,25 @@ NOT_SECRETS = [
 @pytest.mark.parametrize("text", NOT_SECRETS)
 def test_near_misses_are_not_findings(text: str) -> None:
     assert detect(text) == []
+
+
+# Calling codes no country has (ITU-T: spare or reserved), none of them the start of one that is.
+UNASSIGNED_CODES = ("210", "289", "424", "801", "835", "969", "999")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    code=st.sampled_from(UNASSIGNED_CODES),
+    groups=st.lists(
+        st.integers(2, 4).flatmap(lambda n: text_of(string.digits, n)), min_size=2, max_size=3
+    ),
+    separator=st.sampled_from((" ", "-", "")),
+)
+def test_a_number_no_country_dials_is_not_a_phone(
+    code: str, groups: list[str], separator: str
+) -> None:
+    text = f"ticket +{code}{separator}{separator.join(groups)} closed"
+    assert [f.type for f in detect(text)] == [], text
 
 
 HARMLESS = [

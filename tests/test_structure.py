@@ -6,14 +6,20 @@ model defines."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
+import typing
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 import memvault
+from memvault.client import ROUTES, Route
+from memvault.db import tables
+from memvault.db.records import ApiKeyRow, HistoryRow, JobRow, MemoryRow
 from memvault.models import MemoryQuery, SearchRequest
 
 ROOT = Path(memvault.__file__).parent
@@ -133,3 +139,67 @@ def test_the_routes_take_the_same_filters(client: TestClient) -> None:
     assert set(spec["components"]["schemas"][schema]["properties"]) == set(
         SearchRequest.model_fields
     )
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
+def test_every_client_route_has_the_library_method_it_stands_in_for(route: Route) -> None:
+    name = route.name
+    library = inspect.signature(getattr(memvault.Memory, name))
+    assert getattr(memvault.AsyncMemory, name) is route.service
+    assert inspect.signature(getattr(memvault.MemoryClient, name)) == library
+    assert inspect.signature(getattr(memvault.AsyncMemoryClient, name)) == library
+    hints = typing.get_type_hints(route.service)
+    assert typing.get_type_hints(getattr(memvault.AsyncMemoryClient, name)) == hints
+    assert set(route.path_names) <= set(library.parameters), "a path name no argument fills"
+    assert set(route.wire) <= set(library.parameters), "a wire name for no argument"
+
+
+def test_the_client_routes_name_each_library_method_once() -> None:
+    names = [route.name for route in ROUTES]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
+def test_every_client_route_is_one_the_server_answers(client: TestClient, route: Route) -> None:
+    spec = client.get("/openapi.json").json()
+    operations = spec["paths"].get(route.path, {})
+    assert route.method.lower() in operations, f"{route.method} {route.path} is not served"
+    operation = operations[route.method.lower()]
+    if route.body is None:
+        assert "requestBody" not in operation
+    else:
+        body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert body.rsplit("/", 1)[-1] == route.body.__name__
+    served = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+    arguments = inspect.signature(route.service).parameters
+    named = set(route.query if isinstance(route.query, tuple) else route.query.model_fields)
+    sent = named & {route.wire.get(name, name) for name in arguments}
+    assert sent or not named, f"{route.method} {route.path}: no argument goes in its query"
+    assert sent <= served, f"{route.method} {route.path} takes no {sorted(sent - served)}"
+
+
+@pytest.mark.parametrize(
+    ("record", "table"),
+    [
+        (MemoryRow, tables.memories),
+        (HistoryRow, tables.memory_history),
+        (JobRow, tables.embedding_jobs),
+        (ApiKeyRow, tables.api_keys),
+    ],
+)
+def test_a_record_names_every_column_of_its_table(record: type, table: sa.Table) -> None:
+    assert [f.name for f in dataclasses.fields(record)] == [c.name for c in table.columns]
+
+
+def test_rows_leave_db_as_typed_records() -> None:
+    """No function in db/ hands back SQLAlchemy rows: callers read records' typed fields."""
+    untyped = []
+    for name, path in MODULES.items():
+        if not name.startswith("memvault.db") or name == "memvault.db.records":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+                returns = ast.unparse(node.returns)
+                if "Row[" in returns or "AnyRow" in returns or returns == "Row":
+                    untyped.append(f"{name}.{node.name} -> {returns}")
+    assert untyped == []

@@ -13,25 +13,32 @@ error answered by the server is raised as the class its envelope's ``code`` name
 (``memvault.errors``); a server that cannot be reached, or does not answer in time, is
 ``ServerUnreachable`` (a ``StoreUnavailable``). No httpx exception escapes.
 
+Every method is made from one entry of :data:`ROUTES` (see :class:`Route`): its name, signature,
+annotations and docstring are the service method's, so the client cannot drift from the library.
+
 Not offered over HTTP: whole-store work (``Admin``), which runs where the store is (the
 ``memvault`` CLI), and ``for_tenant``: a client's tenant is the one its API key belongs to.
 """
 
 from __future__ import annotations
 
-import builtins
+import inspect
 import json
 import math
-from collections.abc import Mapping
+import string
+import typing
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import quote
 from uuid import UUID
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from memvault._sync import SyncFace, blocking, takes
+from memvault._sync import SyncFace, blocking
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -47,20 +54,27 @@ from memvault.models import (
     BatchRequest,
     BatchResult,
     DeleteResult,
-    HistoryEntry,
+    HistoryPage,
     MemoryInput,
     MemoryPage,
     MemoryQuery,
     MemoryRecord,
     MemoryUpdate,
-    Message,
     MessagesRequest,
+    Owner,
     SearchRequest,
     SearchResult,
 )
-from memvault.service import parse_id, validated
+from memvault.service import AsyncMemory, parse_id, validated
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    # For type checkers the clients have the library's data methods with the library's types;
+    # at run time they get them from ROUTES below (and nothing else of AsyncMemory / Memory).
+    from memvault.service import AsyncMemory as _AsyncSurface
+    from memvault.service import Memory as _SyncSurface
+else:
+    _AsyncSurface = object
+    _SyncSurface = SyncFace
 
 # Reads wait longest: add(wait=True) may take the server's wait_timeout_s (30 s by default).
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
@@ -77,39 +91,147 @@ _BY_STATUS: dict[int, type[MemvaultError]] = {
 }
 
 
-class _HistoryPage(BaseModel):
-    results: list[HistoryEntry]
+# --- the route table -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Route:
+    """One client method, declared as the HTTP request that answers it.
+
+    ``Route(method, path, service, response, query=..., body=..., wire=..., returns=...)``:
+
+    - ``method``: the HTTP method, ``"GET"``, ``"POST"``, ``"PATCH"``, ``"DELETE"``.
+    - ``path``: the path template; each ``{name}`` is filled from the argument of that name
+      (an argument the service annotates as ``UUID`` is checked as one before anything is sent).
+    - ``service``: the ``AsyncMemory`` method (or a mixin's) the client method stands in for. The
+      client method takes its name, signature, annotations and docstring from it, so
+      ``inspect.signature(MemoryClient.x) == inspect.signature(Memory.x)``.
+    - ``response``: the model the answer is parsed into; ``None`` for an answer with no body
+      (204), and the method returns ``None``.
+    - ``query``: what goes in the query string. A tuple of argument names (sent as given, e.g.
+      the ``wait`` flag), or a model: the arguments that are its fields are validated by it and
+      sent (lists repeat their key, objects are JSON). Without a ``body``, every argument not in
+      the path goes in the query string.
+    - ``body``: the model the remaining arguments are validated by and sent as the JSON body.
+    - ``wire``: argument names the server spells differently (``{"background": "async"}``);
+      ``query`` and ``body`` speak the server's names.
+    - ``returns``: a field of the response to return instead of the whole (``"results"`` of a
+      page, ``"deleted"`` of a count).
+
+    Arguments the caller did not give are not sent: the server applies its own defaults, as the
+    library does. Adding a client method is adding an entry to ``ROUTES``.
+    """
+
+    method: str
+    path: str
+    service: Callable[..., Coroutine[Any, Any, Any]]
+    response: type[BaseModel] | None
+    query: type[BaseModel] | tuple[str, ...] = ()
+    body: type[BaseModel] | None = None
+    wire: Mapping[str, str] = field(default_factory=dict)
+    returns: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.service.__name__
+
+    @property
+    def path_names(self) -> tuple[str, ...]:
+        return tuple(name for _, name, _, _ in string.Formatter().parse(self.path) if name)
+
+
+_FLAGS = ("wait", "async")
+_BACKGROUND = {"background": "async"}
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", "/v1/memories", AsyncMemory.add, AddResult,
+          query=_FLAGS, body=MemoryInput, wire=_BACKGROUND),
+    Route("POST", "/v1/memories/batch", AsyncMemory.add_many, BatchResult,
+          query=_FLAGS, body=BatchRequest, wire={**_BACKGROUND, "items": "memories"},
+          returns="results"),
+    Route("POST", "/v1/messages", AsyncMemory.add_messages, BatchResult,
+          query=("wait",), body=MessagesRequest, returns="results"),
+    Route("GET", "/v1/memories/{memory_id}", AsyncMemory.get, MemoryRecord, query=Owner),
+    Route("GET", "/v1/memories", AsyncMemory.list, MemoryPage, query=MemoryQuery),
+    Route("PATCH", "/v1/memories/{memory_id}", AsyncMemory.update, MemoryRecord,
+          query=Owner, body=MemoryUpdate),
+    Route("DELETE", "/v1/memories/{memory_id}", AsyncMemory.delete, None, query=Owner),
+    Route("DELETE", "/v1/memories", AsyncMemory.delete_all, DeleteResult,
+          query=MemoryQuery, returns="deleted"),
+    Route("GET", "/v1/memories/{memory_id}/history", AsyncMemory.history, HistoryPage,
+          query=Owner, returns="results"),
+    Route("POST", "/v1/memories/search", AsyncMemory.search, SearchResult, body=SearchRequest),
+)  # fmt: skip
 
 
 # --- requests and answers (the one place that knows the wire format) --------------------------
 
 
-def _body(model: BaseModel) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Request:
+    path: str
+    params: dict[str, Any]
+    body: dict[str, Any] | None
+
+
+def _json(model: BaseModel) -> dict[str, Any]:
     """What the caller gave (after validation), as JSON; the server fills in its defaults."""
     return model.model_dump(mode="json", exclude_unset=True)
 
 
-def _query(model: BaseModel) -> dict[str, Any]:
-    """A filter model as a query string: lists repeat the key, metadata is a JSON object."""
-    params = _body(model)
-    if "metadata" in params:
-        params["metadata"] = json.dumps(params["metadata"])
-    return params
+def _query(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Values as a query string carries them: lists repeat the key, an object is JSON."""
+    return {k: json.dumps(v) if isinstance(v, dict) else v for k, v in values.items()}
 
 
-def _owner(user_id: str) -> dict[str, str]:
-    return {"user_id": user_id}
+def _path_value(name: str, value: Any, is_id: bool) -> str:
+    return str(parse_id(value, field=name)) if is_id else quote(str(value), safe="")
 
 
-def _memory_path(memory_id: UUID | str, suffix: str = "") -> str:
-    return f"/v1/memories/{parse_id(memory_id)}{suffix}"
+def _ids(route: Route) -> frozenset[str]:
+    """The path arguments the service annotates as UUIDs."""
+    hints = typing.get_type_hints(route.service)
+    return frozenset(
+        name
+        for name in route.path_names
+        if hints.get(name) is UUID or UUID in typing.get_args(hints.get(name))
+    )
 
 
-def _flags(*, wait: bool, background: bool = False) -> dict[str, bool]:
-    return {"wait": wait, "async": background}
+def _request(route: Route, given: dict[str, Any], ids: frozenset[str]) -> _Request:
+    """Split the caller's arguments into path, query string and body, each validated by its
+    model, as the route declares."""
+    values = {route.wire.get(k, k): v for k, v in given.items() if v is not None}
+    path = route.path.format_map(
+        {name: _path_value(name, values.pop(name), name in ids) for name in route.path_names}
+    )
+    if isinstance(route.query, tuple):
+        params = {name: values.pop(name) for name in route.query if name in values}
+    else:
+        fields = values if route.body is None else route.query.model_fields
+        taken = {name: values.pop(name) for name in list(values) if name in fields}
+        params = _json(validated(route.query, **taken))
+    if route.body is None:
+        params.update(values)
+        return _Request(path, _query(params), None)
+    return _Request(path, _query(params), _json(validated(route.body, **values)))
 
 
-def _parse(model: type[M], payload: Any, status: int) -> M:
+def _accepting(signature: inspect.Signature) -> inspect.Signature:
+    """The signature calls are bound by: positional arguments as the service takes them, every
+    keyword optional and unknown ones let through, so what is missing or extra is refused by
+    the input models, as the library refuses it (``InvalidInput``, not ``TypeError``)."""
+    kinds = inspect.Parameter
+    parameters = [
+        p.replace(default=None) if p.kind is kinds.KEYWORD_ONLY else p
+        for p in signature.parameters.values()
+        if p.kind is not kinds.VAR_KEYWORD
+    ]
+    parameters.append(inspect.Parameter("_unknown", kinds.VAR_KEYWORD))
+    return signature.replace(parameters=parameters)
+
+
+def _parse(model: type[BaseModel], payload: Any, status: int) -> BaseModel:
     try:
         return model.model_validate(payload)
     except ValidationError:
@@ -220,7 +342,7 @@ def _headers(api_key: str | None, extra: Mapping[str, str] | None) -> dict[str, 
 # --- the clients --------------------------------------------------------------------------------
 
 
-class AsyncMemoryClient:
+class AsyncMemoryClient(_AsyncSurface):
     """``AsyncMemory``'s data methods over HTTP. Use ``async with``, or ``await close()``.
 
     ``base_url`` is the server's root (``/v1/...`` is added). ``api_key`` is sent as
@@ -254,17 +376,12 @@ class AsyncMemoryClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-    ) -> tuple[Any, int]:
+    async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
         try:
-            response = await self._http.request(method, path, params=params, json=body)
+            response = await self._http.request(
+                method, request.path, params=request.params, json=request.body
+            )
         except httpx.TransportError as exc:
             raise _unreachable(self._http.base_url, exc) from exc
         except httpx.HTTPError as exc:  # an answer httpx could not decode, too many redirects
@@ -278,110 +395,32 @@ class AsyncMemoryClient:
         except ValueError:
             raise _unexpected(response.status_code) from None
 
-    async def _call(
-        self,
-        model: type[M],
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-    ) -> M:
-        payload, status = await self._send(method, path, params=params, body=body)
-        return _parse(model, payload, status)
 
-    # --- the data methods of AsyncMemory, same signatures ---------------------------------------
+def _async_method(route: Route) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The client method for one route, with the service method's signature."""
+    signature = inspect.signature(route.service)
+    accepting = _accepting(signature)
+    ids = _ids(route)
 
-    @takes(MemoryInput, positional=("content",))
-    async def add(
-        self, /, content: str, *, wait: bool = False, background: bool = False, **fields: Any
-    ) -> AddResult:
-        """Store one memory through the server's write pipeline (see ``AsyncMemory.add``)."""
-        item = validated(MemoryInput, content=content, **fields)
-        params = _flags(wait=wait, background=background)
-        return await self._call(AddResult, "POST", "/v1/memories", params=params, body=_body(item))
+    async def call(self: AsyncMemoryClient, /, *args: Any, **kwargs: Any) -> Any:
+        bound = accepting.bind(self, *args, **kwargs).arguments
+        given = {k: v for k, v in bound.items() if k not in ("self", "_unknown")}
+        request = _request(route, {**given, **bound.get("_unknown", {})}, ids)
+        payload, status = await self._send(route.method, request)
+        if route.response is None:
+            return None
+        answer = _parse(route.response, payload, status)
+        return answer if route.returns is None else getattr(answer, route.returns)
 
-    async def add_many(
-        self,
-        items: builtins.list[MemoryInput | dict[str, Any]],
-        *,
-        wait: bool = False,
-        background: bool = False,
-    ) -> builtins.list[AddResult]:
-        """Store a batch in one request, one transaction; results in order."""
-        checked = [i if isinstance(i, MemoryInput) else validated(MemoryInput, **i) for i in items]
-        batch = validated(BatchRequest, memories=checked)
-        params = _flags(wait=wait, background=background)
-        page = await self._call(
-            BatchResult, "POST", "/v1/memories/batch", params=params, body=_body(batch)
-        )
-        return page.results
-
-    @takes(MessagesRequest, positional=("messages",))
-    async def add_messages(
-        self,
-        /,
-        messages: builtins.list[Message | dict[str, Any]],
-        *,
-        wait: bool = False,
-        **fields: Any,
-    ) -> builtins.list[AddResult]:
-        """Store a conversation turn by turn (see ``AsyncMemory.add_messages``)."""
-        request = validated(MessagesRequest, messages=messages, **fields)
-        page = await self._call(
-            BatchResult, "POST", "/v1/messages", params=_flags(wait=wait), body=_body(request)
-        )
-        return page.results
-
-    async def get(self, memory_id: UUID | str, *, user_id: str) -> MemoryRecord:
-        return await self._call(
-            MemoryRecord, "GET", _memory_path(memory_id), params=_owner(user_id)
-        )
-
-    @takes(MemoryQuery)
-    async def list(self, /, **query: Any) -> MemoryPage:
-        """One page of memories, newest first; pass ``next_cursor`` back for the next page."""
-        page_query = validated(MemoryQuery, **query)
-        return await self._call(MemoryPage, "GET", "/v1/memories", params=_query(page_query))
-
-    async def update(
-        self,
-        memory_id: UUID | str,
-        *,
-        user_id: str,
-        content: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> MemoryRecord:
-        """Replace the content and/or merge metadata (a key set to None is removed)."""
-        path = _memory_path(memory_id)
-        change = validated(MemoryUpdate, content=content, metadata=metadata)
-        return await self._call(
-            MemoryRecord, "PATCH", path, params=_owner(user_id), body=_body(change)
-        )
-
-    async def delete(self, memory_id: UUID | str, *, user_id: str) -> None:
-        await self._send("DELETE", _memory_path(memory_id), params=_owner(user_id))
-
-    async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
-        """Delete every memory of a user (in one app, if given); returns how many."""
-        scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
-        result = await self._call(DeleteResult, "DELETE", "/v1/memories", params=_query(scope))
-        return result.deleted
-
-    async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
-        """Every ADD, UPDATE and DELETE of a memory, oldest first (kept after deletion)."""
-        path = _memory_path(memory_id, "/history")
-        page = await self._call(_HistoryPage, "GET", path, params=_owner(user_id))
-        return page.results
-
-    @takes(SearchRequest, positional=("query",))
-    async def search(self, /, query: str, **options: Any) -> SearchResult:
-        """This user's memories most relevant to ``query`` (see ``AsyncMemory.search``)."""
-        request = validated(SearchRequest, query=query, **options)
-        return await self._call(SearchResult, "POST", "/v1/memories/search", body=_body(request))
+    call.__name__ = route.name
+    call.__qualname__ = f"AsyncMemoryClient.{route.name}"
+    call.__doc__ = route.service.__doc__
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    call.__annotations__ = typing.get_type_hints(route.service)
+    return call
 
 
-class MemoryClient(SyncFace):
+class MemoryClient(_SyncSurface):
     """The synchronous face of :class:`AsyncMemoryClient`, as ``Memory`` is of ``AsyncMemory``:
     same methods, same arguments. Use ``with``, or call ``close()``."""
 
@@ -399,18 +438,15 @@ class MemoryClient(SyncFace):
                 base_url, api_key, timeout=timeout, headers=headers, transport=transport
             )
 
-        super().__init__(opening())
-
-    add = blocking(AsyncMemoryClient.add)
-    add_many = blocking(AsyncMemoryClient.add_many)
-    add_messages = blocking(AsyncMemoryClient.add_messages)
-    get = blocking(AsyncMemoryClient.get)
-    list = blocking(AsyncMemoryClient.list)
-    update = blocking(AsyncMemoryClient.update)
-    delete = blocking(AsyncMemoryClient.delete)
-    delete_all = blocking(AsyncMemoryClient.delete_all)
-    history = blocking(AsyncMemoryClient.history)
-    search = blocking(AsyncMemoryClient.search)
+        SyncFace.__init__(self, opening())
 
 
-__all__ = ["DEFAULT_TIMEOUT", "AsyncMemoryClient", "MemoryClient"]
+# The methods are set from the table rather than written in the class bodies, so an entry in
+# ROUTES is all a new one takes.
+for _route in ROUTES:
+    setattr(AsyncMemoryClient, _route.name, _async_method(_route))
+    setattr(MemoryClient, _route.name, blocking(getattr(AsyncMemoryClient, _route.name)))
+del _route
+
+
+__all__ = ["DEFAULT_TIMEOUT", "ROUTES", "AsyncMemoryClient", "MemoryClient", "Route"]

@@ -17,7 +17,6 @@ import os
 import secrets
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from memvault.errors import ConfigurationError, KeyMismatch
+from memvault.text import for_hash
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -89,11 +89,6 @@ def parse_key(encoded: str, *, name: str = "MEMVAULT_ENCRYPTION_KEY") -> bytes:
     return secret
 
 
-def normalise_for_hash(text: str) -> str:
-    """Exact duplicates are compared after NFC, case folding and whitespace collapsing."""
-    return " ".join(unicodedata.normalize("NFC", text).casefold().split())
-
-
 class Keyring:
     """The active key that seals new content, and retired keys that may still open old rows."""
 
@@ -138,7 +133,7 @@ class Keyring:
 
     def content_hash(self, text: str, key_id: str | None = None) -> bytes:
         key = self.active if key_id is None else self.key(key_id)
-        return hmac.new(key.hash_key, normalise_for_hash(text).encode(), hashlib.sha256).digest()
+        return hmac.new(key.hash_key, for_hash(text).encode(), hashlib.sha256).digest()
 
     def term_id(self, term: str, key_id: str | None = None) -> int:
         """A keyword's blind-index id: HMAC of the normalised, stemmed term, as a signed

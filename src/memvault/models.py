@@ -402,6 +402,10 @@ class HistoryEntry(BaseModel):
     created_at: datetime
 
 
+class HistoryPage(BaseModel):
+    results: list[HistoryEntry]
+
+
 class DeleteResult(BaseModel):
     deleted: int
 

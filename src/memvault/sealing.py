@@ -7,6 +7,7 @@ from uuid import UUID
 
 from memvault import jsonvalues
 from memvault.crypto import KeyringSource, Sealed, associated_data
+from memvault.db.records import MemoryRow
 from memvault.models import MemoryRecord
 
 
@@ -37,7 +38,7 @@ def open_content(
     )
 
 
-def to_record(keys: KeyringSource, row: Any) -> MemoryRecord:
+def to_record(keys: KeyringSource, row: MemoryRow) -> MemoryRecord:
     """A memories row, decrypted, as the caller sees it."""
     content = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
     fields = {name: getattr(row, name) for name in MemoryRecord.model_fields if name != "content"}

@@ -22,7 +22,7 @@ from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
-from memvault.db.store import AnyRow
+from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
 from memvault.lifecycle.audit import AuditEvent
@@ -67,13 +67,15 @@ def validated(model: type[M], **fields: Any) -> M:
 _ENRICHED = ("importance", "memory_type", "valid_until", "categories")
 
 
-def parse_id(memory_id: UUID | str) -> UUID:
+def parse_id(memory_id: UUID | str, *, field: str = "memory_id") -> UUID:
+    """An id the caller gave, as a UUID; anything else is ``InvalidInput`` naming ``field``."""
     if isinstance(memory_id, UUID):
         return memory_id
     try:
         return UUID(memory_id)
     except (ValueError, TypeError, AttributeError):
-        raise InvalidInput("A memory id must be a UUID.", details={"field": "memory_id"}) from None
+        noun = field.removesuffix("_id").replace("_", " ")
+        raise InvalidInput(f"A {noun} id must be a UUID.", details={"field": field}) from None
 
 
 def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
@@ -81,7 +83,7 @@ def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
     return parse_id(memory_id), validated(Owner, user_id=user_id).user_id
 
 
-def _encode_cursor(row: AnyRow) -> str:
+def _encode_cursor(row: MemoryRow) -> str:
     return base64.urlsafe_b64encode(f"{row.created_at.isoformat()}|{row.id}".encode()).decode()
 
 
@@ -138,7 +140,7 @@ class AsyncMemory(LifecycleFace):
     ) -> str:
         return open_content(self._backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
 
-    def _record(self, row: AnyRow) -> MemoryRecord:
+    def _record(self, row: MemoryRow) -> MemoryRecord:
         return to_record(self._backend.keys, row)
 
     def _check_length(self, content: str, *, index: int | None = None) -> None:
@@ -369,7 +371,7 @@ class AsyncMemory(LifecycleFace):
         return self._record(row)
 
     def _edits(
-        self, old: AnyRow, new_text: str | None, metadata: dict[str, Any] | None
+        self, old: MemoryRow, new_text: str | None, metadata: dict[str, Any] | None
     ) -> dict[str, Any]:
         """The column values an edit really changes: none when it repeats what is stored."""
         values: dict[str, Any] = {}
@@ -412,7 +414,7 @@ class AsyncMemory(LifecycleFace):
             raise NotFound("No such memory for this user.", details={"id": str(ident)})
         return [self._history_entry(r) for r in rows]
 
-    def _history_entry(self, row: AnyRow) -> HistoryEntry:
+    def _history_entry(self, row: HistoryRow) -> HistoryEntry:
         def side(prefix: str) -> str | None:
             ciphertext = getattr(row, f"{prefix}_ciphertext")
             if ciphertext is None:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.errors import InvalidInput
-from memvault.models import HistoryEntry, MemoryQuery, Owner
+from memvault.models import HistoryPage, MemoryQuery, Owner
 
 __all__ = ["V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
 
@@ -39,10 +39,6 @@ class DeleteAllParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: str
     app_id: str | None = None
-
-
-class HistoryPage(BaseModel):
-    results: list[HistoryEntry]
 
 
 class ErrorDetail(BaseModel):

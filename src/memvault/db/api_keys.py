@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow
+from memvault.db.records import ApiKeyRow
 from memvault.db.tables import api_keys
 
 _k = api_keys.c
@@ -23,7 +24,7 @@ async def insert_key(
     prefix: str,
     secret_hash: bytes,
     scopes: Sequence[str],
-) -> AnyRow:
+) -> ApiKeyRow:
     statement = (
         api_keys.insert()
         .values(
@@ -36,18 +37,17 @@ async def insert_key(
         )
         .returning(api_keys)
     )
-    row: AnyRow = (await conn.execute(statement)).one()
-    return row
+    return ApiKeyRow.from_row((await conn.execute(statement)).one())
 
 
-async def list_keys(conn: AsyncConnection, tenant_id: str | None) -> Sequence[AnyRow]:
+async def list_keys(conn: AsyncConnection, tenant_id: str | None) -> list[ApiKeyRow]:
     query = sa.select(api_keys).order_by(_k.created_at, _k.id)
     if tenant_id is not None:
         query = query.where(_k.tenant_id == tenant_id)
-    return (await conn.execute(query)).all()
+    return [ApiKeyRow.from_row(row) for row in await conn.execute(query)]
 
 
-async def revoke(conn: AsyncConnection, id_or_prefix: str) -> AnyRow | None:
+async def revoke(conn: AsyncConnection, id_or_prefix: str) -> ApiKeyRow | None:
     """Revoke by id or prefix; revoking twice keeps the first time."""
     try:
         by = _k.id == uuid.UUID(id_or_prefix)
@@ -59,9 +59,12 @@ async def revoke(conn: AsyncConnection, id_or_prefix: str) -> AnyRow | None:
         .values(revoked_at=sa.func.coalesce(_k.revoked_at, sa.func.now()))
         .returning(api_keys)
     )
-    row: AnyRow | None = (await conn.execute(statement)).one_or_none()
-    return row
+    return _key((await conn.execute(statement)).one_or_none())
 
 
-async def by_prefix(conn: AsyncConnection, prefix: str) -> AnyRow | None:
-    return (await conn.execute(sa.select(api_keys).where(_k.prefix == prefix))).one_or_none()
+async def by_prefix(conn: AsyncConnection, prefix: str) -> ApiKeyRow | None:
+    return _key((await conn.execute(sa.select(api_keys).where(_k.prefix == prefix))).one_or_none())
+
+
+def _key(row: Any) -> ApiKeyRow | None:
+    return None if row is None else ApiKeyRow.from_row(row)

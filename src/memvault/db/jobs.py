@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow
+from memvault.db.records import ClaimedJob, JobRow
 from memvault.db.tables import JOBS_CHANNEL, embedding_jobs, memories, worker_heartbeats
 
 CHANNEL = JOBS_CHANNEL
@@ -38,7 +38,7 @@ async def enqueue(conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UU
     await conn.execute(sa.select(sa.func.pg_notify(CHANNEL, "")))
 
 
-async def claim(conn: AsyncConnection, limit: int, lease_s: float) -> Sequence[AnyRow]:
+async def claim(conn: AsyncConnection, limit: int, lease_s: float) -> list[ClaimedJob]:
     ready = sa.or_(
         sa.and_(_j.status == "queued", _j.available_at <= sa.func.now()),
         sa.and_(_j.status == "processing", _j.locked_until < sa.func.now()),
@@ -62,10 +62,10 @@ async def claim(conn: AsyncConnection, limit: int, lease_s: float) -> Sequence[A
         )
         .returning(_j.tenant_id, _j.id, _j.memory_id, _j.kind, _j.attempts, _j.locked_until)
     )
-    return (await conn.execute(statement)).all()
+    return [ClaimedJob.from_row(row) for row in await conn.execute(statement)]
 
 
-def _mine(job: AnyRow) -> sa.ColumnElement[bool]:
+def _mine(job: ClaimedJob) -> sa.ColumnElement[bool]:
     # A lease that ran out may have been claimed by another worker: touch only our own claim.
     return sa.and_(
         _j.tenant_id == job.tenant_id,
@@ -75,7 +75,7 @@ def _mine(job: AnyRow) -> sa.ColumnElement[bool]:
     )
 
 
-async def complete(conn: AsyncConnection, claimed: Sequence[AnyRow]) -> int:
+async def complete(conn: AsyncConnection, claimed: Sequence[ClaimedJob]) -> int:
     """Mark our claims done; a claim whose lease ran out and was re-claimed is left alone."""
     if not claimed:
         return 0
@@ -92,7 +92,7 @@ async def complete(conn: AsyncConnection, claimed: Sequence[AnyRow]) -> int:
 
 
 async def fail(
-    conn: AsyncConnection, job: AnyRow, error: str, *, max_attempts: int, backoff_base_s: float
+    conn: AsyncConnection, job: ClaimedJob, error: str, *, max_attempts: int, backoff_base_s: float
 ) -> str:
     """Back off exponentially; after the last attempt the job is ``failed`` (dead letter)."""
     other = embedding_jobs.alias("other")
@@ -161,11 +161,11 @@ async def purge_done(conn: AsyncConnection, older_than_s: float) -> None:
     )
 
 
-async def list_jobs(conn: AsyncConnection, status: str | None, limit: int) -> Sequence[AnyRow]:
+async def list_jobs(conn: AsyncConnection, status: str | None, limit: int) -> list[JobRow]:
     query = sa.select(embedding_jobs).order_by(_j.updated_at.desc()).limit(limit)
     if status:
         query = query.where(_j.status == status)
-    return (await conn.execute(query)).all()
+    return [JobRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def retry_failed(conn: AsyncConnection, job_ids: Sequence[int] | None) -> int:

@@ -17,7 +17,8 @@ from sqlalchemy import BigInteger
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow, fetch_ranked, list_filters, owner_only, ranked_page
+from memvault.db.records import RankedMemory
+from memvault.db.store import fetch_ranked, list_filters, owner_only, ranked_page
 from memvault.db.tables import memories, memory_terms
 from memvault.models import MemoryFilter
 
@@ -88,7 +89,7 @@ async def bm25(
     filters: MemoryFilter,
     term_ids: Sequence[int],
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[RankedMemory]:
     """Memories of the owner ranked by BM25 for the query terms, filtered in SQL.
 
     Every step is a materialised CTE computed once: the postings of each query term, read by
@@ -106,9 +107,7 @@ async def bm25(
     return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit))
 
 
-def _scored(
-    tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int
-) -> sa.Select[Any]:
+def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int) -> sa.Select[Any]:
     user_id = filters.user_id
     stats = (
         sa.select(

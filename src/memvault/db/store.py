@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeAlias
+from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.records import HistoryRow, MemoryRow, RankedMemory, SealedContent
 from memvault.db.tables import (
     JOBS_CHANNEL,
     audit_log,
@@ -25,9 +25,6 @@ from memvault.db.tables import (
     memory_history,
 )
 from memvault.models import MemoryFilter
-
-# A row of any shape: these functions return whole table rows read by column name.
-AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 _m = memories.c
 _h = memory_history.c
@@ -144,13 +141,12 @@ async def insert_memory(
     *,
     queue_embedding: bool = True,
     job_kind: str = "embed",
-) -> AnyRow:
+) -> MemoryRow:
     """Insert a memory and its ADD history row (and, unless its vectors come with it, its
     embedding job, waking the workers): one statement, one round trip."""
     params = {**_ADD_DEFAULTS, **values, "actor": actor, "job_kind": job_kind}
     statement = _ADD_QUEUED if queue_embedding else _ADD_EMBEDDED
-    row: AnyRow = (await conn.execute(statement, params)).one()
-    return row
+    return MemoryRow.from_row((await conn.execute(statement, params)).one())
 
 
 async def find_by_hash(
@@ -161,7 +157,7 @@ async def find_by_hash(
     hashes: Sequence[bytes],
     *,
     exclude: UUID | None = None,
-) -> AnyRow | None:
+) -> MemoryRow | None:
     """A live memory of this owner (other than ``exclude``) whose keyed content hash is one of
     ``hashes``."""
     query = (
@@ -177,7 +173,7 @@ async def find_by_hash(
         .order_by(_m.created_at)
         .limit(1)
     )
-    return (await conn.execute(query)).first()
+    return _memory((await conn.execute(query)).first())
 
 
 async def lock_content(conn: AsyncConnection, keys: Sequence[str]) -> None:
@@ -191,11 +187,15 @@ async def lock_content(conn: AsyncConnection, keys: Sequence[str]) -> None:
 
 async def fetch_memory(
     conn: AsyncConnection, tenant_id: str, memory_id: UUID, user_id: str, *, lock: bool = False
-) -> AnyRow | None:
+) -> MemoryRow | None:
     query = sa.select(memories).where(_owned(tenant_id, memory_id, user_id), _live)
     if lock:
         query = query.with_for_update()
-    return (await conn.execute(query)).one_or_none()
+    return _memory((await conn.execute(query)).one_or_none())
+
+
+def _memory(row: Any) -> MemoryRow | None:
+    return None if row is None else MemoryRow.from_row(row)
 
 
 def list_filters(
@@ -250,11 +250,11 @@ def ranked_page(
     exclude_id: UUID | None = None,
 ) -> sa.Select[Any]:
     """The best ``limit`` of ``ranked`` (a materialised CTE of candidate ``memory_id``s and
-    their scores, already cut to a few) that pass the filters, as memory rows with the scores
-    beside them. Run it with :func:`fetch_ranked`."""
-    scores = [column for column in ranked.c if column.name != "memory_id"]
+    their score, already cut to a few) that pass the filters, as memory rows with the score
+    beside them as ``rank``. Run it with :func:`fetch_ranked`."""
+    (score,) = [column for column in ranked.c if column.name != "memory_id"]
     return (
-        sa.select(memories, *scores)
+        sa.select(memories, score.label("rank"))
         .join(ranked, sa.and_(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id))
         .where(*list_filters(tenant_id, filters, exclude_id=exclude_id))
         .order_by(order, _m.id)
@@ -270,18 +270,17 @@ def ranked_page(
 _NESTED_LOOPS_OFF = sa.text("SELECT set_config('enable_nestloop', 'off', true)")
 
 
-async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> Sequence[AnyRow]:
+async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list[RankedMemory]:
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run
     it last in a transaction of its own or whose later statements are lookups by key."""
     await conn.execute(_NESTED_LOOPS_OFF)
-    rows: Sequence[AnyRow] = (await conn.execute(statement)).all()
-    return rows
+    return [RankedMemory.from_row(row) for row in await conn.execute(statement)]
 
 
 async def session_turns(
     conn: AsyncConnection, tenant_id: str, spans: Sequence[tuple[str, str, str, int, int]]
-) -> Sequence[AnyRow]:
+) -> list[MemoryRow]:
     """Live memories of conversation turns: for each (user, app, session, first turn, last
     turn), the turns in that range, by the ``session_id`` and ``turn`` their metadata holds."""
     turn_value = sa.case(
@@ -309,7 +308,7 @@ async def session_turns(
         _m.app_id.in_(sorted({s[1] for s in spans})),
     )
     query = sa.select(memories).where(_m.tenant_id == tenant_id, *owners, _live, wanted)
-    return (await conn.execute(query)).all()
+    return [MemoryRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def list_memories(
@@ -318,7 +317,7 @@ async def list_memories(
     filters: MemoryFilter,
     limit: int,
     after: tuple[datetime, UUID] | None,
-) -> Sequence[AnyRow]:
+) -> list[MemoryRow]:
     """Newest first, keyset-paginated on (created_at, id) so pages stay stable under writes."""
     where = list_filters(tenant_id, filters)
     if after is not None:
@@ -326,20 +325,22 @@ async def list_memories(
     query = (
         sa.select(memories).where(*where).order_by(_m.created_at.desc(), _m.id.desc()).limit(limit)
     )
-    return (await conn.execute(query)).all()
+    return [MemoryRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def update_memory(
-    conn: AsyncConnection, old: AnyRow, values: dict[str, Any], actor: str
-) -> AnyRow:
-    row: AnyRow = (
-        await conn.execute(
-            memories.update()
-            .where(_m.tenant_id == old.tenant_id, _m.id == old.id)
-            .values(**values, updated_at=sa.func.now())
-            .returning(memories)
-        )
-    ).one()
+    conn: AsyncConnection, old: MemoryRow, values: dict[str, Any], actor: str
+) -> MemoryRow:
+    row = MemoryRow.from_row(
+        (
+            await conn.execute(
+                memories.update()
+                .where(_m.tenant_id == old.tenant_id, _m.id == old.id)
+                .values(**values, updated_at=sa.func.now())
+                .returning(memories)
+            )
+        ).one()
+    )
     content_changed = row.ciphertext != old.ciphertext
     await conn.execute(
         memory_history.insert().values(
@@ -422,13 +423,13 @@ def expired(now: datetime) -> sa.ColumnElement[bool]:
 
 async def fetch_history(
     conn: AsyncConnection, tenant_id: str, memory_id: UUID, user_id: str
-) -> Sequence[AnyRow]:
+) -> list[HistoryRow]:
     query = (
         sa.select(memory_history)
         .where(_h.tenant_id == tenant_id, _h.memory_id == memory_id, _h.user_id == user_id)
         .order_by(_h.id)
     )
-    return (await conn.execute(query)).all()
+    return [HistoryRow.from_row(row) for row in await conn.execute(query)]
 
 
 # --- keys -------------------------------------------------------------------------------------
@@ -450,7 +451,7 @@ async def unregister_keys(conn: AsyncConnection, key_ids: Sequence[str]) -> None
 
 async def claim_memories_to_reseal(
     conn: AsyncConnection, active_key_id: str, batch: int
-) -> Sequence[AnyRow]:
+) -> list[SealedContent]:
     """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
     query = (
         sa.select(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id)
@@ -458,7 +459,7 @@ async def claim_memories_to_reseal(
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
-    return (await conn.execute(query)).all()
+    return [SealedContent.from_row(row) for row in await conn.execute(query)]
 
 
 async def reseal_memory(
@@ -471,14 +472,14 @@ async def reseal_memory(
 
 async def claim_history_to_reseal(
     conn: AsyncConnection, active_key_id: str, batch: int
-) -> Sequence[AnyRow]:
+) -> list[HistoryRow]:
     query = (
         sa.select(memory_history)
         .where(sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id))
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
-    return (await conn.execute(query)).all()
+    return [HistoryRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def reseal_history(
@@ -510,12 +511,13 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
 
 async def fetch_memories(
     conn: AsyncConnection, keys: Sequence[tuple[str, UUID]]
-) -> dict[tuple[str, UUID], AnyRow]:
+) -> dict[tuple[str, UUID], MemoryRow]:
     """Memories of any tenants by (tenant, id), for work that spans tenants (the worker)."""
     if not keys:
         return {}
     query = sa.select(memories).where(sa.tuple_(_m.tenant_id, _m.id).in_(list(keys)))
-    return {(r.tenant_id, r.id): r for r in await conn.execute(query)}
+    found = [MemoryRow.from_row(row) for row in await conn.execute(query)]
+    return {(r.tenant_id, r.id): r for r in found}
 
 
 async def lock_content_hashes(

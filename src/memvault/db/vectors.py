@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memvault.db.store import AnyRow, fetch_ranked, ranked_page
+from memvault.db.records import RankedMemory
+from memvault.db.store import fetch_ranked, ranked_page
 from memvault.db.tables import memories, memory_chunks
 from memvault.models import MemoryFilter
 
@@ -126,7 +127,7 @@ async def nearest(
     exact_max_chunks: int,
     ef_search: int,
     exclude_id: UUID | None = None,
-) -> Sequence[AnyRow]:
+) -> list[RankedMemory]:
     """Memories by their best chunk's cosine distance, filtered in SQL, nearest first.
 
     Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
@@ -211,7 +212,7 @@ def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
 
 async def _page(
     conn: AsyncConnection, ranking: _Ranking, best: sa.CTE, limit: int
-) -> Sequence[AnyRow]:
+) -> list[RankedMemory]:
     statement = ranked_page(
         ranking.tenant_id,
         ranking.filters,

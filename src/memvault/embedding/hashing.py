@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections.abc import Sequence
 
 from memvault.embedding.base import Embedder
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+from memvault.text import WORD
 
 
 class HashEmbedder(Embedder):
@@ -22,7 +20,7 @@ class HashEmbedder(Embedder):
     def _vector(self, text: str) -> list[float]:
         dims = self.dimensions or 384
         vector = [0.0] * dims
-        for word in _WORD.findall(text.casefold()):
+        for word in WORD.findall(text.casefold()):
             digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
             bucket = int.from_bytes(digest[:4], "little") % dims
             vector[bucket] += 1.0 if digest[4] & 1 else -1.0

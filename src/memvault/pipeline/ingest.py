@@ -20,7 +20,7 @@ from uuid import UUID, uuid4
 from sqlalchemy.exc import SQLAlchemyError
 
 from memvault.db import jobs, keywords, store, vectors
-from memvault.db.store import AnyRow
+from memvault.db.records import MemoryRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
@@ -48,7 +48,7 @@ class Draft:
     memory_id: UUID = field(default_factory=uuid4)
     vector: list[float] | None = None
     dedup: DedupInfo = field(default_factory=lambda: DedupInfo(action="stored_new"))
-    target: AnyRow | None = None  # the existing memory for duplicate / merge / replace
+    target: MemoryRow | None = None  # the existing memory for duplicate / merge / replace
     final_text: str = ""
     final_vector: list[float] | None = None
     enrichment: Enrichment | None = None
@@ -184,10 +184,10 @@ class Pipeline:
         if not nearest:
             return
         row = nearest[0]
-        similarity = 1.0 - min(max(float(row.distance), 0.0), 1.0)
+        similarity = 1.0 - min(max(row.rank, 0.0), 1.0)
         await self._judge_similar(draft, row, similarity)
 
-    async def _judge_similar(self, draft: Draft, row: AnyRow, similarity: float) -> None:
+    async def _judge_similar(self, draft: Draft, row: MemoryRow, similarity: float) -> None:
         if similarity < self.settings.dedup_similar_threshold:
             return
         existing = open_content(
@@ -242,7 +242,7 @@ class Pipeline:
 
     # --- background adds, after the worker embedded them -----------------------------------
 
-    async def settle_one(self, row: AnyRow) -> None:
+    async def settle_one(self, row: MemoryRow) -> None:
         keys = self.backend.keys
         text = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
         item = MemoryInput(
@@ -275,7 +275,7 @@ class Pipeline:
                 note={"folded_into": str(target), "dedup": draft.dedup.action},
             )
 
-    async def _stored_vector(self, row: AnyRow) -> list[float] | None:
+    async def _stored_vector(self, row: MemoryRow) -> list[float] | None:
         async with self.backend.engine.connect() as conn:
             found = await vectors.first_vector(conn, row.tenant_id, row.id)
         if found is None:
@@ -369,7 +369,7 @@ class Pipeline:
         owner = hashlib.sha256(f"{self.tenant_id}\x00{user_id}\x00{app_id}".encode()).hexdigest()
         return f"{owner}:{content_hash.hex()}"
 
-    async def _write_one(self, conn: Any, draft: Draft, hashes: list[bytes]) -> AnyRow:
+    async def _write_one(self, conn: Any, draft: Draft, hashes: list[bytes]) -> MemoryRow:
         if draft.item.infer and draft.dedup.action in ("stored_new", "keep_both"):
             # Another writer may have stored the same text while we were deciding.
             twin = await store.find_by_hash(conn, self.tenant_id, *draft.scope, hashes)
@@ -425,7 +425,7 @@ class Pipeline:
             "term_count": draft.terms[1],
         }
 
-    def _result(self, row: AnyRow, draft: Draft) -> AddResult:
+    def _result(self, row: MemoryRow, draft: Draft) -> AddResult:
         record = to_record(self.backend.keys, row)
         sources = draft.sources or dict.fromkeys(
             ("importance", "memory_type", "categories"), "given"
@@ -433,7 +433,7 @@ class Pipeline:
         return AddResult(**record.model_dump(), dedup=draft.dedup, pii=draft.pii, sources=sources)
 
 
-async def settle(backend: Backend, judge: Judge, rows: list[AnyRow]) -> None:
+async def settle(backend: Backend, judge: Judge, rows: list[MemoryRow]) -> None:
     """The rest of the pipeline for memories added in the background, once the worker has
     embedded them: fold duplicates into what is already stored, else enrich."""
     for row in rows:

@@ -28,7 +28,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import keywords, store, vectors
-from memvault.db.store import AnyRow
+from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
@@ -157,7 +157,7 @@ class Ranked:
 
 
 def rank(
-    row: AnyRow,
+    row: MemoryRow,
     fused: float,
     best: float,
     recipe: SearchConfig,
@@ -359,7 +359,7 @@ def _probes(
 
 
 # One candidate list: the statements that fetch it, given a connection of its own.
-Fetch = Callable[[AsyncConnection], Awaitable[Sequence[AnyRow]]]
+Fetch = Callable[[AsyncConnection], Awaitable[Sequence[RankedMemory]]]
 
 
 def _lists(
@@ -394,12 +394,12 @@ def _lists(
 
 async def _retrieve(
     backend: Backend, fetches: dict[str, Fetch], clock: _Clock
-) -> dict[str, list[AnyRow]]:
+) -> dict[str, list[RankedMemory]]:
     """The lists at once, each in its own pooled transaction, so retrieving takes as long as
     the slowest list rather than their sum. The tasks inherit the caller's tenant scope (a
     context variable), which every transaction announces to PostgreSQL."""
 
-    async def one(fetch: Fetch) -> tuple[list[AnyRow], float]:
+    async def one(fetch: Fetch) -> tuple[list[RankedMemory], float]:
         started = time.perf_counter()
         async with backend.engine.begin() as conn:
             rows = list(await fetch(conn))
@@ -419,7 +419,7 @@ async def _nearest(
     vector: tuple[Embedded, int],
     limit: int,
     conn: AsyncConnection,
-) -> Sequence[AnyRow]:
+) -> Sequence[RankedMemory]:
     embedded, index = vector
     return await vectors.nearest(
         conn,
@@ -460,7 +460,7 @@ async def _ceilings(
 
 async def _bm25(
     tenant_id: str, filters: MemoryFilter, term_ids: list[int], limit: int, conn: AsyncConnection
-) -> Sequence[AnyRow]:
+) -> Sequence[RankedMemory]:
     return await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
 
 
@@ -505,7 +505,7 @@ def vector_evidence(similarities: list[float], floor: float | None) -> list[floa
 
 
 def list_evidence(
-    lists: dict[str, list[AnyRow]], ceilings: dict[str, float], recipe: SearchConfig
+    lists: dict[str, list[RankedMemory]], ceilings: dict[str, float], recipe: SearchConfig
 ) -> dict[str, list[tuple[UUID, float]]]:
     """Each list's items with their evidence, in the list's order."""
     out: dict[str, list[tuple[UUID, float]]] = {}
@@ -514,30 +514,28 @@ def list_evidence(
             evidence = vector_evidence([_similarity(r) for r in items], recipe.vector_floor)
         else:
             ceiling = ceilings.get(name, 0.0)
-            evidence = [
-                keyword_evidence(float(r.score), ceiling, recipe.keyword_full_at) for r in items
-            ]
+            evidence = [keyword_evidence(r.rank, ceiling, recipe.keyword_full_at) for r in items]
         # Rank alone keeps a share, so a list's order still counts where its scores say little.
         share = recipe.rank_share
         out[name] = [(r.id, share + (1 - share) * e) for r, e in zip(items, evidence, strict=True)]
     return out
 
 
-def _similarity(row: AnyRow) -> float:
-    return 1.0 - min(max(float(row.distance), 0.0), 1.0)
+def _similarity(row: RankedMemory) -> float:
+    return 1.0 - min(max(row.rank, 0.0), 1.0)
 
 
 def _rank(
-    lists: dict[str, list[AnyRow]],
+    lists: dict[str, list[RankedMemory]],
     weights: dict[str, float],
     recipe: SearchConfig,
     now: datetime,
     when: TimeRange | None,
     limit: int,
     ceilings: dict[str, float] | None = None,
-) -> list[tuple[AnyRow, dict[str, float | None]]]:
+) -> list[tuple[RankedMemory, dict[str, float | None]]]:
     """The top ``limit`` candidates with their score breakdowns, best first."""
-    rows: dict[UUID, AnyRow] = {}
+    rows: dict[UUID, RankedMemory] = {}
     similarity: dict[UUID, float] = {}
     bm25: dict[UUID, float] = {}
     for name, items in lists.items():
@@ -546,7 +544,7 @@ def _rank(
             if name.endswith(":vector"):
                 similarity[row.id] = max(_similarity(row), similarity.get(row.id, 0.0))
             else:
-                bm25[row.id] = max(float(row.score), bm25.get(row.id, 0.0))
+                bm25[row.id] = max(row.rank, bm25.get(row.id, 0.0))
     if ceilings is None:
         fused = rrf({n: [r.id for r in items] for n, items in lists.items()}, weights, recipe.rrf_k)
     else:
@@ -576,8 +574,8 @@ def _rank(
 
 
 async def _context(
-    backend: Backend, tenant_id: str, rows: list[AnyRow], window: int
-) -> dict[UUID, list[AnyRow]]:
+    backend: Backend, tenant_id: str, rows: list[RankedMemory], window: int
+) -> dict[UUID, list[MemoryRow]]:
     """The turns around each conversational hit, from the same user, app and session."""
     wanted = {
         row.id: (row.user_id, row.app_id, row.metadata["session_id"], int(row.metadata["turn"]))
@@ -611,9 +609,9 @@ async def _context(
 
 def _hit(
     backend: Backend,
-    row: AnyRow,
+    row: RankedMemory,
     scores: dict[str, float | None],
-    context: list[AnyRow] | None,
+    context: list[MemoryRow] | None,
 ) -> SearchHit:
     # Only the hits returned (and their context) are decrypted.
     final = scores.pop("final")

@@ -3,38 +3,15 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from functools import lru_cache
-
-import snowballstemmer
 
 from memvault.crypto import Keyring
-from memvault.text import fold
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Words that carry no retrieval signal; kept short on purpose: "not", "no" and numbers stay,
-# because negations and amounts matter to a memory.
-_STOP = frozenset(
-    _WORD.findall(
-        """a an and are as at be been but by did do does for from had has have he her hers him
-        his i if in into is it its me my of on or our ours she so than that the their them then
-        there these they this those to was we were what when where which who whom why will with
-        would you your yours"""
-    )
-)
-_stemmer = snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=65_536)
-def _stem(word: str) -> str:
-    return str(_stemmer.stemWord(word))
+from memvault.text import STOP_WORDS, WORD, fold, stem
 
 
 def terms(text: str) -> Counter[str]:
     """Term frequencies of a text."""
-    folded = fold(text)
-    return Counter(_stem(w) for w in _WORD.findall(folded) if w not in _STOP)
+    return Counter(stem(w) for w in WORD.findall(fold(text)) if w not in STOP_WORDS)
 
 
 def blind_terms(keyring: Keyring, text: str) -> tuple[dict[int, int], int]:

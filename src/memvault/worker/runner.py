@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from memvault.config import Settings
 from memvault.db import jobs, store, vectors
-from memvault.db.store import AnyRow
+from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import Embedded, EmbeddingService
@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Prepared:
-    job: AnyRow
-    row: AnyRow
+    job: ClaimedJob
+    row: MemoryRow
     chunks: list[str]
 
 
@@ -164,11 +164,11 @@ class Worker:
             await self.process(claimed)
         return len(claimed)
 
-    async def _claim(self, limit: int) -> Sequence[AnyRow]:
+    async def _claim(self, limit: int) -> Sequence[ClaimedJob]:
         async with self.engine.begin() as conn:
             return await jobs.claim(conn, limit, self.settings.worker_lease_s)
 
-    async def process(self, claimed: Sequence[AnyRow]) -> None:
+    async def process(self, claimed: Sequence[ClaimedJob]) -> None:
         prepared, broken = await self._prepare(claimed)
         for job, error in broken:
             await self._fail(job, error)
@@ -188,8 +188,8 @@ class Worker:
             await settle(self.backend, self.judge, ingest)
 
     async def _prepare(
-        self, claimed: Sequence[AnyRow]
-    ) -> tuple[list[_Prepared], list[tuple[AnyRow, str]]]:
+        self, claimed: Sequence[ClaimedJob]
+    ) -> tuple[list[_Prepared], list[tuple[ClaimedJob, str]]]:
         async with self.engine.connect() as conn:
             rows = await store.fetch_memories(conn, [(j.tenant_id, j.memory_id) for j in claimed])
         tokenizer = self.embeddings.primary.tokenizer()
@@ -248,7 +248,7 @@ class Worker:
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
         return {memory_id for _, memory_id in unchanged}
 
-    async def _fail(self, job: AnyRow, error: str) -> None:
+    async def _fail(self, job: ClaimedJob, error: str) -> None:
         async with self.engine.begin() as conn:
             status = await jobs.fail(
                 conn,

@@ -1,5 +1,6 @@
 """Personal data: emails, card numbers and their codes, SSNs, IBANs, phone numbers, IP
-addresses, each validated (Luhn, mod-97, area rules) so dates, prices and versions pass."""
+addresses, each validated (Luhn, mod-97, area rules, each country's numbering plan) so dates,
+prices and versions pass."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
+import phonenumbers
 from stdnum import iban, luhn
 
 from memvault.pipeline.pii._scan import Hit as _Hit
@@ -39,7 +41,8 @@ _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){1,8}+(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])"
 )
 _IBAN_TOKEN = re.compile(r"\S+")
-# +CC then groups; a group may be "(0)" or "(555)". Digits are counted afterwards (8 to 15, E.164).
+# +CC then groups; a group may be "(0)" or "(555)". Whether the digits are a number that can be
+# dialled (a country code that exists, a length its numbering plan has) is libphonenumber's call.
 _PHONE_INTL = re.compile(
     r"(?<![\w+])\+[1-9]\d{0,2}+(?:[ .-]?(?:\(\d{1,5}\)|\d++)){1,7}+(?!\w|[.,]\d)"
 )
@@ -210,6 +213,31 @@ def _phone_span(text: str, start: int, end: int, low: int, high: int) -> tuple[i
     return start, last + 1 if text[last : last + 1] == ")" else last
 
 
+def _dialable(number: str) -> bool:
+    """An international number (``+CC …``) whose country code exists and whose length is one
+    that country's plan dials from abroad (a number only dialable locally is not enough)."""
+    try:
+        parsed = phonenumbers.parse(number, None)
+    except phonenumbers.NumberParseException:
+        return False
+    reason = phonenumbers.is_possible_number_with_reason(parsed)
+    return bool(reason == phonenumbers.ValidationResult.IS_POSSIBLE)
+
+
+def _international_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The longest run of whole groups from ``start`` that is a dialable number: a number
+    may be followed by another ("+44 20 7946 0958 1234")."""
+    groups = list(_DIGIT_GROUP.finditer(text, start, end))
+    if _date_shaped([g.group() for g in groups]):
+        return None
+    for k in range(len(groups), 0, -1):
+        last = groups[k - 1].end()
+        last = last + 1 if text[last : last + 1] == ")" else last
+        if _dialable(text[start:last]):
+            return start, last
+    return None
+
+
 def _phones(scan: _Scan) -> Iterator[_Hit]:
     text = scan.text
     if scan.digits < 7:
@@ -221,7 +249,7 @@ def _phones(scan: _Scan) -> Iterator[_Hit]:
         groups = _DIGIT_GROUP.findall(number)
         decimal = number.count(".") == 1 and not any(c in number for c in " -(")
         if not decimal and sum(len(g) == 1 for g in groups[1:]) <= 1:
-            span = _phone_span(text, m.start(), m.end(), 8, 15)
+            span = _international_span(text, m.start(), m.end())
             if span:
                 yield *span, "phone"
     for m in _PHONE_US.finditer(text):

@@ -13,15 +13,14 @@ from memvault.pipeline.rules.words import (
     _PRONOUNS,
     _RELATIONS,
     _STANCE,
-    _STOP_WORDS,
     _TIME_WORDS,
-    _TOKEN,
     _UPDATE_CUES,
     _VERBS,
     _expand,
     _number,
     _stem,
 )
+from memvault.text import STOP_WORDS, TOKEN
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class _Facts:
 
 
 def _raw_tokens(text: str) -> list[str]:
-    return _TOKEN.findall(_expand(text))
+    return TOKEN.findall(_expand(text))
 
 
 def _subject(tokens: list[str]) -> frozenset[str]:
@@ -71,7 +70,7 @@ def _verb_after_name(previous: str, token: str) -> bool:
 
 def _is_entity(token: str, position: int, tokens: list[str]) -> bool:
     lowered = token.casefold()
-    if not token[:1].isupper() or lowered in _STOP_WORDS or lowered in _TIME_WORDS:
+    if not token[:1].isupper() or lowered in STOP_WORDS or lowered in _TIME_WORDS:
         return False
     if lowered in _MONTHS or lowered in _STANCE or lowered in _NEGATIONS:
         return False
@@ -98,7 +97,7 @@ def _facts(text: str) -> _Facts:
                 negations += 1
             elif word in _UPDATE_CUES:
                 cue = True
-            elif word not in _STOP_WORDS:
+            elif word not in STOP_WORDS:
                 content.add(_stem(word))
             functional = functional or word in _FUNCTIONAL
     entities = frozenset(t.casefold() for i, t in enumerate(tokens) if _is_entity(t, i, tokens))

@@ -8,9 +8,8 @@ from datetime import datetime
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.rules.categories import normalise_category
 from memvault.pipeline.rules.expiry import _utc, _valid_until
-from memvault.pipeline.rules.words import _TOKEN
 from memvault.retrieval.when import event_time
-from memvault.text import normalise
+from memvault.text import TOKEN, normalise
 
 _TOPIC_WORDS: dict[str, str] = {
     "security": """password passwords passcode passphrase pin ssh 2fa otp credential
@@ -87,7 +86,7 @@ _MAX_TOPICS = 4
 
 def _topics(text: str, temporal: bool) -> list[str]:
     counts: dict[str, int] = {}
-    for token in _TOKEN.findall(text.casefold()):
+    for token in TOKEN.findall(text.casefold()):
         topic = _KEYWORDS.get(token)
         if topic is not None:
             counts[topic] = counts.get(topic, 0) + 1
@@ -108,7 +107,7 @@ def _importance(text: str, topics: list[str]) -> int:
         score += 2
     if "small_talk" in topics and set(topics) <= {"small_talk", "schedule"}:
         score = min(score, 2)  # weather and greetings, even dated ones
-    if len(_TOKEN.findall(text)) < 3 and topics == ["general"]:
+    if len(TOKEN.findall(text)) < 3 and topics == ["general"]:
         score = min(score, 2)
     return max(1, min(10, score))
 
@@ -118,9 +117,7 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
     and normalised snake_case categories (offline)."""
     reference = _utc(reference_time)
     try:
-        valid_until = _valid_until(
-            normalise(text), reference
-        )
+        valid_until = _valid_until(normalise(text), reference)
     except OverflowError:  # a period ending past year 9999: no usable expiry
         valid_until = None
     topics = _topics(text, valid_until is not None)

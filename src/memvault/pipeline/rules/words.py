@@ -1,5 +1,6 @@
-"""The words the offline rules read text by: stop words, negations, update cues, number words,
-contractions, and the tokenising and stemming they share."""
+"""The words the offline rules read text by: negations, update cues, number words, contractions,
+and the light stemming they share. Stop words and tokens are the keyword index's, from
+``memvault.text``."""
 
 from __future__ import annotations
 
@@ -12,14 +13,6 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STOP_WORDS = _words(
-    """a an the and or but of to in on at for with by from as into onto about over under up out
-    off this that these those it its is are was were be been being am do does did has have had
-    will would shall should can could may might must i me my mine we us our ours you your yours
-    he him his she her hers they them their theirs there here so very really just also too
-    still again then than some any all each every which who whom whose what when where why how
-    s t ve ll d re m"""
-)
 _NEGATIONS = _words("not no never none nobody nothing neither nor without stopped quit cannot")
 # Words that say "this replaces what was true before" when they sit in the new memory.
 _UPDATE_CUES = _words(
@@ -96,7 +89,6 @@ _CONTRACTIONS = tuple(
         (r"\bweek-end", "weekend"),
     )
 )
-_TOKEN = re.compile(r"[^\W\d_]+|\d+(?:[.,:]\d+)*", re.UNICODE)
 
 
 def _expand(text: str) -> str:

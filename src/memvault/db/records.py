@@ -1,0 +1,164 @@
+"""What ``db/`` hands back: typed, immutable records, one class per shape of row, so callers
+above it read named fields with known types instead of ``Row[Any]``.
+
+Each record is built from a result row by column name (``Record.from_row``); columns a record
+does not name (e.g. a ``pg_notify`` result beside an inserted row) are left behind. Content
+stays sealed: these hold ciphertext, nonce and key id, never text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any, Self, TypeAlias
+from uuid import UUID
+
+from sqlalchemy.engine import Row
+
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
+
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    if cls not in _NAMES:
+        _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return _NAMES[cls]
+
+
+class _Record:
+    __slots__ = ()
+
+    @classmethod
+    def from_row(cls, row: AnyRow) -> Self:
+        values = row._mapping
+        return cls(*(values[name] for name in _names(cls)))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MemoryRow(_Record):
+    """A row of ``memories``, sealed."""
+
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    project_id: str | None
+    environment: str | None
+    channel: str
+    source: str | None
+    tags: list[str]
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+    content_hash: bytes
+    metadata: dict[str, Any]
+    categories: list[str]
+    importance: int | None
+    memory_type: str
+    valid_until: datetime | None
+    tier: str
+    embedded: bool
+    embedding_model: str | None
+    term_count: int
+    access_count: int
+    last_accessed: datetime | None
+    occurred_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RankedMemory(MemoryRow):
+    """A memory from a candidate list, with what the list is ordered by: cosine distance for a
+    vector list (nearest first), BM25 score for a keyword list (highest first)."""
+
+    rank: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HistoryRow(_Record):
+    """A row of ``memory_history``: each side's content sealed as the memory's was."""
+
+    tenant_id: str
+    id: int
+    memory_id: UUID
+    user_id: str
+    action: str
+    old_ciphertext: bytes | None
+    old_nonce: bytes | None
+    old_key_id: str | None
+    new_ciphertext: bytes | None
+    new_nonce: bytes | None
+    new_key_id: str | None
+    old_metadata: dict[str, Any] | None
+    new_metadata: dict[str, Any] | None
+    actor: str
+    created_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SealedContent(_Record):
+    """A memory's sealed content and owner: what key rotation reads to reseal it."""
+
+    tenant_id: str
+    id: UUID
+    user_id: str
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimedJob(_Record):
+    """An embedding job a worker holds until ``locked_until`` (its lease)."""
+
+    tenant_id: str
+    id: int
+    memory_id: UUID
+    kind: str
+    attempts: int
+    locked_until: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobRow(_Record):
+    """A row of ``embedding_jobs``."""
+
+    tenant_id: str
+    id: int
+    memory_id: UUID
+    status: str
+    kind: str
+    attempts: int
+    last_error: str | None
+    available_at: datetime
+    locked_until: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiKeyRow(_Record):
+    """A row of ``api_keys``: the secret only as its hash."""
+
+    id: UUID
+    tenant_id: str
+    name: str | None
+    prefix: str
+    secret_hash: bytes
+    scopes: list[str]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+__all__ = [
+    "ApiKeyRow",
+    "ClaimedJob",
+    "HistoryRow",
+    "JobRow",
+    "MemoryRow",
+    "RankedMemory",
+    "SealedContent",
+]
