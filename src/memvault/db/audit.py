@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow
+from memvault.db.records import AnyRow
 from memvault.db.tables import audit_log, audit_settings
 from memvault.db.tenancy import APP_ROLE
 

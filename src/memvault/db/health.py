@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow
+from memvault.db.records import AnyRow
 from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
 
 _m = memories.c

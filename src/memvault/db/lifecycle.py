@@ -15,7 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.store import AnyRow
+from memvault.db.records import AnyRow
 from memvault.db.tables import (
     api_keys,
     audit_log,

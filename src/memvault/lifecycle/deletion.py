@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import audit
 from memvault.db import lifecycle as db
-from memvault.db.store import AnyRow
+from memvault.db.records import AnyRow
 from memvault.db.tables import audit_log, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import cache_key

@@ -26,7 +26,7 @@ from memvault.lifecycle.models import (
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.db.store import AnyRow
+    from memvault.db.records import AnyRow
 
 
 def _uuid(value: UUID | str) -> UUID:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from memvault.db import audit
 from memvault.db import lifecycle as db
-from memvault.db.store import AnyRow
+from memvault.db.records import AnyRow
 from memvault.db.tables import memories
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase

@@ -32,7 +32,7 @@ from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.db.store import AnyRow
+    from memvault.db.records import AnyRow
 
 FORMAT = 1
 # Extra parts of an exported line (the graph's facts): export fills, import reads.
