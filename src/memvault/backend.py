@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.cognitive.working import WorkingStore
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
@@ -39,6 +40,8 @@ class Backend:
     # Runs ANALYZE in the background after bulk writes, so plans stay good on a fresh store.
     analyzer: Analyzer
     key_file: Path | None = None
+    # Opened on first use by cognitive memory: Redis when configured, else PostgreSQL.
+    working: WorkingStore | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0
@@ -65,6 +68,8 @@ class Backend:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             self._tasks.clear()
         await self.access.close()
+        if self.working is not None:
+            await self.working.aclose()
         await self.analyzer.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:

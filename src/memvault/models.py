@@ -242,6 +242,7 @@ class MessagesRequest(_Input):
     messages: list[Message] = Field(min_length=1)
     user_id: Identifier
     app_id: Identifier = "default"
+    channel: Identifier = Field(default="_global", description="_global or a project channel")
     session_id: Identifier | None = None
     occurred_at: Timestamp | None = Field(
         default=None, description="when the conversation took place (default: now)"
