@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.store import AnyRow
@@ -173,7 +173,7 @@ async def turns_of_memories(
         sa.select(conversation_turns)
         .where(_t.tenant_id == tenant_id, _t.memory_id.in_(list(memory_ids)))
         .order_by(_t.memory_id, _t.occurred_at)
-        .distinct(_t.memory_id)
+        .ext(distinct_on(_t.memory_id))
     )
     return {row.memory_id: row for row in await conn.execute(query)}
 
