@@ -43,7 +43,8 @@ async def test_turns_are_memories_linked_in_order(
     columns = {
         r[0]
         for r in raw.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_turns'"
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'conversation_turns'"
         )
     }
     assert not columns & {"content", "ciphertext"}

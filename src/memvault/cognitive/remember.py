@@ -128,7 +128,8 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         self._reinforce(fitted)
-        return fitted
+        diagnostics = fitted.diagnostics.model_copy(update={"timings_ms": timings})
+        return fitted.model_copy(update={"diagnostics": diagnostics})
 
     async def _episodic(self, request: RememberRequest) -> builtins.list[TurnHit]:
         window = request.time_window
