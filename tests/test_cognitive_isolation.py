@@ -221,3 +221,33 @@ async def test_every_route_answers_404_for_another_tenants_ids(
     theirs = memory.for_tenant("globex")
     assert (await theirs.get_goal(gid, user_id="u")).status == "blocked"
     assert await theirs.get_context_value("sess", "k", user_id="u") == "v"
+
+
+async def test_key_rotation_reseals_every_cognitive_row(make_settings: Any, raw: Any) -> None:
+    from memvault.admin import AsyncAdmin
+    from memvault.crypto import generate_key
+    from memvault.db.tables import SEALED_COGNITIVE
+
+    old_key, new_key = generate_key(), generate_key()
+    before = await AsyncMemory.open(make_settings(encryption_key=old_key))
+    ids = await _fill(before)
+    await before.close()
+    during = await AsyncMemory.open(
+        make_settings(encryption_key=new_key, encryption_old_keys=old_key)
+    )
+    report = await AsyncAdmin.of(during).rotate_encryption_key()
+    await during.close()
+    assert report.retired_key_ids
+    after = await AsyncMemory.open(make_settings(encryption_key=new_key))
+    active = after._backend.keys.current().active.key_id
+    for table in SEALED_COGNITIVE:
+        keys = {r[0] for r in raw.execute(f"SELECT DISTINCT key_id FROM {table.name}")}
+        assert keys == {active}, table.name
+    convo = await after.get_conversation(ids["conversation"], user_id="u")
+    assert convo.title == "t" and convo.turns and convo.turns[0].content == "hello there"
+    assert (await after.get_goal(ids["goal"], user_id="u")).description == "second"
+    assert await after.get_context_value(str(convo.id), "k", user_id="u") == "v"
+    assert (await after.get_profile(user_id="u")).communication_style == "brief"
+    found = await after.find_strategies("look it up", user_id="u")
+    assert [s.description for s in found] == ["look it up"]
+    await after.close()

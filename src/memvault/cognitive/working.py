@@ -256,7 +256,14 @@ class WorkingMemory:
         self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
     ) -> dict[tuple[str, str], Any]:
         entries = await self.store.get(tenant_id, session, slot, key)
-        return {(e.slot, e.key): self._open(tenant_id, session, e) for e in entries}
+        held = self._keys.current().key_ids
+        # A Redis entry sealed under a key since retired by rotation (which reseals only what
+        # PostgreSQL holds) reads as expired: working memory is scratch space.
+        return {
+            (e.slot, e.key): self._open(tenant_id, session, e)
+            for e in entries
+            if e.sealed.key_id in held
+        }
 
     async def push(
         self, tenant_id: str, session: Session, slot: str, item: Any, bound: int

@@ -502,11 +502,3 @@ async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) 
     table = next(t for t in SEALED_COGNITIVE if t.name == row.table)
     where = [c == v for c, v in zip(_primary_key(table), row.key, strict=True)]
     await conn.execute(table.update().where(*where).values(values))
-
-
-async def count_cognitive_under_other_keys(conn: AsyncConnection, active_key_id: str) -> int:
-    total = 0
-    for table in SEALED_COGNITIVE:
-        query = sa.select(sa.func.count()).select_from(table).where(table.c.key_id != active_key_id)
-        total += int((await conn.execute(query)).scalar_one())
-    return total

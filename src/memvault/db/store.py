@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.tables import (
     JOBS_CHANNEL,
+    SEALED_COGNITIVE,
     embedding_jobs,
     encryption_keys,
     memories,
@@ -493,8 +494,17 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
     in_history = sa.select(sa.func.count()).where(
         sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
     )
+    # Cognitive rows each hold one sealed payload (db/cognitive.py reseals them).
+    in_cognitive = [
+        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        for t in SEALED_COGNITIVE
+    ]
     total = 0
-    for query in (in_memories.select_from(memories), in_history.select_from(memory_history)):
+    for query in (
+        in_memories.select_from(memories),
+        in_history.select_from(memory_history),
+        *in_cognitive,
+    ):
         total += (await conn.execute(query)).scalar_one()
     return total
 
