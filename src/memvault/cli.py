@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from memvault import cli_cognitive
 from memvault.admin import Admin, AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
@@ -38,6 +39,7 @@ api_keys_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(api_keys_app, name="api-keys")
+app.add_typer(cli_cognitive.app, name="cognitive")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
