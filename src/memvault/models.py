@@ -157,6 +157,9 @@ class MemoryFilter(_Input):
     min_importance: int | None = Field(default=None, ge=1, le=10)
     occurred_after: Timestamp | None = None
     occurred_before: Timestamp | None = None
+    channels: Tags = Field(
+        default=[], description="memories in any of these channels (a project and _global)"
+    )
 
 
 class MemoryQuery(MemoryFilter):

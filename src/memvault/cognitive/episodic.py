@@ -29,8 +29,11 @@ from memvault.cognitive.models import (
 from memvault.db import cognitive as db
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound
-from memvault.models import Message
+from memvault.models import Message, SearchHit, SearchRequest
+from memvault.retrieval.search import RECIPES
+from memvault.retrieval.search import search as retrieval_search
 from memvault.sealing import open_content
 from memvault.validation import validated
 
@@ -234,29 +237,43 @@ class EpisodicFace(CognitiveBase):
         after: datetime | None,
         before: datetime | None,
         options: dict[str, Any],
-    ) -> builtins.list[Any]:
-        """One search per recalled channel, merged by score, identical texts kept once."""
-        import asyncio
-
-        window = {"occurred_after": after, "occurred_before": before}
-        window = {k: v for k, v in window.items() if v is not None}
-        results = await asyncio.gather(
-            *(
-                self.search(query, user_id=user_id, channel=c, **window, **options)
-                for c in recall_channels(channel)
+        query_embedding: Embedded | None = None,
+    ) -> builtins.list[SearchHit]:
+        """One search over the recalled channels (this one and _global), identical texts kept
+        once (the better scored)."""
+        cap = self._backend.settings.max_query_chars
+        if len(query) > cap:
+            raise InvalidInput(
+                f"A query holds at most {cap} characters.", details={"field": "query"}
             )
+        window = {"occurred_after": after, "occurred_before": before}
+        request = validated(
+            SearchRequest,
+            query=query,
+            user_id=user_id,
+            channels=recall_channels(channel),
+            **{k: v for k, v in window.items() if v is not None},
+            **options,
         )
-        merged = sorted((h for r in results for h in r.results), key=lambda h: -h.score)
+        result = await retrieval_search(
+            self._backend,
+            self.tenant_id,
+            request,
+            RECIPES[request.recipe],
+            query_embedding=query_embedding,
+        )
         seen: set[str] = set()
         kept = []
-        for hit in merged:
+        for hit in result.results:
             text = " ".join(hit.content.lower().split())
             if text not in seen:
                 seen.add(text)
                 kept.append(hit)
         return kept
 
-    async def _with_turns(self, hits: builtins.list[Any], limit: int) -> builtins.list[TurnHit]:
+    async def _with_turns(
+        self, hits: builtins.list[SearchHit], limit: int
+    ) -> builtins.list[TurnHit]:
         async with self._backend.engine.connect() as conn:
             turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
         return [

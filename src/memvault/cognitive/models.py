@@ -287,10 +287,16 @@ class RememberRequest(_Input):
     )
     include: list[Kind] | None = Field(default=None, description="kinds to recall; unset: all")
     time_window: TimeWindow | None = None
+    reference_time: Timestamp | None = Field(
+        default=None, description="when the question is asked, for 'last week' (default: now)"
+    )
     budget_tokens: int | None = Field(
         default=None, ge=16, le=100_000, description="unset: MEMVAULT_REMEMBER_BUDGET_TOKENS"
     )
     limit: int = Field(default=10, ge=1, le=50, description="candidates per kind")
+    per_conversation: int | None = Field(
+        default=None, ge=1, le=50, description="unset: MEMVAULT_REMEMBER_PER_CONVERSATION"
+    )
     weights: dict[str, float] | None = Field(
         default=None,
         description="override MEMVAULT_REMEMBER_WEIGHTS per kind (episodic, facts, entities, "

@@ -27,8 +27,10 @@ from memvault.cognitive.models import (
 from memvault.db import cognitive as db
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
+from memvault.retrieval.search import embed_query
 from memvault.validation import validated
 
 INVOCATIONS, STRATEGIES = "tool_invocations", "strategies"
@@ -198,7 +200,14 @@ class ProceduralFace(CognitiveBase):
         user_id = checked_id(user_id, "user_id")
         if not task.strip() or not 1 <= limit <= 100:
             raise InvalidInput("Give a task and a limit of 1 to 100.", details={"field": "task"})
-        embedded = await self._backend.embeddings.embed_batch([task])
+        embedded = await embed_query(self._backend, task)
+        if embedded is None:  # no model could embed the task: nothing to compare by meaning
+            return []
+        return await self._strategies_near(embedded, user_id, channel, limit)
+
+    async def _strategies_near(
+        self, embedded: Embedded, user_id: str, channel: str, limit: int
+    ) -> builtins.list[Strategy]:
         async with self._backend.engine.connect() as conn:
             rows = await db.nearest_strategies(
                 conn,

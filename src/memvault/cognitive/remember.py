@@ -37,7 +37,9 @@ from memvault.cognitive.procedural import ProceduralFace
 from memvault.cognitive.session import WorkingFace
 from memvault.db import cognitive as db
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput
+from memvault.retrieval.search import embed_query
 from memvault.validation import validated
 
 T = TypeVar("T")
@@ -70,32 +72,47 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             finally:
                 timings[name] = round((time.perf_counter() - begun) * 1000, 3)
 
+        # The question is embedded once, for every kind that compares by meaning.
+        query_vector = asyncio.ensure_future(
+            timed(
+                "embed",
+                bool(kinds & {"episodic", "procedural", "facts", "entities"}),
+                lambda: embed_query(self._backend, request.query),
+                None,
+            )
+        )
         no_hits: builtins.list[TurnHit] = []
         no_strategies: builtins.list[Strategy] = []
         no_items: builtins.list[BundleItem] = []
         no_goals: builtins.list[Goal] = []
         hits, strategies, semantic, goals, profile, working = await asyncio.gather(
-            timed("episodic", "episodic" in kinds, lambda: self._episodic(request), no_hits),
+            timed(
+                "episodic",
+                "episodic" in kinds,
+                lambda: self._episodic(request, query_vector),
+                no_hits,
+            ),
             timed(
                 "procedural",
                 "procedural" in kinds,
-                lambda: self._procedural(request),
+                lambda: self._procedural(request, query_vector),
                 no_strategies,
             ),
             timed(
                 "semantic",
                 bool(kinds & {"facts", "entities"}),
-                lambda: self._semantic(request, channels, weights),
+                lambda: self._semantic(request, channels, weights, query_vector),
                 no_items,
             ),
             timed("goals", "goals" in kinds, lambda: self._active_goals(request), no_goals),
             timed("profile", "profile" in kinds, lambda: self._profile(request), None),
             timed("working", "working" in kinds, lambda: self._session_context(request), None),
         )
-        now = datetime.now(UTC)
+        now = request.reference_time or datetime.now(UTC)
         half_life = settings.remember_half_life_days
         episodic, diversity_dropped = diversify(
-            self._turn_items(hits, weights, now, half_life), settings.remember_per_conversation
+            self._turn_items(hits, weights, now, half_life),
+            request.per_conversation or settings.remember_per_conversation,
         )
         bundle = MemoryBundle(
             query=request.query,
@@ -131,8 +148,11 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         diagnostics = fitted.diagnostics.model_copy(update={"timings_ms": timings})
         return fitted.model_copy(update={"diagnostics": diagnostics})
 
-    async def _episodic(self, request: RememberRequest) -> builtins.list[TurnHit]:
+    async def _episodic(
+        self, request: RememberRequest, query_vector: Awaitable[Embedded | None]
+    ) -> builtins.list[TurnHit]:
         window = request.time_window
+        embedded = await query_vector
         hits = await self._channel_search(
             request.query,
             request.user_id,
@@ -140,7 +160,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             window.after if window else None,
             window.before if window else None,
             # Accesses are counted for what survives the budget, not for every candidate.
-            {"limit": request.limit * 2, "track_access": False},
+            {
+                "limit": request.limit * 2,
+                "track_access": False,
+                **({"reference_time": request.reference_time} if request.reference_time else {}),
+            },
+            embedded,
         )
         if not hits:
             return []
@@ -164,16 +189,22 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             for h in hits
         ]
 
-    async def _procedural(self, request: RememberRequest) -> builtins.list[Strategy]:
-        return await self.find_strategies(
-            request.query,
-            user_id=request.user_id,
-            channel=request.channel,
-            limit=min(request.limit, 5),
+    async def _procedural(
+        self, request: RememberRequest, query_vector: Awaitable[Embedded | None]
+    ) -> builtins.list[Strategy]:
+        embedded = await query_vector
+        if embedded is None:
+            return []
+        return await self._strategies_near(
+            embedded, request.user_id, request.channel, min(request.limit, 5)
         )
 
     async def _semantic(
-        self, request: RememberRequest, channels: builtins.list[str], weights: dict[str, float]
+        self,
+        request: RememberRequest,
+        channels: builtins.list[str],
+        weights: dict[str, float],
+        query_vector: Awaitable[Embedded | None],
     ) -> builtins.list[BundleItem]:
         """Facts and entities with their graph neighbourhood, as ``BundleItem``s of kind
         "facts" / "entities" scored with ``weighted`` (relevance 0..1, recency): the knowledge

@@ -220,6 +220,8 @@ def list_filters(
         where.append(c.tags.overlap(f.tags_any))
     if f.categories:
         where.append(c.categories.overlap(f.categories))
+    if f.channels:
+        where.append(c.channel.in_(f.channels))
     if f.min_importance is not None:
         where.append(c.importance >= f.min_importance)
     for column, after, before in (
