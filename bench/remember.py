@@ -46,7 +46,7 @@ from search_latency import Server
 
 from _stats import percentile
 
-KINDS = ("episodic", "procedural", "semantic", "goals", "profile", "working", "budget")
+KINDS = ("embed", "episodic", "procedural", "semantic", "goals", "profile", "working", "budget")
 USER, PROJECT = "bench-user", "project"
 
 

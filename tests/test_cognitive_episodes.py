@@ -126,3 +126,14 @@ async def test_conversations_list_and_belong_to_their_owner(memory: AsyncMemory)
             await call
     with pytest.raises(InvalidInput):
         await memory.get_conversation("not-a-uuid", user_id="ann")
+
+
+async def test_search_takes_several_channels(memory: AsyncMemory) -> None:
+    for channel in ("a", "b", "_global"):
+        await memory.add(
+            f"the meeting notes of {channel}", user_id="ann", channel=channel, infer=False
+        )
+    found = await memory.search("meeting notes", user_id="ann", channels=["a", "_global"])
+    assert {h.channel for h in found.results} == {"a", "_global"}
+    listed = await memory.list(user_id="ann", channels=["b"])
+    assert [m.content for m in listed.results] == ["the meeting notes of b"]

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 import redis
 
-from memvault import AsyncMemory, InvalidInput, NotFound, Settings
+from memvault import AsyncMemory, InvalidInput, NotFound, Settings, StoreUnavailable
 from memvault.cognitive.working import PostgresWorkingStore, WorkingMemory, redis_key
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -130,3 +130,23 @@ async def test_postgres_store_expires_by_its_clock_and_seals(
         "SELECT relpersistence FROM pg_class WHERE relname = 'working_memory'"
     ).fetchone() or ("",)
     assert persistence == "u"
+
+
+async def test_values_must_be_json(memory: AsyncMemory) -> None:
+    with pytest.raises(InvalidInput):
+        await memory.set_context("c1", "when", object(), user_id="ann")
+
+
+async def test_without_redis_working_memory_fails_clearly_and_recall_degrades(
+    make_settings: Callable[..., Settings],
+) -> None:
+    opened = await AsyncMemory.open(make_settings(redis_url="redis://127.0.0.1:1/0"))
+    try:
+        with pytest.raises(StoreUnavailable):
+            await opened.set_context("c1", "k", "v", user_id="ann")
+        await opened.add_goal("still recalled", user_id="ann")
+        bundle = await opened.remember("what now?", user_id="ann", conversation_id="c1")
+        assert bundle.diagnostics.degraded == ["working"] and bundle.working is None
+        assert [g.description for g in bundle.goals] == ["still recalled"]
+    finally:
+        await opened.close()

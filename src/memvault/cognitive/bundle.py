@@ -50,6 +50,9 @@ class BundleDiagnostics(BaseModel):
     candidates: dict[str, int] = Field(description="what each kind offered before the cut")
     diversity_dropped: int = Field(description="turns over the per-conversation cap")
     budget_dropped: int = Field(description="lines that did not fit the token budget")
+    degraded: list[str] = Field(
+        default=[], description="kinds left out because their store was unavailable"
+    )
 
 
 class MemoryBundle(BaseModel):

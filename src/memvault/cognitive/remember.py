@@ -38,7 +38,7 @@ from memvault.cognitive.session import WorkingFace
 from memvault.db import cognitive as db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
-from memvault.errors import InvalidInput
+from memvault.errors import InvalidInput, StoreUnavailable
 from memvault.retrieval.search import embed_query
 from memvault.validation import validated
 
@@ -61,6 +61,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         kinds = set(request.include or ALL_KINDS)
         channels = recall_channels(request.channel)
         timings: dict[str, float] = {}
+        degraded: builtins.list[str] = []
         started = time.perf_counter()
 
         async def timed(name: str, wanted: bool, work: Callable[[], Awaitable[T]], empty: T) -> T:
@@ -106,7 +107,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             ),
             timed("goals", "goals" in kinds, lambda: self._active_goals(request), no_goals),
             timed("profile", "profile" in kinds, lambda: self._profile(request), None),
-            timed("working", "working" in kinds, lambda: self._session_context(request), None),
+            timed(
+                "working",
+                "working" in kinds,
+                lambda: self._session_context(request, degraded),
+                None,
+            ),
         )
         now = request.reference_time or datetime.now(UTC)
         half_life = settings.remember_half_life_days
@@ -138,6 +144,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                 },
                 diversity_dropped=diversity_dropped,
                 budget_dropped=0,
+                degraded=degraded,
             ),
         )
         begun = time.perf_counter()
@@ -220,12 +227,18 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         profile = await self.get_profile(user_id=request.user_id, channel=request.channel)
         return profile if _has_content(profile) else None
 
-    async def _session_context(self, request: RememberRequest) -> WorkingContext | None:
+    async def _session_context(
+        self, request: RememberRequest, degraded: builtins.list[str]
+    ) -> WorkingContext | None:
         if request.conversation_id is None:
             return None
-        return await self.get_context(
-            request.conversation_id, user_id=request.user_id, channel=request.channel
-        )
+        try:
+            return await self.get_context(
+                request.conversation_id, user_id=request.user_id, channel=request.channel
+            )
+        except StoreUnavailable:  # Redis down: recall the rest, and say what is missing
+            degraded.append("working")
+            return None
 
     def _turn_items(
         self,

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memvault.cognitive.sealed import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
-from memvault.errors import StoreUnavailable
+from memvault.errors import InvalidInput, StoreUnavailable
 
 TABLE = "working_memory"
 Session = tuple[str, str, str]  # user, channel, conversation
@@ -54,8 +54,8 @@ class WorkingStore(Protocol):
 
 
 class PostgresWorkingStore:
-    """Rows of the UNLOGGED ``working_memory`` table; an expired row reads as absent and is
-    purged by whoever writes next (and by the sweep)."""
+    """Rows of the UNLOGGED ``working_memory`` table; an expired row reads as absent, goes at
+    the session's next write, and ``purge_expired`` clears what abandoned sessions left."""
 
     def __init__(self, engine: AsyncEngine, clock: Clock = time.time) -> None:
         self._engine = engine
@@ -68,6 +68,7 @@ class PostgresWorkingStore:
         self, tenant_id: str, session: Session, slot: str, key: str, sealed: Sealed, ttl_s: float
     ) -> None:
         user_id, channel, conversation_id = session
+        now = self._now()
         async with self._engine.begin() as conn:
             await db.put_working(
                 conn,
@@ -81,8 +82,9 @@ class PostgresWorkingStore:
                     "ciphertext": sealed.ciphertext,
                     "nonce": sealed.nonce,
                     "key_id": sealed.key_id,
-                    "expires_at": self._now() + timedelta(seconds=ttl_s),
+                    "expires_at": now + timedelta(seconds=ttl_s),
                 },
+                now,
             )
 
     async def get(
@@ -244,7 +246,13 @@ class WorkingMemory:
         value: Any,
         ttl_s: float | None = None,
     ) -> None:
-        text = json.dumps(value, ensure_ascii=False)
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            raise InvalidInput(
+                "A working-memory value must be JSON (objects, lists, text, numbers, booleans).",
+                details={"field": "value"},
+            ) from None
         sealed = self._keys.current().seal(text, self._aad(tenant_id, session, slot, key))
         await self.store.put(tenant_id, session, slot, key, sealed, ttl_s or self.ttl_s)
 

@@ -191,7 +191,13 @@ def _session(tenant_id: str, session: tuple[str, str, str]) -> list[sa.ColumnEle
     ]
 
 
-async def put_working(conn: AsyncConnection, values: dict[str, Any]) -> None:
+async def put_working(conn: AsyncConnection, values: dict[str, Any], now: datetime) -> None:
+    """Upsert one entry, and drop the session's expired ones on the way (abandoned sessions
+    are left to ``purge_expired_working``)."""
+    session = (values["user_id"], values["channel"], values["conversation_id"])
+    await conn.execute(
+        working_memory.delete().where(*_session(values["tenant_id"], session), _w.expires_at <= now)
+    )
     statement = insert(working_memory).values(values)
     await conn.execute(
         statement.on_conflict_do_update(
