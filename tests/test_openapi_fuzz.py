@@ -68,6 +68,28 @@ OPERATIONS = [
     ("GET", "/health"),
     ("GET", "/ready"),
     ("GET", "/metrics"),
+    # cognitive memory
+    ("POST", "/v1/conversations"),
+    ("GET", "/v1/conversations"),
+    ("GET", "/v1/conversations/{conversation_id}"),
+    ("POST", "/v1/conversations/{conversation_id}/turns"),
+    ("PUT", "/v1/working/{conversation_id}/context/{key}"),
+    ("GET", "/v1/working/{conversation_id}/context/{key}"),
+    ("DELETE", "/v1/working/{conversation_id}/context/{key}"),
+    ("GET", "/v1/working/{conversation_id}"),
+    ("DELETE", "/v1/working/{conversation_id}"),
+    ("POST", "/v1/tools/invocations"),
+    ("GET", "/v1/tools/stats"),
+    ("POST", "/v1/strategies"),
+    ("GET", "/v1/strategies"),
+    ("POST", "/v1/strategies/{strategy_id}/reinforce"),
+    ("POST", "/v1/goals"),
+    ("GET", "/v1/goals"),
+    ("GET", "/v1/goals/{goal_id}"),
+    ("POST", "/v1/goals/{goal_id}/complete"),
+    ("GET", "/v1/profile"),
+    ("PATCH", "/v1/profile"),
+    ("POST", "/v1/remember"),
 ]
 
 

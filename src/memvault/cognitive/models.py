@@ -8,12 +8,25 @@ channel, ``_global`` unless a project channel is named.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from memvault import jsonvalues
 from memvault.models import Content, Identifier, Message, Metadata, Timestamp
+
+
+def _storable(value: Any) -> Any:
+    """Anything sealed as JSON must come back out through the API: no NaN, NUL, lone
+    surrogate or hostile nesting (the rules metadata follows)."""
+    jsonvalues.check(value)
+    return value
+
+
+JSONValue = Annotated[Any, AfterValidator(_storable)]
+Weight = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
+Text = Annotated[str, AfterValidator(_storable)]
 
 GLOBAL_CHANNEL = "_global"
 GoalStatus = Literal["active", "completed", "abandoned", "blocked"]
@@ -114,7 +127,7 @@ class TurnHit(BaseModel):
 class WorkingValue(_Owned):
     """Body of PUT /v1/working/{conversation_id}/context/{key}."""
 
-    value: Any
+    value: JSONValue = None
     ttl_seconds: int | None = Field(default=None, ge=1, le=30 * 86_400)
 
 
@@ -135,11 +148,11 @@ class ToolUse(_Owned):
     """Body of POST /v1/tools/invocations."""
 
     tool_name: Identifier
-    tool_input: Any = None
-    tool_output: Any = None
+    tool_input: JSONValue = None
+    tool_output: JSONValue = None
     success: bool
-    latency_ms: float | None = Field(default=None, ge=0)
-    error: str | None = Field(default=None, max_length=10_000)
+    latency_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    error: Text | None = Field(default=None, max_length=10_000)
     conversation_id: UUID | None = None
     turn_index: int | None = Field(default=None, ge=0)
 
@@ -172,7 +185,7 @@ class StrategyInput(_Owned):
     """Body of POST /v1/strategies: learned from a conversation's tool sequence, or given."""
 
     description: Content
-    context_pattern: str | None = Field(default=None, max_length=2_000)
+    context_pattern: Text | None = Field(default=None, max_length=2_000)
     conversation_id: UUID | None = None
     tool_sequence: list[Identifier] | None = Field(default=None, max_length=100)
 
@@ -225,7 +238,7 @@ class GoalCompletion(_Input):
 
     user_id: Identifier
     status: Literal["completed", "abandoned"] = "completed"
-    result: str | None = Field(default=None, max_length=10_000)
+    result: Text | None = Field(default=None, max_length=10_000)
 
 
 class Goal(BaseModel):
@@ -256,7 +269,7 @@ class ProfileUpdate(_Owned):
 
     preferences: Metadata | None = None
     expertise: list[Identifier] | None = Field(default=None, max_length=100)
-    communication_style: str | None = Field(default=None, max_length=1_000)
+    communication_style: Text | None = Field(default=None, max_length=1_000)
 
 
 class Profile(BaseModel):
@@ -297,7 +310,7 @@ class RememberRequest(_Input):
     per_conversation: int | None = Field(
         default=None, ge=1, le=50, description="unset: MEMVAULT_REMEMBER_PER_CONVERSATION"
     )
-    weights: dict[str, float] | None = Field(
+    weights: dict[Kind | Literal["recency"], Weight] | None = Field(
         default=None,
         description="override MEMVAULT_REMEMBER_WEIGHTS per kind (episodic, facts, entities, "
         "procedural, recency)",

@@ -57,7 +57,9 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         tokenizer. ``bundle.as_prompt()`` is the block to put before the question."""
         request = validated(RememberRequest, query=query, **fields)
         settings = self._backend.settings
-        weights = check_weights({**settings.remember_weights, **(request.weights or {})})
+        weights = check_weights(
+            {**settings.remember_weights, **{str(k): v for k, v in (request.weights or {}).items()}}
+        )
         kinds = set(request.include or ALL_KINDS)
         channels = recall_channels(request.channel)
         timings: dict[str, float] = {}
