@@ -201,28 +201,34 @@ async def locomo(args: argparse.Namespace) -> None:
 
 
 async def score(memory: AsyncMemory, questions: list[Any]) -> None:
-    by_search, by_remember, by_remember_uncapped = [], [], []
+    recalls: dict[str, dict[int, list[float]]] = {
+        "search": {5: [], 10: []},
+        "remember": {5: [], 10: []},
+    }
     for user, question, gold, asked_at in questions:
         result = await memory.search(
             question, user_id=user, limit=10, reference_time=asked_at, track_access=False
         )
-        found = [str(h.metadata.get("dia_id")) for h in result.results]
-        by_search.append(len(set(found) & set(gold)) / len(gold))
-        for per_conversation, into in ((3, by_remember), (10, by_remember_uncapped)):
-            ids = await _remembered(memory, user, question, asked_at, per_conversation)
-            into.append(len(set(ids) & set(gold)) / len(gold))
+        found = {
+            "search": [str(h.metadata.get("dia_id")) for h in result.results],
+            "remember": await _remembered(memory, user, question, asked_at),
+        }
+        for path, ids in found.items():
+            for k in (5, 10):
+                recalls[path][k].append(len(set(ids[:k]) & set(gold)) / len(gold))
     n = len(questions)
-    print(f"\nLoCoMo dev, {n} questions: evidence recall@10")
-    print("| path | R@10 |")
-    print("|---|---|")
-    print(f"| search (hybrid, limit 10) | {sum(by_search) / n:.3f} |")
-    print(f"| remember() episodic, <= 3 per session (default) | {sum(by_remember) / n:.3f} |")
-    print(f"| remember() episodic, no cap (10 per session) | {sum(by_remember_uncapped) / n:.3f} |")
+    print(f"\nLoCoMo dev, {n} questions: evidence recall (remember: its bundle order)")
+    print("| path | R@5 | R@10 |")
+    print("|---|---|---|")
+    for path, name in (
+        ("search", "search (hybrid, limit 10)"),
+        ("remember", "remember() episodic (limit 10, default weights and share)"),
+    ):
+        cells = " | ".join(f"{sum(v) / n:.3f}" for v in recalls[path].values())
+        print(f"| {name} | {cells} |")
 
 
-async def _remembered(
-    memory: AsyncMemory, user: str, question: str, asked_at: Any, per_conversation: int
-) -> list[str]:
+async def _remembered(memory: AsyncMemory, user: str, question: str, asked_at: Any) -> list[str]:
     bundle = await memory.remember(
         question,
         user_id=user,
@@ -230,10 +236,8 @@ async def _remembered(
         limit=10,
         budget_tokens=100_000,
         reference_time=asked_at,
-        per_conversation=per_conversation,
     )
-    ids = [item.id for item in bundle.episodic]
-    records = [await memory.get(i, user_id=user) for i in ids]
+    records = [await memory.get(item.id, user_id=user) for item in bundle.episodic]
     return [str(r.metadata.get("dia_id")) for r in records]
 
 

@@ -186,13 +186,16 @@ def test_scores_are_the_weighted_sum_of_relevance_and_recency() -> None:
     assert b > a
 
 
-def test_diversity_caps_items_per_conversation() -> None:
+def test_diversity_demotes_items_past_a_conversations_share() -> None:
     items = [_item(f"a{n}", 1 - n / 10, "A") for n in range(5)] + [
         _item("b0", 0.5, "B"),
         _item("x", 0.1),
     ]
-    kept, dropped = diversify(items, 2)
-    assert [i.id for i in kept] == ["a0", "a1", "b0", "x"] and dropped == 3
+    reranked, demoted = diversify(items, 2)
+    assert demoted == 3 and len(reranked) == len(items)  # a rerank: nothing is lost
+    assert [i.id for i in reranked] == ["a0", "a1", "b0", "a2", "a3", "a4", "x"]
+    assert reranked[3].score == pytest.approx(0.8 * 0.5)
+    assert reranked[3].scores["diversity"] == 0.5
 
 
 def test_fit_keeps_context_first_then_the_best_items_whole() -> None:
@@ -222,7 +225,7 @@ def test_fit_keeps_context_first_then_the_best_items_whole() -> None:
         tokens=0,
         budget_tokens=0,
         diagnostics=BundleDiagnostics(
-            timings_ms={}, candidates={}, diversity_dropped=0, budget_dropped=0
+            timings_ms={}, candidates={}, diversity_demoted=0, budget_dropped=0
         ),
     )
     words = lambda text: len(text.split())  # noqa: E731 - a tokenizer for the test

@@ -31,6 +31,8 @@ DEFAULT_WEIGHTS = {
     "recency": 0.10,
 }
 MAX_ITEM_CHARS = 1_000
+# What a turn past its conversation's share is worth, relative to its own score.
+DIVERSITY_PENALTY = 0.5
 
 
 class BundleItem(BaseModel):
@@ -48,7 +50,9 @@ class BundleItem(BaseModel):
 class BundleDiagnostics(BaseModel):
     timings_ms: dict[str, float] = Field(description="wall time per kind, and total")
     candidates: dict[str, int] = Field(description="what each kind offered before the cut")
-    diversity_dropped: int = Field(description="turns over the per-conversation cap")
+    diversity_demoted: int = Field(
+        description="turns past the per-conversation share, their scores scaled down"
+    )
     budget_dropped: int = Field(description="lines that did not fit the token budget")
     degraded: list[str] = Field(
         default=[], description="kinds left out because their store was unavailable"
@@ -101,18 +105,27 @@ def weighted(
     return score, {"relevance": relevance, "recency": fresh, "weight": w_kind}
 
 
-def diversify(items: Iterable[BundleItem], per_conversation: int) -> tuple[list[BundleItem], int]:
-    """Best first, at most ``per_conversation`` items from any one conversation."""
+def diversify(
+    items: Iterable[BundleItem], per_conversation: int, penalty: float = DIVERSITY_PENALTY
+) -> tuple[list[BundleItem], int]:
+    """A rerank, not a filter: past ``per_conversation`` items from one conversation (best
+    first), an item's score is scaled by ``penalty``, so other conversations' items come before
+    it when the budget is tight. Returns the items best first and how many were demoted."""
     taken: Counter[str] = Counter()
-    kept, dropped = [], 0
+    reranked, demoted = [], 0
     for item in sorted(items, key=lambda i: (-i.score, i.id)):
         if item.conversation_id is not None:
-            if taken[item.conversation_id] >= per_conversation:
-                dropped += 1
-                continue
             taken[item.conversation_id] += 1
-        kept.append(item)
-    return kept, dropped
+            if taken[item.conversation_id] > per_conversation:
+                demoted += 1
+                item = item.model_copy(
+                    update={
+                        "score": item.score * penalty,
+                        "scores": {**item.scores, "diversity": penalty},
+                    }
+                )
+        reranked.append(item)
+    return sorted(reranked, key=lambda i: (-i.score, i.id)), demoted
 
 
 # --- the prompt and the budget -----------------------------------------------------------------

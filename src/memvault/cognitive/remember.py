@@ -118,7 +118,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         )
         now = request.reference_time or datetime.now(UTC)
         half_life = settings.remember_half_life_days
-        episodic, diversity_dropped = diversify(
+        episodic, diversity_demoted = diversify(
             self._turn_items(hits, weights, now, half_life),
             request.per_conversation or settings.remember_per_conversation,
         )
@@ -127,7 +127,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             user_id=request.user_id,
             channel=request.channel,
             channels=channels,
-            episodic=episodic[: request.limit],
+            episodic=episodic,
             semantic=semantic,
             procedural=self._strategy_items(strategies, weights, now, half_life),
             goals=goals,
@@ -144,7 +144,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                     "semantic": len(semantic),
                     "goals": len(goals),
                 },
-                diversity_dropped=diversity_dropped,
+                diversity_demoted=diversity_demoted,
                 budget_dropped=0,
                 degraded=degraded,
             ),
@@ -170,7 +170,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             window.before if window else None,
             # Accesses are counted for what survives the budget, not for every candidate.
             {
-                "limit": request.limit * 2,
+                "limit": request.limit,
                 "track_access": False,
                 **({"reference_time": request.reference_time} if request.reference_time else {}),
             },
