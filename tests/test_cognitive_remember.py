@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memvault import AsyncMemory, InvalidInput
 from memvault.cognitive.bundle import (
@@ -240,3 +242,39 @@ def test_fit_keeps_context_first_then_the_best_items_whole() -> None:
     small = fit(bundle.model_copy(update={"budget_tokens": 12}), words)
     assert small.profile is not None and small.profile.communication_style == "terse"
     assert [i.id for i in small.episodic] == [] and small.goals == [goal]
+
+
+@given(
+    scores=st.lists(st.floats(0, 1), max_size=12),
+    words=st.lists(st.integers(1, 30), min_size=12, max_size=12),
+    budget=st.integers(0, 300),
+)
+def test_fit_never_exceeds_the_budget(scores: list[float], words: list[int], budget: int) -> None:
+    items = [
+        BundleItem(
+            kind="episodic",
+            id=str(n),
+            channel="_global",
+            content="w " * words[n],
+            score=score,
+            scores={},
+        )
+        for n, score in enumerate(scores)
+    ]
+    bundle = MemoryBundle(
+        query="q",
+        user_id="u",
+        channel="_global",
+        channels=["_global"],
+        episodic=items,
+        weights=WEIGHTS,
+        tokens=0,
+        budget_tokens=budget,
+        diagnostics=BundleDiagnostics(
+            timings_ms={}, candidates={}, diversity_demoted=0, budget_dropped=0
+        ),
+    )
+    count = lambda text: len(text.split())  # noqa: E731 - a tokenizer for the test
+    cut = fit(bundle, count)
+    assert cut.tokens == count(cut.as_prompt()) <= budget
+    assert len(cut.episodic) + cut.diagnostics.budget_dropped == len(items)

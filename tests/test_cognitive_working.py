@@ -11,6 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memvault import AsyncMemory, InvalidInput, NotFound, Settings, StoreUnavailable
 from memvault.cognitive.working import PostgresWorkingStore, WorkingMemory, redis_key
@@ -150,3 +152,15 @@ async def test_without_redis_working_memory_fails_clearly_and_recall_degrades(
         assert [g.description for g in bundle.goals] == ["still recalled"]
     finally:
         await opened.close()
+
+
+names = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=6)
+
+
+@given(a=st.tuples(names, names, names, names, names, names), b=st.tuples(*[names] * 6))
+def test_distinct_sessions_never_share_a_redis_key(
+    a: tuple[str, str, str, str, str, str], b: tuple[str, str, str, str, str, str]
+) -> None:
+    key_a = redis_key(a[0], (a[1], a[2], a[3]), a[4], a[5])
+    key_b = redis_key(b[0], (b[1], b[2], b[3]), b[4], b[5])
+    assert (key_a == key_b) == (a == b)
