@@ -22,6 +22,16 @@ from memvault.api import create_app
 from memvault.service import AsyncMemory
 
 MEMORY_ID = str(uuid.uuid4())
+CONVERSATION_ID, STRATEGY_ID, GOAL_ID = (str(uuid.uuid4()) for _ in range(3))
+KEY = "some-key"
+# Where each id above sits in a route's path template.
+TEMPLATES = {
+    MEMORY_ID: "{memory_id}",
+    CONVERSATION_ID: "{conversation_id}",
+    STRATEGY_ID: "{strategy_id}",
+    GOAL_ID: "{goal_id}",
+    KEY: "{key}",
+}
 # Every /v1 route, with a request that would be valid given a good key.
 ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/memories", {"json": {"content": "x", "user_id": "u"}}),
@@ -42,6 +52,28 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/health/memory/actions", {"json": {"user_id": "u", "action": "retry_jobs"}}),
     ("GET", "/v1/export", {"params": {"user_id": "u"}}),
     ("POST", "/v1/import", {"json": {"memories": []}}),
+    # cognitive memory
+    ("POST", "/v1/conversations", {"json": {"user_id": "u"}}),
+    ("GET", "/v1/conversations", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/conversations/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns", {"json": {"user_id": "u", "turns": [{"role": "user", "content": "x"}]}}),  # noqa: E501
+    ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"json": {"user_id": "u", "value": 1}}),
+    ("GET", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
+    ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/working/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
+    ("DELETE", f"/v1/working/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/tools/invocations", {"json": {"user_id": "u", "tool_name": "t", "success": True}}),  # noqa: E501
+    ("GET", "/v1/tools/stats", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/strategies", {"json": {"user_id": "u", "description": "d", "tool_sequence": ["t"]}}),  # noqa: E501
+    ("GET", "/v1/strategies", {"params": {"user_id": "u", "task": "d"}}),
+    ("POST", f"/v1/strategies/{STRATEGY_ID}/reinforce", {"json": {"user_id": "u", "success": True}}),  # noqa: E501
+    ("POST", "/v1/goals", {"json": {"user_id": "u", "description": "d"}}),
+    ("GET", "/v1/goals", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/goals/{GOAL_ID}", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/goals/{GOAL_ID}/complete", {"json": {"user_id": "u"}}),
+    ("GET", "/v1/profile", {"params": {"user_id": "u"}}),
+    ("PATCH", "/v1/profile", {"json": {"user_id": "u", "expertise": ["x"]}}),
+    ("POST", "/v1/remember", {"json": {"user_id": "u", "query": "x"}}),
     # Last: it erases the tenant, the calling key included.
     ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
@@ -52,6 +84,17 @@ WRITES = {
     ("PATCH", f"/v1/memories/{MEMORY_ID}"),
     ("DELETE", f"/v1/memories/{MEMORY_ID}"),
     ("POST", "/v1/messages"),
+    ("POST", "/v1/conversations"),
+    ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns"),
+    ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
+    ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
+    ("DELETE", f"/v1/working/{CONVERSATION_ID}"),
+    ("POST", "/v1/tools/invocations"),
+    ("POST", "/v1/strategies"),
+    ("POST", f"/v1/strategies/{STRATEGY_ID}/reinforce"),
+    ("POST", "/v1/goals"),
+    ("POST", f"/v1/goals/{GOAL_ID}/complete"),
+    ("PATCH", "/v1/profile"),
 }
 WRITES |= {
     ("POST", "/v1/deletions"),
@@ -87,6 +130,12 @@ def call(client: TestClient, method: str, path: str, key: str | None, **kw: Any)
     return client.request(method, path, headers=headers, **kw)
 
 
+def _template(path: str) -> str:
+    for value, name in TEMPLATES.items():
+        path = path.replace(value, name)
+    return path
+
+
 def test_the_route_table_is_complete(api: TestClient) -> None:
     paths = api.get("/openapi.json").json()["paths"]
     served = {
@@ -95,7 +144,7 @@ def test_the_route_table_is_complete(api: TestClient) -> None:
         if path.startswith("/v1")
         for method in methods
     }
-    listed = {(m, p.replace(MEMORY_ID, "{memory_id}")) for m, p, _ in ROUTES}
+    listed = {(m, _template(p)) for m, p, _ in ROUTES}
     assert served == listed
 
 

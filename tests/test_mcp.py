@@ -33,6 +33,10 @@ TOOLS = {
     "list_memories",
     "update_memory",
     "delete_memory",
+    "remember",
+    "add_goal",
+    "complete_goal",
+    "record_tool_use",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault.cognitive.working import WorkingStore
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
@@ -42,6 +43,8 @@ class Backend:
     # Audit rows, written in batches in the background (lifecycle/audit.py).
     audit: Audit
     key_file: Path | None = None
+    # Opened on first use by cognitive memory: Redis when configured, else PostgreSQL.
+    working: WorkingStore | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0
@@ -69,6 +72,8 @@ class Backend:
             self._tasks.clear()
         await self.access.close()
         await self.audit.close()
+        if self.working is not None:
+            await self.working.aclose()
         await self.analyzer.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from memvault import cli_lifecycle
+from memvault import cli_cognitive, cli_lifecycle
 from memvault.admin import Admin, AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
@@ -41,6 +41,7 @@ api_keys_app = typer.Typer(
 app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(cli_lifecycle.lifecycle_app)
 jobs_app.add_typer(cli_lifecycle.schedule_app, name="schedule")
+app.add_typer(cli_cognitive.app, name="cognitive")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")

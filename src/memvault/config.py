@@ -266,3 +266,40 @@ class Settings(BaseSettings):
     @property
     def pg_data_dir(self) -> Path:
         return self.data_dir / "pg"
+
+    # --- cognitive memory (episodes, working memory, procedures, goals, channels, remember) ---
+    working_ttl_s: float = Field(
+        default=3_600.0, gt=0, description="default lifetime of a working-memory entry"
+    )
+    working_max_turns: int = Field(
+        default=20, ge=1, le=1_000, description="recent turns kept in a session's working memory"
+    )
+    working_max_thoughts: int = Field(default=50, ge=1, le=1_000)
+    promotion_min_confidence: float = Field(
+        default=0.85, ge=0, le=1, description="a project fact at least this confident…"
+    )
+    promotion_min_access_count: int = Field(
+        default=5, ge=0, description="…recalled at least this often…"
+    )
+    promotion_min_conversations: int = Field(
+        default=2, ge=1, description="…and seen in this many conversations is copied to _global"
+    )
+    remember_weights: dict[str, float] = Field(
+        default={
+            "episodic": 0.30,
+            "facts": 0.25,
+            "entities": 0.20,
+            "procedural": 0.15,
+            "recency": 0.10,
+        },
+        description="how remember() weighs each kind's relevance, and recency (JSON object)",
+    )
+    remember_per_conversation: int = Field(
+        default=3, ge=1, description="at most this many recalled turns from one conversation"
+    )
+    remember_budget_tokens: int = Field(
+        default=1_500, ge=16, description="remember()'s default prompt budget, in model tokens"
+    )
+    remember_half_life_days: float = Field(
+        default=30.0, gt=0, description="recency halves over this many days"
+    )

@@ -239,6 +239,112 @@ async def delete_memory(ctx: Ctx, memory_id: MemoryId) -> DeletedOut:
     return DeletedOut(deleted=memory_id)
 
 
+# --- cognitive memory: recall for the prompt, goals, tool use ---------------------------------
+
+
+class GoalOut(BaseModel):
+    id: str
+    description: str
+    priority: int
+    status: str = Field(description="active, completed, abandoned, or blocked by another goal")
+    result: str | None
+
+
+class ToolUseOut(BaseModel):
+    id: str
+    redacted: dict[str, int] = Field(description="personal data removed before storing (counts)")
+
+
+async def remember(
+    ctx: Ctx,
+    query: Annotated[str, Field(description="the task or question at hand")],
+    channel: Annotated[
+        str, Field(description="_global, or a project whose memories to add to it")
+    ] = "_global",
+    conversation_id: Annotated[
+        str | None, Field(description="this session's id, to include its working memory")
+    ] = None,
+    budget_tokens: Annotated[
+        int | None, Field(ge=16, le=100_000, description="longest block to return, in tokens")
+    ] = None,
+) -> str:
+    """Recall everything relevant before you answer, as one block to read: the user's profile,
+    their active goals, this session's context, past conversation turns and strategies that
+    worked, within a token budget."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        bundle = await owner.memory.remember(
+            query,
+            user_id=owner.user_id,
+            channel=channel,
+            conversation_id=conversation_id,
+            budget_tokens=budget_tokens,
+        )
+    return bundle.as_prompt()
+
+
+async def add_goal(
+    ctx: Ctx,
+    description: Annotated[str, Field(description="what the user wants done, in plain words")],
+    priority: Annotated[int, Field(ge=1, le=10, description="10 most urgent")] = 5,
+    parent_id: Annotated[str | None, Field(description="the goal this is a step of")] = None,
+    deadline: Annotated[datetime | None, Field(description="when it is due, ISO 8601")] = None,
+) -> GoalOut:
+    """Record a goal the user is working towards (a step of a larger one with parent_id)."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        goal = await owner.memory.add_goal(
+            description,
+            user_id=owner.user_id,
+            priority=priority,
+            parent_id=parent_id,
+            deadline=deadline,
+        )
+    return GoalOut(**goal.model_dump(include=set(GoalOut.model_fields) - {"id"}), id=str(goal.id))
+
+
+async def complete_goal(
+    ctx: Ctx,
+    goal_id: Annotated[str, Field(description="the id add_goal returned")],
+    result: Annotated[str | None, Field(description="what came of it")] = None,
+    abandoned: Annotated[bool, Field(description="true when given up, not achieved")] = False,
+) -> GoalOut:
+    """Mark a goal done (or abandoned); goals waiting on it are unblocked."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        goal = await owner.memory.complete_goal(
+            goal_id,
+            user_id=owner.user_id,
+            status="abandoned" if abandoned else "completed",
+            result=result,
+        )
+    return GoalOut(**goal.model_dump(include=set(GoalOut.model_fields) - {"id"}), id=str(goal.id))
+
+
+async def record_tool_use(
+    ctx: Ctx,
+    tool_name: Annotated[str, Field(description="the tool that was called")],
+    success: Annotated[bool, Field(description="whether it did what was wanted")],
+    tool_input: Annotated[Any, Field(description="what it was given (JSON)")] = None,
+    tool_output: Annotated[Any, Field(description="what it returned (JSON)")] = None,
+    latency_ms: Annotated[float | None, Field(ge=0, description="how long it took")] = None,
+    conversation_id: Annotated[str | None, Field(description="the session it ran in")] = None,
+) -> ToolUseOut:
+    """Log a tool call and how it went, so later tasks can learn which tools work."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        used = await owner.memory.record_tool_use(
+            tool_name,
+            user_id=owner.user_id,
+            success=success,
+            tool_input=tool_input,
+            tool_output=tool_output,
+            latency_ms=latency_ms,
+            conversation_id=conversation_id,
+        )
+    return ToolUseOut(id=str(used.id), redacted=used.pii)
+
+
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _TOOLS = (
     (add_memory, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
@@ -247,6 +353,11 @@ _TOOLS = (
     (list_memories, _READ),
     (update_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
     (delete_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
+    # cognitive memory
+    (remember, _READ),
+    (add_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
+    (complete_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
+    (record_tool_use, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
 )
 
 

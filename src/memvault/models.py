@@ -157,6 +157,9 @@ class MemoryFilter(_Input):
     min_importance: int | None = Field(default=None, ge=1, le=10)
     occurred_after: Timestamp | None = None
     occurred_before: Timestamp | None = None
+    channels: Tags = Field(
+        default=[], description="memories in any of these channels (a project and _global)"
+    )
 
 
 class MemoryQuery(MemoryFilter):
@@ -242,6 +245,7 @@ class MessagesRequest(_Input):
     messages: list[Message] = Field(min_length=1)
     user_id: Identifier
     app_id: Identifier = "default"
+    channel: Identifier = Field(default="_global", description="_global or a project channel")
     session_id: Identifier | None = None
     occurred_at: Timestamp | None = Field(
         default=None, description="when the conversation took place (default: now)"

@@ -13,8 +13,9 @@ import logging
 from typing import Any
 
 from memvault.backend import Backend
+from memvault.cognitive.sealed import reseal_payload
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
-from memvault.db import audit, keywords, store
+from memvault.db import audit, cognitive, keywords, store
 from memvault.db.tenancy import across_tenants
 from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
@@ -41,8 +42,9 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         moved_m = await _reseal_memories(backend, keyring)
         moved_h = await _reseal_history(backend, keyring)
         moved_a = await _reseal_audit_queries(backend, keyring)
+        moved_c = await _reseal_cognitive(backend, keyring)
         memories_done, history_done = memories_done + moved_m, history_done + moved_h
-        if moved_m or moved_h or moved_a:
+        if moved_m or moved_h or moved_a or moved_c:
             log.info(
                 "rotation: %d memories, %d history rows re-sealed so far",
                 memories_done,
@@ -144,6 +146,19 @@ async def _reseal_audit_queries(backend: Backend, keyring: Keyring) -> int:
             )
             sealed = keyring.seal(text, aad)
             await audit.reseal_query(conn, row, sealed.ciphertext, sealed.nonce, sealed.key_id)
+    return len(rows)
+
+
+async def _reseal_cognitive(backend: Backend, keyring: Keyring) -> int:
+    """Conversations, working memory, tool use, strategies, goals and profiles: one sealed
+    payload per row, bound to its table and primary key."""
+    async with backend.engine.begin() as conn:
+        rows = await cognitive.claim_sealed_to_reseal(conn, keyring.active.key_id, BATCH)
+        for row in rows:
+            values = reseal_payload(
+                keyring, row.table, row.key, row.ciphertext, row.nonce, row.key_id
+            )
+            await cognitive.reseal(conn, row, values)
     return len(rows)
 
 

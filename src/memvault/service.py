@@ -12,19 +12,18 @@ import binascii
 import builtins
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 from uuid import UUID
-
-from pydantic import BaseModel, ValidationError
 
 from memvault import jsonvalues
 from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
+from memvault.cognitive.face import CognitiveFace
 from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
+from memvault.errors import ContentTooLong, InvalidInput, NotFound
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.face import LifecycleFace
 from memvault.metrics import MEMORIES_STORED
@@ -50,18 +49,7 @@ from memvault.retrieval.search import search as retrieval_search
 from memvault.retrieval.terms import blind_terms
 from memvault.runtime import open_backend
 from memvault.sealing import open_content, seal_content, to_record
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def validated(model: type[M], **fields: Any) -> M:
-    """Build an input model; bad input becomes ``InvalidInput`` that never echoes the values."""
-    try:
-        return model.model_validate({k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        found = validation_problems(exc.errors(include_input=False, include_url=False))
-        raise InvalidInput("The request is not valid.", details={"errors": found}) from None
-
+from memvault.validation import validated as validated
 
 # What enrichment decides about a text, so an edit of the text decides it again.
 _ENRICHED = ("importance", "memory_type", "valid_until", "categories")
@@ -101,7 +89,7 @@ def _bounded(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if metadata is None else jsonvalues.bounded(metadata)
 
 
-class AsyncMemory(LifecycleFace):
+class AsyncMemory(LifecycleFace, CognitiveFace):
     """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``."""
 
     def __init__(
@@ -229,6 +217,7 @@ class AsyncMemory(LifecycleFace):
                 content=m.content,
                 user_id=request.user_id,
                 app_id=request.app_id,
+                channel=request.channel,
                 source="conversation",
                 occurred_at=request.occurred_at,
                 infer=request.infer,
@@ -509,6 +498,35 @@ class Memory(SyncFace):
     health_action = blocking(AsyncMemory.health_action)
     export_memories = blocking(AsyncMemory.export_memories)
     import_memories = blocking(AsyncMemory.import_memories)
+    # --- cognitive memory ---
+    start_conversation = blocking(AsyncMemory.start_conversation)
+    add_turns = blocking(AsyncMemory.add_turns)
+    get_conversation = blocking(AsyncMemory.get_conversation)
+    list_conversations = blocking(AsyncMemory.list_conversations)
+    archive_conversation = blocking(AsyncMemory.archive_conversation)
+    recent_turns = blocking(AsyncMemory.recent_turns)
+    search_turns = blocking(AsyncMemory.search_turns)
+    set_context = blocking(AsyncMemory.set_context)
+    get_context_value = blocking(AsyncMemory.get_context_value)
+    delete_context_value = blocking(AsyncMemory.delete_context_value)
+    get_context = blocking(AsyncMemory.get_context)
+    clear_session = blocking(AsyncMemory.clear_session)
+    push_thought = blocking(AsyncMemory.push_thought)
+    pop_thought = blocking(AsyncMemory.pop_thought)
+    set_active_goal = blocking(AsyncMemory.set_active_goal)
+    record_tool_use = blocking(AsyncMemory.record_tool_use)
+    tool_stats = blocking(AsyncMemory.tool_stats)
+    learn_strategy = blocking(AsyncMemory.learn_strategy)
+    find_strategies = blocking(AsyncMemory.find_strategies)
+    reinforce_strategy = blocking(AsyncMemory.reinforce_strategy)
+    add_goal = blocking(AsyncMemory.add_goal)
+    get_goal = blocking(AsyncMemory.get_goal)
+    list_goals = blocking(AsyncMemory.list_goals)
+    complete_goal = blocking(AsyncMemory.complete_goal)
+    update_profile = blocking(AsyncMemory.update_profile)
+    get_profile = blocking(AsyncMemory.get_profile)
+    update_profile_from_facts = blocking(AsyncMemory.update_profile_from_facts)
+    remember = blocking(AsyncMemory.remember)
 
     @property
     def tenant_id(self) -> str:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memvault.db.records import HistoryRow, MemoryRow, RankedMemory, SealedContent
 from memvault.db.tables import (
     JOBS_CHANNEL,
+    SEALED_COGNITIVE,
     audit_log,
     embedding_jobs,
     encryption_keys,
@@ -220,6 +221,8 @@ def list_filters(
         where.append(c.tags.overlap(f.tags_any))
     if f.categories:
         where.append(c.categories.overlap(f.categories))
+    if f.channels:
+        where.append(c.channel.in_(f.channels))
     if f.min_importance is not None:
         where.append(c.importance >= f.min_importance)
     for column, after, before in (
@@ -496,11 +499,17 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
         sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
     )
     in_audit = sa.select(sa.func.count()).where(audit_log.c.query_key_id != active_key_id)
+    # Cognitive rows each hold one sealed payload (db/cognitive.py reseals them).
+    in_cognitive = [
+        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        for t in SEALED_COGNITIVE
+    ]
     total = 0
     for query in (
         in_memories.select_from(memories),
         in_history.select_from(memory_history),
         in_audit.select_from(audit_log),
+        *in_cognitive,
     ):
         total += (await conn.execute(query)).scalar_one()
     return total

@@ -8,7 +8,7 @@ key id; ``content_hash`` is a keyed HMAC, so equality is checkable without plain
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Any, get_args
 
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
@@ -356,15 +356,242 @@ audit_log = Table(
     postgresql_partition_by="RANGE (at)",
 )
 
+
+# --- cognitive memory (episodes, working memory, procedures, goals, profiles) ----------------
+# Every sealed cognitive row holds its secret fields as one sealed JSON payload (ciphertext,
+# nonce, key_id) bound to the table and the row's primary key (cognitive/sealed.py), so one
+# loop reseals them all on key rotation.
+
+
+def _sealed_columns() -> list[Column[Any]]:
+    return [
+        Column("ciphertext", LargeBinary, nullable=False),
+        Column("nonce", LargeBinary, nullable=False),
+        Column("key_id", Text, nullable=False),
+    ]
+
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    *_sealed_columns(),  # {"title": ...}
+    Column("turn_count", Integer, nullable=False, server_default="0"),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("last_turn_at", DateTime(timezone=True)),
+    Column("consolidated_at", DateTime(timezone=True)),
+    Column("archived", Boolean, nullable=False, server_default=text("false")),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_conversations"),
+    Index("ix_conversations_owner", "tenant_id", "user_id", "channel", "started_at"),
+    Index("ix_conversations_key", "key_id"),
+)
+
+# A turn's words are its memory's (sealed there, searchable there): the turn row holds order
+# and provenance only. Rows arrive in time order, so a BRIN range index stays tiny and fits.
+conversation_turns = Table(
+    "conversation_turns",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("conversation_id", Uuid, nullable=False),
+    Column("turn_index", Integer, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    Column("memory_id", Uuid, nullable=False),
+    Column("role", Text, nullable=False),
+    Column("model", Text),
+    Column("token_count", Integer, nullable=False, server_default="0"),
+    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint(
+        "tenant_id", "conversation_id", "turn_index", name="pk_conversation_turns"
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "conversation_id"],
+        ["conversations.tenant_id", "conversations.id"],
+        ondelete="CASCADE",
+        name="fk_conversation_turns_conversation",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_conversation_turns_memory",
+    ),
+    Index("ix_conversation_turns_recent", "tenant_id", "user_id", "channel", "occurred_at"),
+    Index("ix_conversation_turns_memory", "tenant_id", "memory_id"),
+    Index("ix_conversation_turns_occurred_brin", "occurred_at", postgresql_using="brin"),
+)
+
+# Working memory without Redis. UNLOGGED: a live session's scratch space, lost in a crash like
+# Redis would lose it; every row expires.
+working_memory = Table(
+    "working_memory",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("conversation_id", Text, nullable=False),
+    Column("slot", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    *_sealed_columns(),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint(
+        "tenant_id",
+        "user_id",
+        "channel",
+        "conversation_id",
+        "slot",
+        "key",
+        name="pk_working_memory",
+    ),
+    Index("ix_working_memory_expires", "expires_at"),
+    Index("ix_working_memory_key", "key_id"),
+    prefixes=["UNLOGGED"],
+)
+
+tool_invocations = Table(
+    "tool_invocations",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    Column("conversation_id", Uuid),
+    Column("turn_index", Integer),
+    Column("tool_name", Text, nullable=False),
+    *_sealed_columns(),  # {"input": ..., "output": ..., "error": ...}, PII-filtered first
+    Column("success", Boolean, nullable=False),
+    Column("latency_ms", Float),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_tool_invocations"),
+    Index("ix_tool_invocations_stats", "tenant_id", "user_id", "channel", "tool_name"),
+    Index("ix_tool_invocations_conversation", "tenant_id", "conversation_id", "created_at"),
+    Index("ix_tool_invocations_created_brin", "created_at", postgresql_using="brin"),
+    Index("ix_tool_invocations_key", "key_id"),
+)
+
+strategies = Table(
+    "strategies",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    *_sealed_columns(),  # {"description": ..., "context_pattern": ...}
+    Column("tool_sequence", ARRAY(Text), nullable=False, server_default="{}"),
+    Column("source_conversation_id", Uuid),
+    Column("success_count", Integer, nullable=False, server_default="0"),
+    Column("failure_count", Integer, nullable=False, server_default="0"),
+    Column("last_used", DateTime(timezone=True)),
+    Column("model", Text, nullable=False),
+    Column("embedding", Vector(), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_strategies"),
+    Index("ix_strategies_owner", "tenant_id", "user_id", "channel", "model"),
+    Index("ix_strategies_key", "key_id"),
+)
+
+goals = Table(
+    "goals",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    *_sealed_columns(),  # {"description": ..., "result": ...}
+    Column("priority", SmallInteger, nullable=False, server_default="5"),
+    Column("status", Text, nullable=False, server_default="active"),
+    Column("deadline", DateTime(timezone=True)),
+    Column("parent_id", Uuid),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("completed_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_goals"),
+    ForeignKeyConstraint(
+        ["tenant_id", "parent_id"],
+        ["goals.tenant_id", "goals.id"],
+        ondelete="CASCADE",
+        name="fk_goals_parent",
+    ),
+    CheckConstraint(
+        "status IN ('active', 'completed', 'abandoned', 'blocked')", name="ck_goals_status"
+    ),
+    CheckConstraint("priority BETWEEN 1 AND 10", name="ck_goals_priority"),
+    Index("ix_goals_owner", "tenant_id", "user_id", "status", "channel"),
+    Index("ix_goals_parent", "tenant_id", "parent_id"),
+    Index("ix_goals_key", "key_id"),
+)
+
+goal_blockers = Table(
+    "goal_blockers",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("goal_id", Uuid, nullable=False),
+    Column("blocker_id", Uuid, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "goal_id", "blocker_id", name="pk_goal_blockers"),
+    ForeignKeyConstraint(
+        ["tenant_id", "goal_id"],
+        ["goals.tenant_id", "goals.id"],
+        ondelete="CASCADE",
+        name="fk_goal_blockers_goal",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "blocker_id"],
+        ["goals.tenant_id", "goals.id"],
+        ondelete="CASCADE",
+        name="fk_goal_blockers_blocker",
+    ),
+    Index("ix_goal_blockers_blocker", "tenant_id", "blocker_id"),
+)
+
+user_profiles = Table(
+    "user_profiles",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    *_sealed_columns(),  # {"preferences": {...}, "expertise": [...], "communication_style": ...}
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "user_id", "channel", name="pk_user_profiles"),
+    Index("ix_user_profiles_key", "key_id"),
+)
+
+COGNITIVE_TABLES = (
+    "conversations",
+    "conversation_turns",
+    "working_memory",
+    "tool_invocations",
+    "strategies",
+    "goals",
+    "goal_blockers",
+    "user_profiles",
+)
+# The tables whose rows hold a sealed payload, each bound to its primary key.
+SEALED_COGNITIVE = (
+    conversations,
+    working_memory,
+    tool_invocations,
+    strategies,
+    goals,
+    user_profiles,
+)
+
 __all__ = [
     "AUDIT_OPERATIONS",
+    "COGNITIVE_TABLES",
+    "SEALED_COGNITIVE",
     "api_keys",
     "audit_log",
     "audit_settings",
+    "conversation_turns",
+    "conversations",
     "decay_changes",
     "embedding_cache",
     "embedding_jobs",
     "encryption_keys",
+    "goal_blockers",
+    "goals",
     "memories",
     "memory_chunks",
     "memory_history",
@@ -372,5 +599,9 @@ __all__ = [
     "metadata",
     "rate_limit_buckets",
     "scheduled_runs",
+    "strategies",
+    "tool_invocations",
+    "user_profiles",
     "worker_heartbeats",
+    "working_memory",
 ]

@@ -199,8 +199,15 @@ class _Clock:
 
 
 async def search(
-    backend: Backend, tenant_id: str, request: SearchRequest, recipe: SearchConfig
+    backend: Backend,
+    tenant_id: str,
+    request: SearchRequest,
+    recipe: SearchConfig,
+    *,
+    query_embedding: Embedded | None = None,
 ) -> SearchResult:
+    """``query_embedding``: the query's vector when the caller has it already (remember()
+    embeds a question once for every kind it recalls)."""
     clock = _Clock()
     now = datetime.now(UTC)
     reference = request.reference_time or now
@@ -218,7 +225,9 @@ async def search(
     ]
     wanted = {name for name, asked, default in switches if (default if asked is None else asked)}
     base_embedding, extras = await asyncio.gather(
-        _embed(backend, [request.query]) if recipe.vector_weight else _nothing(),
+        _embed(backend, [request.query])
+        if recipe.vector_weight and query_embedding is None
+        else _given(query_embedding if recipe.vector_weight else None),
         recall.run(
             backend.judge.llm,
             request.query,
@@ -284,6 +293,15 @@ async def search(
 
 async def _nothing() -> None:
     return None
+
+
+async def _given(embedded: Embedded | None) -> Embedded | None:
+    return embedded
+
+
+async def embed_query(backend: Backend, query: str) -> Embedded | None:
+    """The query's vector as search makes it (None when no model could embed it)."""
+    return await _embed(backend, [query])
 
 
 async def _embed(backend: Backend, texts: list[str]) -> Embedded | None:

@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,277 @@
+"""remember(): latency over HTTP with every kind populated, and its episodic recall on LoCoMo.
+
+    .venv/bin/python bench/remember.py latency [--turns 10000] [--strategies 200] [--goals 20]
+        [--requests 200]
+    .venv/bin/python bench/remember.py locomo [--data PATH] [--budgets 64 256 1024]
+
+``latency`` starts one private PostgreSQL and ``memvault serve`` on it (auth off, embedding
+cache off, so every query is embedded), and fills one user through the HTTP API: ``--turns``
+conversation turns (synthetic texts, 50 per conversation, half in a project channel),
+``--strategies`` strategies, ``--goals`` goals, a profile and one live session's working
+memory. Facts and entities are not populated: the knowledge graph is not in this build (the
+bundle's semantic part is empty). Then it asks ``--requests`` distinct questions, alternating
+``POST /v1/remember`` (project channel, with the session) and ``POST /v1/memories/search``
+(the episodic part's own search, for comparison), one at a time. Reports p50/p95/p99 of
+each, their ratio, and the share of remember()'s time each kind took
+(``diagnostics.timings_ms``: the kinds run concurrently, so shares are of their sum).
+
+``locomo`` imports the LoCoMo dev conversations as bench/locomo.py does, then asks every
+category 1-4 question through ``search`` (hybrid, limit 10) and through ``remember()``
+(episodic only, limit 10, a large budget), each scored as evidence recall@10, side by side;
+and checks at each ``--budgets`` value that the rendered prompt is exactly ``bundle.tokens``
+long in the model's tokenizer and no longer than the budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+
+from _corpus import memories as corpus
+from _corpus import questions as corpus_questions
+from locomo import CATEGORIES, DATA, evidence_ids, import_conversation, turns
+from memvault import AsyncMemory, Settings
+from memvault.crypto import generate_key
+from memvault.db.embedded import EmbeddedPostgres
+from search_latency import Server
+
+from _stats import percentile
+
+KINDS = ("embed", "episodic", "procedural", "semantic", "goals", "profile", "working", "budget")
+USER, PROJECT = "bench-user", "project"
+
+
+async def populate(server: Server, args: argparse.Namespace) -> str:
+    client = server.client
+    texts = corpus(args.turns, seed=7)
+    session = ""
+    started = time.perf_counter()
+    for n, start in enumerate(range(0, len(texts), 50)):
+        channel = PROJECT if n % 2 else "_global"
+        convo = await client.post("/v1/conversations", json={"user_id": USER, "channel": channel})
+        convo.raise_for_status()
+        session = convo.json()["id"]
+        turns_body = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": text}
+            for i, text in enumerate(texts[start : start + 50])
+        ]
+        answer = await client.post(
+            f"/v1/conversations/{session}/turns?wait=true",
+            json={"user_id": USER, "turns": turns_body},
+        )
+        answer.raise_for_status()
+    print(f"  {len(texts)} turns in {time.perf_counter() - started:.0f}s", flush=True)
+    tools = ["search", "read_file", "edit", "run_tests", "deploy", "email", "calendar"]
+    for n, text in enumerate(corpus(args.strategies, seed=11)):
+        body = {
+            "user_id": USER,
+            "channel": PROJECT if n % 2 else "_global",
+            "description": text,
+            "tool_sequence": [tools[n % 7], tools[(n * 3 + 1) % 7]],
+        }
+        (await client.post("/v1/strategies", json=body)).raise_for_status()
+    for n, text in enumerate(corpus(args.goals, seed=13)):
+        body = {"user_id": USER, "channel": PROJECT, "description": text, "priority": 1 + n % 10}
+        (await client.post("/v1/goals", json=body)).raise_for_status()
+    await client.patch(
+        "/v1/profile",
+        json={"user_id": USER, "communication_style": "brief", "expertise": ["python", "sql"]},
+    )
+    for key in ("ticket", "branch", "env"):
+        await client.put(
+            f"/v1/working/{session}/context/{key}",
+            json={"user_id": USER, "channel": PROJECT, "value": f"{key}-value"},
+        )
+    return session
+
+
+async def latency(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        pg = EmbeddedPostgres(work / "pg")
+        pg.start()
+        with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "current"')
+        server = Server(
+            "current",
+            Path(__file__).resolve().parents[1] / "src",
+            pg.admin_url("current"),
+            generate_key(),
+            work,
+        )
+        try:
+            await server.ready()
+            session = await populate(server, args)
+            with psycopg.connect(pg.admin_url("current"), autocommit=True) as conn:
+                conn.execute("ANALYZE")  # what autovacuum does after a bulk load
+            asked = corpus_questions(args.requests + 10, seed=17)
+            body = {"user_id": USER, "channel": PROJECT, "conversation_id": session}
+            for question in asked[:10]:  # load the model, warm the pools: not measured
+                await server.client.post("/v1/remember", json={**body, "query": question})
+            remember_ms, search_ms, timings = [], [], []
+            for n, question in enumerate(asked[10:]):
+                for kind in ("remember", "search") if n % 2 == 0 else ("search", "remember"):
+                    started = time.perf_counter()
+                    if kind == "remember":
+                        answer = await server.client.post(
+                            "/v1/remember", json={**body, "query": question}
+                        )
+                    else:
+                        answer = await server.client.post(
+                            "/v1/memories/search",
+                            json={
+                                "query": question,
+                                "user_id": USER,
+                                "limit": 20,
+                                "track_access": False,
+                            },
+                        )
+                    elapsed = (time.perf_counter() - started) * 1000
+                    answer.raise_for_status()
+                    if kind == "remember":
+                        remember_ms.append(elapsed)
+                        timings.append(answer.json()["diagnostics"]["timings_ms"])
+                    else:
+                        search_ms.append(elapsed)
+            report(remember_ms, search_ms, timings)
+        finally:
+            await server.close()
+            pg.stop()
+
+
+def report(
+    remember_ms: list[float], search_ms: list[float], timings: list[dict[str, float]]
+) -> None:
+    print(f"\n{len(remember_ms)} requests each, one at a time, over HTTP (ms)")
+    print("| call | p50 | p95 | p99 |")
+    print("|---|---|---|---|")
+    for name, samples in (
+        ("POST /v1/remember", remember_ms),
+        ("POST /v1/memories/search", search_ms),
+    ):
+        cells = " | ".join(f"{percentile(samples, q):.1f}" for q in (50, 95, 99))
+        print(f"| {name} | {cells} |")
+    ratio = " / ".join(
+        f"{percentile(remember_ms, q) / percentile(search_ms, q):.2f}" for q in (50, 95)
+    )
+    print(f"remember / search at p50 / p95: {ratio}")
+    means = {k: statistics.fmean(t.get(k, 0.0) for t in timings) for k in KINDS}
+    spent = sum(means.values())
+    print("\nremember() time per kind (server side; kinds run concurrently)")
+    print("| kind | mean ms | p95 ms | share |")
+    print("|---|---|---|---|")
+    for kind in KINDS:
+        p95 = percentile([t.get(kind, 0.0) for t in timings], 95)
+        print(f"| {kind} | {means[kind]:.2f} | {p95:.2f} | {means[kind] / spent:.0%} |")
+    total = [t["total"] for t in timings]
+    print(f"| total (server) | {statistics.fmean(total):.2f} | {percentile(total, 95):.2f} | |")
+
+
+async def locomo(args: argparse.Namespace) -> None:
+    samples = json.loads(args.data.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await AsyncMemory.open(
+            Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
+        )
+        questions = []
+        for sample in samples:
+            conversation = turns(sample)
+            known = await import_conversation(memory, sample["sample_id"], conversation)
+            asked_at = max(t["occurred_at"] for t in conversation)
+            for qa in sample["qa"]:
+                gold = evidence_ids(qa.get("evidence", []), known)
+                if qa["category"] in CATEGORIES and gold:
+                    questions.append((sample["sample_id"], qa["question"], gold, asked_at))
+            print(f"  imported {sample['sample_id']}", flush=True)
+        async with memory._backend.ddl_engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(sa.text("ANALYZE"))
+        await score(memory, questions)
+        await budgets(memory, questions[:50], args.budgets)
+        await memory.close()
+
+
+async def score(memory: AsyncMemory, questions: list[Any]) -> None:
+    recalls: dict[str, dict[int, list[float]]] = {
+        "search": {5: [], 10: []},
+        "remember": {5: [], 10: []},
+    }
+    for user, question, gold, asked_at in questions:
+        result = await memory.search(
+            question, user_id=user, limit=10, reference_time=asked_at, track_access=False
+        )
+        found = {
+            "search": [str(h.metadata.get("dia_id")) for h in result.results],
+            "remember": await _remembered(memory, user, question, asked_at),
+        }
+        for path, ids in found.items():
+            for k in (5, 10):
+                recalls[path][k].append(len(set(ids[:k]) & set(gold)) / len(gold))
+    n = len(questions)
+    print(f"\nLoCoMo dev, {n} questions: evidence recall (remember: its bundle order)")
+    print("| path | R@5 | R@10 |")
+    print("|---|---|---|")
+    for path, name in (
+        ("search", "search (hybrid, limit 10)"),
+        ("remember", "remember() episodic (limit 10, default weights and share)"),
+    ):
+        cells = " | ".join(f"{sum(v) / n:.3f}" for v in recalls[path].values())
+        print(f"| {name} | {cells} |")
+
+
+async def _remembered(memory: AsyncMemory, user: str, question: str, asked_at: Any) -> list[str]:
+    bundle = await memory.remember(
+        question,
+        user_id=user,
+        include=["episodic"],
+        limit=10,
+        budget_tokens=100_000,
+        reference_time=asked_at,
+    )
+    records = [await memory.get(item.id, user_id=user) for item in bundle.episodic]
+    return [str(r.metadata.get("dia_id")) for r in records]
+
+
+async def budgets(memory: AsyncMemory, questions: list[Any], sizes: list[int]) -> None:
+    tokenizer = memory._backend.embeddings.primary.tokenizer()
+    print("\ntoken budget (50 questions each, the model's tokenizer)")
+    print("| budget | max tokens used | mean used | prompt == bundle.tokens | over budget |")
+    print("|---|---|---|---|---|")
+    for size in sizes:
+        used, exact, over = [], 0, 0
+        for user, question, _, asked_at in questions:
+            bundle = await memory.remember(
+                question, user_id=user, budget_tokens=size, reference_time=asked_at
+            )
+            counted = len(tokenizer.spans(bundle.as_prompt()))
+            used.append(bundle.tokens)
+            exact += counted == bundle.tokens
+            over += counted > size
+        print(
+            f"| {size} | {max(used)} | {statistics.fmean(used):.0f} | "
+            f"{exact}/{len(questions)} | {over} |"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    lat = sub.add_parser("latency")
+    lat.add_argument("--turns", type=int, default=10_000)
+    lat.add_argument("--strategies", type=int, default=200)
+    lat.add_argument("--goals", type=int, default=20)
+    lat.add_argument("--requests", type=int, default=200)
+    loc = sub.add_parser("locomo")
+    loc.add_argument("--data", type=Path, default=DATA)
+    loc.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
+    parsed = parser.parse_args()
+    asyncio.run(latency(parsed) if parsed.mode == "latency" else locomo(parsed))

@@ -1,0 +1,273 @@
+"""Cognitive memory over HTTP: conversations, working memory, tool use, strategies, goals,
+the profile and ``remember``. Parse, call the service, shape the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from memvault.api.deps import ReadMemory, WriteMemory
+from memvault.api.schemas import V1_ERRORS
+from memvault.cognitive.bundle import MemoryBundle
+from memvault.cognitive.models import (
+    GLOBAL_CHANNEL,
+    Conversation,
+    ConversationPage,
+    ConversationStart,
+    ConversationTurn,
+    Goal,
+    GoalCompletion,
+    GoalInput,
+    GoalPage,
+    GoalStatus,
+    Profile,
+    ProfileUpdate,
+    Reinforcement,
+    RememberRequest,
+    Strategy,
+    StrategyInput,
+    ToolInvocation,
+    ToolStats,
+    ToolUse,
+    TurnsRequest,
+    WorkingContext,
+    WorkingValue,
+)
+
+router = APIRouter(prefix="/v1", tags=["cognitive"], responses=V1_ERRORS)
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OwnerInChannel(_Params):
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+
+
+class ConversationParams(_Params):
+    user_id: str
+    channel: str | None = Field(default=None, description="a project lists its own and _global's")
+    include_archived: bool = False
+    limit: int = Field(default=50, ge=1, le=100)
+
+
+class OwnerParams(_Params):
+    user_id: str
+
+
+class StrategyParams(OwnerInChannel):
+    task: str = Field(min_length=1, max_length=2_000)
+    limit: int = Field(default=5, ge=1, le=100)
+
+
+class GoalParams(_Params):
+    user_id: str
+    status: GoalStatus | None = None
+    channel: str | None = None
+    limit: int = Field(default=100, ge=1, le=1_000)
+
+
+class StatsParams(_Params):
+    user_id: str
+    channel: str | None = None
+
+
+class TurnPage(BaseModel):
+    results: list[ConversationTurn]
+
+
+class ContextValue(BaseModel):
+    key: str
+    value: Any
+
+
+class Cleared(BaseModel):
+    deleted: int
+
+
+class StrategyPage(BaseModel):
+    results: list[Strategy]
+
+
+class ToolStatsPage(BaseModel):
+    results: list[ToolStats]
+
+
+class RememberAnswer(MemoryBundle):
+    prompt: str = Field(description="bundle.as_prompt(): the block to put before the question")
+
+
+# --- conversations ------------------------------------------------------------------------------
+
+
+@router.post("/conversations", status_code=status.HTTP_201_CREATED)
+async def start_conversation(body: ConversationStart, memory: WriteMemory) -> Conversation:
+    return await memory.start_conversation(**body.model_dump())
+
+
+@router.get("/conversations")
+async def list_conversations(
+    params: Annotated[ConversationParams, Query()], memory: ReadMemory
+) -> ConversationPage:
+    return ConversationPage(results=await memory.list_conversations(**params.model_dump()))
+
+
+@router.get("/conversations/{conversation_id}")
+async def get_conversation(
+    conversation_id: str, owner: Annotated[OwnerParams, Query()], memory: ReadMemory
+) -> Conversation:
+    return await memory.get_conversation(conversation_id, user_id=owner.user_id)
+
+
+@router.post("/conversations/{conversation_id}/turns", status_code=status.HTTP_201_CREATED)
+async def add_turns(
+    conversation_id: str,
+    body: TurnsRequest,
+    memory: WriteMemory,
+    wait: Annotated[bool, Query(description="answer once every turn is searchable")] = False,
+) -> TurnPage:
+    turns = await memory.add_turns(
+        conversation_id,
+        list(body.turns),
+        user_id=body.user_id,
+        occurred_at=body.occurred_at,
+        wait=wait,
+    )
+    return TurnPage(results=turns)
+
+
+# --- working memory -----------------------------------------------------------------------------
+
+
+@router.put("/working/{conversation_id}/context/{key}", status_code=status.HTTP_204_NO_CONTENT)
+async def set_context(
+    conversation_id: str, key: str, body: WorkingValue, memory: WriteMemory
+) -> Response:
+    await memory.set_context(
+        conversation_id,
+        key,
+        body.value,
+        user_id=body.user_id,
+        channel=body.channel,
+        ttl_seconds=body.ttl_seconds,
+    )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/working/{conversation_id}/context/{key}")
+async def get_context_value(
+    conversation_id: str,
+    key: str,
+    owner: Annotated[OwnerInChannel, Query()],
+    memory: ReadMemory,
+) -> ContextValue:
+    value = await memory.get_context_value(conversation_id, key, **owner.model_dump())
+    return ContextValue(key=key, value=value)
+
+
+@router.delete("/working/{conversation_id}/context/{key}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_context_value(
+    conversation_id: str,
+    key: str,
+    owner: Annotated[OwnerInChannel, Query()],
+    memory: WriteMemory,
+) -> Response:
+    await memory.delete_context_value(conversation_id, key, **owner.model_dump())
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/working/{conversation_id}")
+async def get_context(
+    conversation_id: str, owner: Annotated[OwnerInChannel, Query()], memory: ReadMemory
+) -> WorkingContext:
+    return await memory.get_context(conversation_id, **owner.model_dump())
+
+
+@router.delete("/working/{conversation_id}")
+async def clear_session(
+    conversation_id: str, owner: Annotated[OwnerInChannel, Query()], memory: WriteMemory
+) -> Cleared:
+    return Cleared(deleted=await memory.clear_session(conversation_id, **owner.model_dump()))
+
+
+# --- procedural ---------------------------------------------------------------------------------
+
+
+@router.post("/tools/invocations", status_code=status.HTTP_201_CREATED)
+async def record_tool_use(body: ToolUse, memory: WriteMemory) -> ToolInvocation:
+    return await memory.record_tool_use(**body.model_dump())
+
+
+@router.get("/tools/stats")
+async def tool_stats(params: Annotated[StatsParams, Query()], memory: ReadMemory) -> ToolStatsPage:
+    return ToolStatsPage(results=await memory.tool_stats(**params.model_dump()))
+
+
+@router.post("/strategies", status_code=status.HTTP_201_CREATED)
+async def learn_strategy(body: StrategyInput, memory: WriteMemory) -> Strategy:
+    return await memory.learn_strategy(**body.model_dump())
+
+
+@router.get("/strategies")
+async def find_strategies(
+    params: Annotated[StrategyParams, Query()], memory: ReadMemory
+) -> StrategyPage:
+    return StrategyPage(results=await memory.find_strategies(**params.model_dump()))
+
+
+@router.post("/strategies/{strategy_id}/reinforce")
+async def reinforce_strategy(
+    strategy_id: str, body: Reinforcement, memory: WriteMemory
+) -> Strategy:
+    return await memory.reinforce_strategy(strategy_id, **body.model_dump())
+
+
+# --- goals --------------------------------------------------------------------------------------
+
+
+@router.post("/goals", status_code=status.HTTP_201_CREATED)
+async def add_goal(body: GoalInput, memory: WriteMemory) -> Goal:
+    return await memory.add_goal(**body.model_dump())
+
+
+@router.get("/goals")
+async def list_goals(params: Annotated[GoalParams, Query()], memory: ReadMemory) -> GoalPage:
+    return GoalPage(results=await memory.list_goals(**params.model_dump()))
+
+
+@router.get("/goals/{goal_id}")
+async def get_goal(
+    goal_id: str, owner: Annotated[OwnerParams, Query()], memory: ReadMemory
+) -> Goal:
+    return await memory.get_goal(goal_id, user_id=owner.user_id)
+
+
+@router.post("/goals/{goal_id}/complete")
+async def complete_goal(goal_id: str, body: GoalCompletion, memory: WriteMemory) -> Goal:
+    return await memory.complete_goal(goal_id, **body.model_dump())
+
+
+# --- profile and remember -----------------------------------------------------------------------
+
+
+@router.get("/profile")
+async def get_profile(owner: Annotated[OwnerInChannel, Query()], memory: ReadMemory) -> Profile:
+    return await memory.get_profile(**owner.model_dump())
+
+
+@router.patch("/profile")
+async def update_profile(body: ProfileUpdate, memory: WriteMemory) -> Profile:
+    return await memory.update_profile(**body.model_dump(exclude_unset=True))
+
+
+@router.post("/remember")
+async def remember(body: RememberRequest, memory: ReadMemory) -> RememberAnswer:
+    bundle = await memory.remember(**body.model_dump(exclude_none=True))
+    return RememberAnswer(**bundle.model_dump(), prompt=bundle.as_prompt())
+
+
+__all__ = ["router"]

@@ -1,0 +1,149 @@
+"""``memvault cognitive …``: recall for a prompt, conversations, goals and the profile, from
+the command line (through the service, like every other command)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from memvault.config import Settings
+from memvault.errors import MemvaultError
+from memvault.service import Memory
+
+app = typer.Typer(
+    help="Cognitive memory: remember(), conversations, goals, the profile.", no_args_is_help=True
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="whose memory")]
+ChannelOpt = Annotated[str, typer.Option("--channel", "-c", help="_global or a project")]
+
+
+@contextmanager
+def _memory() -> Iterator[Memory]:
+    try:
+        with Memory(Settings(run_worker=False), actor="cli") as memory:
+            yield memory
+    except MemvaultError as exc:
+        err.print(f"memvault: {exc.message}")
+        raise typer.Exit(1) from None
+
+
+def _run(fn: Callable[[Memory], T]) -> T:
+    with _memory() as memory:
+        try:
+            return fn(memory)
+        except MemvaultError as exc:
+            err.print(f"memvault: {exc.message}")
+            raise typer.Exit(1) from None
+
+
+def _print(value: BaseModel | list[Any]) -> None:
+    if isinstance(value, BaseModel):
+        out.print_json(value.model_dump_json())
+    else:
+        out.print_json(json.dumps([v.model_dump(mode="json") for v in value]))
+
+
+@app.command()
+def remember(
+    query: str,
+    user: UserOpt,
+    channel: ChannelOpt = "_global",
+    conversation: Annotated[str | None, typer.Option(help="add this session's context")] = None,
+    budget: Annotated[int | None, typer.Option(help="token budget of the prompt block")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the whole bundle as JSON")] = False,
+) -> None:
+    """Print the prompt block remember() builds for QUERY (or the bundle, with --json)."""
+    bundle = _run(
+        lambda m: m.remember(
+            query,
+            user_id=user,
+            channel=channel,
+            conversation_id=conversation,
+            budget_tokens=budget,
+        )
+    )
+    if as_json:
+        _print(bundle)
+    else:
+        sys.stdout.write(bundle.as_prompt() + "\n")
+
+
+@app.command("conversations")
+def conversations(user: UserOpt, channel: ChannelOpt = "_global") -> None:
+    """List conversations, newest first (a project channel lists _global's too)."""
+    _print(_run(lambda m: m.list_conversations(user_id=user, channel=channel)))
+
+
+@app.command("conversation")
+def conversation(conversation_id: str, user: UserOpt) -> None:
+    """Show one conversation with its turns in order."""
+    _print(_run(lambda m: m.get_conversation(conversation_id, user_id=user)))
+
+
+@app.command("add-goal")
+def add_goal(
+    description: str,
+    user: UserOpt,
+    channel: ChannelOpt = "_global",
+    priority: Annotated[int, typer.Option(min=1, max=10)] = 5,
+    parent: Annotated[str | None, typer.Option(help="parent goal id")] = None,
+) -> None:
+    _print(
+        _run(
+            lambda m: m.add_goal(
+                description, user_id=user, channel=channel, priority=priority, parent_id=parent
+            )
+        )
+    )
+
+
+@app.command("goals")
+def goals(
+    user: UserOpt,
+    status: Annotated[
+        str | None, typer.Option(help="active, completed, abandoned, blocked")
+    ] = None,
+) -> None:
+    _print(_run(lambda m: m.list_goals(user_id=user, status=status)))  # type: ignore[arg-type]
+
+
+@app.command("complete-goal")
+def complete_goal(
+    goal_id: str,
+    user: UserOpt,
+    result: Annotated[str | None, typer.Option(help="what came of it")] = None,
+    abandon: Annotated[bool, typer.Option(help="abandoned rather than completed")] = False,
+) -> None:
+    status = "abandoned" if abandon else "completed"
+    _print(_run(lambda m: m.complete_goal(goal_id, user_id=user, status=status, result=result)))
+
+
+@app.command("profile")
+def profile(
+    user: UserOpt,
+    channel: ChannelOpt = "_global",
+    style: Annotated[str | None, typer.Option(help="set the communication style")] = None,
+    expertise: Annotated[list[str] | None, typer.Option(help="set expertise (repeat)")] = None,
+) -> None:
+    """Show the profile, or update it with --style / --expertise."""
+    if style is None and not expertise:
+        _print(_run(lambda m: m.get_profile(user_id=user, channel=channel)))
+        return
+    _print(
+        _run(
+            lambda m: m.update_profile(
+                user_id=user, channel=channel, communication_style=style, expertise=expertise
+            )
+        )
+    )

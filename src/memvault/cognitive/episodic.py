@@ -1,0 +1,324 @@
+"""Episodic memory: conversations and their turns.
+
+A turn is stored through the message import, so it is an ordinary memory (sealed, embedded,
+searchable, deleted like any other); the ``conversation_turns`` row holds only its place in
+the conversation (index, role, model, token count) and the memory's id. FOLLOWED_BY is the
+turn order: each turn names the index of the one after it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from memvault.cognitive.base import CognitiveBase, checked_id, parse_uuid, recall_channels
+from memvault.cognitive.models import (
+    GLOBAL_CHANNEL,
+    Conversation,
+    ConversationStart,
+    ConversationTurn,
+    RecentTurn,
+    Turn,
+    TurnHit,
+    TurnsRequest,
+)
+from memvault.db import cognitive as db
+from memvault.db.records import AnyRow
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.embedding.service import Embedded
+from memvault.errors import InvalidInput, NotFound
+from memvault.models import Message, SearchHit, SearchRequest
+from memvault.retrieval.search import RECIPES
+from memvault.retrieval.search import search as retrieval_search
+from memvault.sealing import open_content
+from memvault.validation import validated
+
+TABLE = "conversations"
+
+
+class EpisodicFace(CognitiveBase):
+    @scoped_to_tenant
+    async def start_conversation(
+        self,
+        *,
+        user_id: str,
+        channel: str = GLOBAL_CHANNEL,
+        title: str | None = None,
+        started_at: datetime | None = None,
+    ) -> Conversation:
+        start = validated(
+            ConversationStart, user_id=user_id, channel=channel, title=title, started_at=started_at
+        )
+        ident = uuid.uuid4()
+        values = {
+            "tenant_id": self.tenant_id,
+            "id": ident,
+            "user_id": start.user_id,
+            "channel": start.channel,
+            **self._seal_row(TABLE, (ident,), {"title": start.title}),
+        }
+        if start.started_at is not None:
+            values["started_at"] = start.started_at
+        async with self._backend.engine.begin() as conn:
+            row = await db.insert_conversation(conn, values)
+        return self._conversation(row, None)
+
+    @scoped_to_tenant
+    async def add_turns(
+        self,
+        conversation_id: UUID | str,
+        turns: builtins.list[Turn | dict[str, Any]],
+        *,
+        user_id: str,
+        occurred_at: datetime | None = None,
+        wait: bool = False,
+    ) -> builtins.list[ConversationTurn]:
+        """Store turns at the end of a conversation: each a searchable memory in the
+        conversation's channel, linked to its place; the session's working memory keeps the
+        latest of them."""
+        ident = parse_uuid(conversation_id, "conversation_id")
+        request = validated(TurnsRequest, user_id=user_id, turns=turns, occurred_at=occurred_at)
+        when = request.occurred_at or datetime.now(UTC)
+        async with self._backend.engine.begin() as conn:  # reserve the indices
+            convo = await db.fetch_conversation(
+                conn, self.tenant_id, ident, request.user_id, lock=True
+            )
+            if convo is None:
+                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
+            await db.advance_conversation(conn, self.tenant_id, ident, len(request.turns), when)
+        stored = await self.add_messages(
+            [Message(role=t.role, content=t.content, name=t.name) for t in request.turns],
+            user_id=request.user_id,
+            channel=convo.channel,
+            session_id=str(ident),
+            first_turn=convo.turn_count,
+            occurred_at=when,
+            wait=wait,
+        )
+        rows = [
+            {
+                "tenant_id": self.tenant_id,
+                "conversation_id": ident,
+                "turn_index": convo.turn_count + n,
+                "user_id": request.user_id,
+                "channel": convo.channel,
+                "memory_id": result.id,
+                "role": turn.role,
+                "model": turn.model,
+                "token_count": self._count_tokens(result.content),
+                "occurred_at": when,
+            }
+            for n, (turn, result) in enumerate(zip(request.turns, stored, strict=True))
+        ]
+        async with self._backend.engine.begin() as conn:
+            await db.insert_turns(conn, rows)
+        await self._remember_in_session(request.user_id, convo.channel, str(ident), stored, rows)
+        return [
+            ConversationTurn(
+                index=r["turn_index"],
+                role=r["role"],
+                content=s.content,
+                memory_id=s.id,
+                occurred_at=when,
+                token_count=r["token_count"],
+                model=r["model"],
+            )
+            for r, s in zip(rows, stored, strict=True)
+        ]
+
+    async def _remember_in_session(
+        self, user_id: str, channel: str, conversation_id: str, stored: Any, rows: Any
+    ) -> None:
+        """Overridden by the working-memory mixin; episodes alone keep no session."""
+
+    @scoped_to_tenant
+    async def get_conversation(
+        self, conversation_id: UUID | str, *, user_id: str, turns: bool = True
+    ) -> Conversation:
+        ident = parse_uuid(conversation_id, "conversation_id")
+        user_id = checked_id(user_id, "user_id")
+        async with self._backend.engine.connect() as conn:
+            row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=False)
+            if row is None:
+                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
+            turn_rows = await db.fetch_turns(conn, self.tenant_id, ident) if turns else None
+        return self._conversation(row, turn_rows)
+
+    @scoped_to_tenant
+    async def list_conversations(
+        self,
+        *,
+        user_id: str,
+        channel: str | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+    ) -> builtins.list[Conversation]:
+        """Newest first; a project channel lists its own and the global conversations."""
+        user_id = checked_id(user_id, "user_id")
+        channels = None if channel is None else recall_channels(channel)
+        limit = min(max(limit, 1), self._backend.settings.max_page_size)
+        async with self._backend.engine.connect() as conn:
+            rows = await db.list_conversations(
+                conn, self.tenant_id, user_id, channels, include_archived, limit
+            )
+        return [self._conversation(r, None) for r in rows]
+
+    @scoped_to_tenant
+    async def archive_conversation(
+        self, conversation_id: UUID | str, *, user_id: str, archived: bool = True
+    ) -> Conversation:
+        ident = parse_uuid(conversation_id, "conversation_id")
+        user_id = checked_id(user_id, "user_id")
+        async with self._backend.engine.begin() as conn:
+            row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=True)
+            if row is None:
+                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
+            await db.set_conversation(conn, self.tenant_id, ident, {"archived": archived})
+        return self._conversation(row, None).model_copy(update={"archived": archived})
+
+    @scoped_to_tenant
+    async def recent_turns(
+        self,
+        *,
+        user_id: str,
+        channels: Sequence[str] | None = None,
+        hours: float = 24.0,
+        limit: int = 20,
+    ) -> builtins.list[RecentTurn]:
+        """The user's latest turns in these channels (default: _global) within ``hours``,
+        newest first."""
+        user_id = checked_id(user_id, "user_id")
+        names = [checked_id(c, "channels") for c in (channels or [GLOBAL_CHANNEL])]
+        if not 0 < hours <= 24 * 366 or not 0 < limit <= 1_000:
+            raise InvalidInput("hours must be in (0, 8784] and limit in 1..1000.")
+        since = datetime.now(UTC) - timedelta(hours=hours)
+        async with self._backend.engine.connect() as conn:
+            rows = await db.recent_turns(conn, self.tenant_id, user_id, names, since, limit)
+        return [
+            RecentTurn(
+                **self._turn(r, None).model_dump(),
+                conversation_id=r.conversation_id,
+                channel=r.channel,
+            )
+            for r in rows
+        ]
+
+    @scoped_to_tenant
+    async def search_turns(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        channel: str = GLOBAL_CHANNEL,
+        after: datetime | None = None,
+        before: datetime | None = None,
+        conversation_id: UUID | str | None = None,
+        limit: int = 10,
+    ) -> builtins.list[TurnHit]:
+        """Conversation turns relevant to ``query`` within a time window (``occurred_at`` in
+        [after, before)), in this channel and _global, each with its conversation."""
+        options: dict[str, Any] = {"source": "conversation", "limit": limit}
+        if conversation_id is not None:
+            options["metadata"] = {
+                "session_id": str(parse_uuid(conversation_id, "conversation_id"))
+            }
+        hits = await self._channel_search(query, user_id, channel, after, before, options)
+        return await self._with_turns(hits, limit)
+
+    async def _channel_search(
+        self,
+        query: str,
+        user_id: str,
+        channel: str,
+        after: datetime | None,
+        before: datetime | None,
+        options: dict[str, Any],
+        query_embedding: Embedded | None = None,
+    ) -> builtins.list[SearchHit]:
+        """One search over the recalled channels (this one and _global), identical texts kept
+        once (the better scored)."""
+        cap = self._backend.settings.max_query_chars
+        if len(query) > cap:
+            raise InvalidInput(
+                f"A query holds at most {cap} characters.", details={"field": "query"}
+            )
+        window = {"occurred_after": after, "occurred_before": before}
+        request = validated(
+            SearchRequest,
+            query=query,
+            user_id=user_id,
+            channels=recall_channels(channel),
+            **{k: v for k, v in window.items() if v is not None},
+            **options,
+        )
+        result = await retrieval_search(
+            self._backend,
+            self.tenant_id,
+            request,
+            RECIPES[request.recipe],
+            query_embedding=query_embedding,
+        )
+        seen: set[str] = set()
+        kept = []
+        for hit in result.results:
+            text = " ".join(hit.content.lower().split())
+            if text not in seen:
+                seen.add(text)
+                kept.append(hit)
+        return kept
+
+    async def _with_turns(
+        self, hits: builtins.list[SearchHit], limit: int
+    ) -> builtins.list[TurnHit]:
+        async with self._backend.engine.connect() as conn:
+            turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
+        return [
+            TurnHit(
+                memory_id=h.id,
+                content=h.content,
+                score=h.score,
+                channel=h.channel,
+                occurred_at=h.occurred_at,
+                conversation_id=turns[h.id].conversation_id if h.id in turns else None,
+                turn_index=turns[h.id].turn_index if h.id in turns else None,
+            )
+            for h in hits[:limit]
+        ]
+
+    def _turn(self, row: AnyRow, next_index: int | None) -> ConversationTurn:
+        content = open_content(
+            self._backend.keys, row.tenant_id, row.memory_id, row.ciphertext, row.nonce, row.key_id
+        )
+        return ConversationTurn(
+            index=row.turn_index,
+            role=row.role,
+            content=content,
+            memory_id=row.memory_id,
+            occurred_at=row.occurred_at,
+            token_count=row.token_count,
+            model=row.model,
+            followed_by=next_index,
+        )
+
+    def _conversation(self, row: AnyRow, turn_rows: Sequence[AnyRow] | None) -> Conversation:
+        payload = self._open_row(TABLE, (row.id,), row)
+        turns = None
+        if turn_rows is not None:
+            following = [r.turn_index for r in turn_rows[1:]] + [None]
+            turns = [self._turn(r, n) for r, n in zip(turn_rows, following, strict=True)]
+        return Conversation(
+            id=row.id,
+            user_id=row.user_id,
+            channel=row.channel,
+            title=payload.get("title"),
+            turn_count=row.turn_count,
+            started_at=row.started_at,
+            last_turn_at=row.last_turn_at,
+            consolidated_at=row.consolidated_at,
+            archived=row.archived,
+            turns=turns,
+        )

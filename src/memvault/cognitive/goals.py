@@ -1,0 +1,256 @@
+"""Goals (with subgoals and blocking edges) and the user profile.
+
+A goal's stored status is what its owner said (active, completed, abandoned, or blocked by
+hand); a goal still waiting on an unfinished goal *reads* as blocked, so completing the blocker
+unblocks it without touching it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from memvault._sync import takes
+from memvault.cognitive.base import CognitiveBase, checked_id, parse_uuid, recall_channels
+from memvault.cognitive.models import (
+    GLOBAL_CHANNEL,
+    Goal,
+    GoalCompletion,
+    GoalInput,
+    GoalStatus,
+    Profile,
+    ProfileUpdate,
+)
+from memvault.db import cognitive as db
+from memvault.db.records import AnyRow
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.errors import InvalidInput, NotFound
+from memvault.validation import validated
+
+GOALS, PROFILES = "goals", "user_profiles"
+_STATUSES = ("active", "completed", "abandoned", "blocked")
+
+
+def read_status(stored: str, open_blockers: Iterable[UUID]) -> GoalStatus:
+    if stored == "active" and list(open_blockers):
+        return "blocked"
+    return stored  # type: ignore[return-value]
+
+
+class GoalFace(CognitiveBase):
+    @scoped_to_tenant
+    @takes(GoalInput, positional=("description",))
+    async def add_goal(self, /, description: str, **fields: Any) -> Goal:
+        """A goal (optionally a subgoal of ``parent_id``, waiting on ``blocked_by``)."""
+        given = validated(GoalInput, description=description, **fields)
+        ident = uuid.uuid4()
+        values = {
+            "tenant_id": self.tenant_id,
+            "id": ident,
+            "user_id": given.user_id,
+            "channel": given.channel,
+            "priority": given.priority,
+            "deadline": given.deadline,
+            "parent_id": given.parent_id,
+            **self._seal_row(GOALS, (ident,), {"description": given.description, "result": None}),
+        }
+        linked = {*given.blocked_by, *([given.parent_id] if given.parent_id else [])}
+        async with self._backend.engine.begin() as conn:
+            if linked and await db.count_owned_goals(
+                conn, self.tenant_id, given.user_id, list(linked)
+            ) != len(linked):
+                raise NotFound("A parent or blocking goal does not exist for this user.")
+            await db.insert_goal(conn, values, sorted(set(given.blocked_by)))
+        return await self.get_goal(ident, user_id=given.user_id)
+
+    @scoped_to_tenant
+    async def get_goal(self, goal_id: UUID | str, *, user_id: str) -> Goal:
+        ident = parse_uuid(goal_id, "goal_id")
+        user_id = checked_id(user_id, "user_id")
+        async with self._backend.engine.connect() as conn:
+            rows = await db.fetch_goals(conn, self.tenant_id, user_id, [ident])
+        if not rows:
+            raise NotFound("No such goal for this user.", details={"id": str(ident)})
+        return self._goal(rows[0])
+
+    @scoped_to_tenant
+    async def list_goals(
+        self,
+        *,
+        user_id: str,
+        status: GoalStatus | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Goal]:
+        """Goals by priority (then deadline); ``status`` as each reads now (a goal waiting on an
+        unfinished goal is ``blocked``); a project channel lists its own and _global's."""
+        user_id = checked_id(user_id, "user_id")
+        if status is not None and status not in _STATUSES:
+            raise InvalidInput(
+                f"status is one of {', '.join(_STATUSES)}.", details={"field": "status"}
+            )
+        stored = (
+            None
+            if status is None
+            else (["active", "blocked"] if status in ("active", "blocked") else [status])
+        )
+        channels = None if channel is None else recall_channels(channel)
+        async with self._backend.engine.connect() as conn:
+            rows = await db.list_goals(conn, self.tenant_id, user_id, stored, channels, 1_000)
+        goals = [self._goal(r) for r in rows]
+        return [g for g in goals if status is None or g.status == status][: max(limit, 1)]
+
+    @scoped_to_tenant
+    async def complete_goal(
+        self,
+        goal_id: UUID | str,
+        *,
+        user_id: str,
+        status: str = "completed",
+        result: str | None = None,
+    ) -> Goal:
+        """Finish a goal (completed or abandoned) with its result; goals it blocked unblock."""
+        ident = parse_uuid(goal_id, "goal_id")
+        done = validated(GoalCompletion, user_id=user_id, status=status, result=result)
+        async with self._backend.engine.begin() as conn:
+            rows = await db.fetch_goals(conn, self.tenant_id, done.user_id, [ident])
+            if not rows:
+                raise NotFound("No such goal for this user.", details={"id": str(ident)})
+            payload = {**self._open_row(GOALS, (ident,), rows[0]), "result": done.result}
+            await db.finish_goal(
+                conn,
+                self.tenant_id,
+                ident,
+                done.user_id,
+                {
+                    "status": done.status,
+                    "completed_at": datetime.now(UTC),
+                    **self._seal_row(GOALS, (ident,), payload),
+                },
+            )
+        return await self.get_goal(ident, user_id=done.user_id)
+
+    def _goal(self, row: AnyRow) -> Goal:
+        payload = self._open_row(GOALS, (row.id,), row)
+        return Goal(
+            id=row.id,
+            user_id=row.user_id,
+            channel=row.channel,
+            description=payload["description"],
+            priority=row.priority,
+            status=read_status(row.status, row.open_blockers),
+            deadline=row.deadline,
+            parent_id=row.parent_id,
+            blocked_by=sorted(row.blocked_by),
+            result=payload.get("result"),
+            created_at=row.created_at,
+            completed_at=row.completed_at,
+        )
+
+
+def profile_update_from_facts(
+    facts: Iterable[tuple[str, str, str]],
+) -> dict[str, Any]:
+    """Integration point for the knowledge graph: (subject, predicate, object) facts about the
+    user as ``update_profile`` keywords. Predicates it knows: prefers / likes / dislikes (a
+    preference), expert_in / works_with / skilled_in (expertise), communication_style."""
+    preferences: dict[str, Any] = {}
+    expertise: builtins.list[str] = []
+    style: str | None = None
+    for _, predicate, obj in facts:
+        name = predicate.lower().replace(" ", "_")
+        if name in ("prefers", "likes"):
+            preferences[obj] = True
+        elif name == "dislikes":
+            preferences[obj] = False
+        elif name in ("expert_in", "works_with", "skilled_in") and obj not in expertise:
+            expertise.append(obj)
+        elif name == "communication_style":
+            style = obj
+    changes: dict[str, Any] = {}
+    if preferences:
+        changes["preferences"] = preferences
+    if expertise:
+        changes["expertise"] = expertise
+    if style is not None:
+        changes["communication_style"] = style
+    return changes
+
+
+class ProfileFace(CognitiveBase):
+    @scoped_to_tenant
+    @takes(ProfileUpdate)
+    async def update_profile(self, /, **fields: Any) -> Profile:
+        """Merge preferences key by key (None removes one); expertise and style replace."""
+        change = validated(ProfileUpdate, **fields)
+        async with self._backend.engine.begin() as conn:
+            rows = await db.fetch_profiles(
+                conn, self.tenant_id, change.user_id, [change.channel], lock=True
+            )
+            current = self._profile_payload(rows[0]) if rows else {}
+            merged = {**current.get("preferences", {}), **(change.preferences or {})}
+            payload = {
+                "preferences": {k: v for k, v in merged.items() if v is not None},
+                "expertise": change.expertise
+                if change.expertise is not None
+                else current.get("expertise", []),
+                "communication_style": change.communication_style
+                if change.communication_style is not None
+                else current.get("communication_style"),
+            }
+            key = (change.user_id, change.channel)
+            await db.put_profile(
+                conn,
+                {
+                    "tenant_id": self.tenant_id,
+                    "user_id": change.user_id,
+                    "channel": change.channel,
+                    **self._seal_row(PROFILES, key, payload),
+                },
+            )
+        return await self.get_profile(user_id=change.user_id, channel=change.channel)
+
+    @scoped_to_tenant
+    async def get_profile(self, *, user_id: str, channel: str = GLOBAL_CHANNEL) -> Profile:
+        """The user's profile as a project channel sees it: _global's, overridden by the
+        project's own (preferences key by key)."""
+        user_id = checked_id(user_id, "user_id")
+        channels = recall_channels(channel)
+        async with self._backend.engine.connect() as conn:
+            rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
+        by_channel = {r.channel: r for r in rows}
+        merged = Profile(user_id=user_id, channel=channels[0])
+        for name in reversed(channels):  # _global first, the project's over it
+            if name not in by_channel:
+                continue
+            payload = self._profile_payload(by_channel[name])
+            merged = merged.model_copy(
+                update={
+                    "preferences": {**merged.preferences, **payload.get("preferences", {})},
+                    "expertise": payload.get("expertise") or merged.expertise,
+                    "communication_style": payload.get("communication_style")
+                    or merged.communication_style,
+                    "updated_at": max(
+                        filter(None, (merged.updated_at, by_channel[name].updated_at))
+                    ),
+                }
+            )
+        return merged
+
+    @scoped_to_tenant
+    async def update_profile_from_facts(
+        self, facts: Iterable[tuple[str, str, str]], *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> Profile:
+        """Where the knowledge graph hands over facts about the user (wired at its merge)."""
+        changes = profile_update_from_facts(facts)
+        if not changes:
+            return await self.get_profile(user_id=user_id, channel=channel)
+        return await self.update_profile(user_id=user_id, channel=channel, **changes)
+
+    def _profile_payload(self, row: AnyRow) -> dict[str, Any]:
+        payload: dict[str, Any] = self._open_row(PROFILES, (row.user_id, row.channel), row)
+        return payload

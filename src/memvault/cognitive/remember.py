@@ -1,0 +1,317 @@
+"""``remember()``: one recall across every kind of memory, as a scored, merged, diversified
+bundle cut to a token budget — what an agent puts in its prompt before it answers."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from memvault._sync import takes
+from memvault.cognitive.base import recall_channels
+from memvault.cognitive.bundle import (
+    BundleDiagnostics,
+    BundleItem,
+    MemoryBundle,
+    diversify,
+    fit,
+    recency,
+    weighted,
+)
+from memvault.cognitive.episodic import EpisodicFace
+from memvault.cognitive.goals import GoalFace, ProfileFace
+from memvault.cognitive.models import (
+    ALL_KINDS,
+    Goal,
+    Profile,
+    RememberRequest,
+    Strategy,
+    TurnHit,
+    WorkingContext,
+)
+from memvault.cognitive.procedural import ProceduralFace
+from memvault.cognitive.session import WorkingFace
+from memvault.db import cognitive as db
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.embedding.service import Embedded
+from memvault.errors import InvalidInput, StoreUnavailable
+from memvault.retrieval.search import embed_query
+from memvault.validation import validated
+
+T = TypeVar("T")
+
+
+class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileFace):
+    """Every cognitive mixin, and the recall that draws on them all."""
+
+    @scoped_to_tenant
+    @takes(RememberRequest, positional=("query",))
+    async def remember(self, /, query: str, **fields: Any) -> MemoryBundle:
+        """Recall for a prompt: relevant turns, facts and entities, strategies, active goals,
+        the profile and the live session, in ``channel`` and _global; scored by weights that are
+        data, at most N turns per conversation, cut to ``budget_tokens`` of the model's
+        tokenizer. ``bundle.as_prompt()`` is the block to put before the question."""
+        request = validated(RememberRequest, query=query, **fields)
+        settings = self._backend.settings
+        weights = check_weights(
+            {**settings.remember_weights, **{str(k): v for k, v in (request.weights or {}).items()}}
+        )
+        kinds = set(request.include or ALL_KINDS)
+        channels = recall_channels(request.channel)
+        timings: dict[str, float] = {}
+        degraded: builtins.list[str] = []
+        started = time.perf_counter()
+
+        async def timed(name: str, wanted: bool, work: Callable[[], Awaitable[T]], empty: T) -> T:
+            if not wanted:
+                return empty
+            begun = time.perf_counter()
+            try:
+                return await work()
+            finally:
+                timings[name] = round((time.perf_counter() - begun) * 1000, 3)
+
+        # The question is embedded once, for every kind that compares by meaning.
+        query_vector = asyncio.ensure_future(
+            timed(
+                "embed",
+                bool(kinds & {"episodic", "procedural", "facts", "entities"}),
+                lambda: embed_query(self._backend, request.query),
+                None,
+            )
+        )
+        no_hits: builtins.list[TurnHit] = []
+        no_strategies: builtins.list[Strategy] = []
+        no_items: builtins.list[BundleItem] = []
+        no_goals: builtins.list[Goal] = []
+        hits, strategies, semantic, goals, profile, working = await asyncio.gather(
+            timed(
+                "episodic",
+                "episodic" in kinds,
+                lambda: self._episodic(request, query_vector),
+                no_hits,
+            ),
+            timed(
+                "procedural",
+                "procedural" in kinds,
+                lambda: self._procedural(request, query_vector),
+                no_strategies,
+            ),
+            timed(
+                "semantic",
+                bool(kinds & {"facts", "entities"}),
+                lambda: self._semantic(request, channels, weights, query_vector),
+                no_items,
+            ),
+            timed("goals", "goals" in kinds, lambda: self._active_goals(request), no_goals),
+            timed("profile", "profile" in kinds, lambda: self._profile(request), None),
+            timed(
+                "working",
+                "working" in kinds,
+                lambda: self._session_context(request, degraded),
+                None,
+            ),
+        )
+        now = request.reference_time or datetime.now(UTC)
+        half_life = settings.remember_half_life_days
+        episodic, diversity_demoted = diversify(
+            self._turn_items(hits, weights, now, half_life),
+            request.per_conversation or settings.remember_per_conversation,
+        )
+        bundle = MemoryBundle(
+            query=request.query,
+            user_id=request.user_id,
+            channel=request.channel,
+            channels=channels,
+            episodic=episodic,
+            semantic=semantic,
+            procedural=self._strategy_items(strategies, weights, now, half_life),
+            goals=goals,
+            profile=profile,
+            working=working,
+            weights=weights,
+            tokens=0,
+            budget_tokens=request.budget_tokens or settings.remember_budget_tokens,
+            diagnostics=BundleDiagnostics(
+                timings_ms=timings,
+                candidates={
+                    "episodic": len(hits),
+                    "procedural": len(strategies),
+                    "semantic": len(semantic),
+                    "goals": len(goals),
+                },
+                diversity_demoted=diversity_demoted,
+                budget_dropped=0,
+                degraded=degraded,
+            ),
+        )
+        begun = time.perf_counter()
+        fitted = fit(bundle, self._count_tokens)
+        timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
+        timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+        self._reinforce(fitted)
+        diagnostics = fitted.diagnostics.model_copy(update={"timings_ms": timings})
+        return fitted.model_copy(update={"diagnostics": diagnostics})
+
+    async def _episodic(
+        self, request: RememberRequest, query_vector: Awaitable[Embedded | None]
+    ) -> builtins.list[TurnHit]:
+        window = request.time_window
+        embedded = await query_vector
+        hits = await self._channel_search(
+            request.query,
+            request.user_id,
+            request.channel,
+            window.after if window else None,
+            window.before if window else None,
+            # Accesses are counted for what survives the budget, not for every candidate.
+            {
+                "limit": request.limit,
+                "track_access": False,
+                **({"reference_time": request.reference_time} if request.reference_time else {}),
+            },
+            embedded,
+        )
+        if not hits:
+            return []
+        async with self._backend.engine.connect() as conn:
+            turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
+        return [
+            TurnHit(
+                memory_id=h.id,
+                content=h.content,
+                score=h.score,
+                channel=h.channel,
+                occurred_at=h.occurred_at,
+                conversation_id=turns[h.id].conversation_id if h.id in turns else None,
+                turn_index=turns[h.id].turn_index
+                if h.id in turns
+                else h.metadata.get("turn")
+                if isinstance(h.metadata.get("turn"), int)
+                else None,
+                session_id=str(h.metadata["session_id"]) if "session_id" in h.metadata else None,
+            )
+            for h in hits
+        ]
+
+    async def _procedural(
+        self, request: RememberRequest, query_vector: Awaitable[Embedded | None]
+    ) -> builtins.list[Strategy]:
+        embedded = await query_vector
+        if embedded is None:
+            return []
+        return await self._strategies_near(
+            embedded, request.user_id, request.channel, min(request.limit, 5)
+        )
+
+    async def _semantic(
+        self,
+        request: RememberRequest,
+        channels: builtins.list[str],
+        weights: dict[str, float],
+        query_vector: Awaitable[Embedded | None],
+    ) -> builtins.list[BundleItem]:
+        """Facts and entities with their graph neighbourhood, as ``BundleItem``s of kind
+        "facts" / "entities" scored with ``weighted`` (relevance 0..1, recency): the knowledge
+        graph fills this in when it lands; until then semantic recall is empty."""
+        return []
+
+    async def _active_goals(self, request: RememberRequest) -> builtins.list[Goal]:
+        return await self.list_goals(
+            user_id=request.user_id, status="active", channel=request.channel, limit=request.limit
+        )
+
+    async def _profile(self, request: RememberRequest) -> Profile | None:
+        profile = await self.get_profile(user_id=request.user_id, channel=request.channel)
+        return profile if _has_content(profile) else None
+
+    async def _session_context(
+        self, request: RememberRequest, degraded: builtins.list[str]
+    ) -> WorkingContext | None:
+        if request.conversation_id is None:
+            return None
+        try:
+            return await self.get_context(
+                request.conversation_id, user_id=request.user_id, channel=request.channel
+            )
+        except StoreUnavailable:  # Redis down: recall the rest, and say what is missing
+            degraded.append("working")
+            return None
+
+    def _turn_items(
+        self,
+        hits: builtins.list[TurnHit],
+        weights: dict[str, float],
+        now: datetime,
+        half_life: float,
+    ) -> builtins.list[BundleItem]:
+        best = max((h.score for h in hits), default=0.0)
+        items = []
+        for hit in hits:
+            relevance = hit.score / best if best > 0 else 0.0
+            score, parts = weighted(
+                "episodic", relevance, recency(hit.occurred_at, now, half_life), weights
+            )
+            conversation = hit.conversation_id or hit.session_id
+            items.append(
+                BundleItem(
+                    kind="episodic",
+                    id=str(hit.memory_id),
+                    channel=hit.channel,
+                    content=hit.content,
+                    score=score,
+                    scores=parts,
+                    conversation_id=None if conversation is None else str(conversation),
+                    occurred_at=hit.occurred_at,
+                    detail={"turn_index": hit.turn_index},
+                )
+            )
+        return items
+
+    def _strategy_items(
+        self,
+        found: builtins.list[Strategy],
+        weights: dict[str, float],
+        now: datetime,
+        half_life: float,
+    ) -> builtins.list[BundleItem]:
+        items = []
+        for strategy in found:
+            fresh = recency(strategy.last_used or strategy.created_at, now, half_life)
+            score, parts = weighted("procedural", strategy.score or 0.0, fresh, weights)
+            items.append(
+                BundleItem(
+                    kind="procedural",
+                    id=str(strategy.id),
+                    channel=strategy.channel,
+                    content=strategy.description,
+                    score=score,
+                    scores=parts,
+                    detail={
+                        "tool_sequence": strategy.tool_sequence,
+                        "success_count": strategy.success_count,
+                        "failure_count": strategy.failure_count,
+                    },
+                )
+            )
+        return items
+
+    def _reinforce(self, bundle: MemoryBundle) -> None:
+        """Recalled memories count as accessed (written in the background, as search does)."""
+        recalled = [UUID(i.id) for i in bundle.episodic]
+        if recalled:
+            self._backend.access.record(self.tenant_id, recalled)
+
+
+def _has_content(profile: Profile) -> bool:
+    return bool(profile.preferences or profile.expertise or profile.communication_style)
+
+
+def check_weights(weights: dict[str, float]) -> dict[str, float]:
+    if any(v < 0 for v in weights.values()):
+        raise InvalidInput("remember weights must not be negative.")
+    return weights

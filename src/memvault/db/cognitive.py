@@ -1,0 +1,510 @@
+"""Every statement of cognitive memory: conversations and turns, working memory without Redis,
+tool invocations, strategies, goals and profiles.
+
+Rows go in and come out sealed; each function filters by the tenant it is given (and the row
+policies of migration 0008 hold the line when one forgets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import distinct_on, insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.records import AnyRow
+from memvault.db.tables import (
+    SEALED_COGNITIVE,
+    conversation_turns,
+    conversations,
+    goal_blockers,
+    goals,
+    memories,
+    strategies,
+    tool_invocations,
+    user_profiles,
+    working_memory,
+)
+
+_c = conversations.c
+_t = conversation_turns.c
+_w = working_memory.c
+_i = tool_invocations.c
+_s = strategies.c
+_g = goals.c
+_b = goal_blockers.c
+_p = user_profiles.c
+_m = memories.c
+
+
+@dataclass(frozen=True)
+class SealedRow:
+    """A row's sealed payload and the primary key it is bound to."""
+
+    table: str
+    key: tuple[Any, ...]
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+
+
+# --- conversations and turns ------------------------------------------------------------------
+
+
+async def insert_conversation(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
+    row: AnyRow = (
+        await conn.execute(conversations.insert().values(values).returning(conversations))
+    ).one()
+    return row
+
+
+async def fetch_conversation(
+    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, user_id: str, *, lock: bool
+) -> AnyRow | None:
+    query = sa.select(conversations).where(
+        _c.tenant_id == tenant_id, _c.id == conversation_id, _c.user_id == user_id
+    )
+    if lock:
+        query = query.with_for_update()
+    return (await conn.execute(query)).one_or_none()
+
+
+async def list_conversations(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    channels: Sequence[str] | None,
+    include_archived: bool,
+    limit: int,
+) -> Sequence[AnyRow]:
+    where = [_c.tenant_id == tenant_id, _c.user_id == user_id]
+    if channels is not None:
+        where.append(_c.channel.in_(list(channels)))
+    if not include_archived:
+        where.append(_c.archived.is_(False))
+    query = (
+        sa.select(conversations).where(*where).order_by(_c.started_at.desc(), _c.id).limit(limit)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def advance_conversation(
+    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, turns: int, at: datetime
+) -> None:
+    await conn.execute(
+        conversations.update()
+        .where(_c.tenant_id == tenant_id, _c.id == conversation_id)
+        .values(turn_count=_c.turn_count + turns, last_turn_at=at)
+    )
+
+
+async def set_conversation(
+    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        conversations.update()
+        .where(_c.tenant_id == tenant_id, _c.id == conversation_id)
+        .values(values)
+    )
+
+
+async def insert_turns(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    # The same memory twice (a deduplicated repeat) keeps its first turn's row.
+    await conn.execute(insert(conversation_turns).on_conflict_do_nothing(), list(rows))
+
+
+_TURN_COLUMNS = (*conversation_turns.c, _m.ciphertext, _m.nonce, _m.key_id)
+
+
+def _turns_with_content() -> sa.Select[Any]:
+    return sa.select(*_TURN_COLUMNS).join(
+        memories, sa.and_(_m.tenant_id == _t.tenant_id, _m.id == _t.memory_id)
+    )
+
+
+async def fetch_turns(
+    conn: AsyncConnection, tenant_id: str, conversation_id: UUID
+) -> Sequence[AnyRow]:
+    query = (
+        _turns_with_content()
+        .where(_t.tenant_id == tenant_id, _t.conversation_id == conversation_id)
+        .order_by(_t.turn_index)
+    )
+    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
+    return rows
+
+
+async def recent_turns(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    channels: Sequence[str],
+    since: datetime,
+    limit: int,
+) -> Sequence[AnyRow]:
+    """Newest first; the (tenant, user, channel, occurred_at) index reads them in order."""
+    query = (
+        _turns_with_content()
+        .where(
+            _t.tenant_id == tenant_id,
+            _t.user_id == user_id,
+            _t.channel.in_(list(channels)),
+            _t.occurred_at >= since,
+        )
+        .order_by(_t.occurred_at.desc(), _t.turn_index.desc())
+        .limit(limit)
+    )
+    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
+    return rows
+
+
+async def turns_of_memories(
+    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
+) -> dict[UUID, AnyRow]:
+    """The turn each memory was stored as (the first, for a deduplicated repeat)."""
+    if not memory_ids:
+        return {}
+    query = (
+        sa.select(conversation_turns)
+        .where(_t.tenant_id == tenant_id, _t.memory_id.in_(list(memory_ids)))
+        .order_by(_t.memory_id, _t.occurred_at)
+        .ext(distinct_on(_t.memory_id))
+    )
+    return {row.memory_id: row for row in await conn.execute(query)}
+
+
+# --- working memory (no Redis) ----------------------------------------------------------------
+
+
+def _session(tenant_id: str, session: tuple[str, str, str]) -> list[sa.ColumnElement[bool]]:
+    user_id, channel, conversation_id = session
+    return [
+        _w.tenant_id == tenant_id,
+        _w.user_id == user_id,
+        _w.channel == channel,
+        _w.conversation_id == conversation_id,
+    ]
+
+
+async def put_working(conn: AsyncConnection, values: dict[str, Any], now: datetime) -> None:
+    """Upsert one entry, and drop the session's expired ones on the way (abandoned sessions
+    are left to ``purge_expired_working``)."""
+    session = (values["user_id"], values["channel"], values["conversation_id"])
+    await conn.execute(
+        working_memory.delete().where(*_session(values["tenant_id"], session), _w.expires_at <= now)
+    )
+    statement = insert(working_memory).values(values)
+    await conn.execute(
+        statement.on_conflict_do_update(
+            constraint="pk_working_memory",
+            set_={
+                "ciphertext": statement.excluded.ciphertext,
+                "nonce": statement.excluded.nonce,
+                "key_id": statement.excluded.key_id,
+                "expires_at": statement.excluded.expires_at,
+            },
+        )
+    )
+
+
+async def get_working(
+    conn: AsyncConnection,
+    tenant_id: str,
+    session: tuple[str, str, str],
+    slot: str | None,
+    key: str | None,
+    now: datetime,
+) -> Sequence[AnyRow]:
+    where = [*_session(tenant_id, session), _w.expires_at > now]
+    if slot is not None:
+        where.append(_w.slot == slot)
+    if key is not None:
+        where.append(_w.key == key)
+    return (await conn.execute(sa.select(working_memory).where(*where))).all()
+
+
+async def delete_working(
+    conn: AsyncConnection,
+    tenant_id: str,
+    session: tuple[str, str, str],
+    slot: str | None,
+    key: str | None,
+) -> int:
+    where = _session(tenant_id, session)
+    if slot is not None:
+        where.append(_w.slot == slot)
+    if key is not None:
+        where.append(_w.key == key)
+    result = await conn.execute(working_memory.delete().where(*where))
+    return int(result.rowcount)
+
+
+async def purge_expired_working(conn: AsyncConnection, now: datetime) -> int:
+    result = await conn.execute(working_memory.delete().where(_w.expires_at <= now))
+    return int(result.rowcount)
+
+
+# --- tool invocations and strategies ----------------------------------------------------------
+
+
+async def insert_invocation(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
+    row: AnyRow = (
+        await conn.execute(tool_invocations.insert().values(values).returning(tool_invocations))
+    ).one()
+    return row
+
+
+async def conversation_tools(
+    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: UUID
+) -> Sequence[AnyRow]:
+    query = (
+        sa.select(_i.tool_name, _i.success)
+        .where(
+            _i.tenant_id == tenant_id, _i.user_id == user_id, _i.conversation_id == conversation_id
+        )
+        .order_by(_i.created_at, _i.id)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def tool_stats(
+    conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str] | None
+) -> Sequence[AnyRow]:
+    where = [_i.tenant_id == tenant_id, _i.user_id == user_id]
+    if channels is not None:
+        where.append(_i.channel.in_(list(channels)))
+    query = (
+        sa.select(
+            _i.tool_name,
+            _i.channel,
+            sa.func.count().label("uses"),
+            sa.func.avg(sa.case((_i.success, 1.0), else_=0.0)).label("success_rate"),
+            sa.func.avg(_i.latency_ms).label("avg_latency_ms"),
+        )
+        .where(*where)
+        .group_by(_i.tool_name, _i.channel)
+        .order_by(_i.channel, _i.tool_name)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def insert_strategy(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
+    row: AnyRow = (
+        await conn.execute(strategies.insert().values(values).returning(strategies))
+    ).one()
+    return row
+
+
+async def nearest_strategies(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    channels: Sequence[str],
+    model: str,
+    vector: Sequence[float],
+    limit: int,
+) -> Sequence[AnyRow]:
+    """Strategies by cosine similarity to ``vector``, exact: a user has hundreds, not millions."""
+    similarity = (1 - _s.embedding.cosine_distance(list(vector))).label("similarity")
+    query = (
+        sa.select(strategies, similarity)
+        .where(
+            _s.tenant_id == tenant_id,
+            _s.user_id == user_id,
+            _s.channel.in_(list(channels)),
+            _s.model == model,
+        )
+        .order_by(similarity.desc(), _s.id)
+        .limit(limit)
+    )
+    return (await conn.execute(query)).all()
+
+
+async def reinforce_strategy(
+    conn: AsyncConnection,
+    tenant_id: str,
+    strategy_id: UUID,
+    user_id: str,
+    success: bool,
+    at: datetime,
+) -> AnyRow | None:
+    counter = _s.success_count if success else _s.failure_count
+    statement = (
+        strategies.update()
+        .where(_s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id)
+        .values({counter: counter + 1, _s.last_used: at})
+        .returning(strategies)
+    )
+    row: AnyRow | None = (await conn.execute(statement)).one_or_none()
+    return row
+
+
+async def fetch_strategy(
+    conn: AsyncConnection, tenant_id: str, strategy_id: UUID, user_id: str
+) -> AnyRow | None:
+    query = sa.select(strategies).where(
+        _s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id
+    )
+    return (await conn.execute(query)).one_or_none()
+
+
+# --- goals --------------------------------------------------------------------------------------
+
+
+async def insert_goal(
+    conn: AsyncConnection, values: dict[str, Any], blocked_by: Sequence[UUID]
+) -> None:
+    await conn.execute(goals.insert().values(values))
+    if blocked_by:
+        await conn.execute(
+            goal_blockers.insert(),
+            [
+                {"tenant_id": values["tenant_id"], "goal_id": values["id"], "blocker_id": b}
+                for b in blocked_by
+            ],
+        )
+
+
+def _goal_query(tenant_id: str) -> sa.Select[Any]:
+    """Goals with the blockers still open: a goal waiting on an unfinished goal reads as
+    blocked, and completing the blocker unblocks it with no write to the goal itself."""
+    blocker = goals.alias("blocker")
+    open_blockers = (
+        sa.select(sa.func.coalesce(sa.func.array_agg(_b.blocker_id), sa.text("'{}'::uuid[]")))
+        .join(blocker, sa.and_(blocker.c.tenant_id == _b.tenant_id, blocker.c.id == _b.blocker_id))
+        .where(
+            _b.tenant_id == _g.tenant_id,
+            _b.goal_id == _g.id,
+            blocker.c.status.in_(("active", "blocked")),
+        )
+        .scalar_subquery()
+        .label("open_blockers")
+    )
+    all_blockers = (
+        sa.select(sa.func.coalesce(sa.func.array_agg(_b.blocker_id), sa.text("'{}'::uuid[]")))
+        .where(_b.tenant_id == _g.tenant_id, _b.goal_id == _g.id)
+        .scalar_subquery()
+        .label("blocked_by")
+    )
+    return sa.select(goals, open_blockers, all_blockers).where(_g.tenant_id == tenant_id)
+
+
+async def fetch_goals(
+    conn: AsyncConnection, tenant_id: str, user_id: str, goal_ids: Sequence[UUID]
+) -> Sequence[AnyRow]:
+    query = _goal_query(tenant_id).where(_g.user_id == user_id, _g.id.in_(list(goal_ids)))
+    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
+    return rows
+
+
+async def list_goals(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    statuses: Sequence[str] | None,
+    channels: Sequence[str] | None,
+    limit: int,
+) -> Sequence[AnyRow]:
+    where = [_g.user_id == user_id]
+    if statuses is not None:
+        where.append(_g.status.in_(list(statuses)))
+    if channels is not None:
+        where.append(_g.channel.in_(list(channels)))
+    query = (
+        _goal_query(tenant_id)
+        .where(*where)
+        .order_by(_g.priority.desc(), _g.deadline.asc().nulls_last(), _g.created_at, _g.id)
+        .limit(limit)
+    )
+    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
+    return rows
+
+
+async def finish_goal(
+    conn: AsyncConnection,
+    tenant_id: str,
+    goal_id: UUID,
+    user_id: str,
+    values: dict[str, Any],
+) -> bool:
+    result = await conn.execute(
+        goals.update()
+        .where(_g.tenant_id == tenant_id, _g.id == goal_id, _g.user_id == user_id)
+        .values(values)
+    )
+    return bool(result.rowcount)
+
+
+async def count_owned_goals(
+    conn: AsyncConnection, tenant_id: str, user_id: str, goal_ids: Sequence[UUID]
+) -> int:
+    query = sa.select(sa.func.count()).where(
+        _g.tenant_id == tenant_id, _g.user_id == user_id, _g.id.in_(list(goal_ids))
+    )
+    return int((await conn.execute(query)).scalar_one())
+
+
+# --- profiles -----------------------------------------------------------------------------------
+
+
+async def fetch_profiles(
+    conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str], *, lock: bool
+) -> Sequence[AnyRow]:
+    query = sa.select(user_profiles).where(
+        _p.tenant_id == tenant_id, _p.user_id == user_id, _p.channel.in_(list(channels))
+    )
+    if lock:
+        query = query.with_for_update()
+    return (await conn.execute(query)).all()
+
+
+async def put_profile(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    statement = insert(user_profiles).values(values)
+    await conn.execute(
+        statement.on_conflict_do_update(
+            constraint="pk_user_profiles",
+            set_={
+                "ciphertext": statement.excluded.ciphertext,
+                "nonce": statement.excluded.nonce,
+                "key_id": statement.excluded.key_id,
+                "updated_at": sa.func.now(),
+            },
+        )
+    )
+
+
+# --- key rotation -------------------------------------------------------------------------------
+
+
+def _primary_key(table: sa.Table) -> list[sa.Column[Any]]:
+    return list(table.primary_key.columns)
+
+
+async def claim_sealed_to_reseal(
+    conn: AsyncConnection, active_key_id: str, batch: int
+) -> list[SealedRow]:
+    """Cognitive rows still sealed under an old key; rows a writer holds are skipped."""
+    found: list[SealedRow] = []
+    for table in SEALED_COGNITIVE:
+        key = _primary_key(table)
+        query = (
+            sa.select(*key, table.c.ciphertext, table.c.nonce, table.c.key_id)
+            .where(table.c.key_id != active_key_id)
+            .limit(batch)
+            .with_for_update(skip_locked=True)
+        )
+        for row in await conn.execute(query):
+            parts = tuple(row[: len(key)])
+            found.append(SealedRow(table.name, parts, row.ciphertext, row.nonce, row.key_id))
+    return found
+
+
+async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) -> None:
+    table = next(t for t in SEALED_COGNITIVE if t.name == row.table)
+    where = [c == v for c, v in zip(_primary_key(table), row.key, strict=True)]
+    await conn.execute(table.update().where(*where).values(values))
