@@ -106,9 +106,7 @@ async def bm25(
     return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit))
 
 
-def _scored(
-    tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int
-) -> sa.Select[Any]:
+def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int) -> sa.Select[Any]:
     user_id = filters.user_id
     stats = (
         sa.select(

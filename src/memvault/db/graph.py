@@ -1,0 +1,819 @@
+"""Every SQL statement of the knowledge graph: entities, bi-temporal facts, relations, their
+sources, keys, merges and reviews. Rows go in and come out sealed, as typed records.
+
+Deletion that follows a memory needs nothing here: the sources, mentions and their cleanup
+triggers (migration 0007) remove what only that memory held, in the deleting transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import (
+    entities,
+    entity_mentions,
+    entity_merges,
+    entity_terms,
+    fact_reviews,
+    fact_sources,
+    fact_terms,
+    facts,
+    relation_sources,
+    relations,
+)
+
+_e = entities.c
+_f = facts.c
+_r = relations.c
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    type: str
+    name_ciphertext: bytes
+    name_nonce: bytes
+    aliases_ciphertext: bytes | None
+    aliases_nonce: bytes | None
+    description_ciphertext: bytes | None
+    description_nonce: bytes | None
+    key_id: str
+    name_key: bytes
+    alias_keys: list[bytes]
+    salience: float
+    access_count: int
+    last_accessed: datetime | None
+    first_seen: datetime
+    properties: dict[str, Any]
+    merged_into: UUID | None
+
+
+@dataclass(frozen=True)
+class FactRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    subject_id: UUID
+    predicate: str
+    object_id: UUID | None
+    value_ciphertext: bytes | None
+    value_nonce: bytes | None
+    value_key: bytes | None
+    claim_ciphertext: bytes
+    claim_nonce: bytes
+    key_id: str
+    confidence: float
+    certainty: str
+    temporal: str
+    source: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    access_count: int
+    last_accessed: datetime | None
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    source_id: UUID
+    type: str
+    target_id: UUID
+    properties_ciphertext: bytes | None
+    properties_nonce: bytes | None
+    key_id: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class MergeRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    merged_id: UUID
+    into_id: UUID
+    subject_facts: list[UUID]
+    object_facts: list[UUID]
+    source_relations: list[UUID]
+    target_relations: list[UUID]
+    created_at: datetime
+    split_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    id: UUID
+    user_id: str
+    fact_id: UUID
+    conflicts_with: UUID
+    reason: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One step of a walk: ``source`` —kind→ ``target`` (a relation, or a fact whose object
+    is an entity), found at ``depth`` hops from the start."""
+
+    source_id: UUID
+    kind: str
+    target_id: UUID
+    via: UUID
+    depth: int
+
+
+T = TypeVar("T")
+
+
+def _record(cls: type[T], row: Any) -> T:
+    mapping = row._mapping
+    return cls(**{f.name: mapping[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+
+
+def _records(cls: type[T], rows: Iterable[Any]) -> list[T]:
+    return [_record(cls, r) for r in rows]
+
+
+# --- entities -----------------------------------------------------------------------------
+
+
+def _scope(c: Any, tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
+    return [c.tenant_id == tenant_id, c.user_id == user_id]
+
+
+async def entities_by_keys(
+    conn: AsyncConnection, tenant_id: str, user_id: str, keys: Sequence[bytes]
+) -> list[EntityRow]:
+    """The owner's entities whose name or an alias has one of these keyed hashes."""
+    if not keys:
+        return []
+    wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
+    query = (
+        sa.select(entities)
+        .where(
+            *_scope(_e, tenant_id, user_id),
+            sa.or_(_e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted)),
+        )
+        .order_by(_e.merged_into.is_not(None), _e.first_seen, _e.id)
+    )
+    return _records(EntityRow, await conn.execute(query))
+
+
+async def nearest_entities(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    vector: Sequence[float],
+    model: str,
+    limit: int,
+) -> list[tuple[EntityRow, float]]:
+    """The owner's unmerged entities by cosine similarity of their names to ``vector``."""
+    probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
+    distance = _e.embedding.op("<=>")(probe)
+    query = (
+        sa.select(entities, distance.label("distance"))
+        .where(
+            *_scope(_e, tenant_id, user_id),
+            _e.embedding_model == model,
+            _e.merged_into.is_(None),
+        )
+        .order_by(distance)
+        .limit(limit)
+    )
+    return [(_record(EntityRow, r), 1.0 - float(r.distance)) for r in await conn.execute(query)]
+
+
+async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
+    row = (await conn.execute(entities.insert().values(**values).returning(entities))).one()
+    return _record(EntityRow, row)
+
+
+async def update_entity(
+    conn: AsyncConnection, tenant_id: str, entity_id: UUID, values: Mapping[str, Any]
+) -> None:
+    await conn.execute(
+        entities.update().where(_e.tenant_id == tenant_id, _e.id == entity_id).values(**values)
+    )
+
+
+async def fetch_entity(
+    conn: AsyncConnection, tenant_id: str, user_id: str, entity_id: UUID, *, lock: bool = False
+) -> EntityRow | None:
+    query = sa.select(entities).where(*_scope(_e, tenant_id, user_id), _e.id == entity_id)
+    if lock:
+        query = query.with_for_update()
+    row = (await conn.execute(query)).one_or_none()
+    return None if row is None else _record(EntityRow, row)
+
+
+async def fetch_entities(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, EntityRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(entities).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
+    return {r.id: r for r in _records(EntityRow, await conn.execute(query))}
+
+
+async def list_entities(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    *,
+    type: str | None,
+    keys: Sequence[bytes],
+    term_ids: Sequence[int],
+    limit: int,
+) -> list[EntityRow]:
+    """The owner's unmerged entities, most salient first; with ``keys``/``term_ids`` only
+    those whose name or alias hashes to a key, or whose name words match a term."""
+    where = [*_scope(_e, tenant_id, user_id), _e.merged_into.is_(None)]
+    if type is not None:
+        where.append(_e.type == type)
+    if keys or term_ids:
+        wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
+        by_words = sa.select(entity_terms.c.entity_id).where(
+            *_scope(entity_terms.c, tenant_id, user_id), entity_terms.c.term.in_(list(term_ids))
+        )
+        where.append(
+            sa.or_(
+                _e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted), _e.id.in_(by_words)
+            )
+        )
+    query = (
+        sa.select(entities)
+        .where(*where)
+        .order_by(_e.salience.desc(), _e.access_count.desc(), _e.first_seen, _e.id)
+        .limit(limit)
+    )
+    return _records(EntityRow, await conn.execute(query))
+
+
+async def add_mentions(
+    conn: AsyncConnection, tenant_id: str, user_id: str, memory_id: UUID, ids: Iterable[UUID]
+) -> None:
+    rows = [
+        {"tenant_id": tenant_id, "memory_id": memory_id, "entity_id": i, "user_id": user_id}
+        for i in sorted(set(ids))
+    ]
+    if rows:
+        await conn.execute(insert(entity_mentions).values(rows).on_conflict_do_nothing())
+
+
+async def mentioned_in(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> list[UUID]:
+    c = entity_mentions.c
+    query = sa.select(c.entity_id).where(c.tenant_id == tenant_id, c.memory_id == memory_id)
+    return list((await conn.execute(query)).scalars())
+
+
+# --- facts --------------------------------------------------------------------------------
+
+
+async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactRow:
+    row = (await conn.execute(facts.insert().values(**values).returning(facts))).one()
+    return _record(FactRow, row)
+
+
+async def add_fact_source(
+    conn: AsyncConnection, tenant_id: str, user_id: str, fact_id: UUID, memory_id: UUID
+) -> None:
+    await conn.execute(
+        insert(fact_sources)
+        .values(tenant_id=tenant_id, fact_id=fact_id, memory_id=memory_id, user_id=user_id)
+        .on_conflict_do_nothing()
+    )
+
+
+async def update_fact(
+    conn: AsyncConnection, tenant_id: str, fact_id: UUID, values: Mapping[str, Any]
+) -> None:
+    await conn.execute(
+        facts.update().where(_f.tenant_id == tenant_id, _f.id == fact_id).values(**values)
+    )
+
+
+async def current_facts_of(
+    conn: AsyncConnection, tenant_id: str, user_id: str, subject_id: UUID, predicate: str
+) -> list[FactRow]:
+    """The subject's facts of this predicate that nothing has superseded, locked: two writers
+    deciding about the same subject and predicate take turns."""
+    query = (
+        sa.select(facts)
+        .where(
+            *_scope(_f, tenant_id, user_id),
+            _f.subject_id == subject_id,
+            _f.predicate == predicate,
+            _f.superseded_at.is_(None),
+        )
+        .order_by(_f.recorded_at, _f.id)
+        .with_for_update()
+    )
+    return _records(FactRow, await conn.execute(query))
+
+
+async def lock_subject(
+    conn: AsyncConnection, tenant_id: str, subject_id: UUID, predicate: str
+) -> None:
+    """Serialise writers of one subject's predicate even when it has no current fact yet."""
+    key = f"graph\x00{tenant_id}\x00{subject_id}\x00{predicate}"
+    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
+
+
+async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
+    await conn.execute(fact_reviews.insert().values(**values))
+
+
+async def list_reviews(
+    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int
+) -> list[ReviewRow]:
+    c = fact_reviews.c
+    query = (
+        sa.select(fact_reviews)
+        .where(*_scope(c, tenant_id, user_id))
+        .order_by(c.created_at.desc(), c.id)
+        .limit(limit)
+    )
+    return _records(ReviewRow, await conn.execute(query))
+
+
+@dataclass(frozen=True)
+class FactQuery:
+    """Which facts: about these entities (any when ``None``), of this predicate; at a valid
+    time and/or a system time; or the whole history."""
+
+    user_id: str
+    entity_ids: Sequence[UUID] | None = None
+    predicate: str | None = None
+    valid_at: datetime | None = None
+    known_at: datetime | None = None
+    include_superseded: bool = False
+    limit: int = 100
+
+
+def _fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
+    where = _scope(_f, tenant_id, q.user_id)
+    if q.entity_ids is not None:
+        ids = list(q.entity_ids)
+        where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))
+    if q.predicate is not None:
+        where.append(_f.predicate == q.predicate)
+    if q.include_superseded:
+        return where
+    if q.known_at is not None:
+        # System time: what the store held as current at that moment.
+        where += [
+            _f.recorded_at <= q.known_at,
+            sa.or_(_f.superseded_at.is_(None), _f.superseded_at > q.known_at),
+        ]
+    if q.valid_at is not None or q.known_at is None:
+        # Valid time as currently known. An empty interval (a corrected or rejected value)
+        # never held, so no moment falls in it.
+        at = q.valid_at or now
+        where += [
+            sa.or_(_f.valid_from.is_(None), _f.valid_from <= at),
+            sa.or_(_f.valid_until.is_(None), _f.valid_until > at),
+        ]
+        if q.valid_at is None:
+            where.append(_f.superseded_at.is_(None))
+    return where
+
+
+async def query_facts(
+    conn: AsyncConnection, tenant_id: str, q: FactQuery, now: datetime
+) -> list[FactRow]:
+    query = (
+        sa.select(facts)
+        .where(*_fact_conditions(tenant_id, q, now))
+        .order_by(_f.recorded_at.desc(), _f.id)
+        .limit(q.limit)
+    )
+    return _records(FactRow, await conn.execute(query))
+
+
+async def fetch_facts(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, FactRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(facts).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
+    return {r.id: r for r in _records(FactRow, await conn.execute(query))}
+
+
+async def sources_of(
+    conn: AsyncConnection, tenant_id: str, fact_ids: Iterable[UUID]
+) -> dict[UUID, list[UUID]]:
+    wanted = sorted(set(fact_ids))
+    found: dict[UUID, list[UUID]] = {i: [] for i in wanted}
+    if not wanted:
+        return found
+    c = fact_sources.c
+    query = (
+        sa.select(c.fact_id, c.memory_id)
+        .where(c.tenant_id == tenant_id, c.fact_id.in_(wanted))
+        .order_by(c.fact_id, c.memory_id)
+    )
+    for fact_id, memory_id in await conn.execute(query):
+        found[fact_id].append(memory_id)
+    return found
+
+
+# --- relations ----------------------------------------------------------------------------
+
+
+async def upsert_relation(conn: AsyncConnection, values: Mapping[str, Any]) -> UUID:
+    """The edge (one per source, type and target); an edge stated again keeps its row."""
+    statement = (
+        insert(relations)
+        .values(**values)
+        .on_conflict_do_update(
+            constraint="uq_relations_edge",
+            set_={"valid_until": sa.func.coalesce(_r.valid_until, sa.literal(None))},
+        )
+        .returning(_r.id)
+    )
+    relation_id: UUID = (await conn.execute(statement)).scalar_one()
+    return relation_id
+
+
+async def add_relation_source(
+    conn: AsyncConnection, tenant_id: str, user_id: str, relation_id: UUID, memory_id: UUID
+) -> None:
+    await conn.execute(
+        insert(relation_sources)
+        .values(tenant_id=tenant_id, relation_id=relation_id, memory_id=memory_id, user_id=user_id)
+        .on_conflict_do_nothing()
+    )
+
+
+async def fetch_relations(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, RelationRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(relations).where(_r.tenant_id == tenant_id, _r.id.in_(wanted))
+    return {r.id: r for r in _records(RelationRow, await conn.execute(query))}
+
+
+# --- traversal ----------------------------------------------------------------------------
+
+# The owner's current graph, walked from the start by index lookups per node (relations both
+# ways, and facts whose object is an entity), each node's neighbours capped at :fanout and the
+# nodes at :max_nodes, so a hub cannot blow the walk up.
+_LIVE_R = "(r.valid_until IS NULL OR r.valid_until > :now)"
+_LIVE_F = (
+    "f.object_id IS NOT NULL AND f.superseded_at IS NULL "
+    "AND (f.valid_until IS NULL OR f.valid_until > :now) "
+    "AND (f.valid_from IS NULL OR f.valid_from <= :now)"
+)
+_WALK = sa.text(
+    f"""
+    WITH RECURSIVE walk(node, depth) AS (
+        SELECT CAST(:start AS uuid), 0
+        UNION
+        SELECT n.other, w.depth + 1
+        FROM walk w
+        CROSS JOIN LATERAL (
+            SELECT r.target_id AS other FROM relations r
+            WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {_LIVE_R}
+            UNION ALL
+            SELECT r.source_id FROM relations r
+            WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {_LIVE_R}
+            UNION ALL
+            SELECT f.object_id FROM facts f
+            WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {_LIVE_F}
+            UNION ALL
+            SELECT f.subject_id FROM facts f
+            WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {_LIVE_F}
+            LIMIT :fanout
+        ) n
+        WHERE w.depth < :depth
+    ),
+    nodes AS MATERIALIZED (
+        SELECT node, min(depth) AS depth FROM walk GROUP BY node
+        ORDER BY min(depth), node LIMIT :max_nodes
+    )
+    SELECT x.source_id, x.kind, x.target_id, x.via, GREATEST(n.depth, m.depth) AS depth
+    FROM nodes n
+    CROSS JOIN LATERAL (
+        SELECT r.source_id, r.type AS kind, r.target_id, r.id AS via FROM relations r
+        WHERE r.tenant_id = :tenant AND r.source_id = n.node AND {_LIVE_R}
+        UNION ALL
+        SELECT f.subject_id, f.predicate, f.object_id, f.id FROM facts f
+        WHERE f.tenant_id = :tenant AND f.subject_id = n.node AND {_LIVE_F}
+    ) x
+    JOIN nodes m ON m.node = x.target_id
+    WHERE LEAST(n.depth, m.depth) < :depth
+    ORDER BY depth, x.kind, x.via
+    LIMIT :max_edges
+    """
+)
+
+
+async def walk(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    start: UUID,
+    *,
+    depth: int,
+    now: datetime,
+    fanout: int,
+    max_nodes: int,
+    max_edges: int,
+) -> list[Edge]:
+    """The edges within ``depth`` hops of ``start`` in the owner's current graph."""
+    rows = await conn.execute(
+        _WALK,
+        {
+            "tenant": tenant_id,
+            "start": start,
+            "depth": depth,
+            "now": now,
+            "fanout": fanout,
+            "max_nodes": max_nodes,
+            "max_edges": max_edges,
+        },
+    )
+    return [Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth)) for r in rows]
+
+
+# --- merges -------------------------------------------------------------------------------
+
+
+async def merge(
+    conn: AsyncConnection, tenant_id: str, user_id: str, merged_id: UUID, into_id: UUID, actor: str
+) -> MergeRow:
+    """Re-point the merged entity's facts and relations at ``into`` and record which moved.
+    Mentions stay where they are: they say what a text named."""
+    moved: dict[str, list[UUID]] = {}
+    for name, table, column in (
+        ("subject_facts", facts, "subject_id"),
+        ("object_facts", facts, "object_id"),
+        ("source_relations", relations, "source_id"),
+        ("target_relations", relations, "target_id"),
+    ):
+        c = table.c
+        result = await conn.execute(
+            table.update()
+            .where(c.tenant_id == tenant_id, c[column] == merged_id)
+            .values({column: into_id})
+            .returning(c.id)
+        )
+        moved[name] = list(result.scalars())
+    await update_entity(conn, tenant_id, merged_id, {"merged_into": into_id})
+    row = (
+        await conn.execute(
+            entity_merges.insert()
+            .values(
+                tenant_id=tenant_id,
+                id=sa.func.gen_random_uuid(),
+                user_id=user_id,
+                merged_id=merged_id,
+                into_id=into_id,
+                actor=actor,
+                **moved,
+            )
+            .returning(entity_merges)
+        )
+    ).one()
+    return _record(MergeRow, row)
+
+
+async def last_merge(
+    conn: AsyncConnection, tenant_id: str, user_id: str, merged_id: UUID
+) -> MergeRow | None:
+    c = entity_merges.c
+    query = (
+        sa.select(entity_merges)
+        .where(*_scope(c, tenant_id, user_id), c.merged_id == merged_id, c.split_at.is_(None))
+        .order_by(c.created_at.desc(), c.id)
+        .limit(1)
+        .with_for_update()
+    )
+    row = (await conn.execute(query)).one_or_none()
+    return None if row is None else _record(MergeRow, row)
+
+
+async def split(conn: AsyncConnection, merge_row: MergeRow, at: datetime) -> None:
+    """Undo a merge: what moved and still points at ``into`` moves back."""
+    t = merge_row.tenant_id
+    for ids, table, column in (
+        (merge_row.subject_facts, facts, "subject_id"),
+        (merge_row.object_facts, facts, "object_id"),
+        (merge_row.source_relations, relations, "source_id"),
+        (merge_row.target_relations, relations, "target_id"),
+    ):
+        if not ids:
+            continue
+        c = table.c
+        await conn.execute(
+            table.update()
+            .where(c.tenant_id == t, c.id.in_(list(ids)), c[column] == merge_row.into_id)
+            .values({column: merge_row.merged_id})
+        )
+    await update_entity(conn, t, merge_row.merged_id, {"merged_into": None})
+    c = entity_merges.c
+    await conn.execute(
+        entity_merges.update().where(c.tenant_id == t, c.id == merge_row.id).values(split_at=at)
+    )
+
+
+# --- keyword postings and vectors ---------------------------------------------------------
+
+
+async def replace_terms(
+    conn: AsyncConnection,
+    tenant_id: str,
+    kind: str,
+    postings: Mapping[UUID, tuple[str, Mapping[int, int]]],
+) -> None:
+    """Blind postings of facts (``kind="fact"``) or entities, replacing their old ones."""
+    if not postings:
+        return
+    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
+    c = table.c
+    await conn.execute(
+        table.delete().where(c.tenant_id == tenant_id, c[column].in_(list(postings)))
+    )
+    rows = [
+        {"tenant_id": tenant_id, "user_id": user, "term": term, column: item, "tf": min(tf, 32_767)}
+        for item, (user, terms) in postings.items()
+        for term, tf in terms.items()
+    ]
+    if rows:
+        await conn.execute(table.insert(), rows)
+
+
+async def keyword_matches(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    kind: str,
+    term_ids: Sequence[int],
+    limit: int,
+) -> dict[UUID, int]:
+    """Facts or entities of the owner by how many of the query's terms they hold."""
+    if not term_ids:
+        return {}
+    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
+    c = table.c
+    matched = sa.func.count(sa.distinct(c.term)).label("matched")
+    query = (
+        sa.select(c[column].label("item"), matched)
+        .where(*_scope(c, tenant_id, user_id), c.term.in_(list(term_ids)))
+        .group_by(c[column])
+        .order_by(matched.desc(), c[column])
+        .limit(limit)
+    )
+    return {r.item: int(r.matched) for r in await conn.execute(query)}
+
+
+async def nearest_facts(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    vector: Sequence[float],
+    model: str,
+    limit: int,
+) -> dict[UUID, float]:
+    """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
+    probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
+    distance = _f.embedding.op("<=>")(probe)
+    query = (
+        sa.select(_f.id, distance.label("distance"))
+        .where(*_scope(_f, tenant_id, user_id), _f.embedding_model == model)
+        .order_by(distance)
+        .limit(limit)
+    )
+    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query)}
+
+
+def _vector_text(values: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+async def record_access(
+    conn: AsyncConnection,
+    tenant_id: str,
+    fact_ids: Sequence[UUID],
+    entity_ids: Sequence[UUID],
+    at: datetime,
+) -> None:
+    """Reinforcement: returned facts and entities count an access; entities grow salient."""
+    if fact_ids:
+        await conn.execute(
+            facts.update()
+            .where(_f.tenant_id == tenant_id, _f.id.in_(sorted(fact_ids)))
+            .values(access_count=_f.access_count + 1, last_accessed=at)
+        )
+    if entity_ids:
+        await conn.execute(
+            entities.update()
+            .where(_e.tenant_id == tenant_id, _e.id.in_(sorted(entity_ids)))
+            .values(
+                access_count=_e.access_count + 1,
+                last_accessed=at,
+                salience=sa.func.least(1.0, _e.salience + 0.02),
+            )
+        )
+
+
+# --- whole-user deletion, export, rotation ------------------------------------------------
+
+
+async def delete_owner(
+    conn: AsyncConnection, tenant_id: str, user_id: str, app_id: str | None
+) -> int:
+    """Every graph row of the owner (in one app, if given): facts stated directly too.
+    Deleting the entities cascades to their facts, relations, mentions, keys, merges and
+    reviews."""
+    where = _scope(_e, tenant_id, user_id)
+    fact_where = _scope(_f, tenant_id, user_id)
+    if app_id is not None:
+        where.append(_e.app_id == app_id)
+        fact_where.append(_f.app_id == app_id)
+    await conn.execute(facts.delete().where(*fact_where))
+    result = await conn.execute(entities.delete().where(*where).returning(_e.id))
+    return len(result.all())
+
+
+async def export_rows(
+    conn: AsyncConnection, tenant_id: str, user_id: str | None, now: datetime
+) -> tuple[list[EntityRow], list[FactRow], list[RelationRow]]:
+    """The current graph of one owner, or of the whole tenant: unmerged entities, current
+    facts, live relations."""
+
+    def owner(c: Any) -> list[sa.ColumnElement[bool]]:
+        return [c.tenant_id == tenant_id] + ([c.user_id == user_id] if user_id else [])
+
+    q = FactQuery(user_id=user_id or "")
+    fact_where = [*owner(_f), *_fact_conditions(tenant_id, q, now)[2:]]
+    ents = await conn.execute(
+        sa.select(entities).where(*owner(_e), _e.merged_into.is_(None)).order_by(_e.id)
+    )
+    fs = await conn.execute(sa.select(facts).where(*fact_where).order_by(_f.id))
+    rs = await conn.execute(
+        sa.select(relations)
+        .where(*owner(_r), sa.or_(_r.valid_until.is_(None), _r.valid_until > now))
+        .order_by(_r.id)
+    )
+    return _records(EntityRow, ents), _records(FactRow, fs), _records(RelationRow, rs)
+
+
+SEALED_TABLES = {"entities": entities, "facts": facts, "relations": relations}
+
+
+async def claim_to_reseal(
+    conn: AsyncConnection, table_name: str, active_key_id: str, batch: int
+) -> list[Any]:
+    """Graph rows still sealed under an old key; rows a writer holds are skipped."""
+    table = SEALED_TABLES[table_name]
+    query = (
+        sa.select(table)
+        .where(table.c.key_id != active_key_id)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    record = {"entities": EntityRow, "facts": FactRow, "relations": RelationRow}[table_name]
+    return _records(record, await conn.execute(query))  # type: ignore[arg-type]
+
+
+async def reseal(
+    conn: AsyncConnection, table_name: str, tenant_id: str, row_id: UUID, values: Mapping[str, Any]
+) -> None:
+    table = SEALED_TABLES[table_name]
+    await conn.execute(
+        table.update().where(table.c.tenant_id == tenant_id, table.c.id == row_id).values(**values)
+    )
+
+
+def sealed_under_other_keys(active_key_id: str) -> list[sa.Select[Any]]:
+    """Counting statements, one per sealed graph table (for ``store.count_sealed_…``)."""
+    return [
+        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        for t in SEALED_TABLES.values()
+    ]
