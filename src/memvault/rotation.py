@@ -16,6 +16,7 @@ from memvault.backend import Backend
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
 from memvault.db import keywords, store
 from memvault.db.tenancy import across_tenants
+from memvault.graph.rotate import reseal_graph
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
 
@@ -39,8 +40,9 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
     while True:
         moved_m = await _reseal_memories(backend, keyring)
         moved_h = await _reseal_history(backend, keyring)
+        moved_g = await reseal_graph(backend, keyring, BATCH)
         memories_done, history_done = memories_done + moved_m, history_done + moved_h
-        if moved_m or moved_h:
+        if moved_m or moved_h or moved_g:
             log.info(
                 "rotation: %d memories, %d history rows re-sealed so far",
                 memories_done,

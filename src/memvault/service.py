@@ -20,10 +20,13 @@ from memvault import jsonvalues
 from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
+from memvault.db import graph as graph_db
 from memvault.db import jobs, keywords, store
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
+from memvault.graph.face import GraphFace
+from memvault.graph.recall import recall as graph_recall
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     AddResult,
@@ -96,7 +99,7 @@ def _bounded(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if metadata is None else jsonvalues.bounded(metadata)
 
 
-class AsyncMemory:
+class AsyncMemory(GraphFace):
     """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``."""
 
     def __init__(
@@ -360,12 +363,15 @@ class AsyncMemory:
 
     @scoped_to_tenant
     async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
-        """Delete every memory of a user (in one app, if given); returns how many."""
+        """Delete every memory of a user (in one app, if given), and every graph row of theirs
+        (facts stated directly too); returns how many memories."""
         scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
         async with self._backend.engine.begin() as conn:
-            return await store.delete_where(
+            deleted = await store.delete_where(
                 conn, store.belonging_to(self.tenant_id, scope.user_id, scope.app_id), self.actor
             )
+            await graph_db.delete_owner(conn, self.tenant_id, scope.user_id, scope.app_id)
+            return deleted
 
     @scoped_to_tenant
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
@@ -422,9 +428,13 @@ class AsyncMemory:
                 f"A search query holds at most {cap} characters.",
                 details={"field": "query", "limit": cap},
             )
-        return await retrieval_search(
+        result = await retrieval_search(
             self._backend, self.tenant_id, request, RECIPES[request.recipe]
         )
+        if not request.include:
+            return result
+        recalled = await graph_recall(self._backend, self.tenant_id, request)
+        return result.model_copy(update={"facts": recalled.facts, "entities": recalled.entities})
 
 
 class Memory(SyncFace):
@@ -441,9 +451,7 @@ class Memory(SyncFace):
         tenant_id: str = "default",
         actor: str = "library",
     ) -> None:
-        super().__init__(
-            AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor)
-        )
+        super().__init__(AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor))
 
     add = blocking(AsyncMemory.add)
     add_many = blocking(AsyncMemory.add_many)
@@ -455,6 +463,16 @@ class Memory(SyncFace):
     delete_all = blocking(AsyncMemory.delete_all)
     history = blocking(AsyncMemory.history)
     search = blocking(AsyncMemory.search)
+    # knowledge graph (issue 13)
+    add_fact = blocking(AsyncMemory.add_fact)
+    facts = blocking(AsyncMemory.facts)
+    fact_reviews = blocking(AsyncMemory.fact_reviews)
+    entities = blocking(AsyncMemory.entities)
+    entity = blocking(AsyncMemory.entity)
+    entity_graph = blocking(AsyncMemory.entity_graph)
+    merge_entities = blocking(AsyncMemory.merge_entities)
+    split_entity = blocking(AsyncMemory.split_entity)
+    export_graph = blocking(AsyncMemory.export_graph)
 
     @property
     def tenant_id(self) -> str:

@@ -7,6 +7,7 @@ triggers (migration 0007) remove what only that memory held, in the deleting tra
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -141,6 +142,7 @@ class Edge:
     target_id: UUID
     via: UUID
     depth: int
+    relation: bool
 
 
 T = TypeVar("T")
@@ -190,7 +192,7 @@ async def nearest_entities(
 ) -> list[tuple[EntityRow, float]]:
     """The owner's unmerged entities by cosine similarity of their names to ``vector``."""
     probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
-    distance = _e.embedding.op("<=>")(probe)
+    distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
     query = (
         sa.select(entities, distance.label("distance"))
         .where(
@@ -333,12 +335,23 @@ async def current_facts_of(
     return _records(FactRow, await conn.execute(query))
 
 
+async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
+    """Serialise resolvers of one name, so two writers never create the same entity twice."""
+    await _lock(conn, f"entity\x00{tenant_id}\x00{user_id}\x00{normalised}")
+
+
+async def _lock(conn: AsyncConnection, key: str) -> None:
+    # Hashed here: the name never reaches the server, not even as a lock key.
+    digest = hashlib.sha256(key.encode()).digest()
+    lock_id = int.from_bytes(digest[:8], "big", signed=True)
+    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+
+
 async def lock_subject(
     conn: AsyncConnection, tenant_id: str, subject_id: UUID, predicate: str
 ) -> None:
     """Serialise writers of one subject's predicate even when it has no current fact yet."""
-    key = f"graph\x00{tenant_id}\x00{subject_id}\x00{predicate}"
-    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0))))
+    await _lock(conn, f"fact\x00{tenant_id}\x00{subject_id}\x00{predicate}")
 
 
 async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
@@ -450,7 +463,7 @@ async def upsert_relation(conn: AsyncConnection, values: Mapping[str, Any]) -> U
         .values(**values)
         .on_conflict_do_update(
             constraint="uq_relations_edge",
-            set_={"valid_until": sa.func.coalesce(_r.valid_until, sa.literal(None))},
+            set_={"recorded_at": _r.recorded_at},
         )
         .returning(_r.id)
     )
@@ -516,27 +529,39 @@ _WALK = sa.text(
         SELECT node, min(depth) AS depth FROM walk GROUP BY node
         ORDER BY min(depth), node LIMIT :max_nodes
     )
-    SELECT x.source_id, x.kind, x.target_id, x.via, GREATEST(n.depth, m.depth) AS depth
+    SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
+           NULL AS relation, n.depth
     FROM nodes n
-    CROSS JOIN LATERAL (
-        SELECT r.source_id, r.type AS kind, r.target_id, r.id AS via FROM relations r
-        WHERE r.tenant_id = :tenant AND r.source_id = n.node AND {_LIVE_R}
-        UNION ALL
-        SELECT f.subject_id, f.predicate, f.object_id, f.id FROM facts f
-        WHERE f.tenant_id = :tenant AND f.subject_id = n.node AND {_LIVE_F}
-    ) x
-    JOIN nodes m ON m.node = x.target_id
-    WHERE LEAST(n.depth, m.depth) < :depth
-    ORDER BY depth, x.kind, x.via
-    LIMIT :max_edges
+    UNION ALL (
+        SELECT x.source_id, x.kind, x.target_id, x.via, x.relation,
+               GREATEST(n.depth, m.depth) AS depth
+        FROM nodes n
+        CROSS JOIN LATERAL (
+            SELECT r.source_id, r.type AS kind, r.target_id, r.id AS via, true AS relation
+            FROM relations r
+            WHERE r.tenant_id = :tenant AND r.source_id = n.node AND {_LIVE_R}
+            UNION ALL
+            SELECT f.subject_id, f.predicate, f.object_id, f.id, false FROM facts f
+            WHERE f.tenant_id = :tenant AND f.subject_id = n.node AND {_LIVE_F}
+        ) x
+        JOIN nodes m ON m.node = x.target_id
+        WHERE LEAST(n.depth, m.depth) < :depth
+        ORDER BY depth, x.kind, x.via
+        LIMIT :max_edges
+    )
     """
 )
+
+
+@dataclass(frozen=True)
+class Walk:
+    nodes: dict[UUID, int]  # entity id → hops from the start
+    edges: list[Edge]
 
 
 async def walk(
     conn: AsyncConnection,
     tenant_id: str,
-    user_id: str,
     start: UUID,
     *,
     depth: int,
@@ -544,8 +569,9 @@ async def walk(
     fanout: int,
     max_nodes: int,
     max_edges: int,
-) -> list[Edge]:
-    """The edges within ``depth`` hops of ``start`` in the owner's current graph."""
+) -> Walk:
+    """The entities within ``depth`` hops of ``start`` in its owner's current graph, and the
+    edges among them."""
     rows = await conn.execute(
         _WALK,
         {
@@ -558,7 +584,25 @@ async def walk(
             "max_edges": max_edges,
         },
     )
-    return [Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth)) for r in rows]
+    found = Walk({}, [])
+    for r in rows:
+        if r.kind is None:
+            found.nodes[r.source_id] = int(r.depth)
+        else:
+            found.edges.append(
+                Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth), bool(r.relation))
+            )
+    return found
+
+
+async def merged_into(conn: AsyncConnection, tenant_id: str, entity_id: UUID) -> list[UUID]:
+    """The entities merged into this one."""
+    query = (
+        sa.select(_e.id)
+        .where(_e.tenant_id == tenant_id, _e.merged_into == entity_id)
+        .order_by(_e.id)
+    )
+    return list((await conn.execute(query)).scalars())
 
 
 # --- merges -------------------------------------------------------------------------------
@@ -702,7 +746,7 @@ async def nearest_facts(
 ) -> dict[UUID, float]:
     """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
     probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
-    distance = _f.embedding.op("<=>")(probe)
+    distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
     query = (
         sa.select(_f.id, distance.label("distance"))
         .where(*_scope(_f, tenant_id, user_id), _f.embedding_model == model)
@@ -799,7 +843,7 @@ async def claim_to_reseal(
         .with_for_update(skip_locked=True)
     )
     record = {"entities": EntityRow, "facts": FactRow, "relations": RelationRow}[table_name]
-    return _records(record, await conn.execute(query))  # type: ignore[arg-type]
+    return _records(record, await conn.execute(query))
 
 
 async def reseal(

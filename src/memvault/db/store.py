@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import graph
 from memvault.db.tables import (
     JOBS_CHANNEL,
     embedding_jobs,
@@ -494,7 +495,12 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
         sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
     )
     total = 0
-    for query in (in_memories.select_from(memories), in_history.select_from(memory_history)):
+    counts = (
+        in_memories.select_from(memories),
+        in_history.select_from(memory_history),
+        *graph.sealed_under_other_keys(active_key_id),
+    )
+    for query in counts:
         total += (await conn.execute(query)).scalar_one()
     return total
 

@@ -24,6 +24,7 @@ from memvault.db.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
 
+
 def reinforcement(access_count: int, saturation: int = 50) -> float:
     """0 for a memory never recalled, rising with diminishing returns to 1 at ``saturation``."""
     return min(math.log1p(max(access_count, 0)) / math.log1p(saturation), 1.0)

@@ -118,9 +118,7 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
     and normalised snake_case categories (offline)."""
     reference = _utc(reference_time)
     try:
-        valid_until = _valid_until(
-            normalise(text), reference
-        )
+        valid_until = _valid_until(normalise(text), reference)
     except OverflowError:  # a period ending past year 9999: no usable expiry
         valid_until = None
     topics = _topics(text, valid_until is not None)
