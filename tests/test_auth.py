@@ -22,6 +22,7 @@ from memvault.api import create_app
 from memvault.service import AsyncMemory
 
 MEMORY_ID = str(uuid.uuid4())
+ENTITY_ID = str(uuid.uuid4())
 # Every /v1 route, with a request that would be valid given a good key.
 ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/memories", {"json": {"content": "x", "user_id": "u"}}),
@@ -36,6 +37,14 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/messages", {"json": {"messages": [{"role": "user", "content": "x"}], "user_id": "u"}}),  # noqa: E501
     ("GET", "/v1/admin/jobs", {}),
     ("POST", "/v1/admin/jobs/retry", {}),
+    ("POST", "/v1/facts", {"json": {"subject": "a", "predicate": "p", "value": "v", "user_id": "u"}}),  # noqa: E501
+    ("GET", "/v1/facts", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/facts/reviews", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/entities", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/entities/{ENTITY_ID}", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
+    ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
 ]  # fmt: skip
 WRITES = {
     ("POST", "/v1/memories"),
@@ -44,6 +53,9 @@ WRITES = {
     ("PATCH", f"/v1/memories/{MEMORY_ID}"),
     ("DELETE", f"/v1/memories/{MEMORY_ID}"),
     ("POST", "/v1/messages"),
+    ("POST", "/v1/facts"),
+    ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
+    ("POST", f"/v1/entities/{ENTITY_ID}/split"),
 }
 ADMIN = {("GET", "/v1/admin/jobs"), ("POST", "/v1/admin/jobs/retry")}
 
@@ -77,7 +89,10 @@ def test_the_route_table_is_complete(api: TestClient) -> None:
         if path.startswith("/v1")
         for method in methods
     }
-    listed = {(m, p.replace(MEMORY_ID, "{memory_id}")) for m, p, _ in ROUTES}
+    listed = {
+        (m, p.replace(MEMORY_ID, "{memory_id}").replace(ENTITY_ID, "{entity_id}"))
+        for m, p, _ in ROUTES
+    }
     assert served == listed
 
 

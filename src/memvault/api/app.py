@@ -17,7 +17,7 @@ from memvault.api import docs, errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
-from memvault.api.routes import memories, messages, operations
+from memvault.api.routes import graph, memories, messages, operations
 from memvault.config import Settings
 from memvault.service import AsyncMemory
 
@@ -119,4 +119,5 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
     app.include_router(memories.router)
     app.include_router(messages.router)
     app.include_router(operations.router)
+    app.include_router(graph.router)
     return app

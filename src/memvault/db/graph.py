@@ -457,18 +457,27 @@ async def sources_of(
 
 
 async def upsert_relation(conn: AsyncConnection, values: Mapping[str, Any]) -> UUID:
-    """The edge (one per source, type and target); an edge stated again keeps its row."""
-    statement = (
-        insert(relations)
-        .values(**values)
-        .on_conflict_do_update(
-            constraint="uq_relations_edge",
-            set_={"recorded_at": _r.recorded_at},
+    """The edge (one per source, type and target, unless a merge brought two together); an
+    edge stated again keeps its row."""
+    edge = (values["tenant_id"], values["source_id"], values["type"], values["target_id"])
+    await _lock(conn, "relation\x00" + "\x00".join(str(part) for part in edge))
+    existing = await conn.scalar(
+        sa.select(_r.id)
+        .where(
+            _r.tenant_id == edge[0],
+            _r.source_id == edge[1],
+            _r.type == edge[2],
+            _r.target_id == edge[3],
         )
-        .returning(_r.id)
+        .order_by(_r.recorded_at, _r.id)
+        .limit(1)
     )
-    relation_id: UUID = (await conn.execute(statement)).scalar_one()
-    return relation_id
+    if existing is not None:
+        found: UUID = existing
+        return found
+    await conn.execute(relations.insert().values(**values))
+    created: UUID = values["id"]
+    return created
 
 
 async def add_relation_source(

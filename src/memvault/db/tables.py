@@ -438,7 +438,8 @@ relations = Table(
     Column("valid_until", DateTime(timezone=True)),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("tenant_id", "id", name="pk_relations"),
-    UniqueConstraint("tenant_id", "source_id", "type", "target_id", name="uq_relations_edge"),
+    # Not unique: a merge may bring two equal edges onto one entity, and a split parts them.
+    Index("ix_relations_edge", "tenant_id", "source_id", "type", "target_id"),
     ForeignKeyConstraint(
         ["tenant_id", "source_id"],
         ["entities.tenant_id", "entities.id"],

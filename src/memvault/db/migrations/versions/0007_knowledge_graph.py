@@ -301,9 +301,9 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("tenant_id", "id", name="pk_relations"),
-        sa.UniqueConstraint(
-            "tenant_id", "source_id", "type", "target_id", name="uq_relations_edge"
-        ),
+    )
+    op.create_index(
+        "ix_relations_edge", "relations", ["tenant_id", "source_id", "type", "target_id"]
     )
     op.create_index("ix_relations_key", "relations", ["key_id"], unique=False)
     op.create_index("ix_relations_target", "relations", ["tenant_id", "target_id"], unique=False)
