@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memvault.admin import Admin, AsyncAdmin
+from memvault.cli_graph import entities_app, facts_app, graph_app
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
@@ -38,6 +39,10 @@ api_keys_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(api_keys_app, name="api-keys")
+# knowledge graph (issue 13)
+app.add_typer(facts_app, name="facts")
+app.add_typer(entities_app, name="entities")
+app.add_typer(graph_app, name="graph")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
