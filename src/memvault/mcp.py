@@ -1,4 +1,4 @@
-"""The MCP server: one user's long-term memory as tools a model can call (memories; facts and entities).
+"""The MCP server: one user's long-term memory (memories, facts, entities) as tools for a model.
 
 ``memvault mcp`` serves it over stdio (the MCP client starts it as a subprocess) or streamable
 HTTP. Each tool is a thin wrapper over :class:`~memvault.service.AsyncMemory`. The tenant and

@@ -147,6 +147,10 @@ class Edge:
 
 T = TypeVar("T")
 
+# The columns a record carries (vectors stay in the database: nothing reads them back).
+_ENTITY = [entities.c[f.name] for f in fields(EntityRow)]
+_FACT = [facts.c[f.name] for f in fields(FactRow)]
+
 
 def _record(cls: type[T], row: Any) -> T:
     mapping = row._mapping
@@ -172,7 +176,7 @@ async def entities_by_keys(
         return []
     wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
     query = (
-        sa.select(entities)
+        sa.select(*_ENTITY)
         .where(
             *_scope(_e, tenant_id, user_id),
             sa.or_(_e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted)),
@@ -194,7 +198,7 @@ async def nearest_entities(
     probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
     distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
     query = (
-        sa.select(entities, distance.label("distance"))
+        sa.select(*_ENTITY, distance.label("distance"))
         .where(
             *_scope(_e, tenant_id, user_id),
             _e.embedding_model == model,
@@ -207,7 +211,7 @@ async def nearest_entities(
 
 
 async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
-    row = (await conn.execute(entities.insert().values(**values).returning(entities))).one()
+    row = (await conn.execute(entities.insert().values(**values).returning(*_ENTITY))).one()
     return _record(EntityRow, row)
 
 
@@ -222,11 +226,15 @@ async def update_entity(
 async def fetch_entity(
     conn: AsyncConnection, tenant_id: str, user_id: str, entity_id: UUID, *, lock: bool = False
 ) -> EntityRow | None:
-    query = sa.select(entities).where(*_scope(_e, tenant_id, user_id), _e.id == entity_id)
+    # By primary key, the owner checked here: with the owner in the WHERE clause an
+    # unanalysed planner reads all the owner's entities through the (tenant, user) index.
+    query = sa.select(*_ENTITY).where(_e.tenant_id == tenant_id, _e.id == entity_id)
     if lock:
         query = query.with_for_update()
     row = (await conn.execute(query)).one_or_none()
-    return None if row is None else _record(EntityRow, row)
+    if row is None or row.user_id != user_id:
+        return None
+    return _record(EntityRow, row)
 
 
 async def fetch_entities(
@@ -235,7 +243,7 @@ async def fetch_entities(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(entities).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
+    query = sa.select(*_ENTITY).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
     return {r.id: r for r in _records(EntityRow, await conn.execute(query))}
 
 
@@ -265,7 +273,7 @@ async def list_entities(
             )
         )
     query = (
-        sa.select(entities)
+        sa.select(*_ENTITY)
         .where(*where)
         .order_by(_e.salience.desc(), _e.access_count.desc(), _e.first_seen, _e.id)
         .limit(limit)
@@ -294,7 +302,7 @@ async def mentioned_in(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -
 
 
 async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactRow:
-    row = (await conn.execute(facts.insert().values(**values).returning(facts))).one()
+    row = (await conn.execute(facts.insert().values(**values).returning(*_FACT))).one()
     return _record(FactRow, row)
 
 
@@ -322,7 +330,7 @@ async def current_facts_of(
     """The subject's facts of this predicate that nothing has superseded, locked: two writers
     deciding about the same subject and predicate take turns."""
     query = (
-        sa.select(facts)
+        sa.select(*_FACT)
         .where(
             *_scope(_f, tenant_id, user_id),
             _f.subject_id == subject_id,
@@ -417,7 +425,7 @@ async def query_facts(
     conn: AsyncConnection, tenant_id: str, q: FactQuery, now: datetime
 ) -> list[FactRow]:
     query = (
-        sa.select(facts)
+        sa.select(*_FACT)
         .where(*_fact_conditions(tenant_id, q, now))
         .order_by(_f.recorded_at.desc(), _f.id)
         .limit(q.limit)
@@ -431,7 +439,7 @@ async def fetch_facts(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(facts).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
+    query = sa.select(*_FACT).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
     return {r.id: r for r in _records(FactRow, await conn.execute(query))}
 
 
@@ -504,31 +512,46 @@ async def fetch_relations(
 
 # The owner's current graph, walked from the start by index lookups per node (relations both
 # ways, and facts whose object is an entity), each node's neighbours capped at :fanout and the
-# nodes at :max_nodes, so a hub cannot blow the walk up.
+# nodes at :max_nodes, so a hub cannot blow the walk up. The edges are those the walk took:
+# a hub's thousandth fact is never read.
 _LIVE_R = "(r.valid_until IS NULL OR r.valid_until > :now)"
 _LIVE_F = (
     "f.object_id IS NOT NULL AND f.superseded_at IS NULL "
     "AND (f.valid_until IS NULL OR f.valid_until > :now) "
     "AND (f.valid_from IS NULL OR f.valid_from <= :now)"
 )
+# Each node comes back with its entity row (one round trip for the whole view).
+_NODE_COLUMNS = ", ".join(f"e.{f.name} AS node_{f.name}" for f in fields(EntityRow))
+_NO_NODE = ", ".join(f"NULL AS node_{f.name}" for f in fields(EntityRow))
 _WALK = sa.text(
     f"""
-    WITH RECURSIVE walk(node, depth) AS (
-        SELECT CAST(:start AS uuid), 0
+    WITH RECURSIVE start AS MATERIALIZED (
+        -- By primary key alone: unanalysed, the planner would read the owner's entities
+        -- through the (tenant, user, name) index to find one id.
+        SELECT e.id, e.user_id FROM entities e
+        WHERE e.tenant_id = :tenant AND e.id = CAST(:start AS uuid)
+    ),
+    walk(node, depth, source_id, kind, target_id, via, relation) AS (
+        SELECT s.id, 0, NULL::uuid, NULL::text, NULL::uuid, NULL::uuid, NULL::boolean
+        FROM start s WHERE s.user_id = :user
         UNION
-        SELECT n.other, w.depth + 1
+        SELECT n.other, w.depth + 1, n.source_id, n.kind, n.target_id, n.via, n.relation
         FROM walk w
         CROSS JOIN LATERAL (
-            SELECT r.target_id AS other FROM relations r
+            SELECT r.target_id AS other, r.source_id, r.type AS kind, r.target_id, r.id AS via,
+                   true AS relation
+            FROM relations r
             WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {_LIVE_R}
             UNION ALL
-            SELECT r.source_id FROM relations r
+            SELECT r.source_id, r.source_id, r.type, r.target_id, r.id, true FROM relations r
             WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {_LIVE_R}
             UNION ALL
-            SELECT f.object_id FROM facts f
+            SELECT f.object_id, f.subject_id, f.predicate, f.object_id, f.id, false
+            FROM facts f
             WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {_LIVE_F}
             UNION ALL
-            SELECT f.subject_id FROM facts f
+            SELECT f.subject_id, f.subject_id, f.predicate, f.object_id, f.id, false
+            FROM facts f
             WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {_LIVE_F}
             LIMIT :fanout
         ) n
@@ -539,23 +562,19 @@ _WALK = sa.text(
         ORDER BY min(depth), node LIMIT :max_nodes
     )
     SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
-           NULL AS relation, n.depth
+           NULL AS relation, n.depth, {_NODE_COLUMNS}
     FROM nodes n
+    CROSS JOIN LATERAL (
+        SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
+    ) e
     UNION ALL (
-        SELECT x.source_id, x.kind, x.target_id, x.via, x.relation,
-               GREATEST(n.depth, m.depth) AS depth
-        FROM nodes n
-        CROSS JOIN LATERAL (
-            SELECT r.source_id, r.type AS kind, r.target_id, r.id AS via, true AS relation
-            FROM relations r
-            WHERE r.tenant_id = :tenant AND r.source_id = n.node AND {_LIVE_R}
-            UNION ALL
-            SELECT f.subject_id, f.predicate, f.object_id, f.id, false FROM facts f
-            WHERE f.tenant_id = :tenant AND f.subject_id = n.node AND {_LIVE_F}
-        ) x
-        JOIN nodes m ON m.node = x.target_id
-        WHERE LEAST(n.depth, m.depth) < :depth
-        ORDER BY depth, x.kind, x.via
+        SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
+               GREATEST(a.depth, b.depth) AS depth, {_NO_NODE}
+        FROM walk w
+        JOIN nodes a ON a.node = w.source_id
+        JOIN nodes b ON b.node = w.target_id
+        WHERE w.via IS NOT NULL
+        ORDER BY w.via
         LIMIT :max_edges
     )
     """
@@ -566,11 +585,13 @@ _WALK = sa.text(
 class Walk:
     nodes: dict[UUID, int]  # entity id → hops from the start
     edges: list[Edge]
+    entities: dict[UUID, EntityRow]
 
 
 async def walk(
     conn: AsyncConnection,
     tenant_id: str,
+    user_id: str,
     start: UUID,
     *,
     depth: int,
@@ -579,12 +600,13 @@ async def walk(
     max_nodes: int,
     max_edges: int,
 ) -> Walk:
-    """The entities within ``depth`` hops of ``start`` in its owner's current graph, and the
-    edges among them."""
+    """The entities within ``depth`` hops of ``start`` (one of the owner's: otherwise nothing)
+    in the owner's current graph, with their rows, and the edges among them."""
     rows = await conn.execute(
         _WALK,
         {
             "tenant": tenant_id,
+            "user": user_id,
             "start": start,
             "depth": depth,
             "now": now,
@@ -593,10 +615,13 @@ async def walk(
             "max_edges": max_edges,
         },
     )
-    found = Walk({}, [])
+    found = Walk({}, [], {})
+    names = [f.name for f in fields(EntityRow)]
     for r in rows:
         if r.kind is None:
             found.nodes[r.source_id] = int(r.depth)
+            mapping = r._mapping
+            found.entities[r.source_id] = EntityRow(**{n: mapping[f"node_{n}"] for n in names})
         else:
             found.edges.append(
                 Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth), bool(r.relation))
@@ -826,9 +851,9 @@ async def export_rows(
     q = FactQuery(user_id=user_id or "")
     fact_where = [*owner(_f), *_fact_conditions(tenant_id, q, now)[2:]]
     ents = await conn.execute(
-        sa.select(entities).where(*owner(_e), _e.merged_into.is_(None)).order_by(_e.id)
+        sa.select(*_ENTITY).where(*owner(_e), _e.merged_into.is_(None)).order_by(_e.id)
     )
-    fs = await conn.execute(sa.select(facts).where(*fact_where).order_by(_f.id))
+    fs = await conn.execute(sa.select(*_FACT).where(*fact_where).order_by(_f.id))
     rs = await conn.execute(
         sa.select(relations)
         .where(*owner(_r), sa.or_(_r.valid_until.is_(None), _r.valid_until > now))
@@ -870,3 +895,18 @@ def sealed_under_other_keys(active_key_id: str) -> list[sa.Select[Any]]:
         sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
         for t in SEALED_TABLES.values()
     ]
+
+
+async def insert_many(
+    conn: AsyncConnection, table_name: str, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Bulk rows of one graph table (imports and benchmarks): one statement per batch."""
+    tables = {
+        "entities": entities,
+        "facts": facts,
+        "relations": relations,
+        "fact_sources": fact_sources,
+        "entity_mentions": entity_mentions,
+    }
+    if rows:
+        await conn.execute(tables[table_name].insert(), list(rows))

@@ -292,26 +292,27 @@ class GraphFace:
                 f"depth is 1 to {settings.graph_max_depth}.",
                 details={"field": "depth", "limit": settings.graph_max_depth},
             )
+        start = _entity_id(entity_id)
         async with self._backend.engine.connect() as conn:
-            start = await self._owned_entity(conn, entity_id, owner.user_id)
             found = await graph_db.walk(
                 conn,
                 self.tenant_id,
-                start.id,
+                owner.user_id,
+                start,
                 depth=depth,
                 now=datetime.now(UTC),
                 fanout=settings.graph_fanout,
                 max_nodes=settings.graph_max_nodes,
                 max_edges=settings.graph_max_edges,
             )
-            rows = await graph_db.fetch_entities(conn, self.tenant_id, found.nodes)
+        if start not in found.nodes:
+            raise NotFound("No such entity for this user.", details={"id": str(start)})
+        rows = found.entities
         keys = self._backend.keys
         order = sorted(found.nodes.items(), key=lambda item: (item[1], str(item[0])))
         return GraphView(
             nodes=[
-                GraphNode(**sealed.to_entity(keys, rows[i]).model_dump(), depth=d)
-                for i, d in order
-                if i in rows
+                sealed.entity_as(keys, rows[i], GraphNode, depth=d) for i, d in order if i in rows
             ],
             edges=[
                 GraphEdge(

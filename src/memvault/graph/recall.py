@@ -62,7 +62,7 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
                     entity_scores[entity.id] = entity_scores.get(entity.id, 0.0) + similarity
         named = await graph_db.fetch_entities(conn, tenant_id, entity_scores)
         named = {i: e for i, e in named.items() if e.user_id == user}
-        hops = await _expand(backend, conn, tenant_id, named, entity_scores, now)
+        hops = await _expand(backend, conn, tenant_id, user, named, entity_scores, now)
         fact_words = await graph_db.keyword_matches(
             conn, tenant_id, user, "fact", term_ids, CANDIDATES
         )
@@ -134,6 +134,7 @@ async def _expand(
     backend: Backend,
     conn: AsyncConnection,
     tenant_id: str,
+    user_id: str,
     named: dict[UUID, EntityRow],
     scores: dict[UUID, float],
     now: datetime,
@@ -146,6 +147,7 @@ async def _expand(
         found = await graph_db.walk(
             conn,
             tenant_id,
+            user_id,
             entity_id,
             depth=2,
             now=now,

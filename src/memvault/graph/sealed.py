@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from memvault.crypto import Keyring, KeyringSource, Sealed, associated_data
@@ -157,9 +157,18 @@ def open_relation_properties(keyring: Keyring, row: RelationRow) -> dict[str, st
     return found
 
 
+E = TypeVar("E", bound=Entity)
+
+
 def to_entity(keys: KeyringSource, row: EntityRow) -> Entity:
+    return entity_as(keys, row, Entity)
+
+
+def entity_as(keys: KeyringSource, row: EntityRow, model: type[E], **extra: Any) -> E:
+    """An entity row, decrypted, as ``model`` (``Entity`` or a subclass given ``extra``)."""
     opened = open_entity(keys.current(), row)
-    return Entity(
+    return model(
+        **extra,
         id=row.id,
         user_id=row.user_id,
         name=opened.name,
