@@ -20,6 +20,8 @@ from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
+from memvault.db import store
+from memvault.db.tenancy import all_tenants
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import derive
 from memvault.graph.claims import SELF, EntityMention, Extraction, FactClaim, RelationClaim
@@ -378,6 +380,17 @@ async def test_rotation_reseals_every_graph_column_and_rekeys_lookups(
     during = await AsyncMemory.open(
         make_settings(encryption_key=new_key, encryption_old_keys=old_key)
     )
+    sealed_rows = (
+        sum(
+            raw.execute(f"SELECT count(*) FROM {table} WHERE key_id IS NOT NULL").fetchone()[0]
+            for table in ("memories", "entities", "facts", "relations")
+        )
+        + raw.execute("SELECT count(*) FROM memory_history").fetchone()[0]
+    )
+    with all_tenants():
+        async with during._backend.engine.connect() as conn:
+            active = during._backend.keys.current().active.key_id
+            assert await store.count_sealed_under_other_keys(conn, active) == sealed_rows
     await AsyncAdmin.of(during).rotate_encryption_key(reload_grace_s=0)
     await during.close()
 

@@ -112,6 +112,13 @@ class GraphView(BaseModel):
     edges: list[GraphEdge]
 
 
+class GraphQuery(_Input):
+    """GET /v1/entities/{id}/graph."""
+
+    user_id: Identifier
+    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
+
+
 class MergeRequest(_Input):
     into: UUID = Field(description="the entity that absorbs this one")
     user_id: Identifier

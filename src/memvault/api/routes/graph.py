@@ -15,6 +15,7 @@ from memvault.graph.models import (
     FactInput,
     FactList,
     FactsQuery,
+    GraphQuery,
     GraphView,
     MergeRequest,
     ReviewList,
@@ -57,14 +58,13 @@ async def get_entity(
     return await memory.entity(entity_id, user_id=owner.user_id)
 
 
-Depth = Annotated[int, Query(ge=1, le=3, description="hops from the entity (at most 3)")]
-
-
 @router.get("/entities/{entity_id}/graph")
 async def entity_graph(
-    entity_id: str, owner: Annotated[Owner, Query()], memory: ReadMemory, depth: Depth = 2
+    entity_id: str, params: Annotated[GraphQuery, Query()], memory: ReadMemory
 ) -> GraphView:
-    return await memory.entity_graph(entity_id, user_id=owner.user_id, depth=depth)
+    """Nodes within ``depth`` hops and the edges among them (relations, and facts whose
+    object is an entity)."""
+    return await memory.entity_graph(entity_id, user_id=params.user_id, depth=params.depth)
 
 
 @router.post("/entities/{entity_id}/merge")
