@@ -29,7 +29,7 @@ import psycopg
 from memvault import AsyncMemory
 from memvault.config import Settings
 from memvault.crypto import generate_key
-from memvault.db import graph as graph_db
+from memvault.db import graph_admin, graph_walk
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.tenancy import tenant_scope
 from memvault.graph import sealed
@@ -118,7 +118,7 @@ async def build(memory: AsyncMemory, n_entities: int, n_facts: int) -> list[UUID
         ):
             for start in range(0, len(rows), BATCH):
                 async with memory._backend.engine.begin() as conn:
-                    await graph_db.insert_many(conn, table, rows[start : start + BATCH])
+                    await graph_admin.insert_many(conn, table, rows[start : start + BATCH])
     print(f"built {n_entities} entities, {n_facts} facts in {time.perf_counter() - started:.1f} s")
     return ids
 
@@ -139,7 +139,7 @@ async def measure(memory: AsyncMemory, ids: list[UUID], queries: int, depth: int
         with tenant_scope(TENANT):
             async with memory._backend.engine.connect() as conn:
                 began = time.perf_counter()
-                await graph_db.walk(
+                await graph_walk.walk(
                     conn,
                     TENANT,
                     USER,

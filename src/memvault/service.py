@@ -20,8 +20,7 @@ from memvault import jsonvalues
 from memvault._sync import SyncFace, blocking, takes
 from memvault.backend import Backend
 from memvault.config import Settings
-from memvault.db import graph as graph_db
-from memvault.db import jobs, keywords, store
+from memvault.db import graph_admin, jobs, keywords, store
 from memvault.db.store import AnyRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound, validation_problems
@@ -370,7 +369,7 @@ class AsyncMemory(GraphFace):
             deleted = await store.delete_where(
                 conn, store.belonging_to(self.tenant_id, scope.user_id, scope.app_id), self.actor
             )
-            await graph_db.delete_owner(conn, self.tenant_id, scope.user_id, scope.app_id)
+            await graph_admin.delete_owner(conn, self.tenant_id, scope.user_id, scope.app_id)
             return deleted
 
     @scoped_to_tenant

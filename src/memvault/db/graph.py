@@ -132,39 +132,26 @@ class ReviewRow:
     created_at: datetime
 
 
-@dataclass(frozen=True)
-class Edge:
-    """One step of a walk: ``source`` —kind→ ``target`` (a relation, or a fact whose object
-    is an entity), found at ``depth`` hops from the start."""
-
-    source_id: UUID
-    kind: str
-    target_id: UUID
-    via: UUID
-    depth: int
-    relation: bool
-
-
 T = TypeVar("T")
 
 # The columns a record carries (vectors stay in the database: nothing reads them back).
-_ENTITY = [entities.c[f.name] for f in fields(EntityRow)]
-_FACT = [facts.c[f.name] for f in fields(FactRow)]
+ENTITY_COLUMNS = [entities.c[f.name] for f in fields(EntityRow)]
+FACT_COLUMNS = [facts.c[f.name] for f in fields(FactRow)]
 
 
-def _record(cls: type[T], row: Any) -> T:
+def record(cls: type[T], row: Any) -> T:
     mapping = row._mapping
     return cls(**{f.name: mapping[f.name] for f in fields(cls)})  # type: ignore[arg-type]
 
 
-def _records(cls: type[T], rows: Iterable[Any]) -> list[T]:
-    return [_record(cls, r) for r in rows]
+def records(cls: type[T], rows: Iterable[Any]) -> list[T]:
+    return [record(cls, r) for r in rows]
 
 
 # --- entities -----------------------------------------------------------------------------
 
 
-def _scope(c: Any, tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
+def scope(c: Any, tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
     return [c.tenant_id == tenant_id, c.user_id == user_id]
 
 
@@ -176,14 +163,14 @@ async def entities_by_keys(
         return []
     wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
     query = (
-        sa.select(*_ENTITY)
+        sa.select(*ENTITY_COLUMNS)
         .where(
-            *_scope(_e, tenant_id, user_id),
+            *scope(_e, tenant_id, user_id),
             sa.or_(_e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted)),
         )
         .order_by(_e.merged_into.is_not(None), _e.first_seen, _e.id)
     )
-    return _records(EntityRow, await conn.execute(query))
+    return records(EntityRow, await conn.execute(query))
 
 
 async def nearest_entities(
@@ -195,24 +182,24 @@ async def nearest_entities(
     limit: int,
 ) -> list[tuple[EntityRow, float]]:
     """The owner's unmerged entities by cosine similarity of their names to ``vector``."""
-    probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
+    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
     distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
     query = (
-        sa.select(*_ENTITY, distance.label("distance"))
+        sa.select(*ENTITY_COLUMNS, distance.label("distance"))
         .where(
-            *_scope(_e, tenant_id, user_id),
+            *scope(_e, tenant_id, user_id),
             _e.embedding_model == model,
             _e.merged_into.is_(None),
         )
         .order_by(distance)
         .limit(limit)
     )
-    return [(_record(EntityRow, r), 1.0 - float(r.distance)) for r in await conn.execute(query)]
+    return [(record(EntityRow, r), 1.0 - float(r.distance)) for r in await conn.execute(query)]
 
 
 async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
-    row = (await conn.execute(entities.insert().values(**values).returning(*_ENTITY))).one()
-    return _record(EntityRow, row)
+    row = (await conn.execute(entities.insert().values(**values).returning(*ENTITY_COLUMNS))).one()
+    return record(EntityRow, row)
 
 
 async def update_entity(
@@ -228,13 +215,13 @@ async def fetch_entity(
 ) -> EntityRow | None:
     # By primary key, the owner checked here: with the owner in the WHERE clause an
     # unanalysed planner reads all the owner's entities through the (tenant, user) index.
-    query = sa.select(*_ENTITY).where(_e.tenant_id == tenant_id, _e.id == entity_id)
+    query = sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, _e.id == entity_id)
     if lock:
         query = query.with_for_update()
     row = (await conn.execute(query)).one_or_none()
     if row is None or row.user_id != user_id:
         return None
-    return _record(EntityRow, row)
+    return record(EntityRow, row)
 
 
 async def fetch_entities(
@@ -243,8 +230,8 @@ async def fetch_entities(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(*_ENTITY).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
-    return {r.id: r for r in _records(EntityRow, await conn.execute(query))}
+    query = sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
+    return {r.id: r for r in records(EntityRow, await conn.execute(query))}
 
 
 async def list_entities(
@@ -259,13 +246,13 @@ async def list_entities(
 ) -> list[EntityRow]:
     """The owner's unmerged entities, most salient first; with ``keys``/``term_ids`` only
     those whose name or alias hashes to a key, or whose name words match a term."""
-    where = [*_scope(_e, tenant_id, user_id), _e.merged_into.is_(None)]
+    where = [*scope(_e, tenant_id, user_id), _e.merged_into.is_(None)]
     if type is not None:
         where.append(_e.type == type)
     if keys or term_ids:
         wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
         by_words = sa.select(entity_terms.c.entity_id).where(
-            *_scope(entity_terms.c, tenant_id, user_id), entity_terms.c.term.in_(list(term_ids))
+            *scope(entity_terms.c, tenant_id, user_id), entity_terms.c.term.in_(list(term_ids))
         )
         where.append(
             sa.or_(
@@ -273,12 +260,12 @@ async def list_entities(
             )
         )
     query = (
-        sa.select(*_ENTITY)
+        sa.select(*ENTITY_COLUMNS)
         .where(*where)
         .order_by(_e.salience.desc(), _e.access_count.desc(), _e.first_seen, _e.id)
         .limit(limit)
     )
-    return _records(EntityRow, await conn.execute(query))
+    return records(EntityRow, await conn.execute(query))
 
 
 async def add_mentions(
@@ -302,8 +289,8 @@ async def mentioned_in(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -
 
 
 async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactRow:
-    row = (await conn.execute(facts.insert().values(**values).returning(*_FACT))).one()
-    return _record(FactRow, row)
+    row = (await conn.execute(facts.insert().values(**values).returning(*FACT_COLUMNS))).one()
+    return record(FactRow, row)
 
 
 async def add_fact_source(
@@ -330,9 +317,9 @@ async def current_facts_of(
     """The subject's facts of this predicate that nothing has superseded, locked: two writers
     deciding about the same subject and predicate take turns."""
     query = (
-        sa.select(*_FACT)
+        sa.select(*FACT_COLUMNS)
         .where(
-            *_scope(_f, tenant_id, user_id),
+            *scope(_f, tenant_id, user_id),
             _f.subject_id == subject_id,
             _f.predicate == predicate,
             _f.superseded_at.is_(None),
@@ -340,7 +327,7 @@ async def current_facts_of(
         .order_by(_f.recorded_at, _f.id)
         .with_for_update()
     )
-    return _records(FactRow, await conn.execute(query))
+    return records(FactRow, await conn.execute(query))
 
 
 async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
@@ -372,11 +359,11 @@ async def list_reviews(
     c = fact_reviews.c
     query = (
         sa.select(fact_reviews)
-        .where(*_scope(c, tenant_id, user_id))
+        .where(*scope(c, tenant_id, user_id))
         .order_by(c.created_at.desc(), c.id)
         .limit(limit)
     )
-    return _records(ReviewRow, await conn.execute(query))
+    return records(ReviewRow, await conn.execute(query))
 
 
 @dataclass(frozen=True)
@@ -393,8 +380,8 @@ class FactQuery:
     limit: int = 100
 
 
-def _fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
-    where = _scope(_f, tenant_id, q.user_id)
+def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
+    where = scope(_f, tenant_id, q.user_id)
     if q.entity_ids is not None:
         ids = list(q.entity_ids)
         where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))
@@ -425,12 +412,12 @@ async def query_facts(
     conn: AsyncConnection, tenant_id: str, q: FactQuery, now: datetime
 ) -> list[FactRow]:
     query = (
-        sa.select(*_FACT)
-        .where(*_fact_conditions(tenant_id, q, now))
+        sa.select(*FACT_COLUMNS)
+        .where(*fact_conditions(tenant_id, q, now))
         .order_by(_f.recorded_at.desc(), _f.id)
         .limit(q.limit)
     )
-    return _records(FactRow, await conn.execute(query))
+    return records(FactRow, await conn.execute(query))
 
 
 async def fetch_facts(
@@ -439,8 +426,8 @@ async def fetch_facts(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(*_FACT).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
-    return {r.id: r for r in _records(FactRow, await conn.execute(query))}
+    query = sa.select(*FACT_COLUMNS).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
+    return {r.id: r for r in records(FactRow, await conn.execute(query))}
 
 
 async def sources_of(
@@ -505,128 +492,7 @@ async def fetch_relations(
     if not wanted:
         return {}
     query = sa.select(relations).where(_r.tenant_id == tenant_id, _r.id.in_(wanted))
-    return {r.id: r for r in _records(RelationRow, await conn.execute(query))}
-
-
-# --- traversal ----------------------------------------------------------------------------
-
-# The owner's current graph, walked from the start by index lookups per node (relations both
-# ways, and facts whose object is an entity), each node's neighbours capped at :fanout and the
-# nodes at :max_nodes, so a hub cannot blow the walk up. The edges are those the walk took:
-# a hub's thousandth fact is never read.
-_LIVE_R = "(r.valid_until IS NULL OR r.valid_until > :now)"
-_LIVE_F = (
-    "f.object_id IS NOT NULL AND f.superseded_at IS NULL "
-    "AND (f.valid_until IS NULL OR f.valid_until > :now) "
-    "AND (f.valid_from IS NULL OR f.valid_from <= :now)"
-)
-# Each node comes back with its entity row (one round trip for the whole view).
-_NODE_COLUMNS = ", ".join(f"e.{f.name} AS node_{f.name}" for f in fields(EntityRow))
-_NO_NODE = ", ".join(f"NULL AS node_{f.name}" for f in fields(EntityRow))
-_WALK = sa.text(
-    f"""
-    WITH RECURSIVE start AS MATERIALIZED (
-        -- By primary key alone: unanalysed, the planner would read the owner's entities
-        -- through the (tenant, user, name) index to find one id.
-        SELECT e.id, e.user_id FROM entities e
-        WHERE e.tenant_id = :tenant AND e.id = CAST(:start AS uuid)
-    ),
-    walk(node, depth, source_id, kind, target_id, via, relation) AS (
-        SELECT s.id, 0, NULL::uuid, NULL::text, NULL::uuid, NULL::uuid, NULL::boolean
-        FROM start s WHERE s.user_id = :user
-        UNION
-        SELECT n.other, w.depth + 1, n.source_id, n.kind, n.target_id, n.via, n.relation
-        FROM walk w
-        CROSS JOIN LATERAL (
-            SELECT r.target_id AS other, r.source_id, r.type AS kind, r.target_id, r.id AS via,
-                   true AS relation
-            FROM relations r
-            WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {_LIVE_R}
-            UNION ALL
-            SELECT r.source_id, r.source_id, r.type, r.target_id, r.id, true FROM relations r
-            WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {_LIVE_R}
-            UNION ALL
-            SELECT f.object_id, f.subject_id, f.predicate, f.object_id, f.id, false
-            FROM facts f
-            WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {_LIVE_F}
-            UNION ALL
-            SELECT f.subject_id, f.subject_id, f.predicate, f.object_id, f.id, false
-            FROM facts f
-            WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {_LIVE_F}
-            LIMIT :fanout
-        ) n
-        WHERE w.depth < :depth
-    ),
-    nodes AS MATERIALIZED (
-        SELECT node, min(depth) AS depth FROM walk GROUP BY node
-        ORDER BY min(depth), node LIMIT :max_nodes
-    )
-    SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
-           NULL AS relation, n.depth, {_NODE_COLUMNS}
-    FROM nodes n
-    CROSS JOIN LATERAL (
-        SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
-    ) e
-    UNION ALL (
-        SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
-               GREATEST(a.depth, b.depth) AS depth, {_NO_NODE}
-        FROM walk w
-        JOIN nodes a ON a.node = w.source_id
-        JOIN nodes b ON b.node = w.target_id
-        WHERE w.via IS NOT NULL
-        ORDER BY w.via
-        LIMIT :max_edges
-    )
-    """
-)
-
-
-@dataclass(frozen=True)
-class Walk:
-    nodes: dict[UUID, int]  # entity id → hops from the start
-    edges: list[Edge]
-    entities: dict[UUID, EntityRow]
-
-
-async def walk(
-    conn: AsyncConnection,
-    tenant_id: str,
-    user_id: str,
-    start: UUID,
-    *,
-    depth: int,
-    now: datetime,
-    fanout: int,
-    max_nodes: int,
-    max_edges: int,
-) -> Walk:
-    """The entities within ``depth`` hops of ``start`` (one of the owner's: otherwise nothing)
-    in the owner's current graph, with their rows, and the edges among them."""
-    rows = await conn.execute(
-        _WALK,
-        {
-            "tenant": tenant_id,
-            "user": user_id,
-            "start": start,
-            "depth": depth,
-            "now": now,
-            "fanout": fanout,
-            "max_nodes": max_nodes,
-            "max_edges": max_edges,
-        },
-    )
-    found = Walk({}, [], {})
-    names = [f.name for f in fields(EntityRow)]
-    for r in rows:
-        if r.kind is None:
-            found.nodes[r.source_id] = int(r.depth)
-            mapping = r._mapping
-            found.entities[r.source_id] = EntityRow(**{n: mapping[f"node_{n}"] for n in names})
-        else:
-            found.edges.append(
-                Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth), bool(r.relation))
-            )
-    return found
+    return {r.id: r for r in records(RelationRow, await conn.execute(query))}
 
 
 async def merged_into(conn: AsyncConnection, tenant_id: str, entity_id: UUID) -> list[UUID]:
@@ -678,7 +544,7 @@ async def merge(
             .returning(entity_merges)
         )
     ).one()
-    return _record(MergeRow, row)
+    return record(MergeRow, row)
 
 
 async def last_merge(
@@ -687,13 +553,13 @@ async def last_merge(
     c = entity_merges.c
     query = (
         sa.select(entity_merges)
-        .where(*_scope(c, tenant_id, user_id), c.merged_id == merged_id, c.split_at.is_(None))
+        .where(*scope(c, tenant_id, user_id), c.merged_id == merged_id, c.split_at.is_(None))
         .order_by(c.created_at.desc(), c.id)
         .limit(1)
         .with_for_update()
     )
     row = (await conn.execute(query)).one_or_none()
-    return None if row is None else _record(MergeRow, row)
+    return None if row is None else record(MergeRow, row)
 
 
 async def split(conn: AsyncConnection, merge_row: MergeRow, at: datetime) -> None:
@@ -746,167 +612,5 @@ async def replace_terms(
         await conn.execute(table.insert(), rows)
 
 
-async def keyword_matches(
-    conn: AsyncConnection,
-    tenant_id: str,
-    user_id: str,
-    kind: str,
-    term_ids: Sequence[int],
-    limit: int,
-) -> dict[UUID, int]:
-    """Facts or entities of the owner by how many of the query's terms they hold."""
-    if not term_ids:
-        return {}
-    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
-    c = table.c
-    matched = sa.func.count(sa.distinct(c.term)).label("matched")
-    query = (
-        sa.select(c[column].label("item"), matched)
-        .where(*_scope(c, tenant_id, user_id), c.term.in_(list(term_ids)))
-        .group_by(c[column])
-        .order_by(matched.desc(), c[column])
-        .limit(limit)
-    )
-    return {r.item: int(r.matched) for r in await conn.execute(query)}
-
-
-async def nearest_facts(
-    conn: AsyncConnection,
-    tenant_id: str,
-    user_id: str,
-    vector: Sequence[float],
-    model: str,
-    limit: int,
-) -> dict[UUID, float]:
-    """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
-    probe = sa.cast(sa.literal(_vector_text(vector)), Vector(len(vector)))
-    distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
-    query = (
-        sa.select(_f.id, distance.label("distance"))
-        .where(*_scope(_f, tenant_id, user_id), _f.embedding_model == model)
-        .order_by(distance)
-        .limit(limit)
-    )
-    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query)}
-
-
-def _vector_text(values: Sequence[float]) -> str:
+def vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
-
-
-async def record_access(
-    conn: AsyncConnection,
-    tenant_id: str,
-    fact_ids: Sequence[UUID],
-    entity_ids: Sequence[UUID],
-    at: datetime,
-) -> None:
-    """Reinforcement: returned facts and entities count an access; entities grow salient."""
-    if fact_ids:
-        await conn.execute(
-            facts.update()
-            .where(_f.tenant_id == tenant_id, _f.id.in_(sorted(fact_ids)))
-            .values(access_count=_f.access_count + 1, last_accessed=at)
-        )
-    if entity_ids:
-        await conn.execute(
-            entities.update()
-            .where(_e.tenant_id == tenant_id, _e.id.in_(sorted(entity_ids)))
-            .values(
-                access_count=_e.access_count + 1,
-                last_accessed=at,
-                salience=sa.func.least(1.0, _e.salience + 0.02),
-            )
-        )
-
-
-# --- whole-user deletion, export, rotation ------------------------------------------------
-
-
-async def delete_owner(
-    conn: AsyncConnection, tenant_id: str, user_id: str, app_id: str | None
-) -> int:
-    """Every graph row of the owner (in one app, if given): facts stated directly too.
-    Deleting the entities cascades to their facts, relations, mentions, keys, merges and
-    reviews."""
-    where = _scope(_e, tenant_id, user_id)
-    fact_where = _scope(_f, tenant_id, user_id)
-    if app_id is not None:
-        where.append(_e.app_id == app_id)
-        fact_where.append(_f.app_id == app_id)
-    await conn.execute(facts.delete().where(*fact_where))
-    result = await conn.execute(entities.delete().where(*where).returning(_e.id))
-    return len(result.all())
-
-
-async def export_rows(
-    conn: AsyncConnection, tenant_id: str, user_id: str | None, now: datetime
-) -> tuple[list[EntityRow], list[FactRow], list[RelationRow]]:
-    """The current graph of one owner, or of the whole tenant: unmerged entities, current
-    facts, live relations."""
-
-    def owner(c: Any) -> list[sa.ColumnElement[bool]]:
-        return [c.tenant_id == tenant_id] + ([c.user_id == user_id] if user_id else [])
-
-    q = FactQuery(user_id=user_id or "")
-    fact_where = [*owner(_f), *_fact_conditions(tenant_id, q, now)[2:]]
-    ents = await conn.execute(
-        sa.select(*_ENTITY).where(*owner(_e), _e.merged_into.is_(None)).order_by(_e.id)
-    )
-    fs = await conn.execute(sa.select(*_FACT).where(*fact_where).order_by(_f.id))
-    rs = await conn.execute(
-        sa.select(relations)
-        .where(*owner(_r), sa.or_(_r.valid_until.is_(None), _r.valid_until > now))
-        .order_by(_r.id)
-    )
-    return _records(EntityRow, ents), _records(FactRow, fs), _records(RelationRow, rs)
-
-
-SEALED_TABLES = {"entities": entities, "facts": facts, "relations": relations}
-
-
-async def claim_to_reseal(
-    conn: AsyncConnection, table_name: str, active_key_id: str, batch: int
-) -> list[Any]:
-    """Graph rows still sealed under an old key; rows a writer holds are skipped."""
-    table = SEALED_TABLES[table_name]
-    query = (
-        sa.select(table)
-        .where(table.c.key_id != active_key_id)
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    record = {"entities": EntityRow, "facts": FactRow, "relations": RelationRow}[table_name]
-    return _records(record, await conn.execute(query))
-
-
-async def reseal(
-    conn: AsyncConnection, table_name: str, tenant_id: str, row_id: UUID, values: Mapping[str, Any]
-) -> None:
-    table = SEALED_TABLES[table_name]
-    await conn.execute(
-        table.update().where(table.c.tenant_id == tenant_id, table.c.id == row_id).values(**values)
-    )
-
-
-def sealed_under_other_keys(active_key_id: str) -> list[sa.Select[Any]]:
-    """Counting statements, one per sealed graph table (for ``store.count_sealed_…``)."""
-    return [
-        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
-        for t in SEALED_TABLES.values()
-    ]
-
-
-async def insert_many(
-    conn: AsyncConnection, table_name: str, rows: Sequence[Mapping[str, Any]]
-) -> None:
-    """Bulk rows of one graph table (imports and benchmarks): one statement per batch."""
-    tables = {
-        "entities": entities,
-        "facts": facts,
-        "relations": relations,
-        "fact_sources": fact_sources,
-        "entity_mentions": entity_mentions,
-    }
-    if rows:
-        await conn.execute(tables[table_name].insert(), list(rows))

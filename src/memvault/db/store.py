@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import graph
+from memvault.db import graph_admin
 from memvault.db.tables import (
     JOBS_CHANNEL,
     embedding_jobs,
@@ -498,7 +498,7 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
     counts = (
         in_memories.select_from(memories),
         in_history.select_from(memory_history),
-        *graph.sealed_under_other_keys(active_key_id),
+        *graph_admin.sealed_under_other_keys(active_key_id),
     )
     for query in counts:
         total += (await conn.execute(query)).scalar_one()

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import graph as graph_db
+from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound, validation_problems
@@ -294,7 +295,7 @@ class GraphFace:
             )
         start = _entity_id(entity_id)
         async with self._backend.engine.connect() as conn:
-            found = await graph_db.walk(
+            found = await graph_walk.walk(
                 conn,
                 self.tenant_id,
                 owner.user_id,
@@ -377,7 +378,7 @@ class GraphFace:
         loads: ``cypher`` (one ``graph.cypher``) or ``csv`` (``nodes.csv``, ``edges.csv``)."""
         request: GraphExport = _valid(GraphExport, format=format, user_id=user_id)
         async with self._backend.engine.connect() as conn:
-            ents, facts, rels = await graph_db.export_rows(
+            ents, facts, rels = await graph_admin.export_rows(
                 conn, self.tenant_id, request.user_id, datetime.now(UTC)
             )
         graph = export.opened(self._backend.keys.current(), ents, facts, rels)

@@ -18,6 +18,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import graph as graph_db
+from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
 from memvault.embedding.chunking import clean
 from memvault.errors import MemvaultError
@@ -51,7 +52,7 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
     vector, model = await _query_vector(backend, request.query)
     now = datetime.now(UTC)
     async with backend.engine.begin() as conn:
-        entity_words = await graph_db.keyword_matches(
+        entity_words = await graph_walk.keyword_matches(
             conn, tenant_id, user, "entity", term_ids, CANDIDATES
         )
         entity_scores = {i: n / max(len(words), 1) for i, n in entity_words.items()}
@@ -63,12 +64,12 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
         named = await graph_db.fetch_entities(conn, tenant_id, entity_scores)
         named = {i: e for i, e in named.items() if e.user_id == user}
         hops = await _expand(backend, conn, tenant_id, user, named, entity_scores, now)
-        fact_words = await graph_db.keyword_matches(
+        fact_words = await graph_walk.keyword_matches(
             conn, tenant_id, user, "fact", term_ids, CANDIDATES
         )
         fact_meaning: dict[UUID, float] = {}
         if vector is not None and model is not None:
-            fact_meaning = await graph_db.nearest_facts(
+            fact_meaning = await graph_walk.nearest_facts(
                 conn, tenant_id, user, vector, model, CANDIDATES
             )
         about = await graph_db.query_facts(
@@ -93,7 +94,7 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
         entities = await graph_db.fetch_entities(conn, tenant_id, ids | set(entity_order))
         sources = await graph_db.sources_of(conn, tenant_id, fact_order)
         if request.track_access and (fact_order or entity_order):
-            await graph_db.record_access(conn, tenant_id, fact_order, entity_order, now)
+            await graph_walk.record_access(conn, tenant_id, fact_order, entity_order, now)
     names = {i: sealed.open_entity(keyring, e).name for i, e in entities.items()}
     wanted = set(request.include)
     return Recalled(
@@ -144,7 +145,7 @@ async def _expand(
     best = sorted(named, key=lambda i: (-scores[i], str(i)))[:EXPANDED_ENTITIES]
     settings = backend.settings
     for entity_id in best:
-        found = await graph_db.walk(
+        found = await graph_walk.walk(
             conn,
             tenant_id,
             user_id,
