@@ -239,12 +239,16 @@ async def test_merge_moves_facts_and_names_and_split_moves_them_back(
     await memory.add_fact("Bob", "age", value="41", user_id="u")
     assert "41" in await current(memory, "Robert")
     assert bob.id not in {e.id for e in await memory.entities(user_id="u")}
+    assert [e.id for e in await memory.entities(user_id="u", q="Bob")] == [robert.id]
     with pytest.raises(InvalidInput):
         await memory.merge_entities(bob.id, into=robert.id, user_id="u")
 
     restored = await memory.split_entity(bob.id, user_id="u")
     assert {f.predicate for f in restored.facts} == {"lives_in", "knows"}
     assert sorted(await current(memory, "Robert")) == ["41", "Acme"]
+    # The name came back whole: it did not stay behind as an alias of Robert.
+    assert sorted(await current(memory, "Bob")) == ["Bob", "Leeds"]
+    assert [e.id for e in await memory.entities(user_id="u", q="Bob")] == [bob.id]
     with pytest.raises(InvalidInput):
         await memory.split_entity(bob.id, user_id="u")
     with pytest.raises(NotFound):

@@ -249,9 +249,17 @@ class GraphFace:
                 term_ids=terms,
                 limit=query.limit,
             )
+            if keys:
+                # A name merged into another entity finds the one it joined.
+                named = await graph_db.entities_by_keys(conn, self.tenant_id, query.user_id, keys)
+                seen = {e.id for e in rows}
+                joined = {e.merged_into for e in named if e.merged_into not in (None, *seen)}
+                found = await graph_db.fetch_entities(conn, self.tenant_id, joined)  # type: ignore[arg-type]
+                rows += [e for e in found.values() if e.merged_into is None]
         exact = set(keys)
-        # A whole-name or alias match ranks above a shared word.
-        rows.sort(key=lambda e: not ({e.name_key, *e.alias_keys} & exact))
+        merged_names = {e.merged_into for e in named} if keys else set()
+        # A whole-name or alias match (or a merged name's survivor) ranks above a shared word.
+        rows.sort(key=lambda e: not ({e.name_key, *e.alias_keys} & exact or e.id in merged_names))
         return [sealed.to_entity(self._backend.keys, r) for r in rows]
 
     async def _owned_entity(

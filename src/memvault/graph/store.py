@@ -146,7 +146,10 @@ class GraphWriter:
             entity_id = await self._create(conn, mention)
         else:
             entity_id = entity.id
-            await self._learn_aliases(conn, entity, mention)
+            # A name that resolved through a merge stays the merged entity's, so a split
+            # gives it back whole.
+            if not found or found[0].id == entity.id:
+                await self._learn_aliases(conn, entity, mention)
         self._resolved[norm] = entity_id
         self._touched_entities.add(entity_id)
         return entity_id
