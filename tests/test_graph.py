@@ -413,3 +413,17 @@ async def test_rotation_reseals_every_graph_column_and_rekeys_lookups(
         assert "since" in exported["graph.cypher"]
     finally:
         await after.close()
+
+
+async def test_concurrent_writers_naming_the_same_entities_make_each_once(
+    memory: AsyncMemory,
+) -> None:
+    calls = [
+        memory.add_fact(a, "knows", object=b, user_id="u")
+        for _ in range(6)
+        for a, b in (("Xan", "Yu"), ("Yu", "Xan"), ("Zed", "Xan"))
+    ]
+    await asyncio.gather(*calls)
+    names = sorted(e.name for e in await memory.entities(user_id="u"))
+    assert names == ["Xan", "Yu", "Zed"]
+    assert len(await memory.facts(user_id="u")) == 3  # each said six times: one fact each

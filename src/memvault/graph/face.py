@@ -324,7 +324,7 @@ class GraphFace:
                 sealed.entity_as(keys, rows[i], GraphNode, depth=d) for i, d in order if i in rows
             ],
             edges=[
-                GraphEdge(
+                GraphEdge.model_construct(
                     source_id=e.source_id,
                     target_id=e.target_id,
                     type=e.kind,

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from memvault.crypto import Keyring, KeyringSource, Sealed, associated_data
@@ -167,7 +167,8 @@ def to_entity(keys: KeyringSource, row: EntityRow) -> Entity:
 def entity_as(keys: KeyringSource, row: EntityRow, model: type[E], **extra: Any) -> E:
     """An entity row, decrypted, as ``model`` (``Entity`` or a subclass given ``extra``)."""
     opened = open_entity(keys.current(), row)
-    return model(
+    # Built from stored rows, not caller input: nothing to validate.
+    built = model.model_construct(
         **extra,
         id=row.id,
         user_id=row.user_id,
@@ -181,6 +182,7 @@ def entity_as(keys: KeyringSource, row: EntityRow, model: type[E], **extra: Any)
         last_accessed=row.last_accessed,
         merged_into=row.merged_into,
     )
+    return cast(E, built)
 
 
 def open_claim(keyring: Keyring, row: FactRow) -> tuple[str, str | None]:

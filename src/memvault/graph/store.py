@@ -57,13 +57,22 @@ class Applied:
     relation_ids: list[UUID] = field(default_factory=list)
 
 
-def entity_names(extraction: Extraction) -> list[str]:
-    names = [m.name for m in extraction.entities]
+def _lock_name(name: str) -> str:
+    return "\x00self" if name == SELF else sealed.normalise_name(name)
+
+
+def _all_names(extraction: Extraction) -> list[str]:
+    names = [n for m in extraction.entities for n in (m.name, *m.aliases)]
     for fact in extraction.facts:
         names += [fact.subject, *([fact.object] if fact.object else [])]
     for relation in extraction.relations:
         names += [relation.source, relation.target]
-    return [n for n in dict.fromkeys(names) if n != SELF]
+    return names
+
+
+def entity_names(extraction: Extraction) -> list[str]:
+    """Every surface name an extraction uses (aliases included), once, the user left out."""
+    return [n for n in dict.fromkeys(_all_names(extraction)) if n != SELF]
 
 
 class GraphWriter:
@@ -106,6 +115,10 @@ class GraphWriter:
         applied = Applied()
         self._prepared = prepared
         extraction = prepared.extraction
+        # Every name this extraction may create, locked up front in one global order, so two
+        # writers naming the same entities the other way round never wait on each other.
+        for norm in sorted({_lock_name(n) for n in _all_names(extraction)}):
+            await graph_db.lock_name(conn, self.owner.tenant_id, self.owner.user_id, norm)
         for mention in extraction.entities:
             applied.entity_ids.append(await self.resolve(conn, mention))
         for claim in extraction.facts:
@@ -127,7 +140,7 @@ class GraphWriter:
     async def resolve(self, conn: AsyncConnection, mention: EntityMention) -> UUID:
         """The entity a mention names: by normalised name or alias, else by name embedding
         above the threshold, else a new one. Within one extraction a name resolves once."""
-        norm = "\x00self" if mention.name == SELF else sealed.normalise_name(mention.name)
+        norm = _lock_name(mention.name)
         if norm in self._resolved:
             return self._resolved[norm]
         o = self.owner
