@@ -153,3 +153,18 @@ def test_the_probe_itself_can_fail(raw: psycopg.Connection[Any]) -> None:
     if stored is not None:
         assert _everywhere(raw, [stored[0]]) == ["encryption_keys"]
     assert _everywhere(raw, [UUID(int=0)]) == []
+
+
+async def test_editing_a_memory_replaces_what_its_text_claimed(
+    memory: AsyncMemory, scripted: None, raw: psycopg.Connection[Any]
+) -> None:
+    a = await memory.add(ONLY_A, user_id="u")
+    await memory.update(a.id, user_id="u", content=ONLY_B)
+    assert [(f.object, f.memory_ids) for f in await memory.facts(user_id="u")] == [
+        ("Paris", [a.id])
+    ]
+    assert await memory.entities(user_id="u", q="Zyxwerk") == []
+    assert _rows(raw, "relations", "u") == []
+    await memory.update(a.id, user_id="u", content="Nothing to see here.")
+    for table in GRAPH_TABLES:
+        assert _rows(raw, table, "u") == [], table

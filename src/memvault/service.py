@@ -308,12 +308,14 @@ class AsyncMemory(GraphFace):
         change = validated(MemoryUpdate, content=content, metadata=metadata)
         new_text: str | None = None
         enriched: dict[str, Any] = {}
+        derived = None
         if change.content is not None:
             # Secrets must not slip in through an edit either.
             new_text = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
             self._check_length(new_text)
             enrichment, _ = await self._backend.judge.enrich(new_text, datetime.now(UTC))
             enriched = enrichment.model_dump(include={*_ENRICHED})
+            derived = await self._derive_edit(ident, user_id, new_text)
         async with self._backend.engine.begin() as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
@@ -331,6 +333,7 @@ class AsyncMemory(GraphFace):
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}
                 )
+                await self._rederive(conn, ident, derived)
         return self._record(row)
 
     def _edits(

@@ -614,3 +614,12 @@ async def replace_terms(
 
 def vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+async def forget_memory(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> None:
+    """Drop what a memory's text was said to claim (its sources and mentions); the cleanup
+    triggers remove the facts, relations and entities nothing else holds."""
+    for table in (fact_sources, relation_sources, entity_mentions):
+        await conn.execute(
+            table.delete().where(table.c.tenant_id == tenant_id, table.c.memory_id == memory_id)
+        )

@@ -4,7 +4,7 @@ merges, reviews, export). Each runs in the view's tenant, on ``self._backend``."
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -19,6 +19,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound, validation_problems
 from memvault.graph import export, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
+from memvault.graph.derive import Derivation, derive
 from memvault.graph.models import (
     EntitiesQuery,
     EntityDetail,
@@ -33,7 +34,7 @@ from memvault.graph.models import (
     ReviewsQuery,
 )
 from memvault.graph.store import GraphWriter, Owner
-from memvault.models import Entity, Fact
+from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
 from memvault.retrieval.terms import query_term_ids
 
@@ -64,6 +65,7 @@ class GraphFace:
     _backend: Backend
     tenant_id: str
     actor: str
+    get: Callable[..., Awaitable[MemoryRecord]]  # AsyncMemory's
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -375,6 +377,30 @@ class GraphFace:
                 )
             await graph_db.split(conn, merge, datetime.now(UTC))
         return await self.entity(row.id, user_id=owner.user_id)
+
+    # --- a memory's text changed ----------------------------------------------------------
+
+    async def _derive_edit(self, memory_id: UUID, user_id: str, new_text: str) -> Derivation | None:
+        """What an edited memory's new text claims (extracted before the edit's
+        transaction)."""
+        current = await self.get(memory_id, user_id=user_id)
+        owner = Owner(self.tenant_id, user_id, current.app_id, current.channel)
+        return await derive(
+            self._backend,
+            owner,
+            new_text,
+            metadata=current.metadata,
+            occurred_at=current.occurred_at,
+        )
+
+    async def _rederive(
+        self, conn: AsyncConnection, memory_id: UUID, derived: Derivation | None
+    ) -> None:
+        """In the edit's transaction: the old text's claims go (with whatever only they
+        held), the new text's come in."""
+        await graph_db.forget_memory(conn, self.tenant_id, memory_id)
+        if derived is not None:
+            await derived.write(conn, memory_id)
 
     # --- export ---------------------------------------------------------------------------
 
