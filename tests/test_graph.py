@@ -427,3 +427,30 @@ async def test_concurrent_writers_naming_the_same_entities_make_each_once(
     names = sorted(e.name for e in await memory.entities(user_id="u"))
     assert names == ["Xan", "Yu", "Zed"]
     assert len(await memory.facts(user_id="u")) == 3  # each said six times: one fact each
+
+
+async def test_a_batch_derives_every_item_with_one_embedding_call(
+    make_settings: Callable[..., Settings], claims: dict[str, Extraction]
+) -> None:
+    memory = await AsyncMemory.open(make_settings(dedup_similar_threshold=0.999))
+    try:
+        texts = [f"Person{i} moved to Town{i}." for i in range(3)]
+        for i, text in enumerate(texts):
+            claims[text] = Extraction(facts=(lives_in(f"Person{i}", f"Town{i}"),))
+        embeddings = memory._backend.embeddings
+        calls: list[int] = []
+        real = embeddings.embed_batch
+
+        async def counted(batch: Any) -> Any:
+            calls.append(len(batch))
+            return await real(batch)
+
+        embeddings.embed_batch = counted  # type: ignore[method-assign]
+        await memory.add_many([{"content": t, "user_id": "u"} for t in texts])
+        embeddings.embed_batch = real  # type: ignore[method-assign]
+        assert sorted(await current(memory, "Town1")) == ["Town1"]
+        assert len(await memory.facts(user_id="u")) == 3
+        # The memories' own batch, then one for every name and claim of the three.
+        assert calls == [3, 9]
+    finally:
+        await memory.close()

@@ -4,6 +4,7 @@ together (and go together: see the cleanup triggers of migration 0007)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,8 +14,9 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.errors import MemvaultError
+from memvault.graph.claims import Extraction
 from memvault.graph.extract import extract
-from memvault.graph.store import GraphWriter, Owner, Prepared
+from memvault.graph.store import GraphWriter, Owner, Prepared, prepare_many
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -45,6 +47,16 @@ def speaker_of(metadata: dict[str, Any]) -> str | None:
     return speaker if isinstance(speaker, str) and speaker not in ("user", "") else None
 
 
+@dataclass(frozen=True)
+class Source:
+    """A text to derive from, and whose it is."""
+
+    owner: Owner
+    text: str
+    metadata: dict[str, Any]
+    occurred_at: datetime | None
+
+
 async def derive(
     backend: Backend,
     owner: Owner,
@@ -53,18 +65,39 @@ async def derive(
     metadata: dict[str, Any],
     occurred_at: datetime | None,
 ) -> Derivation | None:
-    """Extract and embed what ``text`` claims; ``None`` when it claims nothing (or the
-    extractor failed: the memory is stored all the same, and the failure logged)."""
-    reference = occurred_at or datetime.now(UTC)
+    """What ``text`` claims, extracted and embedded; ``None`` when it claims nothing."""
+    (derived,) = await derive_many(backend, [Source(owner, text, metadata, occurred_at)])
+    return derived
+
+
+async def derive_many(backend: Backend, sources: list[Source]) -> list[Derivation | None]:
+    """What each text claims: the extractions at once, then one embedding call for all their
+    names and claims. A text whose extraction failed gets ``None`` (its memory is stored all
+    the same, and the failure logged)."""
+    references = [s.occurred_at or datetime.now(UTC) for s in sources]
+    extractions = await asyncio.gather(
+        *(_extract(backend, s, r) for s, r in zip(sources, references, strict=True))
+    )
+    found = [e for e in extractions if e is not None and not e.empty]
+    prepared = iter(await prepare_many(backend, found))
+    derived: list[Derivation | None] = []
+    for source, reference, extraction in zip(sources, references, extractions, strict=True):
+        if extraction is None or extraction.empty:
+            derived.append(None)
+            continue
+        writer = GraphWriter(backend, source.owner)
+        derived.append(Derivation(writer, next(prepared), reference, extraction.extractor))
+    return derived
+
+
+async def _extract(backend: Backend, source: Source, reference: datetime) -> Extraction | None:
     try:
-        extraction = await extract(
-            text, speaker=speaker_of(metadata), reference_time=reference, llm=backend.judge.llm
+        return await extract(
+            source.text,
+            speaker=speaker_of(source.metadata),
+            reference_time=reference,
+            llm=backend.judge.llm,
         )
     except MemvaultError as exc:
         log.warning("graph extraction failed (%s); the memory is stored without it", exc.code)
         return None
-    if extraction.empty:
-        return None
-    writer = GraphWriter(backend, owner)
-    prepared = await writer.prepare(extraction)
-    return Derivation(writer, prepared, reference, extraction.extractor)

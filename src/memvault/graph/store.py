@@ -75,6 +75,26 @@ def entity_names(extraction: Extraction) -> list[str]:
     return [n for n in dict.fromkeys(_all_names(extraction)) if n != SELF]
 
 
+def texts_to_embed(extraction: Extraction) -> list[str]:
+    return list(dict.fromkeys([*entity_names(extraction), *(f.claim for f in extraction.facts)]))
+
+
+async def prepare_many(backend: Backend, extractions: list[Extraction]) -> list[Prepared]:
+    """Every name and claim of a batch of extractions embedded in one call; without a model,
+    no vectors (resolution then goes by names and aliases only)."""
+    texts = list(dict.fromkeys(t for e in extractions for t in texts_to_embed(e)))
+    if not texts:
+        return [Prepared(e) for e in extractions]
+    limit = backend.settings.embedding_max_chars
+    try:
+        embedded = await backend.embeddings.embed_batch([clean(t, limit) for t in texts])
+    except MemvaultError as exc:
+        log.warning("graph embedding failed (%s); resolving by names only", exc.code)
+        return [Prepared(e) for e in extractions]
+    vectors = dict(zip(texts, embedded.vectors, strict=True))
+    return [Prepared(e, vectors, embedded.model_id) for e in extractions]
+
+
 class GraphWriter:
     def __init__(self, backend: Backend, owner: Owner, *, policy: Policy | None = None) -> None:
         self.backend = backend
@@ -85,22 +105,9 @@ class GraphWriter:
         self._touched_entities: set[UUID] = set()
 
     async def prepare(self, extraction: Extraction) -> Prepared:
-        """Embed every entity name and fact claim in one call; without a model, no vectors
-        (resolution then goes by names and aliases only)."""
-        texts = list(
-            dict.fromkeys([*entity_names(extraction), *(f.claim for f in extraction.facts)])
-        )
-        if not texts:
-            return Prepared(extraction)
-        limit = self.backend.settings.embedding_max_chars
-        try:
-            embedded = await self.backend.embeddings.embed_batch([clean(t, limit) for t in texts])
-        except MemvaultError as exc:
-            log.warning("graph embedding failed (%s); resolving by names only", exc.code)
-            return Prepared(extraction)
-        return Prepared(
-            extraction, dict(zip(texts, embedded.vectors, strict=True)), embedded.model_id
-        )
+        """Embed every entity name and fact claim in one call."""
+        (prepared,) = await prepare_many(self.backend, [extraction])
+        return prepared
 
     async def apply(
         self,

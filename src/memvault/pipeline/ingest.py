@@ -23,7 +23,7 @@ from memvault.db import jobs, keywords, store, vectors
 from memvault.db.store import AnyRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
-from memvault.graph.derive import Derivation, derive
+from memvault.graph.derive import Derivation, Source, derive, derive_many
 from memvault.graph.store import Owner
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
 from memvault.pipeline import pii, rules
@@ -91,9 +91,18 @@ class Pipeline:
     async def _derive(self, drafts: list[Draft]) -> None:
         """With ``infer``, what each new or rewritten memory claims, for the knowledge graph
         (long texts and background adds: the worker does it once it has settled them)."""
-        for draft in drafts:
-            if draft.item.infer and draft.dedup.action != "duplicate_exact":
-                draft.derived = await self._derivation(draft.item, draft.final_text)
+        wanted = [d for d in drafts if d.item.infer and d.dedup.action != "duplicate_exact"]
+        sources = [
+            Source(
+                Owner(self.tenant_id, d.item.user_id, d.item.app_id, d.item.channel),
+                d.final_text,
+                d.item.metadata,
+                d.item.occurred_at,
+            )
+            for d in wanted
+        ]
+        for draft, derived in zip(wanted, await derive_many(self.backend, sources), strict=True):
+            draft.derived = derived
 
     async def _derivation(self, item: MemoryInput, text: str) -> Derivation | None:
         owner = Owner(self.tenant_id, item.user_id, item.app_id, item.channel)
