@@ -22,6 +22,7 @@ from memvault.api import create_app
 from memvault.service import AsyncMemory
 
 MEMORY_ID = str(uuid.uuid4())
+ENTITY_ID = str(uuid.uuid4())
 CONVERSATION_ID, STRATEGY_ID, GOAL_ID = (str(uuid.uuid4()) for _ in range(3))
 KEY = "some-key"
 # Where each id above sits in a route's path template.
@@ -31,6 +32,7 @@ TEMPLATES = {
     STRATEGY_ID: "{strategy_id}",
     GOAL_ID: "{goal_id}",
     KEY: "{key}",
+    ENTITY_ID: "{entity_id}",
 }
 # Every /v1 route, with a request that would be valid given a good key.
 ROUTES: list[tuple[str, str, dict[str, Any]]] = [
@@ -74,6 +76,15 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/profile", {"params": {"user_id": "u"}}),
     ("PATCH", "/v1/profile", {"json": {"user_id": "u", "expertise": ["x"]}}),
     ("POST", "/v1/remember", {"json": {"user_id": "u", "query": "x"}}),
+    # knowledge graph
+    ("POST", "/v1/facts", {"json": {"subject": "a", "predicate": "p", "value": "v", "user_id": "u"}}),  # noqa: E501
+    ("GET", "/v1/facts", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/facts/reviews", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/entities", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/entities/{ENTITY_ID}", {"params": {"user_id": "u"}}),
+    ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
+    ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
     # Last: it erases the tenant, the calling key included.
     ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
@@ -95,6 +106,9 @@ WRITES = {
     ("POST", "/v1/goals"),
     ("POST", f"/v1/goals/{GOAL_ID}/complete"),
     ("PATCH", "/v1/profile"),
+    ("POST", "/v1/facts"),
+    ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
+    ("POST", f"/v1/entities/{ENTITY_ID}/split"),
 }
 WRITES |= {
     ("POST", "/v1/deletions"),

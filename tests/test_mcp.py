@@ -27,6 +27,8 @@ from memvault.service import AsyncMemory
 from tests.conftest import KEY
 
 TOOLS = {
+    "about_entity",
+    "remember_fact",
     "add_memory",
     "search_memories",
     "get_memory",
@@ -139,6 +141,32 @@ async def test_stdio_tools_act_for_the_configured_user_only(
             listed = await call(session, "list_memories")
             assert [m["id"] for m in listed["results"]] == [added["id"]]
             assert listed["next_cursor"] is None
+
+            fact = await call(
+                session, "remember_fact", subject="@user", predicate="lives in", object="Oslo"
+            )
+            assert (fact["predicate"], fact["object"], fact["superseded"]) == (
+                "lives_in",
+                "Oslo",
+                False,
+            )
+            await call(
+                session, "remember_fact", subject="Oslo", predicate="located_in", object="Norway"
+            )
+            about = await call(session, "about_entity", name="oslo")
+            assert about["entity"] == "Oslo"
+            assert {f["claim"] for f in about["facts"]} == {
+                "The user lives in Oslo",
+                "Oslo located in Norway",
+            }
+            assert set(about["related"]) == {"@user", "Norway"}
+            assert (await call(session, "about_entity", name="Bergen"))["entity"] is None
+            assert "object" in await call_error(
+                session, "remember_fact", subject="a", predicate="b"
+            )
+            # Bob's fact in the same tenant is not Alice's.
+            await acme.add_fact("Bergen", "located_in", object="Norway", user_id="bob")
+            assert (await call(session, "about_entity", name="Bergen"))["entity"] is None
 
             for other in (bob.id, alice_elsewhere.id):
                 assert "No such memory" in await call_error(

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from memvault import cli_cognitive, cli_lifecycle
 from memvault.admin import Admin, AsyncAdmin
+from memvault.cli_graph import entities_app, facts_app, graph_app
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
@@ -42,6 +43,10 @@ app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(cli_lifecycle.lifecycle_app)
 jobs_app.add_typer(cli_lifecycle.schedule_app, name="schedule")
 app.add_typer(cli_cognitive.app, name="cognitive")
+# knowledge graph (issue 13)
+app.add_typer(facts_app, name="facts")
+app.add_typer(entities_app, name="entities")
+app.add_typer(graph_app, name="graph")
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")

@@ -250,6 +250,26 @@ class Settings(BaseSettings):
     health_duplicate_similarity: float = Field(
         default=0.95, gt=0, le=1, description="memory health: near-duplicate cosine similarity"
     )
+    # --- knowledge graph (issue 13) ---
+    graph_contradiction_policy: Literal["prefer_new", "prefer_old", "flag_review"] = Field(
+        default="prefer_new",
+        description="a new value of a functional predicate: prefer_new supersedes the current "
+        "one, prefer_old keeps it (the new one is recorded as rejected), flag_review keeps both "
+        "and lists a review item",
+    )
+    graph_entity_match_threshold: float = Field(
+        default=0.92,
+        gt=0,
+        le=1,
+        description="a mention joins an existing entity whose name embedding is at least this "
+        "similar, when neither its name nor an alias matches",
+    )
+    graph_max_depth: int = Field(default=3, ge=1, le=3, description="deepest graph walk")
+    graph_fanout: int = Field(
+        default=25, ge=1, le=1000, description="neighbours followed per node in a walk"
+    )
+    graph_max_nodes: int = Field(default=200, ge=1, description="nodes a walk returns at most")
+    graph_max_edges: int = Field(default=500, ge=1, description="edges a walk returns at most")
 
     @property
     def embedded(self) -> bool:

@@ -1,4 +1,4 @@
-"""The MCP server: one user's long-term memory as six tools a model can call.
+"""The MCP server: one user's long-term memory (memories, facts, entities) as tools for a model.
 
 ``memvault mcp`` serves it over stdio (the MCP client starts it as a subprocess) or streamable
 HTTP. Each tool is a thin wrapper over :class:`~memvault.service.AsyncMemory`. The tenant and
@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from memvault import __version__
 from memvault.config import LogLevel, Settings
 from memvault.errors import MemvaultError
-from memvault.models import DedupAction, MemoryRecord, MemoryType
+from memvault.models import DedupAction, Fact, MemoryRecord, MemoryType
 from memvault.service import AsyncMemory
 
 INSTRUCTIONS = """\
@@ -343,6 +343,94 @@ async def record_tool_use(
             conversation_id=conversation_id,
         )
     return ToolUseOut(id=str(used.id), redacted=used.pii)
+# --- knowledge graph tools (issue 13) -----------------------------------------------------------
+
+
+class FactOut(BaseModel):
+    id: str
+    claim: str
+    subject: str
+    predicate: str
+    object: str | None
+    value: str | None
+    valid_from: datetime | None
+    superseded: bool
+
+
+class AboutOut(BaseModel):
+    entity: str | None = Field(description="the entity found, null when none matched")
+    type: str | None = None
+    aliases: list[str] = []
+    facts: list[FactOut] = Field(description="what is true now about it")
+    related: list[str] = Field(description="entities within two hops")
+
+
+def _fact_out(fact: Fact) -> FactOut:
+    return FactOut(
+        id=str(fact.id),
+        claim=fact.claim,
+        subject=fact.subject,
+        predicate=fact.predicate,
+        object=fact.object,
+        value=fact.value,
+        valid_from=fact.valid_from,
+        superseded=fact.superseded_at is not None,
+    )
+
+
+async def remember_fact(
+    ctx: Ctx,
+    subject: Annotated[
+        str, Field(description="who or what the fact is about; '@user' for the user")
+    ],
+    predicate: Annotated[
+        str, Field(description="the relation, e.g. lives_in, works_for, sister, birthday")
+    ],
+    object: Annotated[
+        str | None, Field(description="another entity (a person, place, organisation, …)")
+    ] = None,
+    value: Annotated[str | None, Field(description="or a literal value, e.g. a date")] = None,
+    valid_from: Annotated[
+        datetime | None, Field(description="since when it holds, ISO 8601, if not now")
+    ] = None,
+) -> FactOut:
+    """Record one structured fact about the user's world (give object or value).
+
+    A new value of a one-at-a-time relation (lives_in, works_for, …) replaces the current one;
+    the old value stays in the history.
+    """
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        fact = await owner.memory.add_fact(
+            subject,
+            predicate,
+            user_id=owner.user_id,
+            object=object,
+            value=value,
+            valid_from=valid_from,
+            source="mcp",
+        )
+    return _fact_out(fact)
+
+
+async def about_entity(
+    ctx: Ctx, name: Annotated[str, Field(description="a person, place, project, … by name")]
+) -> AboutOut:
+    """What is known about someone or something: its current facts and what it relates to."""
+    owner = ctx.request_context.lifespan_context
+    with _tool_errors():
+        found = await owner.memory.entities(user_id=owner.user_id, q=name, limit=1)
+        if not found:
+            return AboutOut(entity=None, facts=[], related=[])
+        detail = await owner.memory.entity(found[0].id, user_id=owner.user_id)
+        view = await owner.memory.entity_graph(found[0].id, user_id=owner.user_id, depth=2)
+    return AboutOut(
+        entity=detail.name,
+        type=detail.type,
+        aliases=detail.aliases,
+        facts=[_fact_out(f) for f in detail.facts],
+        related=[n.name for n in view.nodes if n.id != detail.id],
+    )
 
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -358,6 +446,8 @@ _TOOLS = (
     (add_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
     (complete_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
     (record_tool_use, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
+    (remember_fact, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
+    (about_entity, _READ),
 )
 
 
@@ -365,7 +455,7 @@ Lifespan = Callable[[MCPServer[Owner]], AbstractAsyncContextManager[Owner]]
 
 
 def build_server(lifespan: Lifespan, *, log_level: LogLevel = "INFO") -> MCPServer[Owner]:
-    """The server with its six tools; ``lifespan`` hands them the store while it serves."""
+    """The server with its tools; ``lifespan`` hands them the store while it serves."""
     server: MCPServer[Owner] = MCPServer(
         "memvault",
         instructions=INSTRUCTIONS,

@@ -317,8 +317,72 @@ class SearchDiagnostics(BaseModel):
     techniques: dict[str, TechniqueReport] = Field(default_factory=dict)
 
 
+class Entity(BaseModel):
+    """A person, place, organisation, project, tool, … the graph knows, decrypted for its
+    owner."""
+
+    id: UUID
+    user_id: str
+    name: str
+    type: str
+    aliases: list[str]
+    description: str | None
+    salience: float
+    access_count: int
+    first_seen: datetime
+    last_accessed: datetime | None
+    merged_into: UUID | None = Field(
+        default=None, description="set while merged into another entity (split undoes it)"
+    )
+
+
+class Fact(BaseModel):
+    """``subject predicate object`` (an entity) or ``subject predicate value`` (a literal),
+    with both time axes: valid (when it holds in the world) and system (when we learned it,
+    when a newer fact replaced it)."""
+
+    id: UUID
+    user_id: str
+    channel: str
+    subject_id: UUID
+    subject: str
+    predicate: str
+    object_id: UUID | None
+    object: str | None
+    value: str | None
+    claim: str
+    confidence: float
+    certainty: str
+    temporal: str
+    source: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    memory_ids: list[UUID] = Field(
+        default=[], description="the memories it was derived from (DERIVED_FROM)"
+    )
+
+
+class FactHit(Fact):
+    score: float
+    scores: dict[str, float]
+
+
+class EntityHit(Entity):
+    score: float
+    scores: dict[str, float]
+
+
 class SearchResult(BaseModel):
     results: list[SearchHit]
+    facts: list[FactHit] | None = Field(
+        default=None, description='with include=["facts"]: facts by relevance, current first'
+    )
+    entities: list[EntityHit] | None = Field(
+        default=None, description='with include=["entities"]: entities the query is about'
+    )
     model: str = Field(description="the embedding model that compared query and memories")
     degraded: bool = Field(
         description="true when the query was embedded by a fallback model (only memories "
@@ -373,6 +437,12 @@ class SearchRequest(MemoryFilter):
         default=True,
         description="count this search as an access of the memories it returns "
         "(reinforcement; updated in the background)",
+    )
+    include: list[Literal["facts", "entities"]] = Field(
+        default=[],
+        description="also answer facts and/or entities of the knowledge graph, each in its own "
+        "list with scores (entity-centric: the entities the query names, their neighbours "
+        "within two hops, and their current facts)",
     )
 
 

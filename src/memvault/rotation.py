@@ -17,6 +17,7 @@ from memvault.cognitive.sealed import reseal_payload
 from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
 from memvault.db import audit, cognitive, keywords, store
 from memvault.db.tenancy import across_tenants
+from memvault.graph.rotate import reseal_graph
 from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
@@ -43,8 +44,9 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         moved_h = await _reseal_history(backend, keyring)
         moved_a = await _reseal_audit_queries(backend, keyring)
         moved_c = await _reseal_cognitive(backend, keyring)
+        moved_g = await reseal_graph(backend, keyring, BATCH)
         memories_done, history_done = memories_done + moved_m, history_done + moved_h
-        if moved_m or moved_h or moved_a or moved_c:
+        if moved_m or moved_h or moved_a or moved_c or moved_g:
             log.info(
                 "rotation: %d memories, %d history rows re-sealed so far",
                 memories_done,

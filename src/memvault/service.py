@@ -24,6 +24,9 @@ from memvault.db import jobs, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import ContentTooLong, InvalidInput, NotFound
+from memvault.graph.derive import Derivation
+from memvault.graph.face import GraphFace
+from memvault.graph.recall import recall as graph_recall
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.face import LifecycleFace
 from memvault.metrics import MEMORIES_STORED
@@ -89,7 +92,7 @@ def _bounded(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if metadata is None else jsonvalues.bounded(metadata)
 
 
-class AsyncMemory(LifecycleFace, CognitiveFace):
+class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
     """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``."""
 
     def __init__(
@@ -319,15 +322,17 @@ class AsyncMemory(LifecycleFace, CognitiveFace):
         change = validated(MemoryUpdate, content=content, metadata=metadata)
         new_text: str | None = None
         enriched: dict[str, Any] = {}
+        derived = None
         if change.content is not None:
             # Secrets must not slip in through an edit either.
             new_text = pii.apply_policy(change.content, self._backend.settings.pii_policy).text
             self._check_length(new_text)
             enrichment, _ = await self._backend.judge.enrich(new_text, datetime.now(UTC))
             enriched = enrichment.model_dump(include={*_ENRICHED})
+            derived = await self._derive_edit(ident, user_id, new_text)
         with self._audit("update", user_id, memory_ids=[ident]) as event:
             return await self._apply_update(
-                ident, user_id, new_text, change.metadata, enriched, event
+                ident, user_id, new_text, change.metadata, enriched, derived, event
             )
 
     async def _apply_update(
@@ -337,6 +342,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace):
         new_text: str | None,
         metadata: dict[str, Any] | None,
         enriched: dict[str, Any],
+        derived: Derivation | None,
         event: AuditEvent,
     ) -> MemoryRecord:
         async with self._backend.engine.begin() as conn:
@@ -357,6 +363,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace):
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}
                 )
+                await self._rederive(conn, ident, derived)
         return self._record(row)
 
     def _edits(
@@ -387,8 +394,8 @@ class AsyncMemory(LifecycleFace, CognitiveFace):
 
     @scoped_to_tenant
     async def delete_all(self, *, user_id: str, app_id: str | None = None) -> int:
-        """Delete every memory of a user (in one app, if given); returns how many
-        (``erase_user`` answers the receipt)."""
+        """Delete every memory of a user (in one app, if given) and every graph row of theirs;
+        returns how many memories (``erase_user`` answers the receipt)."""
         scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
         receipt = await self.erase_user(user_id=scope.user_id, app_id=scope.app_id)
         return receipt.memories
@@ -454,6 +461,11 @@ class AsyncMemory(LifecycleFace, CognitiveFace):
             result = await retrieval_search(
                 self._backend, self.tenant_id, request, RECIPES[request.recipe]
             )
+            if request.include:
+                recalled = await graph_recall(self._backend, self.tenant_id, request)
+                result = result.model_copy(
+                    update={"facts": recalled.facts, "entities": recalled.entities}
+                )
             event.result_count = len(result.results)
             event.memory_ids = [hit.id for hit in result.results]
             channels = sorted({hit.channel for hit in result.results})
@@ -527,6 +539,16 @@ class Memory(SyncFace):
     get_profile = blocking(AsyncMemory.get_profile)
     update_profile_from_facts = blocking(AsyncMemory.update_profile_from_facts)
     remember = blocking(AsyncMemory.remember)
+    # --- knowledge graph (issue 13) ---
+    add_fact = blocking(AsyncMemory.add_fact)
+    facts = blocking(AsyncMemory.facts)
+    fact_reviews = blocking(AsyncMemory.fact_reviews)
+    entities = blocking(AsyncMemory.entities)
+    entity = blocking(AsyncMemory.entity)
+    entity_graph = blocking(AsyncMemory.entity_graph)
+    merge_entities = blocking(AsyncMemory.merge_entities)
+    split_entity = blocking(AsyncMemory.split_entity)
+    export_graph = blocking(AsyncMemory.export_graph)
 
     @property
     def tenant_id(self) -> str:

@@ -17,7 +17,7 @@ from memvault.api import docs, errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
-from memvault.api.routes import cognitive, lifecycle, memories, messages, operations
+from memvault.api.routes import cognitive, graph, lifecycle, memories, messages, operations
 from memvault.config import Settings
 from memvault.service import AsyncMemory
 
@@ -121,4 +121,5 @@ def create_app(settings: Settings, *, memory: AsyncMemory | None = None) -> Fast
     app.include_router(operations.router)
     app.include_router(lifecycle.router)
     app.include_router(cognitive.router)
+    app.include_router(graph.router)
     return app

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import graph_admin
 from memvault.db.records import HistoryRow, MemoryRow, RankedMemory, SealedContent
 from memvault.db.tables import (
     JOBS_CHANNEL,
@@ -510,6 +511,7 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
         in_history.select_from(memory_history),
         in_audit.select_from(audit_log),
         *in_cognitive,
+        *graph_admin.sealed_under_other_keys(active_key_id),
     ):
         total += (await conn.execute(query)).scalar_one()
     return total

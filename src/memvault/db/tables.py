@@ -577,9 +577,341 @@ SEALED_COGNITIVE = (
     user_profiles,
 )
 
+# --- knowledge graph (issue 13): entities, bi-temporal facts, relations -------------------------
+# Names, aliases, descriptions, claims, literal values and relation properties are sealed (AAD:
+# tenant, row id, column); equality runs on keyed HMACs (``name_key``, ``alias_keys``,
+# ``value_key``), keyword search on blind terms. Predicates and relation types are the graph's
+# schema and stay readable, so the store can answer "current works_for of X" in SQL.
+ENTITY_TYPES = ("person", "organisation", "place", "project", "tool", "event", "concept", "other")
+TEMPORAL_TAGS = ("current", "past", "future")
+CERTAINTIES = ("explicit", "implied", "inferred", "uncertain")
+
+entities = Table(
+    "entities",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("app_id", Text, nullable=False, server_default="default"),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    Column("type", Text, nullable=False, server_default="other"),
+    Column("name_ciphertext", LargeBinary, nullable=False),
+    Column("name_nonce", LargeBinary, nullable=False),
+    # Aliases as one sealed JSON list, and each alias's keyed hash for lookups.
+    Column("aliases_ciphertext", LargeBinary),
+    Column("aliases_nonce", LargeBinary),
+    Column("description_ciphertext", LargeBinary),
+    Column("description_nonce", LargeBinary),
+    Column("key_id", Text, nullable=False),
+    Column("name_key", LargeBinary, nullable=False),
+    Column("alias_keys", ARRAY(LargeBinary), nullable=False, server_default="{}"),
+    Column("embedding", Vector()),
+    Column("embedding_model", Text),
+    Column("salience", Float, nullable=False, server_default="0.5"),
+    Column("access_count", Integer, nullable=False, server_default="0"),
+    Column("last_accessed", DateTime(timezone=True)),
+    Column("first_seen", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # System-written facts about the row (extractor, origin); never user content.
+    Column("properties", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Set while this entity is merged into another: lookups follow it; split clears it. No
+    # foreign key: a composite one could not null just this column; the cleanup trigger does.
+    Column("merged_into", Uuid),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_entities"),
+    CheckConstraint(
+        "type IN (" + ", ".join(f"'{t}'" for t in ENTITY_TYPES) + ")", name="ck_entities_type"
+    ),
+    Index("ix_entities_name", "tenant_id", "user_id", "name_key"),
+    Index("ix_entities_alias_keys", "alias_keys", postgresql_using="gin"),
+    Index("ix_entities_key", "key_id"),
+)
+
+facts = Table(
+    "facts",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("app_id", Text, nullable=False, server_default="default"),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    Column("subject_id", Uuid, nullable=False),
+    Column("predicate", Text, nullable=False),
+    Column("object_id", Uuid),
+    Column("value_ciphertext", LargeBinary),
+    Column("value_nonce", LargeBinary),
+    Column("value_key", LargeBinary),
+    Column("claim_ciphertext", LargeBinary, nullable=False),
+    Column("claim_nonce", LargeBinary, nullable=False),
+    Column("key_id", Text, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("certainty", Text, nullable=False, server_default="explicit"),
+    Column("temporal", Text, nullable=False, server_default="current"),
+    Column("source", Text),
+    Column("embedding", Vector()),
+    Column("embedding_model", Text),
+    # Valid time: when it holds in the world. System time: when we learned it, and when a
+    # newer fact replaced it (a superseded fact is kept: history stays answerable).
+    Column("valid_from", DateTime(timezone=True)),
+    Column("valid_until", DateTime(timezone=True)),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("superseded_at", DateTime(timezone=True)),
+    Column("superseded_by", Uuid),
+    Column("term_count", Integer, nullable=False, server_default="0"),
+    Column("access_count", Integer, nullable=False, server_default="0"),
+    Column("last_accessed", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_facts"),
+    ForeignKeyConstraint(
+        ["tenant_id", "subject_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_facts_subject",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "object_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_facts_object",
+    ),
+    CheckConstraint(
+        "(object_id IS NULL) <> (value_ciphertext IS NULL)", name="ck_facts_object_or_value"
+    ),
+    CheckConstraint("confidence BETWEEN 0 AND 1", name="ck_facts_confidence"),
+    CheckConstraint(
+        "certainty IN (" + ", ".join(f"'{c}'" for c in CERTAINTIES) + ")", name="ck_facts_certainty"
+    ),
+    CheckConstraint(
+        "temporal IN (" + ", ".join(f"'{t}'" for t in TEMPORAL_TAGS) + ")", name="ck_facts_temporal"
+    ),
+    Index("ix_facts_subject", "tenant_id", "subject_id", "predicate"),
+    Index("ix_facts_object", "tenant_id", "object_id"),
+    Index("ix_facts_user", "tenant_id", "user_id", "predicate"),
+    Index("ix_facts_key", "key_id"),
+)
+
+# DERIVED_FROM: which memories a fact was read from. A fact loses a source when its memory
+# goes, and goes itself with its last source (a trigger, migration 0007), in the same
+# transaction. A fact stated directly (POST /v1/facts) has no source row.
+fact_sources = Table(
+    "fact_sources",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("fact_id", Uuid, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "fact_id", "memory_id", name="pk_fact_sources"),
+    ForeignKeyConstraint(
+        ["tenant_id", "fact_id"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_sources_fact",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_fact_sources_memory",
+    ),
+    Index("ix_fact_sources_memory", "tenant_id", "memory_id"),
+)
+
+# MENTIONS: memory → entity.
+entity_mentions = Table(
+    "entity_mentions",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("entity_id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "memory_id", "entity_id", name="pk_entity_mentions"),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_entity_mentions_memory",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "entity_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_entity_mentions_entity",
+    ),
+    Index("ix_entity_mentions_entity", "tenant_id", "entity_id"),
+)
+
+relations = Table(
+    "relations",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("app_id", Text, nullable=False, server_default="default"),
+    Column("channel", Text, nullable=False, server_default="_global"),
+    Column("source_id", Uuid, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("target_id", Uuid, nullable=False),
+    Column("properties_ciphertext", LargeBinary),
+    Column("properties_nonce", LargeBinary),
+    Column("key_id", Text),
+    Column("valid_from", DateTime(timezone=True)),
+    Column("valid_until", DateTime(timezone=True)),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_relations"),
+    # Not unique: a merge may bring two equal edges onto one entity, and a split parts them.
+    Index("ix_relations_edge", "tenant_id", "source_id", "type", "target_id"),
+    ForeignKeyConstraint(
+        ["tenant_id", "source_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_relations_source",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "target_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_relations_target",
+    ),
+    Index("ix_relations_target", "tenant_id", "target_id"),
+    Index("ix_relations_key", "key_id"),
+)
+
+relation_sources = Table(
+    "relation_sources",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("relation_id", Uuid, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "relation_id", "memory_id", name="pk_relation_sources"),
+    ForeignKeyConstraint(
+        ["tenant_id", "relation_id"],
+        ["relations.tenant_id", "relations.id"],
+        ondelete="CASCADE",
+        name="fk_relation_sources_relation",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "memory_id"],
+        ["memories.tenant_id", "memories.id"],
+        ondelete="CASCADE",
+        name="fk_relation_sources_memory",
+    ),
+    Index("ix_relation_sources_memory", "tenant_id", "memory_id"),
+)
+
+# Blind keyword postings of facts (their claims) and entities (names and aliases).
+fact_terms = Table(
+    "fact_terms",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("term", BigInteger, nullable=False),
+    Column("fact_id", Uuid, nullable=False),
+    Column("tf", SmallInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "user_id", "term", "fact_id", name="pk_fact_terms"),
+    ForeignKeyConstraint(
+        ["tenant_id", "fact_id"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_terms_fact",
+    ),
+    Index("ix_fact_terms_fact", "tenant_id", "fact_id"),
+)
+
+entity_terms = Table(
+    "entity_terms",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("term", BigInteger, nullable=False),
+    Column("entity_id", Uuid, nullable=False),
+    Column("tf", SmallInteger, nullable=False),
+    PrimaryKeyConstraint("tenant_id", "user_id", "term", "entity_id", name="pk_entity_terms"),
+    ForeignKeyConstraint(
+        ["tenant_id", "entity_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_entity_terms_entity",
+    ),
+    Index("ix_entity_terms_entity", "tenant_id", "entity_id"),
+)
+
+# A merge re-points the merged entity's facts and relations at the entity it joined and says
+# which ones, so a split moves exactly those back.
+entity_merges = Table(
+    "entity_merges",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("merged_id", Uuid, nullable=False),
+    Column("into_id", Uuid, nullable=False),
+    Column("subject_facts", ARRAY(Uuid), nullable=False, server_default="{}"),
+    Column("object_facts", ARRAY(Uuid), nullable=False, server_default="{}"),
+    Column("source_relations", ARRAY(Uuid), nullable=False, server_default="{}"),
+    Column("target_relations", ARRAY(Uuid), nullable=False, server_default="{}"),
+    Column("actor", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("split_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_entity_merges"),
+    ForeignKeyConstraint(
+        ["tenant_id", "merged_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_entity_merges_merged",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "into_id"],
+        ["entities.tenant_id", "entities.id"],
+        ondelete="CASCADE",
+        name="fk_entity_merges_into",
+    ),
+    Index("ix_entity_merges_merged", "tenant_id", "merged_id", "created_at"),
+    Index("ix_entity_merges_into", "tenant_id", "into_id"),
+)
+
+# flag_review: a new value that contradicts the current one is kept beside it and listed here.
+fact_reviews = Table(
+    "fact_reviews",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("fact_id", Uuid, nullable=False),
+    Column("conflicts_with", Uuid, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_fact_reviews"),
+    ForeignKeyConstraint(
+        ["tenant_id", "fact_id"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_reviews_fact",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "conflicts_with"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_reviews_conflict",
+    ),
+    Index("ix_fact_reviews_user", "tenant_id", "user_id", "created_at"),
+    Index("ix_fact_reviews_conflict", "tenant_id", "conflicts_with"),
+)
+
+GRAPH_TABLES = (
+    "entities",
+    "facts",
+    "fact_sources",
+    "entity_mentions",
+    "relations",
+    "relation_sources",
+    "fact_terms",
+    "entity_terms",
+    "entity_merges",
+    "fact_reviews",
+)
+
 __all__ = [
     "AUDIT_OPERATIONS",
     "COGNITIVE_TABLES",
+    "GRAPH_TABLES",
     "SEALED_COGNITIVE",
     "api_keys",
     "audit_log",
@@ -590,6 +922,14 @@ __all__ = [
     "embedding_cache",
     "embedding_jobs",
     "encryption_keys",
+    "entities",
+    "entity_mentions",
+    "entity_merges",
+    "entity_terms",
+    "fact_reviews",
+    "fact_sources",
+    "fact_terms",
+    "facts",
     "goal_blockers",
     "goals",
     "memories",
@@ -598,6 +938,8 @@ __all__ = [
     "memory_terms",
     "metadata",
     "rate_limit_buckets",
+    "relation_sources",
+    "relations",
     "scheduled_runs",
     "strategies",
     "tool_invocations",

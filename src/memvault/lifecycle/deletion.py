@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import audit
+from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
 from memvault.db.records import AnyRow
 from memvault.db.tables import audit_log, memories, memory_history
@@ -55,6 +55,8 @@ class Targets:
     texts: dict[uuid.UUID, list[str]]
     # Memories whose vectors came in several chunks (each chunk's text was cached apart).
     chunked: frozenset[uuid.UUID] = frozenset()
+    # A user-scope deletion limited to one app (None: every app of the user).
+    app_id: str | None = None
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -76,11 +78,24 @@ async def _decay_records(conn: AsyncConnection, targets: Targets) -> int:
     return await db.delete_decay_changes(conn, targets.tenant_id, targets.ids)
 
 
+async def _graph_rows(conn: AsyncConnection, targets: Targets) -> int:
+    """Graph rows the owner has beyond what the memories derived (facts stated directly).
+    A memory's own facts, mentions and orphaned entities go with it by the graph's triggers."""
+    if targets.scope == "tenant":
+        return await graph_admin.delete_tenant(conn, targets.tenant_id)
+    if targets.scope == "user" and targets.user_id is not None:
+        return await graph_admin.delete_owner(
+            conn, targets.tenant_id, targets.user_id, targets.app_id
+        )
+    return 0
+
+
 DERIVED: dict[str, InStore] = {
     "memory_chunks": _derived("memory_chunks"),
     "memory_terms": _derived("memory_terms"),
     "embedding_jobs": _derived("embedding_jobs"),
     "decay_changes": _decay_records,
+    "graph": _graph_rows,
 }
 
 
@@ -160,6 +175,7 @@ async def erase(
     actor: str,
     now: datetime | None = None,
     whole_user: bool = False,
+    app_id: str | None = None,
 ) -> DeletionReceipt:
     """Delete the memories ``where`` picks and everything derived from them; a memory-scope
     deletion that finds nothing is NotFound (and changes nothing). ``whole_user``: the user's
@@ -173,7 +189,7 @@ async def erase(
             raise NotFound("No such memory for this user.")
         texts = await _texts(backend, conn, tenant_id, rows)
         chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
-        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked)
+        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked, app_id)
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None

@@ -106,6 +106,7 @@ class LifecycleFace:
             user_id=owner,
             actor=self.actor,
             whole_user=app_id is None,
+            app_id=app_id,
         )
 
     # --- the audit log -----------------------------------------------------------------------

@@ -23,6 +23,8 @@ from memvault.db import jobs, keywords, store, vectors
 from memvault.db.records import MemoryRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
+from memvault.graph.derive import Derivation, Source, derive, derive_many
+from memvault.graph.store import Owner
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
 from memvault.pipeline import pii, rules
 from memvault.pipeline.decisions import Enrichment
@@ -55,6 +57,7 @@ class Draft:
     sources: dict[str, FieldSource] = field(default_factory=dict)
     twin_of: int | None = None  # index of an identical earlier item in the same batch
     terms: tuple[dict[int, int], int] | None = None  # blind keyword terms of final_text
+    derived: Derivation | None = None  # what the text claims, for the knowledge graph
 
     @property
     def scope(self) -> tuple[str, str]:
@@ -82,7 +85,30 @@ class Pipeline:
             await self._embed(inline)
             await self._dedup(inline)
             await self._enrich(inline)
+            await self._derive(inline)
         return await self._commit(inline, deferred)
+
+    async def _derive(self, drafts: list[Draft]) -> None:
+        """With ``infer``, what each new or rewritten memory claims, for the knowledge graph
+        (long texts and background adds: the worker does it once it has settled them)."""
+        wanted = [d for d in drafts if d.item.infer and d.dedup.action != "duplicate_exact"]
+        sources = [
+            Source(
+                Owner(self.tenant_id, d.item.user_id, d.item.app_id, d.item.channel),
+                d.final_text,
+                d.item.metadata,
+                d.item.occurred_at,
+            )
+            for d in wanted
+        ]
+        for draft, derived in zip(wanted, await derive_many(self.backend, sources), strict=True):
+            draft.derived = derived
+
+    async def _derivation(self, item: MemoryInput, text: str) -> Derivation | None:
+        owner = Owner(self.tenant_id, item.user_id, item.app_id, item.channel)
+        return await derive(
+            self.backend, owner, text, metadata=item.metadata, occurred_at=item.occurred_at
+        )
 
     # --- PII -----------------------------------------------------------------------------------
 
@@ -260,10 +286,16 @@ class Pipeline:
         if draft.vector is not None:
             await self._dedup_one(draft, keys.current().content_hashes(text), exclude=row.id)
         await self._enrich([draft])
+        kept = draft.dedup.action in ("stored_new", "keep_both")
+        if kept:
+            item = item.model_copy(update={"metadata": row.metadata, "channel": row.channel})
+            draft.derived = await self._derivation(item, text)
         async with self.backend.engine.begin() as conn:
-            if draft.dedup.action in ("stored_new", "keep_both"):
+            if kept:
                 values = {k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
                 await store.set_enrichment(conn, row.tenant_id, row.id, values)
+                if draft.derived is not None:
+                    await draft.derived.write(conn, row.id)
                 return
             if draft.dedup.action in ("merge", "replace") and draft.target is not None:
                 await self._fold_into(conn, draft)
@@ -321,6 +353,10 @@ class Pipeline:
                 if draft.twin_of is not None:
                     continue
                 row = await self._write_one(conn, draft, keyring.content_hashes(draft.text))
+                # A merge or replace derives from the rewritten memory: a correction often
+                # lands there, folded into what it corrects.
+                if draft.derived is not None and draft.dedup.action != "duplicate_exact":
+                    await draft.derived.write(conn, row.id)
                 if draft.dedup.action != "duplicate_exact":
                     chunks[row.id] = (row.user_id, [draft.final_vector or []])
                     terms = draft.terms or blind_terms(keyring, draft.final_text)

@@ -1,0 +1,235 @@
+"""``memvault facts``, ``memvault entities`` and ``memvault graph``: the knowledge graph from the
+command line. Every command calls the service (``Memory``) and nothing below it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from memvault.config import Settings
+from memvault.errors import MemvaultError
+from memvault.models import Entity, Fact
+from memvault.service import Memory
+
+facts_app = typer.Typer(help="Facts of the knowledge graph.", no_args_is_help=True)
+entities_app = typer.Typer(help="Entities of the knowledge graph.", no_args_is_help=True)
+graph_app = typer.Typer(help="The knowledge graph as a whole.", no_args_is_help=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the facts")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T00:00:00Z")]
+
+
+@contextmanager
+def _memory() -> Iterator[Memory]:
+    try:
+        with Memory(Settings(run_worker=False), actor="cli") as memory:
+            yield memory
+    except MemvaultError as exc:
+        _fail(exc)
+
+
+def _fail(exc: MemvaultError) -> None:
+    problems = exc.details.get("errors")
+    detail = ""
+    if isinstance(problems, list) and problems:
+        detail = " " + "; ".join(f"{p.get('field')}: {p.get('problem')}" for p in problems)
+    err.print(f"[red]error:[/red] {exc.message}{detail}", highlight=False)
+    raise typer.Exit(1)
+
+
+def _call(fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except MemvaultError as exc:
+        _fail(exc)
+        raise
+
+
+def _json(items: list[Any] | BaseModel) -> None:
+    if isinstance(items, BaseModel):
+        out.print_json(items.model_dump_json())
+    else:
+        out.print_json(json.dumps([i.model_dump(mode="json") for i in items]))
+
+
+def _print_facts(facts: list[Fact], as_json: bool) -> None:
+    if as_json:
+        _json(facts)
+        return
+    table = Table("subject", "predicate", "object / value", "valid", "recorded", "superseded")
+    table.add_column("id", no_wrap=True, min_width=36)
+    for f in facts:
+        valid = f"{_day(f.valid_from)} … {_day(f.valid_until)}"
+        table.add_row(
+            f.subject,
+            f.predicate,
+            f.object or f.value or "",
+            valid,
+            _day(f.recorded_at),
+            _day(f.superseded_at),
+            str(f.id),
+        )
+    out.print(table)
+
+
+def _print_entities(entities: list[Entity], as_json: bool) -> None:
+    if as_json:
+        _json(entities)
+        return
+    table = Table("name", "type", "aliases", "salience")
+    table.add_column("id", no_wrap=True, min_width=36)
+    for e in entities:
+        table.add_row(e.name, e.type, ", ".join(e.aliases), f"{e.salience:.2f}", str(e.id))
+    out.print(table)
+
+
+def _day(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+
+
+@facts_app.command("add")
+def add_fact(
+    subject: str,
+    predicate: str,
+    user: UserOpt,
+    object: Annotated[str | None, typer.Option("--object", help="an entity name")] = None,
+    value: Annotated[str | None, typer.Option("--value", help="a literal value")] = None,
+    valid_from: When = None,
+    confidence: Annotated[float | None, typer.Option(min=0, max=1)] = None,
+    source: Annotated[str | None, typer.Option()] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """State a fact: SUBJECT PREDICATE --object ENTITY or --value LITERAL (@user: the user)."""
+    with _memory() as memory:
+        fact = _call(
+            lambda: memory.add_fact(
+                subject,
+                predicate,
+                user_id=user,
+                object=object,
+                value=value,
+                valid_from=valid_from,
+                confidence=confidence,
+                source=source,
+            )
+        )
+    _print_facts([fact], as_json)
+
+
+@facts_app.command("list")
+def list_facts(
+    user: UserOpt,
+    entity: Annotated[str | None, typer.Option(help="an entity's name, alias or id")] = None,
+    predicate: Annotated[str | None, typer.Option()] = None,
+    valid_at: When = None,
+    known_at: When = None,
+    history: Annotated[bool, typer.Option("--history", help="superseded facts too")] = False,
+    limit: int = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """What is true now as currently known (or at --valid-at / --known-at, or --history)."""
+    with _memory() as memory:
+        found = _call(
+            lambda: memory.facts(
+                user_id=user,
+                entity=entity,
+                predicate=predicate,
+                valid_at=valid_at,
+                known_at=known_at,
+                include_superseded=history,
+                limit=limit,
+            )
+        )
+    _print_facts(found, as_json)
+
+
+@facts_app.command("reviews")
+def fact_reviews(user: UserOpt, limit: int = 50) -> None:
+    """Contradictions kept side by side by the flag_review policy (JSON)."""
+    with _memory() as memory:
+        found = _call(lambda: memory.fact_reviews(user_id=user, limit=limit))
+    _json(found)
+
+
+@entities_app.command("list")
+def list_entities(
+    user: UserOpt,
+    q: Annotated[str | None, typer.Option("--q", "-q", help="a name or alias")] = None,
+    type: Annotated[str | None, typer.Option("--type")] = None,
+    limit: int = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """Entities by name or alias, else the most salient."""
+    with _memory() as memory:
+        found = _call(lambda: memory.entities(user_id=user, q=q, type=type, limit=limit))
+    _print_entities(found, as_json)
+
+
+@entities_app.command("show")
+def show_entity(entity_id: str, user: UserOpt) -> None:
+    """One entity and its current facts (JSON)."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.entity(entity_id, user_id=user)))
+
+
+@entities_app.command("graph")
+def entity_graph(
+    entity_id: str, user: UserOpt, depth: Annotated[int, typer.Option(min=1, max=3)] = 2
+) -> None:
+    """The entity's neighbourhood: nodes and edges within DEPTH hops (JSON)."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.entity_graph(entity_id, user_id=user, depth=depth)))
+
+
+@entities_app.command("merge")
+def merge_entities(
+    entity_id: str, user: UserOpt, into: Annotated[str, typer.Option(help="entity id")]
+) -> None:
+    """Merge ENTITY_ID into --into (recorded; `split` undoes it)."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.merge_entities(entity_id, into=into, user_id=user)))
+
+
+@entities_app.command("split")
+def split_entity(entity_id: str, user: UserOpt) -> None:
+    """Undo the last merge of ENTITY_ID."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.split_entity(entity_id, user_id=user)))
+
+
+@graph_app.command("export")
+def export_graph(
+    format: Annotated[str, typer.Option("--format", help="cypher or csv")] = "cypher",
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="one user (default: the whole tenant)")
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="write the files here (default: print)")
+    ] = None,
+) -> None:
+    """The current graph as Cypher statements or CSV files for Neo4j / FalkorDB."""
+    with _memory() as memory:
+        files = _call(lambda: memory.export_graph(format=format, user_id=user))
+    if out_dir is None:
+        for name, text in files.items():
+            if len(files) > 1:
+                typer.echo(f"# {name}")
+            typer.echo(text, nl=False)
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out_dir / name).write_text(text)
+        err.print(f"wrote {out_dir / name}")

@@ -1,0 +1,625 @@
+"""Every SQL statement of the knowledge graph: entities, bi-temporal facts, relations, their
+sources, keys, merges and reviews. Rows go in and come out sealed, as typed records.
+
+Deletion that follows a memory needs nothing here: the sources, mentions and their cleanup
+triggers (migration 0007) remove what only that memory held, in the deleting transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import (
+    entities,
+    entity_mentions,
+    entity_merges,
+    entity_terms,
+    fact_reviews,
+    fact_sources,
+    fact_terms,
+    facts,
+    relation_sources,
+    relations,
+)
+
+_e = entities.c
+_f = facts.c
+_r = relations.c
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    type: str
+    name_ciphertext: bytes
+    name_nonce: bytes
+    aliases_ciphertext: bytes | None
+    aliases_nonce: bytes | None
+    description_ciphertext: bytes | None
+    description_nonce: bytes | None
+    key_id: str
+    name_key: bytes
+    alias_keys: list[bytes]
+    salience: float
+    access_count: int
+    last_accessed: datetime | None
+    first_seen: datetime
+    properties: dict[str, Any]
+    merged_into: UUID | None
+
+
+@dataclass(frozen=True)
+class FactRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    subject_id: UUID
+    predicate: str
+    object_id: UUID | None
+    value_ciphertext: bytes | None
+    value_nonce: bytes | None
+    value_key: bytes | None
+    claim_ciphertext: bytes
+    claim_nonce: bytes
+    key_id: str
+    confidence: float
+    certainty: str
+    temporal: str
+    source: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    recorded_at: datetime
+    superseded_at: datetime | None
+    superseded_by: UUID | None
+    access_count: int
+    last_accessed: datetime | None
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    source_id: UUID
+    type: str
+    target_id: UUID
+    properties_ciphertext: bytes | None
+    properties_nonce: bytes | None
+    key_id: str | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class MergeRow:
+    tenant_id: str
+    id: UUID
+    user_id: str
+    merged_id: UUID
+    into_id: UUID
+    subject_facts: list[UUID]
+    object_facts: list[UUID]
+    source_relations: list[UUID]
+    target_relations: list[UUID]
+    created_at: datetime
+    split_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ReviewRow:
+    id: UUID
+    user_id: str
+    fact_id: UUID
+    conflicts_with: UUID
+    reason: str
+    created_at: datetime
+
+
+T = TypeVar("T")
+
+# The columns a record carries (vectors stay in the database: nothing reads them back).
+ENTITY_COLUMNS = [entities.c[f.name] for f in fields(EntityRow)]
+FACT_COLUMNS = [facts.c[f.name] for f in fields(FactRow)]
+
+
+def record(cls: type[T], row: Any) -> T:
+    mapping = row._mapping
+    return cls(**{f.name: mapping[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+
+
+def records(cls: type[T], rows: Iterable[Any]) -> list[T]:
+    return [record(cls, r) for r in rows]
+
+
+# --- entities -----------------------------------------------------------------------------
+
+
+def scope(c: Any, tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
+    return [c.tenant_id == tenant_id, c.user_id == user_id]
+
+
+async def entities_by_keys(
+    conn: AsyncConnection, tenant_id: str, user_id: str, keys: Sequence[bytes]
+) -> list[EntityRow]:
+    """The owner's entities whose name or an alias has one of these keyed hashes."""
+    if not keys:
+        return []
+    wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
+    query = (
+        sa.select(*ENTITY_COLUMNS)
+        .where(
+            *scope(_e, tenant_id, user_id),
+            sa.or_(_e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted)),
+        )
+        .order_by(_e.merged_into.is_not(None), _e.first_seen, _e.id)
+    )
+    return records(EntityRow, await conn.execute(query))
+
+
+async def nearest_entities(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    vector: Sequence[float],
+    model: str,
+    limit: int,
+) -> list[tuple[EntityRow, float]]:
+    """The owner's unmerged entities by cosine similarity of their names to ``vector``."""
+    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
+    distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
+    query = (
+        sa.select(*ENTITY_COLUMNS, distance.label("distance"))
+        .where(
+            *scope(_e, tenant_id, user_id),
+            _e.embedding_model == model,
+            _e.merged_into.is_(None),
+        )
+        .order_by(distance)
+        .limit(limit)
+    )
+    return [(record(EntityRow, r), 1.0 - float(r.distance)) for r in await conn.execute(query)]
+
+
+async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
+    row = (await conn.execute(entities.insert().values(**values).returning(*ENTITY_COLUMNS))).one()
+    return record(EntityRow, row)
+
+
+async def update_entity(
+    conn: AsyncConnection, tenant_id: str, entity_id: UUID, values: Mapping[str, Any]
+) -> None:
+    await conn.execute(
+        entities.update().where(_e.tenant_id == tenant_id, _e.id == entity_id).values(**values)
+    )
+
+
+async def fetch_entity(
+    conn: AsyncConnection, tenant_id: str, user_id: str, entity_id: UUID, *, lock: bool = False
+) -> EntityRow | None:
+    # By primary key, the owner checked here: with the owner in the WHERE clause an
+    # unanalysed planner reads all the owner's entities through the (tenant, user) index.
+    query = sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, _e.id == entity_id)
+    if lock:
+        query = query.with_for_update()
+    row = (await conn.execute(query)).one_or_none()
+    if row is None or row.user_id != user_id:
+        return None
+    return record(EntityRow, row)
+
+
+async def fetch_entities(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, EntityRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
+    return {r.id: r for r in records(EntityRow, await conn.execute(query))}
+
+
+async def list_entities(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    *,
+    type: str | None,
+    keys: Sequence[bytes],
+    term_ids: Sequence[int],
+    limit: int,
+) -> list[EntityRow]:
+    """The owner's unmerged entities, most salient first; with ``keys``/``term_ids`` only
+    those whose name or alias hashes to a key, or whose name words match a term."""
+    where = [*scope(_e, tenant_id, user_id), _e.merged_into.is_(None)]
+    if type is not None:
+        where.append(_e.type == type)
+    if keys or term_ids:
+        wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
+        by_words = sa.select(entity_terms.c.entity_id).where(
+            *scope(entity_terms.c, tenant_id, user_id), entity_terms.c.term.in_(list(term_ids))
+        )
+        where.append(
+            sa.or_(
+                _e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted), _e.id.in_(by_words)
+            )
+        )
+    query = (
+        sa.select(*ENTITY_COLUMNS)
+        .where(*where)
+        .order_by(_e.salience.desc(), _e.access_count.desc(), _e.first_seen, _e.id)
+        .limit(limit)
+    )
+    return records(EntityRow, await conn.execute(query))
+
+
+async def add_mentions(
+    conn: AsyncConnection, tenant_id: str, user_id: str, memory_id: UUID, ids: Iterable[UUID]
+) -> None:
+    rows = [
+        {"tenant_id": tenant_id, "memory_id": memory_id, "entity_id": i, "user_id": user_id}
+        for i in sorted(set(ids))
+    ]
+    if rows:
+        await conn.execute(insert(entity_mentions).values(rows).on_conflict_do_nothing())
+
+
+async def mentioned_in(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> list[UUID]:
+    c = entity_mentions.c
+    query = sa.select(c.entity_id).where(c.tenant_id == tenant_id, c.memory_id == memory_id)
+    return list((await conn.execute(query)).scalars())
+
+
+# --- facts --------------------------------------------------------------------------------
+
+
+async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactRow:
+    row = (await conn.execute(facts.insert().values(**values).returning(*FACT_COLUMNS))).one()
+    return record(FactRow, row)
+
+
+async def add_fact_source(
+    conn: AsyncConnection, tenant_id: str, user_id: str, fact_id: UUID, memory_id: UUID
+) -> None:
+    await conn.execute(
+        insert(fact_sources)
+        .values(tenant_id=tenant_id, fact_id=fact_id, memory_id=memory_id, user_id=user_id)
+        .on_conflict_do_nothing()
+    )
+
+
+async def update_fact(
+    conn: AsyncConnection, tenant_id: str, fact_id: UUID, values: Mapping[str, Any]
+) -> None:
+    await conn.execute(
+        facts.update().where(_f.tenant_id == tenant_id, _f.id == fact_id).values(**values)
+    )
+
+
+async def current_facts_of(
+    conn: AsyncConnection, tenant_id: str, user_id: str, subject_id: UUID, predicate: str
+) -> list[FactRow]:
+    """The subject's facts of this predicate that nothing has superseded, locked: two writers
+    deciding about the same subject and predicate take turns."""
+    query = (
+        sa.select(*FACT_COLUMNS)
+        .where(
+            *scope(_f, tenant_id, user_id),
+            _f.subject_id == subject_id,
+            _f.predicate == predicate,
+            _f.superseded_at.is_(None),
+        )
+        .order_by(_f.recorded_at, _f.id)
+        .with_for_update()
+    )
+    return records(FactRow, await conn.execute(query))
+
+
+async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
+    """Serialise resolvers of one name, so two writers never create the same entity twice."""
+    await _lock(conn, f"entity\x00{tenant_id}\x00{user_id}\x00{normalised}")
+
+
+async def _lock(conn: AsyncConnection, key: str) -> None:
+    # Hashed here: the name never reaches the server, not even as a lock key.
+    digest = hashlib.sha256(key.encode()).digest()
+    lock_id = int.from_bytes(digest[:8], "big", signed=True)
+    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+
+
+async def lock_subject(
+    conn: AsyncConnection, tenant_id: str, subject_id: UUID, predicate: str
+) -> None:
+    """Serialise writers of one subject's predicate even when it has no current fact yet."""
+    await _lock(conn, f"fact\x00{tenant_id}\x00{subject_id}\x00{predicate}")
+
+
+async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> None:
+    await conn.execute(fact_reviews.insert().values(**values))
+
+
+async def list_reviews(
+    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int
+) -> list[ReviewRow]:
+    c = fact_reviews.c
+    query = (
+        sa.select(fact_reviews)
+        .where(*scope(c, tenant_id, user_id))
+        .order_by(c.created_at.desc(), c.id)
+        .limit(limit)
+    )
+    return records(ReviewRow, await conn.execute(query))
+
+
+@dataclass(frozen=True)
+class FactQuery:
+    """Which facts: about these entities (any when ``None``), of this predicate; at a valid
+    time and/or a system time; or the whole history."""
+
+    user_id: str
+    entity_ids: Sequence[UUID] | None = None
+    predicate: str | None = None
+    valid_at: datetime | None = None
+    known_at: datetime | None = None
+    include_superseded: bool = False
+    limit: int = 100
+
+
+def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
+    where = scope(_f, tenant_id, q.user_id)
+    if q.entity_ids is not None:
+        ids = list(q.entity_ids)
+        where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))
+    if q.predicate is not None:
+        where.append(_f.predicate == q.predicate)
+    if q.include_superseded:
+        return where
+    if q.known_at is not None:
+        # System time: what the store held as current at that moment.
+        where += [
+            _f.recorded_at <= q.known_at,
+            sa.or_(_f.superseded_at.is_(None), _f.superseded_at > q.known_at),
+        ]
+    if q.valid_at is not None or q.known_at is None:
+        # Valid time as currently known. An empty interval (a corrected or rejected value)
+        # never held, so no moment falls in it.
+        at = q.valid_at or now
+        where += [
+            sa.or_(_f.valid_from.is_(None), _f.valid_from <= at),
+            sa.or_(_f.valid_until.is_(None), _f.valid_until > at),
+        ]
+        if q.valid_at is None:
+            where.append(_f.superseded_at.is_(None))
+    return where
+
+
+async def query_facts(
+    conn: AsyncConnection, tenant_id: str, q: FactQuery, now: datetime
+) -> list[FactRow]:
+    query = (
+        sa.select(*FACT_COLUMNS)
+        .where(*fact_conditions(tenant_id, q, now))
+        .order_by(_f.recorded_at.desc(), _f.id)
+        .limit(q.limit)
+    )
+    return records(FactRow, await conn.execute(query))
+
+
+async def fetch_facts(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, FactRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(*FACT_COLUMNS).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
+    return {r.id: r for r in records(FactRow, await conn.execute(query))}
+
+
+async def sources_of(
+    conn: AsyncConnection, tenant_id: str, fact_ids: Iterable[UUID]
+) -> dict[UUID, list[UUID]]:
+    wanted = sorted(set(fact_ids))
+    found: dict[UUID, list[UUID]] = {i: [] for i in wanted}
+    if not wanted:
+        return found
+    c = fact_sources.c
+    query = (
+        sa.select(c.fact_id, c.memory_id)
+        .where(c.tenant_id == tenant_id, c.fact_id.in_(wanted))
+        .order_by(c.fact_id, c.memory_id)
+    )
+    for fact_id, memory_id in await conn.execute(query):
+        found[fact_id].append(memory_id)
+    return found
+
+
+# --- relations ----------------------------------------------------------------------------
+
+
+async def upsert_relation(conn: AsyncConnection, values: Mapping[str, Any]) -> UUID:
+    """The edge (one per source, type and target, unless a merge brought two together); an
+    edge stated again keeps its row."""
+    edge = (values["tenant_id"], values["source_id"], values["type"], values["target_id"])
+    await _lock(conn, "relation\x00" + "\x00".join(str(part) for part in edge))
+    existing = await conn.scalar(
+        sa.select(_r.id)
+        .where(
+            _r.tenant_id == edge[0],
+            _r.source_id == edge[1],
+            _r.type == edge[2],
+            _r.target_id == edge[3],
+        )
+        .order_by(_r.recorded_at, _r.id)
+        .limit(1)
+    )
+    if existing is not None:
+        found: UUID = existing
+        return found
+    await conn.execute(relations.insert().values(**values))
+    created: UUID = values["id"]
+    return created
+
+
+async def add_relation_source(
+    conn: AsyncConnection, tenant_id: str, user_id: str, relation_id: UUID, memory_id: UUID
+) -> None:
+    await conn.execute(
+        insert(relation_sources)
+        .values(tenant_id=tenant_id, relation_id=relation_id, memory_id=memory_id, user_id=user_id)
+        .on_conflict_do_nothing()
+    )
+
+
+async def fetch_relations(
+    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
+) -> dict[UUID, RelationRow]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = sa.select(relations).where(_r.tenant_id == tenant_id, _r.id.in_(wanted))
+    return {r.id: r for r in records(RelationRow, await conn.execute(query))}
+
+
+async def merged_into(conn: AsyncConnection, tenant_id: str, entity_id: UUID) -> list[UUID]:
+    """The entities merged into this one."""
+    query = (
+        sa.select(_e.id)
+        .where(_e.tenant_id == tenant_id, _e.merged_into == entity_id)
+        .order_by(_e.id)
+    )
+    return list((await conn.execute(query)).scalars())
+
+
+# --- merges -------------------------------------------------------------------------------
+
+
+async def merge(
+    conn: AsyncConnection, tenant_id: str, user_id: str, merged_id: UUID, into_id: UUID, actor: str
+) -> MergeRow:
+    """Re-point the merged entity's facts and relations at ``into`` and record which moved.
+    Mentions stay where they are: they say what a text named."""
+    moved: dict[str, list[UUID]] = {}
+    for name, table, column in (
+        ("subject_facts", facts, "subject_id"),
+        ("object_facts", facts, "object_id"),
+        ("source_relations", relations, "source_id"),
+        ("target_relations", relations, "target_id"),
+    ):
+        c = table.c
+        result = await conn.execute(
+            table.update()
+            .where(c.tenant_id == tenant_id, c[column] == merged_id)
+            .values({column: into_id})
+            .returning(c.id)
+        )
+        moved[name] = list(result.scalars())
+    await update_entity(conn, tenant_id, merged_id, {"merged_into": into_id})
+    row = (
+        await conn.execute(
+            entity_merges.insert()
+            .values(
+                tenant_id=tenant_id,
+                id=sa.func.gen_random_uuid(),
+                user_id=user_id,
+                merged_id=merged_id,
+                into_id=into_id,
+                actor=actor,
+                **moved,
+            )
+            .returning(entity_merges)
+        )
+    ).one()
+    return record(MergeRow, row)
+
+
+async def last_merge(
+    conn: AsyncConnection, tenant_id: str, user_id: str, merged_id: UUID
+) -> MergeRow | None:
+    c = entity_merges.c
+    query = (
+        sa.select(entity_merges)
+        .where(*scope(c, tenant_id, user_id), c.merged_id == merged_id, c.split_at.is_(None))
+        .order_by(c.created_at.desc(), c.id)
+        .limit(1)
+        .with_for_update()
+    )
+    row = (await conn.execute(query)).one_or_none()
+    return None if row is None else record(MergeRow, row)
+
+
+async def split(conn: AsyncConnection, merge_row: MergeRow, at: datetime) -> None:
+    """Undo a merge: what moved and still points at ``into`` moves back."""
+    t = merge_row.tenant_id
+    for ids, table, column in (
+        (merge_row.subject_facts, facts, "subject_id"),
+        (merge_row.object_facts, facts, "object_id"),
+        (merge_row.source_relations, relations, "source_id"),
+        (merge_row.target_relations, relations, "target_id"),
+    ):
+        if not ids:
+            continue
+        c = table.c
+        await conn.execute(
+            table.update()
+            .where(c.tenant_id == t, c.id.in_(list(ids)), c[column] == merge_row.into_id)
+            .values({column: merge_row.merged_id})
+        )
+    await update_entity(conn, t, merge_row.merged_id, {"merged_into": None})
+    c = entity_merges.c
+    await conn.execute(
+        entity_merges.update().where(c.tenant_id == t, c.id == merge_row.id).values(split_at=at)
+    )
+
+
+# --- keyword postings and vectors ---------------------------------------------------------
+
+
+async def replace_terms(
+    conn: AsyncConnection,
+    tenant_id: str,
+    kind: str,
+    postings: Mapping[UUID, tuple[str, Mapping[int, int]]],
+) -> None:
+    """Blind postings of facts (``kind="fact"``) or entities, replacing their old ones."""
+    if not postings:
+        return
+    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
+    c = table.c
+    await conn.execute(
+        table.delete().where(c.tenant_id == tenant_id, c[column].in_(list(postings)))
+    )
+    rows = [
+        {"tenant_id": tenant_id, "user_id": user, "term": term, column: item, "tf": min(tf, 32_767)}
+        for item, (user, terms) in postings.items()
+        for term, tf in terms.items()
+    ]
+    if rows:
+        await conn.execute(table.insert(), rows)
+
+
+def vector_text(values: Sequence[float]) -> str:
+    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
+
+
+async def forget_memory(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> None:
+    """Drop what a memory's text was said to claim (its sources and mentions); the cleanup
+    triggers remove the facts, relations and entities nothing else holds."""
+    for table in (fact_sources, relation_sources, entity_mentions):
+        await conn.execute(
+            table.delete().where(table.c.tenant_id == tenant_id, table.c.memory_id == memory_id)
+        )

@@ -1,0 +1,134 @@
+"""Whole-store work on the knowledge graph: deleting an owner's graph, exporting it, key
+rotation of its sealed columns, and bulk inserts (imports, benchmarks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.graph import (
+    ENTITY_COLUMNS,
+    FACT_COLUMNS,
+    EntityRow,
+    FactQuery,
+    FactRow,
+    RelationRow,
+    fact_conditions,
+    records,
+    scope,
+)
+from memvault.db.tables import (
+    entities,
+    entity_mentions,
+    fact_sources,
+    facts,
+    relations,
+)
+
+_e = entities.c
+_f = facts.c
+_r = relations.c
+
+
+# --- whole-user deletion, export, rotation ------------------------------------------------
+
+
+async def delete_owner(
+    conn: AsyncConnection, tenant_id: str, user_id: str, app_id: str | None
+) -> int:
+    """Every graph row of the owner (in one app, if given): facts stated directly too.
+    Deleting the entities cascades to their facts, relations, mentions, keys, merges and
+    reviews."""
+    where = scope(_e, tenant_id, user_id)
+    fact_where = scope(_f, tenant_id, user_id)
+    if app_id is not None:
+        where.append(_e.app_id == app_id)
+        fact_where.append(_f.app_id == app_id)
+    await conn.execute(facts.delete().where(*fact_where))
+    result = await conn.execute(entities.delete().where(*where).returning(_e.id))
+    return len(result.all())
+
+
+async def delete_tenant(conn: AsyncConnection, tenant_id: str) -> int:
+    """Every graph row of a tenant (its erasure); entities cascade as in ``delete_owner``."""
+    await conn.execute(facts.delete().where(_f.tenant_id == tenant_id))
+    result = await conn.execute(entities.delete().where(_e.tenant_id == tenant_id).returning(_e.id))
+    return len(result.all())
+
+
+async def export_rows(
+    conn: AsyncConnection, tenant_id: str, user_id: str | None, now: datetime
+) -> tuple[list[EntityRow], list[FactRow], list[RelationRow]]:
+    """The current graph of one owner, or of the whole tenant: unmerged entities, current
+    facts, live relations."""
+
+    def owner(c: Any) -> list[sa.ColumnElement[bool]]:
+        return [c.tenant_id == tenant_id] + ([c.user_id == user_id] if user_id else [])
+
+    q = FactQuery(user_id=user_id or "")
+    fact_where = [*owner(_f), *fact_conditions(tenant_id, q, now)[2:]]
+    ents = await conn.execute(
+        sa.select(*ENTITY_COLUMNS).where(*owner(_e), _e.merged_into.is_(None)).order_by(_e.id)
+    )
+    fs = await conn.execute(sa.select(*FACT_COLUMNS).where(*fact_where).order_by(_f.id))
+    rs = await conn.execute(
+        sa.select(relations)
+        .where(*owner(_r), sa.or_(_r.valid_until.is_(None), _r.valid_until > now))
+        .order_by(_r.id)
+    )
+    return records(EntityRow, ents), records(FactRow, fs), records(RelationRow, rs)
+
+
+SEALED_TABLES = {"entities": entities, "facts": facts, "relations": relations}
+
+
+async def claim_to_reseal(
+    conn: AsyncConnection, table_name: str, active_key_id: str, batch: int
+) -> list[Any]:
+    """Graph rows still sealed under an old key; rows a writer holds are skipped."""
+    table = SEALED_TABLES[table_name]
+    query = (
+        sa.select(table)
+        .where(table.c.key_id != active_key_id)
+        .limit(batch)
+        .with_for_update(skip_locked=True)
+    )
+    record = {"entities": EntityRow, "facts": FactRow, "relations": RelationRow}[table_name]
+    return records(record, await conn.execute(query))
+
+
+async def reseal(
+    conn: AsyncConnection, table_name: str, tenant_id: str, row_id: UUID, values: Mapping[str, Any]
+) -> None:
+    table = SEALED_TABLES[table_name]
+    await conn.execute(
+        table.update().where(table.c.tenant_id == tenant_id, table.c.id == row_id).values(**values)
+    )
+
+
+def sealed_under_other_keys(active_key_id: str) -> list[sa.Select[Any]]:
+    """Counting statements, one per sealed graph table (for ``store.count_sealed_…``)."""
+    return [
+        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        for t in SEALED_TABLES.values()
+    ]
+
+
+async def insert_many(
+    conn: AsyncConnection, table_name: str, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Bulk rows of one graph table (imports and benchmarks): one statement per batch."""
+    tables = {
+        "entities": entities,
+        "facts": facts,
+        "relations": relations,
+        "fact_sources": fact_sources,
+        "entity_mentions": entity_mentions,
+    }
+    if rows:
+        await conn.execute(tables[table_name].insert(), list(rows))

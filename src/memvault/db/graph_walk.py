@@ -1,0 +1,224 @@
+"""The knowledge graph's read paths beyond single rows: the walk (a recursive CTE over the
+owner's current graph) and the candidate queries of recall (blind terms, vectors), with
+reinforcement of what recall returned."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from uuid import UUID
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.graph import EntityRow, scope, vector_text
+from memvault.db.tables import entities, entity_terms, fact_terms, facts
+
+_e = entities.c
+_f = facts.c
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One step of a walk: ``source`` —kind→ ``target`` (a relation, or a fact whose object
+    is an entity), found at ``depth`` hops from the start."""
+
+    source_id: UUID
+    kind: str
+    target_id: UUID
+    via: UUID
+    depth: int
+    relation: bool
+
+
+# --- traversal ----------------------------------------------------------------------------
+
+# The owner's current graph, walked from the start by index lookups per node (relations both
+# ways, and facts whose object is an entity), each node's neighbours capped at :fanout and the
+# nodes at :max_nodes, so a hub cannot blow the walk up. The edges are those the walk took:
+# a hub's thousandth fact is never read.
+_LIVE_R = "(r.valid_until IS NULL OR r.valid_until > :now)"
+_LIVE_F = (
+    "f.object_id IS NOT NULL AND f.superseded_at IS NULL "
+    "AND (f.valid_until IS NULL OR f.valid_until > :now) "
+    "AND (f.valid_from IS NULL OR f.valid_from <= :now)"
+)
+# Each node comes back with its entity row (one round trip for the whole view).
+_NODE_COLUMNS = ", ".join(f"e.{f.name} AS node_{f.name}" for f in fields(EntityRow))
+_NO_NODE = ", ".join(f"NULL AS node_{f.name}" for f in fields(EntityRow))
+_WALK = sa.text(
+    f"""
+    WITH RECURSIVE start AS MATERIALIZED (
+        -- By primary key alone: unanalysed, the planner would read the owner's entities
+        -- through the (tenant, user, name) index to find one id.
+        SELECT e.id, e.user_id FROM entities e
+        WHERE e.tenant_id = :tenant AND e.id = CAST(:start AS uuid)
+    ),
+    walk(node, depth, source_id, kind, target_id, via, relation) AS (
+        SELECT s.id, 0, NULL::uuid, NULL::text, NULL::uuid, NULL::uuid, NULL::boolean
+        FROM start s WHERE s.user_id = :user
+        UNION
+        SELECT n.other, w.depth + 1, n.source_id, n.kind, n.target_id, n.via, n.relation
+        FROM walk w
+        CROSS JOIN LATERAL (
+            SELECT r.target_id AS other, r.source_id, r.type AS kind, r.target_id, r.id AS via,
+                   true AS relation
+            FROM relations r
+            WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {_LIVE_R}
+            UNION ALL
+            SELECT r.source_id, r.source_id, r.type, r.target_id, r.id, true FROM relations r
+            WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {_LIVE_R}
+            UNION ALL
+            SELECT f.object_id, f.subject_id, f.predicate, f.object_id, f.id, false
+            FROM facts f
+            WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {_LIVE_F}
+            UNION ALL
+            SELECT f.subject_id, f.subject_id, f.predicate, f.object_id, f.id, false
+            FROM facts f
+            WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {_LIVE_F}
+            LIMIT :fanout
+        ) n
+        WHERE w.depth < :depth
+    ),
+    nodes AS MATERIALIZED (
+        SELECT node, min(depth) AS depth FROM walk GROUP BY node
+        ORDER BY min(depth), node LIMIT :max_nodes
+    )
+    SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
+           NULL AS relation, n.depth, {_NODE_COLUMNS}
+    FROM nodes n
+    CROSS JOIN LATERAL (
+        SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
+    ) e
+    UNION ALL (
+        SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
+               GREATEST(a.depth, b.depth) AS depth, {_NO_NODE}
+        FROM walk w
+        JOIN nodes a ON a.node = w.source_id
+        JOIN nodes b ON b.node = w.target_id
+        WHERE w.via IS NOT NULL
+        ORDER BY w.via
+        LIMIT :max_edges
+    )
+    """
+)
+
+
+@dataclass(frozen=True)
+class Walk:
+    nodes: dict[UUID, int]  # entity id → hops from the start
+    edges: list[Edge]
+    entities: dict[UUID, EntityRow]
+
+
+async def walk(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    start: UUID,
+    *,
+    depth: int,
+    now: datetime,
+    fanout: int,
+    max_nodes: int,
+    max_edges: int,
+) -> Walk:
+    """The entities within ``depth`` hops of ``start`` (one of the owner's: otherwise nothing)
+    in the owner's current graph, with their rows, and the edges among them."""
+    rows = await conn.execute(
+        _WALK,
+        {
+            "tenant": tenant_id,
+            "user": user_id,
+            "start": start,
+            "depth": depth,
+            "now": now,
+            "fanout": fanout,
+            "max_nodes": max_nodes,
+            "max_edges": max_edges,
+        },
+    )
+    found = Walk({}, [], {})
+    names = [f.name for f in fields(EntityRow)]
+    for r in rows:
+        if r.kind is None:
+            found.nodes[r.source_id] = int(r.depth)
+            mapping = r._mapping
+            found.entities[r.source_id] = EntityRow(**{n: mapping[f"node_{n}"] for n in names})
+        else:
+            found.edges.append(
+                Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth), bool(r.relation))
+            )
+    return found
+
+
+async def keyword_matches(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    kind: str,
+    term_ids: Sequence[int],
+    limit: int,
+) -> dict[UUID, int]:
+    """Facts or entities of the owner by how many of the query's terms they hold."""
+    if not term_ids:
+        return {}
+    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
+    c = table.c
+    matched = sa.func.count(sa.distinct(c.term)).label("matched")
+    query = (
+        sa.select(c[column].label("item"), matched)
+        .where(*scope(c, tenant_id, user_id), c.term.in_(list(term_ids)))
+        .group_by(c[column])
+        .order_by(matched.desc(), c[column])
+        .limit(limit)
+    )
+    return {r.item: int(r.matched) for r in await conn.execute(query)}
+
+
+async def nearest_facts(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    vector: Sequence[float],
+    model: str,
+    limit: int,
+) -> dict[UUID, float]:
+    """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
+    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
+    distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
+    query = (
+        sa.select(_f.id, distance.label("distance"))
+        .where(*scope(_f, tenant_id, user_id), _f.embedding_model == model)
+        .order_by(distance)
+        .limit(limit)
+    )
+    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query)}
+
+
+async def record_access(
+    conn: AsyncConnection,
+    tenant_id: str,
+    fact_ids: Sequence[UUID],
+    entity_ids: Sequence[UUID],
+    at: datetime,
+) -> None:
+    """Reinforcement: returned facts and entities count an access; entities grow salient."""
+    if fact_ids:
+        await conn.execute(
+            facts.update()
+            .where(_f.tenant_id == tenant_id, _f.id.in_(sorted(fact_ids)))
+            .values(access_count=_f.access_count + 1, last_accessed=at)
+        )
+    if entity_ids:
+        await conn.execute(
+            entities.update()
+            .where(_e.tenant_id == tenant_id, _e.id.in_(sorted(entity_ids)))
+            .values(
+                access_count=_e.access_count + 1,
+                last_accessed=at,
+                salience=sa.func.least(1.0, _e.salience + 0.02),
+            )
+        )

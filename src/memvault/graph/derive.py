@@ -1,0 +1,103 @@
+"""The write pipeline's graph step: what a memory's text claims, extracted and embedded before
+the memory's transaction and written inside it, so a memory and what is derived from it commit
+together (and go together: see the cleanup triggers of migration 0007)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.errors import MemvaultError
+from memvault.graph.claims import Extraction
+from memvault.graph.extract import extract
+from memvault.graph.store import GraphWriter, Owner, Prepared, prepare_many
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Derivation:
+    writer: GraphWriter
+    prepared: Prepared
+    reference_time: datetime
+    source: str
+
+    async def write(self, conn: AsyncConnection, memory_id: UUID) -> None:
+        await self.writer.apply(
+            conn,
+            self.prepared,
+            memory_id=memory_id,
+            reference_time=self.reference_time,
+            source=self.source,
+        )
+
+
+def speaker_of(metadata: dict[str, Any]) -> str | None:
+    """Who said a text: a conversation turn's named speaker; the user (``None``) otherwise."""
+    speaker = metadata.get("speaker")
+    return speaker if isinstance(speaker, str) and speaker not in ("user", "") else None
+
+
+@dataclass(frozen=True)
+class Source:
+    """A text to derive from, and whose it is."""
+
+    owner: Owner
+    text: str
+    metadata: dict[str, Any]
+    occurred_at: datetime | None
+
+
+async def derive(
+    backend: Backend,
+    owner: Owner,
+    text: str,
+    *,
+    metadata: dict[str, Any],
+    occurred_at: datetime | None,
+) -> Derivation | None:
+    """What ``text`` claims, extracted and embedded; ``None`` when it claims nothing."""
+    (derived,) = await derive_many(backend, [Source(owner, text, metadata, occurred_at)])
+    return derived
+
+
+async def derive_many(backend: Backend, sources: list[Source]) -> list[Derivation | None]:
+    """What each text claims: the extractions at once, then one embedding call for all their
+    names and claims. A text whose extraction failed gets ``None`` (its memory is stored all
+    the same, and the failure logged)."""
+    references = [s.occurred_at or datetime.now(UTC) for s in sources]
+    extractions = await asyncio.gather(
+        *(_extract(backend, s, r) for s, r in zip(sources, references, strict=True))
+    )
+    found = [e for e in extractions if e is not None and not e.empty]
+    prepared = iter(await prepare_many(backend, found))
+    derived: list[Derivation | None] = []
+    for source, reference, extraction in zip(sources, references, extractions, strict=True):
+        if extraction is None or extraction.empty:
+            derived.append(None)
+            continue
+        writer = GraphWriter(backend, source.owner)
+        derived.append(Derivation(writer, next(prepared), reference, extraction.extractor))
+    return derived
+
+
+async def _extract(backend: Backend, source: Source, reference: datetime) -> Extraction | None:
+    try:
+        return await extract(
+            source.text,
+            speaker=speaker_of(source.metadata),
+            reference_time=reference,
+            llm=backend.judge.llm,
+        )
+    except MemvaultError as exc:
+        log.warning("graph extraction failed (%s); the memory is stored without it", exc.code)
+        return None

@@ -1,0 +1,421 @@
+"""``GraphFace``: the knowledge graph's methods on ``AsyncMemory`` (facts, entities, the walk,
+merges, reviews, export). Each runs in the view's tenant, on ``self._backend``."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db import graph as graph_db
+from memvault.db import graph_admin, graph_walk
+from memvault.db.graph import EntityRow, FactQuery, FactRow
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.errors import InvalidInput, NotFound, validation_problems
+from memvault.graph import export, sealed
+from memvault.graph.claims import SELF, Extraction, FactClaim
+from memvault.graph.derive import Derivation, derive
+from memvault.graph.models import (
+    EntitiesQuery,
+    EntityDetail,
+    FactInput,
+    FactReview,
+    FactsQuery,
+    GraphEdge,
+    GraphExport,
+    GraphNode,
+    GraphView,
+    MergeRequest,
+    ReviewsQuery,
+)
+from memvault.graph.store import GraphWriter, Owner
+from memvault.models import Entity, Fact, MemoryRecord
+from memvault.models import Owner as OwnerInput
+from memvault.retrieval.terms import query_term_ids
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+
+def _valid(model: type[BaseModel], **fields: Any) -> Any:
+    try:
+        return model.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        found = validation_problems(exc.errors(include_input=False, include_url=False))
+        raise InvalidInput("The request is not valid.", details={"errors": found}) from None
+
+
+def _entity_id(value: UUID | str) -> UUID:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidInput("An entity id must be a UUID.", details={"field": "entity_id"}) from None
+
+
+class GraphFace:
+    """Mixed into ``AsyncMemory``: semantic memory over the same store."""
+
+    _backend: Backend
+    tenant_id: str
+    actor: str
+    get: Callable[..., Awaitable[MemoryRecord]]  # AsyncMemory's
+
+    # --- facts ----------------------------------------------------------------------------
+
+    @scoped_to_tenant
+    async def add_fact(
+        self,
+        subject: str,
+        predicate: str,
+        *,
+        user_id: str,
+        object: str | None = None,
+        value: str | None = None,
+        valid_from: datetime | None = None,
+        confidence: float | None = None,
+        source: str | None = None,
+        channel: str | None = None,
+        app_id: str | None = None,
+    ) -> Fact:
+        """State a fact directly: ``subject predicate object`` (an entity name) or ``subject
+        predicate value`` (a literal). ``@user`` names the user. A functional predicate
+        (lives_in, works_for, …) supersedes the current value per the contradiction policy."""
+        given: FactInput = _valid(
+            FactInput,
+            subject=subject,
+            predicate=predicate,
+            object=object,
+            value=value,
+            user_id=user_id,
+            valid_from=valid_from,
+            confidence=confidence,
+            source=source,
+            channel=channel,
+            app_id=app_id,
+        )
+        claim = FactClaim(
+            subject=given.subject,
+            predicate=given.predicate,
+            claim=given.claim(),
+            object=given.object,
+            value=given.value,
+            valid_from=given.valid_from,
+        )
+        owner = Owner(self.tenant_id, given.user_id, given.app_id, given.channel)
+        writer = GraphWriter(self._backend, owner)
+        prepared = await writer.prepare(Extraction(facts=(claim,), extractor="api"))
+        async with self._backend.engine.begin() as conn:
+            applied = await writer.apply(
+                conn,
+                prepared,
+                memory_id=None,
+                reference_time=datetime.now(UTC),
+                source=given.source or "api",
+                confidence=given.confidence,
+            )
+            rows = await graph_db.fetch_facts(conn, self.tenant_id, applied.fact_ids)
+            (fact,) = await self._facts_out(conn, [rows[applied.fact_ids[0]]])
+        return fact
+
+    @scoped_to_tenant
+    async def facts(
+        self,
+        *,
+        user_id: str,
+        entity: str | None = None,
+        predicate: str | None = None,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> builtins.list[Fact]:
+        """What is true now as currently known (default); ``valid_at=T``: what held in the
+        world at T; ``known_at=T``: what the store believed at T; ``include_superseded``: the
+        whole history. ``entity`` is a name, alias or id (its facts as subject or object)."""
+        query: FactsQuery = _valid(
+            FactsQuery,
+            user_id=user_id,
+            entity=entity,
+            predicate=predicate,
+            valid_at=valid_at,
+            known_at=known_at,
+            include_superseded=include_superseded,
+            limit=limit,
+        )
+        async with self._backend.engine.connect() as conn:
+            entity_ids = None
+            if query.entity is not None:
+                entity_ids = await self._entities_named(conn, query.user_id, query.entity)
+                if not entity_ids:
+                    return []
+            rows = await graph_db.query_facts(
+                conn,
+                self.tenant_id,
+                FactQuery(
+                    user_id=query.user_id,
+                    entity_ids=entity_ids,
+                    predicate=query.predicate,
+                    valid_at=query.valid_at,
+                    known_at=query.known_at,
+                    include_superseded=query.include_superseded,
+                    limit=query.limit,
+                ),
+                datetime.now(UTC),
+            )
+            return await self._facts_out(conn, rows)
+
+    async def _entities_named(
+        self, conn: AsyncConnection, user_id: str, name_or_id: str
+    ) -> builtins.list[UUID]:
+        """An entity by id, or every entity a name or alias hashes to (merged ones followed),
+        with the entities merged into them."""
+        try:
+            wanted = [UUID(name_or_id)]
+        except ValueError:
+            keyring = self._backend.keys.current()
+            keys = (
+                [sealed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
+                if name_or_id == SELF
+                else sealed.name_keys(keyring, [name_or_id])
+            )
+            found = await graph_db.entities_by_keys(conn, self.tenant_id, user_id, keys)
+            wanted = [e.merged_into or e.id for e in found]
+        rows = await graph_db.fetch_entities(conn, self.tenant_id, wanted)
+        return sorted(e.id for e in rows.values() if e.user_id == user_id)
+
+    async def _facts_out(
+        self, conn: AsyncConnection, rows: Sequence[FactRow]
+    ) -> builtins.list[Fact]:
+        names = await self._names(
+            conn, [i for r in rows for i in (r.subject_id, r.object_id) if i is not None]
+        )
+        sources = await graph_db.sources_of(conn, self.tenant_id, [r.id for r in rows])
+        return [sealed.to_fact(self._backend.keys, r, names, sources[r.id]) for r in rows]
+
+    async def _names(self, conn: AsyncConnection, ids: Iterable[UUID]) -> dict[UUID, str]:
+        keyring = self._backend.keys.current()
+        found = await graph_db.fetch_entities(conn, self.tenant_id, ids)
+        return {i: sealed.open_entity(keyring, e).name for i, e in found.items()}
+
+    @scoped_to_tenant
+    async def fact_reviews(self, *, user_id: str, limit: int = 50) -> builtins.list[FactReview]:
+        """Contradictions the ``flag_review`` policy kept side by side, newest first."""
+        query: ReviewsQuery = _valid(ReviewsQuery, user_id=user_id, limit=limit)
+        async with self._backend.engine.connect() as conn:
+            reviews = await graph_db.list_reviews(conn, self.tenant_id, query.user_id, query.limit)
+            ids = {i for r in reviews for i in (r.fact_id, r.conflicts_with)}
+            rows = await graph_db.fetch_facts(conn, self.tenant_id, ids)
+            facts = {f.id: f for f in await self._facts_out(conn, list(rows.values()))}
+        return [
+            FactReview(
+                id=r.id,
+                fact=facts[r.fact_id],
+                conflicts_with=facts[r.conflicts_with],
+                reason=r.reason,
+                created_at=r.created_at,
+            )
+            for r in reviews
+        ]
+
+    # --- entities -------------------------------------------------------------------------
+
+    @scoped_to_tenant
+    async def entities(
+        self,
+        *,
+        user_id: str,
+        q: str | None = None,
+        type: str | None = None,
+        limit: int = 50,
+    ) -> builtins.list[Entity]:
+        """Entities by name or alias (``q``: an exact normalised name, or any of its words),
+        else the most salient."""
+        query: EntitiesQuery = _valid(EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit)
+        keyring = self._backend.keys.current()
+        keys = sealed.name_keys(keyring, [query.q]) if query.q else []
+        terms = query_term_ids(keyring, query.q) if query.q else []
+        async with self._backend.engine.connect() as conn:
+            rows = await graph_db.list_entities(
+                conn,
+                self.tenant_id,
+                query.user_id,
+                type=query.type,
+                keys=keys,
+                term_ids=terms,
+                limit=query.limit,
+            )
+            if keys:
+                # A name merged into another entity finds the one it joined.
+                named = await graph_db.entities_by_keys(conn, self.tenant_id, query.user_id, keys)
+                seen = {e.id for e in rows}
+                joined = {e.merged_into for e in named if e.merged_into not in (None, *seen)}
+                found = await graph_db.fetch_entities(conn, self.tenant_id, joined)  # type: ignore[arg-type]
+                rows += [e for e in found.values() if e.merged_into is None]
+        exact = set(keys)
+        merged_names = {e.merged_into for e in named} if keys else set()
+        # A whole-name or alias match (or a merged name's survivor) ranks above a shared word.
+        rows.sort(key=lambda e: not ({e.name_key, *e.alias_keys} & exact or e.id in merged_names))
+        return [sealed.to_entity(self._backend.keys, r) for r in rows]
+
+    async def _owned_entity(
+        self, conn: AsyncConnection, entity_id: UUID | str, user_id: str, *, lock: bool = False
+    ) -> EntityRow:
+        ident = _entity_id(entity_id)
+        row = await graph_db.fetch_entity(conn, self.tenant_id, user_id, ident, lock=lock)
+        if row is None:
+            raise NotFound("No such entity for this user.", details={"id": str(ident)})
+        return row
+
+    @scoped_to_tenant
+    async def entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
+        """One entity with its current facts (as subject or object)."""
+        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        async with self._backend.engine.connect() as conn:
+            row = await self._owned_entity(conn, entity_id, owner.user_id)
+            rows = await graph_db.query_facts(
+                conn,
+                self.tenant_id,
+                FactQuery(user_id=owner.user_id, entity_ids=[row.id], limit=1_000),
+                datetime.now(UTC),
+            )
+            facts = await self._facts_out(conn, rows)
+            merged = await graph_db.merged_into(conn, self.tenant_id, row.id)
+        base = sealed.to_entity(self._backend.keys, row)
+        return EntityDetail(**base.model_dump(), facts=facts, merged=merged)
+
+    @scoped_to_tenant
+    async def entity_graph(
+        self, entity_id: UUID | str, *, user_id: str, depth: int = 2
+    ) -> GraphView:
+        """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
+        most 3) and the edges between them (relations, and facts whose object is an entity)."""
+        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        settings = self._backend.settings
+        if not 1 <= depth <= settings.graph_max_depth:
+            raise InvalidInput(
+                f"depth is 1 to {settings.graph_max_depth}.",
+                details={"field": "depth", "limit": settings.graph_max_depth},
+            )
+        start = _entity_id(entity_id)
+        async with self._backend.engine.connect() as conn:
+            found = await graph_walk.walk(
+                conn,
+                self.tenant_id,
+                owner.user_id,
+                start,
+                depth=depth,
+                now=datetime.now(UTC),
+                fanout=settings.graph_fanout,
+                max_nodes=settings.graph_max_nodes,
+                max_edges=settings.graph_max_edges,
+            )
+        if start not in found.nodes:
+            raise NotFound("No such entity for this user.", details={"id": str(start)})
+        rows = found.entities
+        keys = self._backend.keys
+        order = sorted(found.nodes.items(), key=lambda item: (item[1], str(item[0])))
+        return GraphView(
+            nodes=[
+                sealed.entity_as(keys, rows[i], GraphNode, depth=d) for i, d in order if i in rows
+            ],
+            edges=[
+                GraphEdge.model_construct(
+                    source_id=e.source_id,
+                    target_id=e.target_id,
+                    type=e.kind,
+                    kind="relation" if e.relation else "fact",
+                    id=e.via,
+                    depth=e.depth,
+                )
+                for e in found.edges
+            ],
+        )
+
+    @scoped_to_tenant
+    async def merge_entities(
+        self, entity_id: UUID | str, *, into: UUID | str, user_id: str
+    ) -> EntityDetail:
+        """Merge one entity into another: its facts and relations move over, its name
+        resolves to the other from now on; recorded, so :meth:`split_entity` undoes it."""
+        request: MergeRequest = _valid(MergeRequest, into=_entity_id(into), user_id=user_id)
+        async with self._backend.engine.begin() as conn:
+            merged = await self._owned_entity(conn, entity_id, request.user_id, lock=True)
+            target = await self._owned_entity(conn, request.into, request.user_id, lock=True)
+            if merged.id == target.id or merged.merged_into is not None:
+                raise InvalidInput(
+                    "An entity merges once, into another entity that is not merged itself.",
+                    details={"id": str(merged.id)},
+                )
+            if target.merged_into is not None:
+                raise InvalidInput(
+                    "The target entity is itself merged into another; merge into that one.",
+                    details={"into": str(target.id), "merged_into": str(target.merged_into)},
+                )
+            await graph_db.merge(
+                conn, self.tenant_id, request.user_id, merged.id, target.id, self.actor
+            )
+        return await self.entity(target.id, user_id=request.user_id)
+
+    @scoped_to_tenant
+    async def split_entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
+        """Undo the last merge of this entity: what moved (and still points at the entity it
+        joined) moves back, and its name resolves to it again."""
+        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        async with self._backend.engine.begin() as conn:
+            row = await self._owned_entity(conn, entity_id, owner.user_id, lock=True)
+            merge = await graph_db.last_merge(conn, self.tenant_id, owner.user_id, row.id)
+            if merge is None:
+                raise InvalidInput(
+                    "This entity is not merged into another.", details={"id": str(row.id)}
+                )
+            await graph_db.split(conn, merge, datetime.now(UTC))
+        return await self.entity(row.id, user_id=owner.user_id)
+
+    # --- a memory's text changed ----------------------------------------------------------
+
+    async def _derive_edit(self, memory_id: UUID, user_id: str, new_text: str) -> Derivation | None:
+        """What an edited memory's new text claims (extracted before the edit's
+        transaction)."""
+        current = await self.get(memory_id, user_id=user_id)
+        owner = Owner(self.tenant_id, user_id, current.app_id, current.channel)
+        return await derive(
+            self._backend,
+            owner,
+            new_text,
+            metadata=current.metadata,
+            occurred_at=current.occurred_at,
+        )
+
+    async def _rederive(
+        self, conn: AsyncConnection, memory_id: UUID, derived: Derivation | None
+    ) -> None:
+        """In the edit's transaction: the old text's claims go (with whatever only they
+        held), the new text's come in."""
+        await graph_db.forget_memory(conn, self.tenant_id, memory_id)
+        if derived is not None:
+            await derived.write(conn, memory_id)
+
+    # --- export ---------------------------------------------------------------------------
+
+    @scoped_to_tenant
+    async def export_graph(
+        self, *, format: str = "cypher", user_id: str | None = None
+    ) -> dict[str, str]:
+        """The current graph of one user (or of the whole tenant) as files a graph database
+        loads: ``cypher`` (one ``graph.cypher``) or ``csv`` (``nodes.csv``, ``edges.csv``)."""
+        request: GraphExport = _valid(GraphExport, format=format, user_id=user_id)
+        async with self._backend.engine.connect() as conn:
+            ents, facts, rels = await graph_admin.export_rows(
+                conn, self.tenant_id, request.user_id, datetime.now(UTC)
+            )
+        graph = export.opened(self._backend.keys.current(), ents, facts, rels)
+        if request.format == "csv":
+            return export.to_csv(graph)
+        return {"graph.cypher": export.to_cypher(graph)}

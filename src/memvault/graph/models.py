@@ -1,0 +1,157 @@
+"""What callers send to the knowledge graph and what they get back (besides ``Fact`` and
+``Entity``, which search answers too and so live in ``memvault.models``)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AfterValidator, BaseModel, Field, model_validator
+
+from memvault.graph.claims import SELF, canonical_predicate
+from memvault.models import Entity, Fact, Identifier, Timestamp, _Input
+
+_PREDICATE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+EntityTypeName = Literal[
+    "person", "organisation", "place", "project", "tool", "event", "concept", "other"
+]
+
+
+def _predicate(value: str) -> str:
+    folded = "_".join(value.strip().lower().replace("-", " ").split())
+    if not _PREDICATE.match(folded):
+        raise ValueError("a predicate is a word or words_joined_by_underscores (at most 64)")
+    # One spelling per predicate, as the extractors write it ("works_at" is "works_for").
+    return canonical_predicate(folded)
+
+
+def _name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace")
+    if any(ord(ch) < 32 for ch in value):
+        raise ValueError("must not contain control characters")
+    value.encode("utf-8")
+    return value.strip()
+
+
+Predicate = Annotated[str, AfterValidator(_predicate)]
+Name = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_name)]
+Value = Annotated[str, Field(min_length=1, max_length=2_000), AfterValidator(_name)]
+
+
+class FactInput(_Input):
+    """Body of POST /v1/facts: a triple stated directly, no extraction needed. ``subject``
+    and ``object`` are entity names (``@user`` is the user); give ``object`` or ``value``."""
+
+    subject: Name
+    predicate: Predicate
+    object: Name | None = None
+    value: Value | None = None
+    user_id: Identifier
+    app_id: Identifier = "default"
+    channel: Identifier = "_global"
+    valid_from: Timestamp | None = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    source: Identifier | None = None
+
+    @model_validator(mode="after")
+    def _one_object(self) -> FactInput:
+        if (self.object is None) == (self.value is None):
+            raise ValueError("give exactly one of object (an entity) or value (a literal)")
+        return self
+
+    def claim(self) -> str:
+        subject = "The user" if self.subject == SELF else self.subject
+        return f"{subject} {self.predicate.replace('_', ' ')} {self.object or self.value}"
+
+
+class FactsQuery(_Input):
+    """GET /v1/facts. Default: what is true now as currently known. ``valid_at``: what held
+    in the world then; ``known_at``: what the store believed then; ``include_superseded``:
+    the whole history."""
+
+    user_id: Identifier
+    entity: Name | None = Field(default=None, description="an entity's name, alias or id")
+    predicate: Predicate | None = None
+    valid_at: Timestamp | None = None
+    known_at: Timestamp | None = None
+    include_superseded: bool = False
+    limit: int = Field(default=100, ge=1, le=1_000)
+
+
+class EntitiesQuery(_Input):
+    """GET /v1/entities: by name or alias (``q``), else the most salient."""
+
+    user_id: Identifier
+    q: Name | None = None
+    type: EntityTypeName | None = None
+    limit: int = Field(default=50, ge=1, le=1_000)
+
+
+class EntityDetail(Entity):
+    facts: list[Fact] = Field(description="its current facts, as subject or object")
+    merged: list[UUID] = Field(default=[], description="entities merged into this one")
+
+
+class GraphNode(Entity):
+    depth: int = Field(description="hops from the entity asked about")
+
+
+class GraphEdge(BaseModel):
+    source_id: UUID
+    target_id: UUID
+    type: str = Field(description="a relation type (WORKS_FOR, …) or a fact's predicate")
+    kind: Literal["relation", "fact"]
+    id: UUID = Field(description="the relation's or the fact's id")
+    depth: int
+
+
+class GraphView(BaseModel):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class GraphQuery(_Input):
+    """GET /v1/entities/{id}/graph."""
+
+    user_id: Identifier
+    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
+
+
+class MergeRequest(_Input):
+    into: UUID = Field(description="the entity that absorbs this one")
+    user_id: Identifier
+
+
+class FactReview(BaseModel):
+    id: UUID
+    fact: Fact
+    conflicts_with: Fact
+    reason: str
+    created_at: datetime
+
+
+class ReviewsQuery(_Input):
+    user_id: Identifier
+    limit: int = Field(default=50, ge=1, le=1_000)
+
+
+class FactList(BaseModel):
+    results: list[Fact]
+
+
+class EntityList(BaseModel):
+    results: list[Entity]
+
+
+class ReviewList(BaseModel):
+    results: list[FactReview]
+
+
+class GraphExport(_Input):
+    format: Literal["cypher", "csv"] = "cypher"
+    user_id: Identifier | None = Field(
+        default=None, description="one user's graph; unset: the whole tenant's"
+    )

@@ -1,0 +1,205 @@
+"""Facts and entities for a search (``include=["facts", "entities"]``), entity-centric.
+
+"Tell me about X": the entities the query names (their name words on the blind index, or
+their name embedding near the query's), their neighbours within two hops, the current facts of
+all of them, and facts whose own words or meaning match the query. Scores are relevance
+(keywords, meaning, closeness to a named entity) times a temporal boost (current times 1.2, past
+times 0.7) and the fact's confidence, plus a little reinforcement; what is returned counts an
+access, so facts and entities that keep being recalled rank a little higher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db import graph as graph_db
+from memvault.db import graph_walk
+from memvault.db.graph import EntityRow, FactRow
+from memvault.embedding.chunking import clean
+from memvault.errors import MemvaultError
+from memvault.graph import sealed
+from memvault.models import EntityHit, FactHit, SearchRequest
+from memvault.retrieval.reinforce import reinforcement
+from memvault.retrieval.terms import query_terms
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+CURRENT_BOOST, PAST_BOOST = 1.2, 0.7
+# How much a fact counts for being about a named entity, by hops from it.
+HOP_WEIGHT = {0: 1.0, 1: 0.6, 2: 0.4}
+ENTITY_SIMILARITY_FLOOR = 0.5
+EXPANDED_ENTITIES = 3
+CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class Recalled:
+    facts: list[FactHit] | None
+    entities: list[EntityHit] | None
+
+
+async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Recalled:
+    keyring = backend.keys.current()
+    words = query_terms(keyring, request.query)
+    term_ids = sorted({i for ids in words.values() for i in ids})
+    user = request.user_id
+    vector, model = await _query_vector(backend, request.query)
+    now = datetime.now(UTC)
+    async with backend.engine.begin() as conn:
+        entity_words = await graph_walk.keyword_matches(
+            conn, tenant_id, user, "entity", term_ids, CANDIDATES
+        )
+        entity_scores = {i: n / max(len(words), 1) for i, n in entity_words.items()}
+        if vector is not None and model is not None:
+            near = await graph_db.nearest_entities(conn, tenant_id, user, vector, model, 10)
+            for entity, similarity in near:
+                if similarity >= ENTITY_SIMILARITY_FLOOR:
+                    entity_scores[entity.id] = entity_scores.get(entity.id, 0.0) + similarity
+        named = await graph_db.fetch_entities(conn, tenant_id, entity_scores)
+        named = {i: e for i, e in named.items() if e.user_id == user}
+        hops = await _expand(backend, conn, tenant_id, user, named, entity_scores, now)
+        fact_words = await graph_walk.keyword_matches(
+            conn, tenant_id, user, "fact", term_ids, CANDIDATES
+        )
+        fact_meaning: dict[UUID, float] = {}
+        if vector is not None and model is not None:
+            fact_meaning = await graph_walk.nearest_facts(
+                conn, tenant_id, user, vector, model, CANDIDATES
+            )
+        about = await graph_db.query_facts(
+            conn,
+            tenant_id,
+            graph_db.FactQuery(user_id=user, entity_ids=sorted(hops), limit=CANDIDATES * 4),
+            now,
+        )
+        candidates = await graph_db.fetch_facts(conn, tenant_id, [*fact_words, *fact_meaning])
+        rows = {r.id: r for r in [*candidates.values(), *about] if _live(r, now)}
+        scored = {
+            i: _fact_scores(r, fact_words, len(words), fact_meaning, hops, now)
+            for i, r in rows.items()
+        }
+        fact_order = sorted(scored, key=lambda i: (-scored[i]["final"], str(i)))[: request.limit]
+        entity_order = sorted(
+            (i for i in entity_scores if i in named),
+            key=lambda i: (-_entity_final(named[i], entity_scores[i]), str(i)),
+        )[: request.limit]
+        kept = [rows[i] for i in fact_order]
+        ids = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
+        entities = await graph_db.fetch_entities(conn, tenant_id, ids | set(entity_order))
+        sources = await graph_db.sources_of(conn, tenant_id, fact_order)
+        if request.track_access and (fact_order or entity_order):
+            await graph_walk.record_access(conn, tenant_id, fact_order, entity_order, now)
+    names = {i: sealed.open_entity(keyring, e).name for i, e in entities.items()}
+    wanted = set(request.include)
+    return Recalled(
+        facts=[
+            FactHit(
+                **sealed.to_fact(backend.keys, rows[i], names, sources[i]).model_dump(),
+                score=scored[i]["final"],
+                scores=scored[i],
+            )
+            for i in fact_order
+        ]
+        if "facts" in wanted
+        else None,
+        entities=[
+            EntityHit(
+                **sealed.to_entity(backend.keys, named[i]).model_dump(),
+                score=_entity_final(named[i], entity_scores[i]),
+                scores={"match": entity_scores[i], "salience": named[i].salience},
+            )
+            for i in entity_order
+        ]
+        if "entities" in wanted
+        else None,
+    )
+
+
+async def _query_vector(backend: Backend, query: str) -> tuple[list[float] | None, str | None]:
+    try:
+        embedded = await backend.embeddings.embed_batch(
+            [clean(query, backend.settings.embedding_max_chars)]
+        )
+    except MemvaultError:
+        return None, None  # keywords alone, as memory search degrades
+    return embedded.vectors[0], embedded.model_id
+
+
+async def _expand(
+    backend: Backend,
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    named: dict[UUID, EntityRow],
+    scores: dict[UUID, float],
+    now: datetime,
+) -> dict[UUID, int]:
+    """The best-named entities and their neighbours within two hops: id → hops."""
+    hops: dict[UUID, int] = {}
+    best = sorted(named, key=lambda i: (-scores[i], str(i)))[:EXPANDED_ENTITIES]
+    settings = backend.settings
+    for entity_id in best:
+        found = await graph_walk.walk(
+            conn,
+            tenant_id,
+            user_id,
+            entity_id,
+            depth=2,
+            now=now,
+            fanout=settings.graph_fanout,
+            max_nodes=settings.graph_max_nodes,
+            max_edges=settings.graph_max_edges,
+        )
+        for node, depth in found.nodes.items():
+            hops[node] = min(depth, hops.get(node, depth))
+    return hops
+
+
+def _live(row: FactRow, now: datetime) -> bool:
+    """Not replaced, and not a value that never held (corrected or rejected)."""
+    empty = row.valid_from is not None and row.valid_from == row.valid_until
+    future = row.valid_from is not None and row.valid_from > now
+    return row.superseded_at is None and not empty and not future
+
+
+def _is_past(row: FactRow, now: datetime) -> bool:
+    return row.temporal == "past" or (row.valid_until is not None and row.valid_until <= now)
+
+
+def _fact_scores(
+    row: FactRow,
+    words: dict[UUID, int],
+    n_words: int,
+    meaning: dict[UUID, float],
+    hops: dict[UUID, int],
+    now: datetime,
+) -> dict[str, float]:
+    keyword = words.get(row.id, 0) / max(n_words, 1)
+    vector = max(meaning.get(row.id, 0.0), 0.0)
+    closeness = max(
+        (HOP_WEIGHT.get(hops[i], 0.0) for i in (row.subject_id, row.object_id) if i in hops),
+        default=0.0,
+    )
+    boost = PAST_BOOST if _is_past(row, now) else CURRENT_BOOST
+    relevance = 0.5 * keyword + 0.5 * vector + 0.5 * closeness
+    final = relevance * boost * (0.5 + 0.5 * row.confidence) + 0.02 * reinforcement(
+        row.access_count
+    )
+    return {
+        "final": final,
+        "keyword": keyword,
+        "vector": vector,
+        "entity": closeness,
+        "temporal": boost,
+        "confidence": row.confidence,
+    }
+
+
+def _entity_final(row: EntityRow, match: float) -> float:
+    return match * (0.75 + 0.25 * row.salience) + 0.02 * reinforcement(row.access_count)

@@ -1,0 +1,393 @@
+"""Applying an extraction: resolve entity mentions within the user's scope, write facts (with
+supersession), relations and mentions, their keys and vectors, in the caller's transaction.
+
+Embedding happens before the transaction (:meth:`GraphWriter.prepare`), so a slow model never
+holds a lock; the writes happen inside it (:meth:`GraphWriter.apply`), so a memory and what is
+derived from it commit or fail together.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID, uuid4
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db import graph as graph_db
+from memvault.db.graph import EntityRow
+from memvault.embedding.chunking import clean
+from memvault.errors import MemvaultError
+from memvault.graph import sealed, supersede
+from memvault.graph.claims import SELF, EntityMention, Extraction, FactClaim, RelationClaim
+from memvault.graph.supersede import NewFact, Policy
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+log = logging.getLogger(__name__)
+# A merged entity's chain is followed this far (a merge into a merged entity is refused, so
+# one step is the rule; the bound guards against a cycle written by hand).
+_MAX_MERGE_HOPS = 5
+
+
+@dataclass(frozen=True)
+class Owner:
+    tenant_id: str
+    user_id: str
+    app_id: str = "default"
+    channel: str = "_global"
+
+
+@dataclass
+class Prepared:
+    """An extraction with its vectors (text → vector), made before the transaction."""
+
+    extraction: Extraction
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+    model: str | None = None
+
+
+@dataclass
+class Applied:
+    fact_ids: list[UUID] = field(default_factory=list)
+    entity_ids: list[UUID] = field(default_factory=list)
+    relation_ids: list[UUID] = field(default_factory=list)
+
+
+def _lock_name(name: str) -> str:
+    return "\x00self" if name == SELF else sealed.normalise_name(name)
+
+
+def _all_names(extraction: Extraction) -> list[str]:
+    names = [n for m in extraction.entities for n in (m.name, *m.aliases)]
+    for fact in extraction.facts:
+        names += [fact.subject, *([fact.object] if fact.object else [])]
+    for relation in extraction.relations:
+        names += [relation.source, relation.target]
+    return names
+
+
+def entity_names(extraction: Extraction) -> list[str]:
+    """Every surface name an extraction uses (aliases included), once, the user left out."""
+    return [n for n in dict.fromkeys(_all_names(extraction)) if n != SELF]
+
+
+def texts_to_embed(extraction: Extraction) -> list[str]:
+    return list(dict.fromkeys([*entity_names(extraction), *(f.claim for f in extraction.facts)]))
+
+
+async def prepare_many(backend: Backend, extractions: list[Extraction]) -> list[Prepared]:
+    """Every name and claim of a batch of extractions embedded in one call; without a model,
+    no vectors (resolution then goes by names and aliases only)."""
+    texts = list(dict.fromkeys(t for e in extractions for t in texts_to_embed(e)))
+    if not texts:
+        return [Prepared(e) for e in extractions]
+    limit = backend.settings.embedding_max_chars
+    try:
+        embedded = await backend.embeddings.embed_batch([clean(t, limit) for t in texts])
+    except MemvaultError as exc:
+        log.warning("graph embedding failed (%s); resolving by names only", exc.code)
+        return [Prepared(e) for e in extractions]
+    vectors = dict(zip(texts, embedded.vectors, strict=True))
+    return [Prepared(e, vectors, embedded.model_id) for e in extractions]
+
+
+class GraphWriter:
+    def __init__(self, backend: Backend, owner: Owner, *, policy: Policy | None = None) -> None:
+        self.backend = backend
+        self.owner = owner
+        self.policy: Policy = policy or backend.settings.graph_contradiction_policy
+        self.keyring = backend.keys.current()
+        self._resolved: dict[str, UUID] = {}
+        self._touched_entities: set[UUID] = set()
+
+    async def prepare(self, extraction: Extraction) -> Prepared:
+        """Embed every entity name and fact claim in one call."""
+        (prepared,) = await prepare_many(self.backend, [extraction])
+        return prepared
+
+    async def apply(
+        self,
+        conn: AsyncConnection,
+        prepared: Prepared,
+        *,
+        memory_id: UUID | None,
+        reference_time: datetime,
+        source: str | None,
+        confidence: float | None = None,
+    ) -> Applied:
+        applied = Applied()
+        self._prepared = prepared
+        extraction = prepared.extraction
+        # Every name this extraction may create, locked up front in one global order, so two
+        # writers naming the same entities the other way round never wait on each other.
+        for norm in sorted({_lock_name(n) for n in _all_names(extraction)}):
+            await graph_db.lock_name(conn, self.owner.tenant_id, self.owner.user_id, norm)
+        for mention in extraction.entities:
+            applied.entity_ids.append(await self.resolve(conn, mention))
+        for claim in extraction.facts:
+            fact_id = await self._write_fact(
+                conn, claim, memory_id, reference_time, source, confidence
+            )
+            applied.fact_ids.append(fact_id)
+        for relation in extraction.relations:
+            applied.relation_ids.append(await self._write_relation(conn, relation, memory_id))
+        if memory_id is not None:
+            await graph_db.add_mentions(
+                conn, self.owner.tenant_id, self.owner.user_id, memory_id, self._touched_entities
+            )
+        applied.entity_ids = sorted(set(applied.entity_ids) | self._touched_entities)
+        return applied
+
+    # --- entities -------------------------------------------------------------------------
+
+    async def resolve(self, conn: AsyncConnection, mention: EntityMention) -> UUID:
+        """The entity a mention names: by normalised name or alias, else by name embedding
+        above the threshold, else a new one. Within one extraction a name resolves once."""
+        norm = _lock_name(mention.name)
+        if norm in self._resolved:
+            return self._resolved[norm]
+        o = self.owner
+        if mention.name == SELF:
+            keys = [sealed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
+        else:
+            keys = sealed.name_keys(self.keyring, [mention.name, *mention.aliases])
+        await graph_db.lock_name(conn, o.tenant_id, o.user_id, norm)
+        found = await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys)
+        entity: EntityRow | None = None
+        if found:
+            entity = await self._followed(conn, found[0])
+        elif mention.name != SELF:
+            entity = await self._similar(conn, mention)
+        if entity is None:
+            entity_id = await self._create(conn, mention)
+        else:
+            entity_id = entity.id
+            # A name that resolved through a merge stays the merged entity's, so a split
+            # gives it back whole.
+            if not found or found[0].id == entity.id:
+                await self._learn_aliases(conn, entity, mention)
+        self._resolved[norm] = entity_id
+        self._touched_entities.add(entity_id)
+        return entity_id
+
+    async def _followed(self, conn: AsyncConnection, entity: EntityRow) -> EntityRow:
+        o = self.owner
+        for _ in range(_MAX_MERGE_HOPS):
+            if entity.merged_into is None:
+                return entity
+            target = await graph_db.fetch_entity(conn, o.tenant_id, o.user_id, entity.merged_into)
+            if target is None:
+                return entity
+            entity = target
+        return entity
+
+    async def _similar(self, conn: AsyncConnection, mention: EntityMention) -> EntityRow | None:
+        vector = self._vector(mention.name)
+        if vector is None:
+            return None
+        o = self.owner
+        assert self._prepared.model is not None
+        nearest = await graph_db.nearest_entities(
+            conn, o.tenant_id, o.user_id, vector, self._prepared.model, 1
+        )
+        threshold = self.backend.settings.graph_entity_match_threshold
+        for entity, similarity in nearest:
+            compatible = "other" in (entity.type, mention.type) or entity.type == mention.type
+            if similarity >= threshold and compatible:
+                return entity
+        return None
+
+    def _vector(self, text: str) -> list[float] | None:
+        return self._prepared.vectors.get(text)
+
+    async def _create(self, conn: AsyncConnection, mention: EntityMention) -> UUID:
+        o = self.owner
+        entity_id = uuid4()
+        aliases = [a for a in dict.fromkeys(mention.aliases) if a != mention.name]
+        values: dict[str, Any] = {
+            "tenant_id": o.tenant_id,
+            "id": entity_id,
+            "user_id": o.user_id,
+            "app_id": o.app_id,
+            "channel": o.channel,
+            "type": "person" if mention.name == SELF else mention.type,
+            **sealed.entity_columns(
+                self.keyring, o.tenant_id, entity_id, mention.name, aliases, mention.description
+            ),
+            "properties": {"self": True} if mention.name == SELF else {},
+        }
+        vector = self._vector(mention.name)
+        if vector is not None:
+            values.update(embedding=vector, embedding_model=self._prepared.model)
+        await graph_db.insert_entity(conn, values)
+        await self._index_entity(conn, entity_id, mention.name, aliases)
+        return entity_id
+
+    async def _learn_aliases(
+        self, conn: AsyncConnection, entity: EntityRow, mention: EntityMention
+    ) -> None:
+        """A name or alias the entity did not have yet becomes one of its aliases (and a
+        description fills an empty one)."""
+        if mention.name == SELF:
+            return
+        opened = sealed.open_entity(self.keyring, entity)
+        known = {sealed.normalise_name(n) for n in (opened.name, *opened.aliases)}
+        new = [
+            a
+            for a in dict.fromkeys((mention.name, *mention.aliases))
+            if sealed.normalise_name(a) not in known
+        ]
+        description = opened.description or mention.description
+        if not new and description == opened.description:
+            return
+        aliases = [*opened.aliases, *new]
+        o = self.owner
+        values = sealed.entity_columns(
+            self.keyring, o.tenant_id, entity.id, opened.name, aliases, description
+        )
+        if entity.properties.get("self"):
+            values["name_key"] = sealed.self_key(self.keyring)
+        await graph_db.update_entity(conn, o.tenant_id, entity.id, values)
+        await self._index_entity(conn, entity.id, opened.name, aliases)
+
+    async def _index_entity(
+        self, conn: AsyncConnection, entity_id: UUID, name: str, aliases: list[str]
+    ) -> None:
+        terms = sealed.entity_terms(self.keyring, name, aliases)
+        await graph_db.replace_terms(
+            conn, self.owner.tenant_id, "entity", {entity_id: (self.owner.user_id, terms)}
+        )
+
+    # --- facts ----------------------------------------------------------------------------
+
+    async def _write_fact(
+        self,
+        conn: AsyncConnection,
+        claim: FactClaim,
+        memory_id: UUID | None,
+        reference_time: datetime,
+        source: str | None,
+        confidence: float | None,
+    ) -> UUID:
+        o = self.owner
+        subject_id = await self.resolve(conn, EntityMention(claim.subject))
+        object_id = None
+        if claim.object is not None:
+            object_id = await self.resolve(conn, EntityMention(claim.object))
+        await graph_db.lock_subject(conn, o.tenant_id, subject_id, claim.predicate)
+        current = await graph_db.current_facts_of(
+            conn, o.tenant_id, o.user_id, subject_id, claim.predicate
+        )
+        value_key = sealed.value_key(self.keyring, claim.value) if claim.value is not None else None
+        same = [
+            f
+            for f in current
+            if (object_id is not None and f.object_id == object_id)
+            or (value_key is not None and f.value_key == value_key)
+        ]
+        strength = confidence if confidence is not None else claim.confidence
+        if same and claim.temporal != "past":
+            # Said again: one more source for the fact we hold, never a second copy.
+            kept = same[0]
+            if strength > kept.confidence:
+                await graph_db.update_fact(conn, o.tenant_id, kept.id, {"confidence": strength})
+            if memory_id is not None:
+                await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, kept.id, memory_id)
+            return kept.id
+        now = datetime.now(UTC)
+        valid_from = claim.valid_from
+        if valid_from is None and claim.temporal == "current":
+            valid_from = min(reference_time, now)
+        new = NewFact(
+            claim.predicate,
+            claim.temporal,
+            claim.corrects,
+            valid_from,
+            explicit_start=claim.valid_from is not None,
+        )
+        rivals = [f for f in current if f not in same]
+        decided = supersede.plan(self.policy, new, rivals, now)
+        fact_id = uuid4()
+        values: dict[str, Any] = {
+            "tenant_id": o.tenant_id,
+            "id": fact_id,
+            "user_id": o.user_id,
+            "app_id": o.app_id,
+            "channel": o.channel,
+            "subject_id": subject_id,
+            "predicate": claim.predicate,
+            "object_id": object_id,
+            **sealed.fact_columns(self.keyring, o.tenant_id, fact_id, claim.claim, claim.value),
+            "confidence": strength,
+            "certainty": claim.certainty,
+            "temporal": claim.temporal,
+            "source": source,
+            "valid_from": valid_from,
+            "valid_until": claim.valid_until,
+            "recorded_at": now,
+            **decided.new,
+        }
+        if decided.superseded_by_old is not None:
+            values["superseded_by"] = decided.superseded_by_old
+        vector = self._vector(claim.claim)
+        if vector is not None:
+            values.update(embedding=vector, embedding_model=self._prepared.model)
+        if value_key is not None:
+            values["value_key"] = value_key
+        await graph_db.insert_fact(conn, values)
+        terms = sealed.text_terms(self.keyring, claim.claim)
+        await graph_db.replace_terms(conn, o.tenant_id, "fact", {fact_id: (o.user_id, terms)})
+        if memory_id is not None:
+            await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, fact_id, memory_id)
+        for old_id, changes in decided.old.items():
+            await graph_db.update_fact(
+                conn, o.tenant_id, old_id, {**changes, "superseded_by": fact_id}
+            )
+        for rival in decided.reviews:
+            await graph_db.insert_review(
+                conn,
+                {
+                    "tenant_id": o.tenant_id,
+                    "id": uuid4(),
+                    "user_id": o.user_id,
+                    "fact_id": fact_id,
+                    "conflicts_with": rival,
+                    "reason": f"contradicts the current {claim.predicate}",
+                },
+            )
+        return fact_id
+
+    # --- relations ------------------------------------------------------------------------
+
+    async def _write_relation(
+        self, conn: AsyncConnection, relation: RelationClaim, memory_id: UUID | None
+    ) -> UUID:
+        o = self.owner
+        source_id = await self.resolve(conn, EntityMention(relation.source))
+        target_id = await self.resolve(conn, EntityMention(relation.target))
+        relation_id = uuid4()
+        relation_id = await graph_db.upsert_relation(
+            conn,
+            {
+                "tenant_id": o.tenant_id,
+                "id": relation_id,
+                "user_id": o.user_id,
+                "app_id": o.app_id,
+                "channel": o.channel,
+                "source_id": source_id,
+                "type": relation.type.strip().upper().replace(" ", "_"),
+                "target_id": target_id,
+                "valid_from": relation.valid_from,
+                "valid_until": relation.valid_until,
+                **sealed.relation_columns(
+                    self.keyring, o.tenant_id, relation_id, dict(relation.properties)
+                ),
+            },
+        )
+        if memory_id is not None:
+            await graph_db.add_relation_source(conn, o.tenant_id, o.user_id, relation_id, memory_id)
+        return relation_id

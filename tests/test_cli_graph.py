@@ -1,0 +1,43 @@
+"""``memvault facts``, ``memvault entities`` and ``memvault graph export``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from memvault.cli import app
+from tests.test_cli import env, run  # noqa: F401  (the fixture and the helper)
+
+runner = CliRunner()
+
+
+def test_facts_entities_and_export_from_the_command_line(
+    env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    run("facts", "add", "Bob", "works_for", "-u", "bob", "--object", "Acme")
+    run("facts", "add", "Bob", "works_for", "-u", "bob", "--object", "Globex", "--json")
+    run("facts", "add", "Acme", "based_in", "-u", "bob", "--value", "Ohio")
+    now = json.loads(run("facts", "list", "-u", "bob", "--entity", "Bob", "--json"))
+    assert [f["object"] for f in now] == ["Globex"]
+    history = json.loads(
+        run("facts", "list", "-u", "bob", "--entity", "bob", "--history", "--json")
+    )
+    assert sorted(f["object"] for f in history) == ["Acme", "Globex"]
+    (bob,) = json.loads(run("entities", "list", "-u", "bob", "-q", "Bob", "--json"))
+    shown = json.loads(run("entities", "show", bob["id"], "-u", "bob"))
+    assert [f["object"] for f in shown["facts"]] == ["Globex"]
+    graph = json.loads(run("entities", "graph", bob["id"], "-u", "bob", "--depth", "1"))
+    assert {n["name"] for n in graph["nodes"]} == {"Bob", "Globex"}
+    assert "MATCH" in run("graph", "export", "-u", "bob")
+    run("graph", "export", "--format", "csv", "--out", str(tmp_path / "out"))
+    nodes = (tmp_path / "out" / "nodes.csv").read_text()
+    assert "Globex" in nodes and "Ohio" in nodes
+    assert "WORKS_FOR" in (tmp_path / "out" / "edges.csv").read_text()
+
+    refused = runner.invoke(app, ["facts", "add", "Bob", "works_for", "-u", "bob"])
+    assert refused.exit_code == 1 and "object" in refused.output
+    missing = runner.invoke(app, ["entities", "show", bob["id"], "-u", "someone-else"])
+    assert missing.exit_code == 1 and "No such entity" in missing.output

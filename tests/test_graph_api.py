@@ -1,0 +1,90 @@
+"""The graph routes over HTTP: shapes, time queries in the query string, merge and split,
+reviews, facts and entities in search, and clear 4xx errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault import Settings
+from memvault.api import create_app
+
+
+@pytest.fixture
+def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+    settings = make_settings(graph_contradiction_policy="flag_review")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+def _fact(api: TestClient, **body: object) -> dict[str, object]:
+    response = api.post("/v1/facts", json={"user_id": "u", **body})
+    assert response.status_code == 201, response.text
+    result: dict[str, object] = response.json()
+    return result
+
+
+def test_facts_and_entities_over_http(api: TestClient) -> None:
+    first = _fact(api, subject="Ada", predicate="lives_in", object="Oslo", valid_from="2020-01-01")
+    _fact(api, subject="Ada", predicate="lives_in", object="Rome", valid_from="2023-01-01")
+    _fact(api, subject="Oslo", predicate="located_in", object="Norway", confidence=0.7)
+    assert first["claim"] == "Ada lives in Oslo" and first["source"] == "api"
+    both = api.get("/v1/facts", params={"user_id": "u", "entity": "Ada"}).json()["results"]
+    assert sorted(f["object"] for f in both) == ["Oslo", "Rome"]  # flag_review keeps both
+    (review,) = api.get("/v1/facts/reviews", params={"user_id": "u"}).json()["results"]
+    assert {review["fact"]["object"], review["conflicts_with"]["object"]} == {"Oslo", "Rome"}
+    then = api.get(
+        "/v1/facts", params={"user_id": "u", "entity": "ada", "valid_at": "2021-06-01T00:00:00Z"}
+    ).json()["results"]
+    assert [f["object"] for f in then] == ["Oslo"]
+    before = api.get(
+        "/v1/facts", params={"user_id": "u", "known_at": "2000-01-01T00:00:00Z"}
+    ).json()["results"]
+    assert before == []
+
+    found = api.get("/v1/entities", params={"user_id": "u", "q": "oslo"}).json()["results"]
+    (oslo,) = found
+    detail = api.get(f"/v1/entities/{oslo['id']}", params={"user_id": "u"}).json()
+    assert {f["predicate"] for f in detail["facts"]} == {"lives_in", "located_in"}
+    graph = api.get(f"/v1/entities/{oslo['id']}/graph", params={"user_id": "u", "depth": 1})
+    assert graph.status_code == 200, graph.text
+    assert {n["name"] for n in graph.json()["nodes"]} == {"Oslo", "Ada", "Norway"}
+
+    (norway,) = api.get("/v1/entities", params={"user_id": "u", "q": "Norway"}).json()["results"]
+    merged = api.post(
+        f"/v1/entities/{norway['id']}/merge", json={"into": oslo["id"], "user_id": "u"}
+    )
+    assert merged.status_code == 200 and merged.json()["merged"] == [norway["id"]]
+    split = api.post(f"/v1/entities/{norway['id']}/split", params={"user_id": "u"})
+    assert split.status_code == 200 and split.json()["facts"][0]["object"] == "Norway"
+
+    searched = api.post(
+        "/v1/memories/search",
+        json={"query": "where does Ada live", "user_id": "u", "include": ["facts", "entities"]},
+    ).json()
+    assert searched["entities"][0]["name"] == "Ada"
+    assert {f["object"] for f in searched["facts"][:2]} == {"Oslo", "Rome"}
+    plain = api.post("/v1/memories/search", json={"query": "Ada", "user_id": "u"}).json()
+    assert plain["facts"] is None and plain["entities"] is None
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kw"),
+    [
+        ("POST", "/v1/facts", {"json": {"subject": "A", "predicate": "p", "user_id": "u"}}),
+        ("POST", "/v1/facts", {"json": {"subject": "A", "predicate": "p!", "value": "v", "user_id": "u"}}),  # noqa: E501
+        ("GET", "/v1/facts", {"params": {"user_id": "u", "valid_at": "not a time"}}),
+        ("GET", "/v1/facts", {"params": {"user_id": "u", "surprise": "1"}}),
+        ("GET", "/v1/entities/not-a-uuid", {"params": {"user_id": "u"}}),
+        ("GET", "/v1/entities", {"params": {"user_id": "u", "type": "spaceship"}}),
+        ("POST", "/v1/memories/search", {"json": {"query": "x", "user_id": "u", "include": ["memes"]}}),  # noqa: E501
+    ],
+)  # fmt: skip
+def test_bad_graph_requests_answer_422_in_the_envelope(
+    api: TestClient, method: str, path: str, kw: dict[str, object]
+) -> None:
+    response = api.request(method, path, **kw)  # type: ignore[arg-type]
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["code"] == "invalid_input"
