@@ -167,6 +167,9 @@ async def erase(
     at = now or datetime.now(UTC)
     history = backend.settings.deletion_history
     await backend.audit.ensure_days({at.date()})
+    # Audit rows are written in batches: one still queued would land after the erasure (a
+    # tenant's audit trail back, a user's sealed query text kept) unless written first.
+    await backend.audit.flush()
     async with backend.engine.begin() as conn:
         rows = await db.pick_for_deletion(conn, where)
         if scope == "memory" and not rows:
