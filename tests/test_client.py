@@ -39,6 +39,13 @@ from memvault import (
     Unauthorized,
 )
 from memvault.api import create_app
+from memvault.lifecycle.models import (
+    AuditPage,
+    DeletionReceipt,
+    HealthActionRequest,
+    HealthActionResult,
+    MemoryHealth,
+)
 from memvault.models import AddResult, MemoryRecord, SearchResult
 from tests.serving import serving
 
@@ -53,6 +60,14 @@ DATA_METHODS = [
     "delete_all",
     "history",
     "search",
+    # the lifecycle (issue 15)
+    "audit_log",
+    "erase",
+    "erase_user",
+    "memory_health",
+    "health_action",
+    "export_memories",
+    "import_memories",
 ]
 FACES = ["Memory", "AsyncMemory", "MemoryClient", "AsyncMemoryClient"]
 LIMIT = 2_000  # max_content_chars for every face, so ContentTooLong stays cheap
@@ -224,6 +239,76 @@ async def test_errors_are_typed_and_carry_no_content(mem: Any) -> None:
     assert (await mem.list(user_id="u")).results == []
 
 
+async def test_the_audit_log_records_writes_and_filters_them(mem: Any) -> None:
+    stored = await mem.add("Ada audits the ledger", user_id="ada", infer=False)
+    page = await mem.audit_log(user_id="ada", operation="store")
+    assert isinstance(page, AuditPage)
+    assert [e.memory_ids for e in page.results] == [[stored.id]]
+    assert page.results[0].success and page.results[0].user_id == "ada"
+    assert "ledger" not in page.model_dump_json()  # the writes level keeps no text
+    # A datetime travels in the query string and is read back as the same instant.
+    after = page.results[0].at
+    assert (await mem.audit_log(user_id="ada", since=after)).results == page.results
+    later = datetime(2999, 1, 1, tzinfo=UTC)
+    assert (await mem.audit_log(user_id="ada", since=later)).results == []
+    with pytest.raises(InvalidInput):
+        await mem.audit_log(limit=0)
+
+
+async def test_erase_answers_with_a_receipt_and_refuses_a_missing_id(mem: Any) -> None:
+    kept = await mem.add("Bo keeps this", user_id="bo", app_id="x", infer=False)
+    gone = await mem.add("Bo drops this", user_id="bo", app_id="y", infer=False)
+    with pytest.raises(InvalidInput):
+        await mem.erase(None, user_id="bo")  # never "every memory of bo"
+    receipt = await mem.erase(gone.id, user_id="bo")
+    assert isinstance(receipt, DeletionReceipt)
+    assert (receipt.scope, receipt.memories, receipt.user_id) == ("memory", 1, "bo")
+    with pytest.raises(NotFound):
+        await mem.erase(gone.id, user_id="bo")
+    assert [m.id for m in (await mem.list(user_id="bo")).results] == [kept.id]
+    by_app = await mem.erase_user(user_id="bo", app_id="y")
+    assert (by_app.scope, by_app.memories) == ("user", 0)
+    assert (await mem.erase_user(user_id="bo")).memories == 1
+    assert (await mem.list(user_id="bo")).results == []
+
+
+async def test_memory_health_and_its_actions(mem: Any) -> None:
+    first = await mem.add("Cy likes hiking", user_id="cy", infer=False)
+    await mem.add("Cy owns a red bike", user_id="cy", infer=False)
+    health = await mem.memory_health(user_id="cy")
+    assert isinstance(health, MemoryHealth) and (health.user_id, health.total) == ("cy", 2)
+    archive = {"user_id": "cy", "action": "archive", "memory_ids": [str(first.id)]}
+    done = await mem.health_action(archive)
+    assert isinstance(done, HealthActionResult) and (done.action, done.changed) == ("archive", 1)
+    assert (await mem.get(first.id, user_id="cy")).tier == "cold"
+    again = HealthActionRequest.model_validate(archive)
+    assert (await mem.health_action(again)).changed == 0  # cold already
+    with pytest.raises(InvalidInput):
+        await mem.health_action({"user_id": "cy", "action": "archive"})  # names no memory
+
+
+async def test_export_and_import_round_trip(mem: Any) -> None:
+    stored = await mem.add("Dee was born in Lyon", user_id="dee", tags=["bio"], infer=False)
+    await mem.update(stored.id, user_id="dee", content="Dee was born in Nantes")
+    lines = await mem.export_memories(user_id="dee")
+    assert [line["id"] for line in lines] == [str(stored.id)]
+    assert lines[0]["content"] == "Dee was born in Nantes" and lines[0]["tags"] == ["bio"]
+    await mem.erase_user(user_id="dee")
+    assert await mem.import_memories(lines) == {
+        "imported": 1,
+        "skipped": 0,
+        "queued_for_embedding": 0,
+    }
+    back = await mem.get(stored.id, user_id="dee")
+    assert back.content == "Dee was born in Nantes" and back.tags == ["bio"]
+    assert [h.new_content for h in await mem.history(stored.id, user_id="dee")][-1] == (
+        "Dee was born in Nantes"
+    )
+    assert (await mem.import_memories(lines))["skipped"] == 1  # an import can run twice
+    with pytest.raises(InvalidInput):
+        await mem.import_memories([{"memvault_export": 1}])
+
+
 # --- the client's surface ---------------------------------------------------------------------
 
 
@@ -244,6 +329,19 @@ def test_maintenance_is_not_offered_over_http() -> None:
     public = {n for n in vars(AsyncMemoryClient) if not n.startswith("_")}
     assert public == {*DATA_METHODS, "close"}
     assert {n for n in dir(MemoryClient) if not n.startswith("_")} == public
+
+
+def test_a_keyword_the_method_does_not_take_is_refused_before_sending(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # The server's deletion body has a memory_id; erase_user takes none, and must not let one
+    # through to narrow (or, left out of erase, widen) what goes.
+    with serving(create_app(make_settings())) as url, MemoryClient(url) as client:
+        stored = client.add("Eli stays", user_id="eli", infer=False)
+        with pytest.raises(InvalidInput) as refused:
+            client.erase_user(user_id="eli", memory_id=stored.id)
+        assert refused.value.details == {"field": "memory_id"}
+        assert client.get(stored.id, user_id="eli").content == "Eli stays"
 
 
 # --- error answers, from a real stub server ---------------------------------------------------

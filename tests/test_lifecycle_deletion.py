@@ -160,6 +160,20 @@ async def test_erasing_a_user_purges_their_history_when_set_to(
     assert raw.execute("SELECT count(*) FROM memories WHERE user_id = 'bo'").fetchone() == (0,)
 
 
+async def test_audit_rows_still_queued_do_not_outlive_the_erasure(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    # A flush interval no test waits out: the writes' audit rows are queued when erasing.
+    settings = make_settings(embedding_provider="hash", redis_url=REDIS_URL, audit_flush_ms=600_000)
+    async with await AsyncMemory.open(settings) as store:
+        acme = store.for_tenant("acme")
+        await acme.add("acme roadmap", user_id="u", infer=False)
+        await AsyncAdmin.of(store).erase_tenant("acme")
+        await store.flush_audit()
+    operations = raw.execute("SELECT operation FROM audit_log WHERE tenant_id = 'acme'").fetchall()
+    assert operations == [("delete",)]
+
+
 async def test_erasing_a_tenant_leaves_none_of_its_rows_but_the_receipt(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 import memvault
 from memvault.client import ROUTES, Route
 from memvault.db import tables
-from memvault.db.records import ApiKeyRow, HistoryRow, JobRow, MemoryRow
+from memvault.db.records import ApiKeyRow, AuditRow, HistoryRow, JobRow, MemoryRow, ScheduledRunRow
 from memvault.models import MemoryQuery, SearchRequest
 
 ROOT = Path(memvault.__file__).parent
@@ -185,6 +185,8 @@ def test_every_client_route_is_one_the_server_answers(client: TestClient, route:
         (HistoryRow, tables.memory_history),
         (JobRow, tables.embedding_jobs),
         (ApiKeyRow, tables.api_keys),
+        (ScheduledRunRow, tables.scheduled_runs),
+        (AuditRow, tables.audit_log),
     ],
 )
 def test_a_record_names_every_column_of_its_table(record: type, table: sa.Table) -> None:

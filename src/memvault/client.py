@@ -42,12 +42,25 @@ from memvault._sync import SyncFace, blocking
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
+    InvalidInput,
     MemvaultError,
     PayloadTooLarge,
     RateLimited,
     ServerUnreachable,
     Unauthorized,
     for_code,
+)
+from memvault.lifecycle.models import (
+    AuditPage,
+    AuditQuery,
+    DeletionReceipt,
+    DeletionRequest,
+    ExportPage,
+    HealthActionRequest,
+    HealthActionResult,
+    ImportCounts,
+    ImportRequest,
+    MemoryHealth,
 )
 from memvault.models import (
     AddResult,
@@ -116,7 +129,14 @@ class Route:
     - ``wire``: argument names the server spells differently (``{"background": "async"}``);
       ``query`` and ``body`` speak the server's names.
     - ``returns``: a field of the response to return instead of the whole (``"results"`` of a
-      page, ``"deleted"`` of a count).
+      page, ``"deleted"`` of a count, ``"root"`` of a root model).
+    - ``whole``: an argument that is the body entire (the ``body`` model, or a mapping of its
+      fields), for a service method that takes its request as one value.
+
+    An argument the service annotates as a UUID and requires is checked as one before anything
+    is sent, wherever it goes: a ``None`` there is refused, never taken for "not given" (a
+    deletion's ``memory_id`` left out would widen it to every memory of the user). A keyword
+    the service does not take is refused too, even where the model has a field of that name.
 
     Arguments the caller did not give are not sent: the server applies its own defaults, as the
     library does. Adding a client method is adding an entry to ``ROUTES``.
@@ -130,6 +150,7 @@ class Route:
     body: type[BaseModel] | None = None
     wire: Mapping[str, str] = field(default_factory=dict)
     returns: str | None = None
+    whole: str | None = None
 
     @property
     def name(self) -> str:
@@ -161,6 +182,17 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/memories/{memory_id}/history", AsyncMemory.history, HistoryPage,
           query=Owner, returns="results"),
     Route("POST", "/v1/memories/search", AsyncMemory.search, SearchResult, body=SearchRequest),
+    # the lifecycle (issue 15); one path, two methods: the body's memory_id picks which
+    Route("GET", "/v1/audit", AsyncMemory.audit_log, AuditPage, query=AuditQuery),
+    Route("POST", "/v1/deletions", AsyncMemory.erase, DeletionReceipt, body=DeletionRequest),
+    Route("POST", "/v1/deletions", AsyncMemory.erase_user, DeletionReceipt, body=DeletionRequest),
+    Route("GET", "/v1/health/memory", AsyncMemory.memory_health, MemoryHealth, query=Owner),
+    Route("POST", "/v1/health/memory/actions", AsyncMemory.health_action, HealthActionResult,
+          body=HealthActionRequest, whole="request"),
+    Route("GET", "/v1/export", AsyncMemory.export_memories, ExportPage, query=Owner,
+          returns="results"),
+    Route("POST", "/v1/import", AsyncMemory.import_memories, ImportCounts,
+          body=ImportRequest, wire={"lines": "memories"}, returns="root"),
 )  # fmt: skip
 
 
@@ -189,19 +221,37 @@ def _path_value(name: str, value: Any, is_id: bool) -> str:
 
 
 def _ids(route: Route) -> frozenset[str]:
-    """The path arguments the service annotates as UUIDs."""
+    """The arguments the service annotates as UUIDs that are required: in the path, or
+    wherever they are sent."""
     hints = typing.get_type_hints(route.service)
+    parameters = inspect.signature(route.service).parameters
+    required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty}
     return frozenset(
         name
-        for name in route.path_names
+        for name in {*route.path_names, *required}
         if hints.get(name) is UUID or UUID in typing.get_args(hints.get(name))
     )
+
+
+def _spread(route: Route, values: dict[str, Any]) -> dict[str, Any]:
+    """The ``whole`` argument's fields in place of the argument."""
+    if route.whole is None:
+        return values
+    request = values.pop(route.whole, None)
+    if isinstance(request, BaseModel):
+        request = request.model_dump(exclude_unset=True)
+    if not isinstance(request, Mapping):
+        raise InvalidInput("The request is not valid.", details={"field": route.whole})
+    return {**values, **request}
 
 
 def _request(route: Route, given: dict[str, Any], ids: frozenset[str]) -> _Request:
     """Split the caller's arguments into path, query string and body, each validated by its
     model, as the route declares."""
-    values = {route.wire.get(k, k): v for k, v in given.items() if v is not None}
+    for name in ids:
+        value: Any = given.get(name)
+        given[name] = parse_id(value, field=name)
+    values = _spread(route, {route.wire.get(k, k): v for k, v in given.items() if v is not None})
     path = route.path.format_map(
         {name: _path_value(name, values.pop(name), name in ids) for name in route.path_names}
     )
@@ -401,11 +451,20 @@ def _async_method(route: Route) -> Callable[..., Coroutine[Any, Any, Any]]:
     signature = inspect.signature(route.service)
     accepting = _accepting(signature)
     ids = _ids(route)
+    fields = {
+        *(route.query if isinstance(route.query, tuple) else route.query.model_fields),
+        *(route.body.model_fields if route.body is not None else ()),
+    }
 
     async def call(self: AsyncMemoryClient, /, *args: Any, **kwargs: Any) -> Any:
         bound = accepting.bind(self, *args, **kwargs).arguments
         given = {k: v for k, v in bound.items() if k not in ("self", "_unknown")}
-        request = _request(route, {**given, **bound.get("_unknown", {})}, ids)
+        unknown: dict[str, Any] = bound.get("_unknown", {})
+        if taken := sorted(fields & set(unknown)):
+            raise InvalidInput(
+                f"{route.name} takes no {', '.join(taken)}.", details={"field": taken[0]}
+            )
+        request = _request(route, {**given, **unknown}, ids)
         payload, status = await self._send(route.method, request)
         if route.response is None:
             return None

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import AnyRow
+from memvault.db.records import AuditRow, SealedQuery
 from memvault.db.tables import audit_log, audit_settings
 from memvault.db.tenancy import APP_ROLE
 
@@ -85,7 +85,7 @@ async def read_rows(
     operation: str | None,
     since: datetime | None,
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[AuditRow]:
     """A tenant's audit rows, newest first."""
     where = [_a.tenant_id == tenant_id]
     if user_id is not None:
@@ -95,7 +95,7 @@ async def read_rows(
     if since is not None:
         where.append(_a.at >= since)
     query = sa.select(audit_log).where(*where).order_by(_a.at.desc(), _a.id).limit(limit)
-    return (await conn.execute(query)).all()
+    return [AuditRow.from_row(r) for r in await conn.execute(query)]
 
 
 async def settings_snapshot(conn: AsyncConnection, settings_id: bytes) -> Any:
@@ -105,18 +105,18 @@ async def settings_snapshot(conn: AsyncConnection, settings_id: bytes) -> Any:
 
 async def claim_queries_to_reseal(
     conn: AsyncConnection, active_key_id: str, batch: int
-) -> Sequence[AnyRow]:
+) -> list[SealedQuery]:
     query = (
         sa.select(_a.tenant_id, _a.at, _a.id, _a.query_ciphertext, _a.query_nonce, _a.query_key_id)
         .where(_a.query_key_id != active_key_id)
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
-    return (await conn.execute(query)).all()
+    return [SealedQuery.from_row(r) for r in await conn.execute(query)]
 
 
 async def reseal_query(
-    conn: AsyncConnection, row: AnyRow, ciphertext: bytes, nonce: bytes, key_id: str
+    conn: AsyncConnection, row: SealedQuery, ciphertext: bytes, nonce: bytes, key_id: str
 ) -> None:
     await conn.execute(
         audit_log.update()

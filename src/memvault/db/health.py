@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import AnyRow
+from memvault.db.records import FailedJob, HistoryRow, MemoryRow
 from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
 
 _m = memories.c
@@ -57,14 +57,14 @@ def vectorless(before: datetime) -> sa.ColumnElement[bool]:
     return sa.and_(_m.created_at < before, sa.or_(_m.embedded.is_(False), ~has_chunks))
 
 
-async def failed_jobs(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[AnyRow]:
+async def failed_jobs(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[FailedJob]:
     query = (
         sa.select(_j.id, _j.memory_id)
         .join(memories, sa.and_(_m.tenant_id == _j.tenant_id, _m.id == _j.memory_id))
         .where(_j.tenant_id == tenant_id, _m.user_id == user_id, _j.status == "failed")
         .order_by(_j.id)
     )
-    return list((await conn.execute(query)).all())
+    return [FailedJob.from_row(r) for r in await conn.execute(query)]
 
 
 _NEAR = sa.text(
@@ -120,22 +120,22 @@ async def set_tier(
 # --- export / import ---------------------------------------------------------------------------
 
 
-async def user_memories(conn: AsyncConnection, tenant_id: str, user_id: str) -> Sequence[AnyRow]:
+async def user_memories(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[MemoryRow]:
     query = sa.select(memories).where(*_owner(tenant_id, user_id)).order_by(_m.created_at, _m.id)
-    return (await conn.execute(query)).all()
+    return [MemoryRow.from_row(r) for r in await conn.execute(query)]
 
 
 async def histories(
     conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
-) -> dict[UUID, list[AnyRow]]:
+) -> dict[UUID, list[HistoryRow]]:
     query = (
         sa.select(memory_history)
         .where(_h.tenant_id == tenant_id, _h.memory_id.in_(list(ids)))
         .order_by(_h.id)
     )
-    found: dict[UUID, list[AnyRow]] = {}
+    found: dict[UUID, list[HistoryRow]] = {}
     for row in await conn.execute(query):
-        found.setdefault(row.memory_id, []).append(row)
+        found.setdefault(row.memory_id, []).append(HistoryRow.from_row(row))
     return found
 
 

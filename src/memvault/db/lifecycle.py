@@ -15,7 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import AnyRow
+from memvault.db.records import DoomedMemory, ScheduledRunRow, UserShare
 from memvault.db.tables import (
     api_keys,
     audit_log,
@@ -70,24 +70,25 @@ async def finish_run(conn: AsyncConnection, run_id: int, **values: Any) -> None:
     await conn.execute(scheduled_runs.update().where(_r.id == run_id).values(**values))
 
 
-async def latest_runs(conn: AsyncConnection) -> dict[str, AnyRow]:
+async def latest_runs(conn: AsyncConnection) -> dict[str, ScheduledRunRow]:
     newest = sa.func.row_number().over(
         partition_by=_r.job, order_by=(_r.started_at.desc(), _r.id.desc())
     )
     ranked = sa.select(scheduled_runs, newest.label("newest")).subquery()
     query = sa.select(*(ranked.c[c.name] for c in scheduled_runs.c)).where(ranked.c.newest == 1)
-    return {r.job: r for r in await conn.execute(query)}
+    return {r.job: ScheduledRunRow.from_row(r) for r in await conn.execute(query)}
 
 
-async def runs(conn: AsyncConnection, job: str | None, limit: int) -> Sequence[AnyRow]:
+async def runs(conn: AsyncConnection, job: str | None, limit: int) -> list[ScheduledRunRow]:
     query = sa.select(scheduled_runs).order_by(_r.id.desc()).limit(limit)
     if job is not None:
         query = query.where(_r.job == job)
-    return (await conn.execute(query)).all()
+    return [ScheduledRunRow.from_row(r) for r in await conn.execute(query)]
 
 
-async def get_run(conn: AsyncConnection, run_id: int) -> AnyRow | None:
-    return (await conn.execute(sa.select(scheduled_runs).where(_r.id == run_id))).one_or_none()
+async def get_run(conn: AsyncConnection, run_id: int) -> ScheduledRunRow | None:
+    found = (await conn.execute(sa.select(scheduled_runs).where(_r.id == run_id))).one_or_none()
+    return ScheduledRunRow.from_row(found) if found is not None else None
 
 
 # --- what a run would touch, per user (the safety stop) -----------------------------------------
@@ -95,7 +96,7 @@ async def get_run(conn: AsyncConnection, run_id: int) -> AnyRow | None:
 
 async def touched_per_user(
     conn: AsyncConnection, condition: sa.ColumnElement[bool]
-) -> Sequence[AnyRow]:
+) -> list[UserShare]:
     """(tenant, user, touched, total) for every user with a memory that ``condition`` picks."""
     touched = sa.func.count().filter(condition)
     query = (
@@ -105,7 +106,7 @@ async def touched_per_user(
         .group_by(_m.tenant_id, _m.user_id)
         .having(touched > 0)
     )
-    return (await conn.execute(query)).all()
+    return [UserShare.from_row(r) for r in await conn.execute(query)]
 
 
 def expired_at(now: datetime) -> sa.ColumnElement[bool]:
@@ -201,7 +202,7 @@ async def mark_undone(conn: AsyncConnection, run_id: int, at: datetime) -> None:
 
 async def pick_for_deletion(
     conn: AsyncConnection, where: sa.ColumnElement[bool]
-) -> Sequence[AnyRow]:
+) -> list[DoomedMemory]:
     """The memories a deletion takes, locked until it commits."""
     query = (
         sa.select(
@@ -216,7 +217,7 @@ async def pick_for_deletion(
         .where(where)
         .with_for_update()
     )
-    return (await conn.execute(query)).all()
+    return [DoomedMemory.from_row(r) for r in await conn.execute(query)]
 
 
 def _of(table: sa.Table, tenant_id: str, ids: Sequence[UUID]) -> sa.ColumnElement[bool]:
@@ -258,7 +259,7 @@ async def purge_history(
 async def tombstone_history(
     conn: AsyncConnection,
     tenant_id: str,
-    rows: Sequence[AnyRow],
+    rows: Sequence[DoomedMemory],
     user_id: str | None,
     actor: str,
 ) -> int:

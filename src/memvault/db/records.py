@@ -153,12 +153,112 @@ class ApiKeyRow(_Record):
     revoked_at: datetime | None
 
 
+# --- the lifecycle's rows (db/lifecycle.py, db/health.py, db/audit.py) ---------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScheduledRunRow(_Record):
+    """A row of ``scheduled_runs``: one run of a lifecycle job (dry or real)."""
+
+    id: int
+    job: str
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str
+    duration_ms: float | None
+    counts: dict[str, Any]
+    dry_run: bool
+    error_code: str | None
+    undone_at: datetime | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UserShare(_Record):
+    """How many of a user's memories a job would touch, of how many they have: what the
+    safety stop weighs."""
+
+    tenant_id: str
+    user_id: str
+    touched: int
+    total: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DoomedMemory(_Record):
+    """A memory a deletion has locked: its sealed content (to clear the caches that hold
+    vectors of its text) and the model that embedded it."""
+
+    tenant_id: str
+    id: UUID
+    user_id: str
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+    embedding_model: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FailedJob(_Record):
+    """An embedding job that gave up, and its memory."""
+
+    id: int
+    memory_id: UUID
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditRow(_Record):
+    """A row of ``audit_log``; the verbose level's query text sealed, bound to tenant and id."""
+
+    tenant_id: str
+    at: datetime
+    id: UUID
+    operation: str
+    memory_kind: str | None
+    user_id: str | None
+    actor: str
+    request_id: str | None
+    session_id: str | None
+    conversation_id: str | None
+    source_channel: str | None
+    target_channel: str | None
+    memory_ids: list[UUID]
+    result_count: int | None
+    latency_ms: float | None
+    success: bool
+    error_code: str | None
+    promotion_rule: str | None
+    promotion_score: float | None
+    details: dict[str, Any]
+    settings_id: bytes | None
+    query_ciphertext: bytes | None
+    query_nonce: bytes | None
+    query_key_id: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SealedQuery(_Record):
+    """An audit row's sealed query text and the row's key: what key rotation reseals."""
+
+    tenant_id: str
+    at: datetime
+    id: UUID
+    query_ciphertext: bytes
+    query_nonce: bytes
+    query_key_id: str
+
+
 __all__ = [
     "ApiKeyRow",
+    "AuditRow",
     "ClaimedJob",
+    "DoomedMemory",
+    "FailedJob",
     "HistoryRow",
     "JobRow",
     "MemoryRow",
     "RankedMemory",
+    "ScheduledRunRow",
     "SealedContent",
+    "SealedQuery",
+    "UserShare",
 ]

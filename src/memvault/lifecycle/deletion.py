@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
-from memvault.db.records import AnyRow
+from memvault.db.records import DoomedMemory
 from memvault.db.tables import audit_log, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import cache_key
@@ -50,7 +50,7 @@ class Targets:
     tenant_id: str
     scope: DeletionScope
     user_id: str | None
-    rows: Sequence[AnyRow]
+    rows: Sequence[DoomedMemory]
     # Every version of each memory's text (current and in history), opened: for the caches.
     texts: dict[uuid.UUID, list[str]]
     # Memories whose vectors came in several chunks (each chunk's text was cached apart).
@@ -131,7 +131,7 @@ def register_outside(name: str, delete: Outside) -> None:
     OUTSIDE[name] = delete
 
 
-def _cache_keys(backend: Backend, row: AnyRow, text: str, *, chunks: bool) -> set[bytes]:
+def _cache_keys(backend: Backend, row: DoomedMemory, text: str, *, chunks: bool) -> set[bytes]:
     """Every key the embedding cache may hold this text's vectors under: the whole text and,
     for a memory embedded in chunks, each chunk the worker makes (only then is the tokenizer
     needed: a delete never loads the model for nothing), for each model that may have
@@ -149,7 +149,7 @@ def _cache_keys(backend: Backend, row: AnyRow, text: str, *, chunks: bool) -> se
 
 
 async def _texts(
-    backend: Backend, conn: AsyncConnection, tenant_id: str, rows: Sequence[AnyRow]
+    backend: Backend, conn: AsyncConnection, tenant_id: str, rows: Sequence[DoomedMemory]
 ) -> dict[uuid.UUID, list[str]]:
     texts: dict[uuid.UUID, set[str]] = {
         r.id: {open_content(backend.keys, r.tenant_id, r.id, r.ciphertext, r.nonce, r.key_id)}
@@ -183,6 +183,9 @@ async def erase(
     at = now or datetime.now(UTC)
     history = backend.settings.deletion_history
     await backend.audit.ensure_days({at.date()})
+    # Audit rows are written in batches: one still queued would land after the erasure (a
+    # tenant's audit trail back, a user's sealed query text kept) unless written first.
+    await backend.audit.flush()
     async with backend.engine.begin() as conn:
         rows = await db.pick_for_deletion(conn, where)
         if scope == "memory" and not rows:

@@ -26,7 +26,7 @@ from memvault.lifecycle.models import (
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.db.records import AnyRow
+    from memvault.db.records import AuditRow
 
 
 def _uuid(value: UUID | str) -> UUID:
@@ -135,13 +135,14 @@ class LifecycleFace:
         """Write the audit rows queued so far now (they are written in the background)."""
         return await self._backend.audit.flush()
 
-    def _audit_entry(self, row: AnyRow) -> AuditEntry:
+    def _audit_entry(self, row: AuditRow) -> AuditEntry:
         query = None
-        if row.query_ciphertext is not None:
+        ciphertext, nonce, key_id = row.query_ciphertext, row.query_nonce, row.query_key_id
+        if ciphertext is not None and nonce is not None and key_id is not None:
             from memvault.crypto import Sealed
 
             query = self._backend.keys.current().open(
-                Sealed(row.query_ciphertext, row.query_nonce, row.query_key_id),
+                Sealed(ciphertext, nonce, key_id),
                 query_aad(row.tenant_id, row.id),
             )
         values = {

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from memvault.db import audit
 from memvault.db import lifecycle as db
-from memvault.db.records import AnyRow
+from memvault.db.records import UserShare
 from memvault.db.tables import memories
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
@@ -40,12 +40,12 @@ if TYPE_CHECKING:
     from memvault.backend import Backend
 
 
-async def _per_user(ctx: RunContext, condition: sa.ColumnElement[bool]) -> Sequence[AnyRow]:
+async def _per_user(ctx: RunContext, condition: sa.ColumnElement[bool]) -> list[UserShare]:
     async with ctx.backend.engine.connect() as conn:
         return await db.touched_per_user(conn, condition)
 
 
-def _over_share(ctx: RunContext, per_user: Sequence[AnyRow]) -> list[dict[str, Any]]:
+def _over_share(ctx: RunContext, per_user: Sequence[UserShare]) -> list[dict[str, Any]]:
     """The users a run would change too much of (the safety stop's report)."""
     share, least = ctx.settings.lifecycle_max_share, ctx.settings.lifecycle_safety_min
     return [
@@ -55,7 +55,7 @@ def _over_share(ctx: RunContext, per_user: Sequence[AnyRow]) -> list[dict[str, A
     ]
 
 
-def _audit_per_user(ctx: RunContext, operation: str, per_user: Sequence[AnyRow]) -> None:
+def _audit_per_user(ctx: RunContext, operation: str, per_user: Sequence[UserShare]) -> None:
     for r in per_user:
         ctx.backend.audit.record(
             AuditEvent(
@@ -177,7 +177,7 @@ DECAY_TARGETS: dict[str, DecayTarget] = {
 async def decay(ctx: RunContext) -> Outcome:
     """Idle memories lose importance step by step, never below the floor; every change is
     recorded under the run so ``undo`` can put it back."""
-    per_user: list[AnyRow] = []
+    per_user: list[UserShare] = []
     for target in DECAY_TARGETS.values():
         condition = target.condition(ctx)
         if condition is not None:

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from memvault.models import Identifier
+from memvault.models import Identifier, Timestamp
 
 # What the audit log records; the table's check constraint is derived from this.
 AuditOperation = Literal[
@@ -126,3 +126,38 @@ class HealthActionResult(BaseModel):
     action: str
     changed: int
     receipt: DeletionReceipt | None = None
+
+
+# --- what the API and the HTTP client send (one definition for both) ---------------------------
+
+
+class AuditQuery(BaseModel):
+    """The audit log's filters, as a query string carries them."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier | None = None
+    operation: AuditOperation | None = None
+    since: Timestamp | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class DeletionRequest(BaseModel):
+    """One memory (``memory_id``), or every memory of the user (in one app, if given)."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
+    memory_id: UUID | None = None
+    app_id: Identifier | None = None
+
+
+class ExportPage(BaseModel):
+    results: list[dict[str, Any]]
+
+
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    memories: list[dict[str, Any]] = Field(max_length=10_000)
+
+
+class ImportCounts(RootModel[dict[str, int]]):
+    """What an import did: ``imported``, ``skipped``, ``queued_for_embedding``."""

@@ -32,7 +32,7 @@ from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.db.records import AnyRow
+    from memvault.db.records import HistoryRow, MemoryRow
 
 FORMAT = 1
 # Extra parts of an exported line (the graph's facts): export fills, import reads.
@@ -127,8 +127,8 @@ async def export_user(backend: Backend, tenant_id: str, user_id: str) -> list[di
 
 def _exported(
     backend: Backend,
-    row: AnyRow,
-    histories: dict[UUID, list[AnyRow]],
+    row: MemoryRow,
+    histories: dict[UUID, list[HistoryRow]],
     chunks: dict[UUID, dict[str, list[list[float]]]],
     parts: dict[str, dict[UUID, Any]],
 ) -> dict[str, Any]:

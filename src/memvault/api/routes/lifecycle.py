@@ -4,56 +4,30 @@ actions, a tenant's erasure (admin), export and import."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
-from uuid import UUID
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.admin import AsyncAdmin
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
 from memvault.api.schemas import V1_ERRORS, Owner
 from memvault.lifecycle.models import (
-    AuditOperation,
     AuditPage,
+    AuditQuery,
     DeletionReceipt,
+    DeletionRequest,
+    ExportPage,
     HealthActionRequest,
     HealthActionResult,
+    ImportRequest,
     MemoryHealth,
 )
-from memvault.models import Identifier, Timestamp
 
 router = APIRouter(prefix="/v1", tags=["lifecycle"], responses=V1_ERRORS)
 
 
-class AuditParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: Identifier | None = None
-    operation: AuditOperation | None = None
-    since: Timestamp | None = None
-    limit: int = Field(default=100, ge=1, le=1000)
-
-
-class DeletionRequest(BaseModel):
-    """One memory (``memory_id``), or every memory of the user (in one app, if given)."""
-
-    model_config = ConfigDict(extra="forbid")
-    user_id: Identifier
-    memory_id: UUID | None = None
-    app_id: Identifier | None = None
-
-
-class ExportPage(BaseModel):
-    results: list[dict[str, Any]]
-
-
-class ImportRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    memories: list[dict[str, Any]] = Field(max_length=10_000)
-
-
 @router.get("/audit")
-async def audit_log(params: Annotated[AuditParams, Query()], memory: AdminMemory) -> AuditPage:
+async def audit_log(params: Annotated[AuditQuery, Query()], memory: AdminMemory) -> AuditPage:
     """This tenant's audit log, newest first (admin scope)."""
     since: datetime | None = params.since
     return await memory.audit_log(
