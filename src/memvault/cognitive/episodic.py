@@ -27,7 +27,7 @@ from memvault.cognitive.models import (
     TurnsRequest,
 )
 from memvault.db import cognitive as db
-from memvault.db.records import AnyRow
+from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound
@@ -289,7 +289,7 @@ class EpisodicFace(CognitiveBase):
             for h in hits[:limit]
         ]
 
-    def _turn(self, row: AnyRow, next_index: int | None) -> ConversationTurn:
+    def _turn(self, row: TurnWithContent, next_index: int | None) -> ConversationTurn:
         content = open_content(
             self._backend.keys, row.tenant_id, row.memory_id, row.ciphertext, row.nonce, row.key_id
         )
@@ -304,7 +304,9 @@ class EpisodicFace(CognitiveBase):
             followed_by=next_index,
         )
 
-    def _conversation(self, row: AnyRow, turn_rows: Sequence[AnyRow] | None) -> Conversation:
+    def _conversation(
+        self, row: ConversationRow, turn_rows: Sequence[TurnWithContent] | None
+    ) -> Conversation:
         payload = self._open_row(TABLE, (row.id,), row)
         turns = None
         if turn_rows is not None:
