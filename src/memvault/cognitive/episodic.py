@@ -310,8 +310,9 @@ class EpisodicFace(CognitiveBase):
         payload = self._open_row(TABLE, (row.id,), row)
         turns = None
         if turn_rows is not None:
-            following = [r.turn_index for r in turn_rows[1:]] + [None]
-            turns = [self._turn(r, n) for r, n in zip(turn_rows, following, strict=True)]
+            following: list[int | None] = [r.turn_index for r in turn_rows[1:]]
+            following.append(None)
+            turns = [self._turn(r, n) for r, n in zip(turn_rows, following, strict=False)]
         return Conversation(
             id=row.id,
             user_id=row.user_id,

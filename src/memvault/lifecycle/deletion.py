@@ -55,6 +55,8 @@ class Targets:
     texts: dict[uuid.UUID, list[str]]
     # Memories whose vectors came in several chunks (each chunk's text was cached apart).
     chunked: frozenset[uuid.UUID] = frozenset()
+    # A user erased as a whole (not one app's memories): what is theirs beyond memories goes.
+    whole_user: bool = False
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -173,7 +175,7 @@ async def erase(
             raise NotFound("No such memory for this user.")
         texts = await _texts(backend, conn, tenant_id, rows)
         chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
-        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked)
+        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked, whole_user)
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None
