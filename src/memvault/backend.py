@@ -83,9 +83,3 @@ class Backend:
         for close in reversed(self.closers):
             await asyncio.to_thread(close)
         self.closers.clear()
-
-
-# Imported for what it registers: cognitive memory's deleters, cleanup steps and the patterns
-# job join the lifecycle wherever a backend exists (service, admin, worker, CLI). Last, as
-# cognitive/ reads ``Backend`` from here.
-from memvault.cognitive import upkeep as _cognitive_upkeep  # noqa: E402, F401

@@ -3,7 +3,8 @@ the ``patterns`` job that learns strategies from conversations whose tools worke
 
 Everything joins through the lifecycle's registries (``DERIVED``/``OUTSIDE`` in deletion,
 ``CLEANUP_STEPS`` and ``schedule.register`` in jobs), filled when this module is imported;
-``backend.py`` imports it, so every path that can delete or run a job has them.
+``runtime.py`` (which builds every backend) imports it, so every path that can delete or
+run a job has them.
 """
 
 from __future__ import annotations
