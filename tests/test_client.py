@@ -48,6 +48,7 @@ from memvault.lifecycle.models import (
 )
 from memvault.models import AddResult, MemoryRecord, SearchResult
 from tests.serving import serving
+from tests.test_client_cognitive import COGNITIVE_METHODS
 
 DATA_METHODS = [
     "add",
@@ -327,7 +328,7 @@ def test_client_methods_have_the_library_signatures(name: str) -> None:
 
 def test_maintenance_is_not_offered_over_http() -> None:
     public = {n for n in vars(AsyncMemoryClient) if not n.startswith("_")}
-    assert public == {*DATA_METHODS, "close"}
+    assert public == {*DATA_METHODS, *COGNITIVE_METHODS, "close"}
     assert {n for n in dir(MemoryClient) if not n.startswith("_")} == public
 
 

@@ -234,3 +234,12 @@ def test_promotion_thresholds_are_settings(make_settings: Any) -> None:
         )
     )
     assert is_prominent(0.5, 1, 1, rule) and not is_prominent(0.49, 1, 1, rule)
+
+
+async def test_a_turn_index_past_the_column_is_invalid_input_not_a_server_error(
+    memory: AsyncMemory,
+) -> None:
+    with pytest.raises(InvalidInput):  # found by tests/test_openapi_fuzz.py as a 500
+        await memory.record_tool_use("search", user_id="ann", turn_index=2**31, success=True)
+    used = await memory.record_tool_use("search", user_id="ann", turn_index=2**31 - 1, success=True)
+    assert used.turn_index == 2**31 - 1

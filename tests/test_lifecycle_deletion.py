@@ -48,8 +48,9 @@ def _traces(
     for table in _every_table(raw):
         for (text,) in raw.execute(f'SELECT t::text FROM "{table}" t'):
             found |= {f"{table}:{name}" for name, sig in signatures.items() if sig in text}
-    for key in redis_client.scan_iter(match="memvault:*", count=1000):
-        value = redis_client.get(key) or b""
+    keys = [*redis_client.scan_iter(match="memvault:*", count=1000)]
+    for key in [*keys, *redis_client.scan_iter(match="working:*", count=1000)]:
+        value = (redis_client.get(key) if redis_client.type(key) == b"string" else None) or b""
         blob = key.decode() + value.hex()
         found |= {f"redis:{name}" for name, sig in signatures.items() if sig in blob}
         found |= {
@@ -181,10 +182,14 @@ async def test_erasing_a_tenant_leaves_none_of_its_rows_but_the_receipt(
     await acme.add("acme roadmap", user_id="u", infer=False)
     await acme.add("acme budget " * 200, user_id="u", infer=False)  # a queued job too
     kept = await globex.add("globex roadmap", user_id="u", infer=False)
+    await _cognitive_life(acme, "u", "acme")  # every cognitive table, and Redis, hold some
+    redis_client = redis.Redis.from_url(REDIS_URL)
+    assert _working_keys(redis_client, "acme")
     admin = AsyncAdmin.of(store)
     await admin.create_api_key("acme")
     receipt = await admin.erase_tenant("acme")
-    assert receipt.memories == 2 and receipt.counts["api_keys"] == 1
+    assert _working_keys(redis_client, "acme") == []
+    assert receipt.memories == 3 and receipt.counts["api_keys"] == 1  # a turn is a memory
     for table in _every_table(raw):
         columns = {
             r[0]
@@ -211,3 +216,138 @@ async def test_another_users_memory_cannot_be_erased(store: AsyncMemory) -> None
     with pytest.raises(NotFound):
         await store.for_tenant("globex").erase(theirs.id, user_id="someone-else")
     assert (await store.for_tenant("globex").get(theirs.id, user_id="u")).content == "globex plans"
+
+
+# --- cognitive memory ---------------------------------------------------------------------------
+
+COGNITIVE_OWNED = (
+    "conversations",
+    "conversation_turns",
+    "tool_invocations",
+    "strategies",
+    "goals",
+    "user_profiles",
+    "working_memory",
+)
+
+
+async def _cognitive_life(memory: AsyncMemory, user_id: str, marker: str) -> None:
+    """Something in every cognitive table for ``user_id``: a conversation with turns, a tool
+    call, a strategy, a goal blocked by another, a profile, a working-memory value."""
+    convo = await memory.start_conversation(user_id=user_id, title=f"trip {marker}")
+    await memory.add_turns(
+        convo.id, [{"role": "user", "content": f"plan the zqx{marker} trip"}], user_id=user_id
+    )
+    await memory.record_tool_use(
+        "search", user_id=user_id, conversation_id=convo.id, tool_input=marker, success=True
+    )
+    await memory.learn_strategy(f"search first {marker}", user_id=user_id, tool_sequence=["a"])
+    first = await memory.add_goal(f"book {marker}", user_id=user_id)
+    await memory.add_goal(f"pack {marker}", user_id=user_id, blocked_by=[first.id])
+    await memory.update_profile(user_id=user_id, communication_style=f"brief {marker}")
+    await memory.set_context(str(convo.id), "city", f"Lisbon {marker}", user_id=user_id)
+
+
+def _cognitive_left(raw: psycopg.Connection[Any], tenant_id: str, user_id: str) -> dict[str, int]:
+    left = {
+        table: raw.execute(
+            f'SELECT count(*) FROM "{table}" WHERE tenant_id = %s AND user_id = %s',
+            (tenant_id, user_id),
+        ).fetchone()[0]  # type: ignore[index]
+        for table in COGNITIVE_OWNED
+    }
+    left["goal_blockers"] = raw.execute(
+        "SELECT count(*) FROM goal_blockers b WHERE b.tenant_id = %s AND NOT EXISTS "
+        "(SELECT 1 FROM goals g WHERE g.tenant_id = b.tenant_id AND g.id = b.goal_id "
+        "AND g.user_id <> %s)",
+        (tenant_id, user_id),
+    ).fetchone()[0]  # type: ignore[index]
+    return left
+
+
+def _working_keys(redis_client: Any, tenant_id: str, user_id: str | None = None) -> list[bytes]:
+    pattern = f"working:{tenant_id}:" + (f"{user_id}:*" if user_id else "*")
+    return sorted(redis_client.scan_iter(match=pattern, count=1000))
+
+
+@pytest.mark.parametrize("how", ["erase_user", "delete_all"])
+async def test_erasing_a_user_takes_their_cognitive_memory_from_every_table_and_redis(
+    store: AsyncMemory,
+    make_settings: Callable[..., Settings],
+    raw: psycopg.Connection[Any],
+    how: str,
+) -> None:
+    redis_client = redis.Redis.from_url(REDIS_URL)
+    marker = uuid.uuid4().hex[:10]
+    ana, bo = f"ana-{marker}", f"bo-{marker}"
+    await _cognitive_life(store, ana, marker)
+    await _cognitive_life(store, bo, marker)
+    # The same store without Redis keeps working memory in the UNLOGGED table.
+    async with await AsyncMemory.open(make_settings(embedding_provider="hash")) as no_redis:
+        await no_redis.set_context("s1", "k", marker, user_id=ana)
+        await no_redis.set_context("s1", "k", marker, user_id=bo)
+    before, kept = _cognitive_left(raw, "default", ana), _cognitive_left(raw, "default", bo)
+    assert all(before.values()), before  # the search can fail: every table holds some
+    assert _working_keys(redis_client, "default", ana)
+
+    if how == "erase_user":
+        counts = (await store.erase_user(user_id=ana)).counts
+    else:
+        await store.delete_all(user_id=ana)
+        (audited,) = [
+            a for a in (await store.audit_log(operation="delete")).results if a.user_id == ana
+        ]
+        counts = audited.details["receipt"]["counts"]
+
+    assert _cognitive_left(raw, "default", ana) == dict.fromkeys(before, 0)
+    assert _working_keys(redis_client, "default", ana) == []
+    for table, n in before.items():
+        assert counts[table] == n, (table, counts)
+    assert counts["working_memory_redis"] >= 2  # the value and its session's index
+    assert _cognitive_left(raw, "default", bo) == kept
+    assert _working_keys(redis_client, "default", bo)
+
+
+async def test_erasing_a_turns_memory_takes_the_turn_and_counts_it(store: AsyncMemory) -> None:
+    convo = await store.start_conversation(user_id="dee")
+    await store.add_turns(convo.id, [{"role": "user", "content": "hello"}], user_id="dee")
+    (turn,) = (await store.get_conversation(convo.id, user_id="dee", turns=True)).turns or []
+    receipt = await store.erase(turn.memory_id, user_id="dee")
+    assert receipt.counts["conversation_turns"] == 1
+    assert receipt.counts["conversations"] == 0  # the conversation stays, one turn shorter
+    assert (await store.get_conversation(convo.id, user_id="dee", turns=True)).turns == []
+
+
+async def test_erasing_one_apps_memories_keeps_the_users_cognitive_memory(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    marker = uuid.uuid4().hex[:10]
+    cy = f"cy-{marker}"
+    await _cognitive_life(store, cy, marker)
+    before = _cognitive_left(raw, "default", cy)
+    receipt = await store.erase_user(user_id=cy, app_id="another-app")
+    assert receipt.memories == 0
+    assert _cognitive_left(raw, "default", cy) == before
+
+
+async def test_erasing_a_tenant_takes_its_cognitive_memory_and_redis_keys(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    redis_client = redis.Redis.from_url(REDIS_URL)
+    marker = uuid.uuid4().hex[:10]
+    initech, umbrella = store.for_tenant("initech"), store.for_tenant("umbrella")
+    await _cognitive_life(initech, "u1", marker)
+    await _cognitive_life(initech, "u2", marker)
+    await _cognitive_life(umbrella, "u1", marker)
+    assert _working_keys(redis_client, "initech")
+    receipt = await AsyncAdmin.of(store).erase_tenant("initech")
+    for table in (*COGNITIVE_OWNED, "goal_blockers"):
+        left = raw.execute(f'SELECT count(*) FROM "{table}" WHERE tenant_id = %s', ("initech",))
+        assert left.fetchone() == (0,), table
+        assert receipt.counts[table] >= (1 if table != "working_memory" else 0), table
+    assert receipt.counts["goals"] == 4 and receipt.counts["goal_blockers"] == 2
+    assert _working_keys(redis_client, "initech") == []
+    assert all(
+        _cognitive_left(raw, "umbrella", "u1")[t] for t in COGNITIVE_OWNED if t != "working_memory"
+    )
+    assert _working_keys(redis_client, "umbrella", "u1")

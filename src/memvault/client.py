@@ -39,6 +39,40 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from memvault._sync import SyncFace, blocking
+from memvault.cognitive.models import (
+    Conversation,
+    ConversationPage,
+    ConversationStart,
+    Goal,
+    GoalCompletion,
+    GoalInput,
+    GoalPage,
+    Profile,
+    ProfileUpdate,
+    Reinforcement,
+    RememberRequest,
+    Strategy,
+    StrategyInput,
+    ToolInvocation,
+    ToolUse,
+    TurnsRequest,
+    WorkingContext,
+    WorkingValue,
+)
+from memvault.cognitive.wire import (
+    Cleared,
+    ContextValue,
+    ConversationParams,
+    GoalParams,
+    OwnerInChannel,
+    OwnerParams,
+    RememberAnswer,
+    StatsParams,
+    StrategyPage,
+    StrategyParams,
+    ToolStatsPage,
+    TurnPage,
+)
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -113,7 +147,7 @@ class Route:
 
     ``Route(method, path, service, response, query=..., body=..., wire=..., returns=...)``:
 
-    - ``method``: the HTTP method, ``"GET"``, ``"POST"``, ``"PATCH"``, ``"DELETE"``.
+    - ``method``: the HTTP method, ``"GET"``, ``"POST"``, ``"PUT"``, ``"PATCH"``, ``"DELETE"``.
     - ``path``: the path template; each ``{name}`` is filled from the argument of that name
       (an argument the service annotates as ``UUID`` is checked as one before anything is sent).
     - ``service``: the ``AsyncMemory`` method (or a mixin's) the client method stands in for. The
@@ -193,6 +227,43 @@ ROUTES: tuple[Route, ...] = (
           returns="results"),
     Route("POST", "/v1/import", AsyncMemory.import_memories, ImportCounts,
           body=ImportRequest, wire={"lines": "memories"}, returns="root"),
+    # cognitive memory (api/routes/cognitive.py)
+    Route("POST", "/v1/conversations", AsyncMemory.start_conversation, Conversation,
+          body=ConversationStart),
+    Route("GET", "/v1/conversations", AsyncMemory.list_conversations, ConversationPage,
+          query=ConversationParams, returns="results"),
+    Route("GET", "/v1/conversations/{conversation_id}", AsyncMemory.get_conversation,
+          Conversation, query=OwnerParams),
+    Route("POST", "/v1/conversations/{conversation_id}/turns", AsyncMemory.add_turns, TurnPage,
+          query=("wait",), body=TurnsRequest, returns="results"),
+    Route("PUT", "/v1/working/{conversation_id}/context/{key}", AsyncMemory.set_context, None,
+          body=WorkingValue),
+    Route("GET", "/v1/working/{conversation_id}/context/{key}", AsyncMemory.get_context_value,
+          ContextValue, query=OwnerInChannel, returns="value"),
+    Route("DELETE", "/v1/working/{conversation_id}/context/{key}",
+          AsyncMemory.delete_context_value, None, query=OwnerInChannel),
+    Route("GET", "/v1/working/{conversation_id}", AsyncMemory.get_context, WorkingContext,
+          query=OwnerInChannel),
+    Route("DELETE", "/v1/working/{conversation_id}", AsyncMemory.clear_session, Cleared,
+          query=OwnerInChannel, returns="deleted"),
+    Route("POST", "/v1/tools/invocations", AsyncMemory.record_tool_use, ToolInvocation,
+          body=ToolUse),
+    Route("GET", "/v1/tools/stats", AsyncMemory.tool_stats, ToolStatsPage, query=StatsParams,
+          returns="results"),
+    Route("POST", "/v1/strategies", AsyncMemory.learn_strategy, Strategy, body=StrategyInput),
+    Route("GET", "/v1/strategies", AsyncMemory.find_strategies, StrategyPage,
+          query=StrategyParams, returns="results"),
+    Route("POST", "/v1/strategies/{strategy_id}/reinforce", AsyncMemory.reinforce_strategy,
+          Strategy, body=Reinforcement),
+    Route("POST", "/v1/goals", AsyncMemory.add_goal, Goal, body=GoalInput),
+    Route("GET", "/v1/goals", AsyncMemory.list_goals, GoalPage, query=GoalParams,
+          returns="results"),
+    Route("GET", "/v1/goals/{goal_id}", AsyncMemory.get_goal, Goal, query=OwnerParams),
+    Route("POST", "/v1/goals/{goal_id}/complete", AsyncMemory.complete_goal, Goal,
+          body=GoalCompletion),
+    Route("GET", "/v1/profile", AsyncMemory.get_profile, Profile, query=OwnerInChannel),
+    Route("PATCH", "/v1/profile", AsyncMemory.update_profile, Profile, body=ProfileUpdate),
+    Route("POST", "/v1/remember", AsyncMemory.remember, RememberAnswer, body=RememberRequest),
 )  # fmt: skip
 
 

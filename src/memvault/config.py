@@ -323,3 +323,15 @@ class Settings(BaseSettings):
     remember_half_life_days: float = Field(
         default=30.0, gt=0, description="recency halves over this many days"
     )
+
+    # --- cognitive upkeep (lifecycle jobs on cognitive memory: cleanup steps, patterns) ---
+    conversation_archive_after_days: float = Field(
+        default=90.0, gt=0, description="cleanup archives conversations idle this many days"
+    )
+    patterns_interval_s: float = Field(default=3_600.0, gt=0, description="patterns: hourly")
+    patterns_min_steps: int = Field(
+        default=2, ge=1, description="patterns learns a sequence of at least this many tools…"
+    )
+    patterns_lookback_days: float = Field(
+        default=7.0, gt=0, description="…from conversations with a tool call this recent"
+    )

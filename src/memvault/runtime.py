@@ -14,6 +14,10 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault.backend import Backend
+
+# Imported for what it registers: cognitive memory's deleters, cleanup steps and the patterns
+# job join the lifecycle wherever a backend is built (service, admin, worker, CLI).
+from memvault.cognitive import upkeep as _cognitive_upkeep  # noqa: F401
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
 from memvault.db import store

@@ -27,7 +27,7 @@ from memvault.cognitive.models import (
     TurnsRequest,
 )
 from memvault.db import cognitive as db
-from memvault.db.records import AnyRow
+from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound
@@ -289,7 +289,7 @@ class EpisodicFace(CognitiveBase):
             for h in hits[:limit]
         ]
 
-    def _turn(self, row: AnyRow, next_index: int | None) -> ConversationTurn:
+    def _turn(self, row: TurnWithContent, next_index: int | None) -> ConversationTurn:
         content = open_content(
             self._backend.keys, row.tenant_id, row.memory_id, row.ciphertext, row.nonce, row.key_id
         )
@@ -304,12 +304,15 @@ class EpisodicFace(CognitiveBase):
             followed_by=next_index,
         )
 
-    def _conversation(self, row: AnyRow, turn_rows: Sequence[AnyRow] | None) -> Conversation:
+    def _conversation(
+        self, row: ConversationRow, turn_rows: Sequence[TurnWithContent] | None
+    ) -> Conversation:
         payload = self._open_row(TABLE, (row.id,), row)
         turns = None
         if turn_rows is not None:
-            following = [r.turn_index for r in turn_rows[1:]] + [None]
-            turns = [self._turn(r, n) for r, n in zip(turn_rows, following, strict=True)]
+            following: list[int | None] = [r.turn_index for r in turn_rows[1:]]
+            following.append(None)
+            turns = [self._turn(r, n) for r, n in zip(turn_rows, following, strict=False)]
         return Conversation(
             id=row.id,
             user_id=row.user_id,

@@ -26,7 +26,7 @@ from memvault.cognitive.models import (
     ProfileUpdate,
 )
 from memvault.db import cognitive as db
-from memvault.db.records import AnyRow
+from memvault.db.cognitive_records import GoalRow, ProfileRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound
 from memvault.validation import validated
@@ -134,7 +134,7 @@ class GoalFace(CognitiveBase):
             )
         return await self.get_goal(ident, user_id=done.user_id)
 
-    def _goal(self, row: AnyRow) -> Goal:
+    def _goal(self, row: GoalRow) -> Goal:
         payload = self._open_row(GOALS, (row.id,), row)
         return Goal(
             id=row.id,
@@ -251,6 +251,6 @@ class ProfileFace(CognitiveBase):
             return await self.get_profile(user_id=user_id, channel=channel)
         return await self.update_profile(user_id=user_id, channel=channel, **changes)
 
-    def _profile_payload(self, row: AnyRow) -> dict[str, Any]:
+    def _profile_payload(self, row: ProfileRow) -> dict[str, Any]:
         payload: dict[str, Any] = self._open_row(PROFILES, (row.user_id, row.channel), row)
         return payload

@@ -154,7 +154,7 @@ class ToolUse(_Owned):
     latency_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     error: Text | None = Field(default=None, max_length=10_000)
     conversation_id: UUID | None = None
-    turn_index: int | None = Field(default=None, ge=0)
+    turn_index: int | None = Field(default=None, ge=0, le=2**31 - 1)  # an INTEGER column
 
 
 class ToolInvocation(BaseModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -25,7 +26,7 @@ from memvault.cognitive.models import (
     ToolUse,
 )
 from memvault.db import cognitive as db
-from memvault.db.records import AnyRow
+from memvault.db.cognitive_records import ConversationRow, StrategyRow, ToolStep
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
@@ -68,7 +69,7 @@ def scrub(value: Any, policy: str, found: dict[str, int]) -> Any:
     return value
 
 
-def learned_sequence(rows: builtins.list[AnyRow]) -> builtins.list[str]:
+def learned_sequence(rows: Sequence[ToolStep]) -> builtins.list[str]:
     """The tools that worked, in order, a repeated call counted once."""
     sequence: builtins.list[str] = []
     for row in rows:
@@ -123,7 +124,9 @@ class ProceduralFace(CognitiveBase):
             pii=found,
         )
 
-    async def _owned_conversation(self, conn: Any, conversation_id: UUID, user_id: str) -> AnyRow:
+    async def _owned_conversation(
+        self, conn: Any, conversation_id: UUID, user_id: str
+    ) -> ConversationRow:
         row = await db.fetch_conversation(
             conn, self.tenant_id, conversation_id, user_id, lock=False
         )
@@ -236,7 +239,7 @@ class ProceduralFace(CognitiveBase):
             raise NotFound("No such strategy for this user.", details={"id": str(ident)})
         return self._strategy(row)
 
-    def _strategy(self, row: AnyRow, *, similarity: float | None = None) -> Strategy:
+    def _strategy(self, row: StrategyRow, *, similarity: float | None = None) -> Strategy:
         payload = self._open_row(STRATEGIES, (row.id,), row)
         return Strategy(
             id=row.id,

@@ -9,10 +9,9 @@ from typing import Any
 from memvault.cognitive.base import CognitiveBase, checked_id
 from memvault.cognitive.models import GLOBAL_CHANNEL, WorkingContext, WorkingValue
 from memvault.cognitive.working import (
-    PostgresWorkingStore,
-    RedisWorkingStore,
     WorkingMemory,
     list_of,
+    open_store,
     values_of,
 )
 from memvault.db.tenancy import scoped_to_tenant
@@ -26,10 +25,7 @@ class WorkingFace(CognitiveBase):
     def _working(self) -> WorkingMemory:
         settings = self._backend.settings
         if self._backend.working is None:
-            url = settings.redis_url.get_secret_value() if settings.redis_url else None
-            self._backend.working = (
-                RedisWorkingStore(url) if url else PostgresWorkingStore(self._backend.engine)
-            )
+            self._backend.working = open_store(settings, self._backend.engine)
         return WorkingMemory(
             self._backend.working,
             self._backend.keys,

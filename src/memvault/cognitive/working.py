@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -24,6 +24,9 @@ from memvault.cognitive.sealed import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
 from memvault.errors import InvalidInput, StoreUnavailable
+
+if TYPE_CHECKING:
+    from memvault.config import Settings
 
 TABLE = "working_memory"
 Session = tuple[str, str, str]  # user, channel, conversation
@@ -212,8 +215,35 @@ class RedisWorkingStore:
         deleted, _ = await self._run(commands)
         return int(deleted)
 
+    async def forget(self, tenant_id: str, user_id: str | None) -> int:
+        """Every key of a user (of the whole tenant, for ``user_id`` None), index sets included:
+        a keyspace scan, as an erasure is rare and must not miss a session."""
+        parts = [tenant_id] if user_id is None else [tenant_id, user_id]
+        pattern = ":".join(["working", *(_glob_literal(_part(p)) for p in parts), "*"])
+        try:
+            names = [name async for name in self._redis.scan_iter(match=pattern, count=1_000)]
+        except Exception as exc:  # redis raises many unrelated types; all mean "not now"
+            raise StoreUnavailable(
+                "Working memory (Redis) is unavailable.", details={"store": "redis"}
+            ) from exc
+        if not names:
+            return 0
+        (deleted,) = await self._run(lambda p: p.delete(*names))
+        return int(deleted)
+
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+
+def _glob_literal(value: str) -> str:
+    """``value`` matched as itself by a Redis SCAN pattern."""
+    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in value)
+
+
+def open_store(settings: Settings, engine: AsyncEngine) -> WorkingStore:
+    """Redis when ``redis_url`` is set, else the UNLOGGED table."""
+    url = settings.redis_url.get_secret_value() if settings.redis_url else None
+    return RedisWorkingStore(url) if url else PostgresWorkingStore(engine)
 
 
 class WorkingMemory:

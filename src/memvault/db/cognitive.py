@@ -17,7 +17,20 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import AnyRow
+from memvault.db.cognitive_records import (
+    ConversationRow,
+    ConversationToolCall,
+    GoalRow,
+    ProfileRow,
+    RankedStrategy,
+    StrategyRow,
+    ToolInvocationRow,
+    ToolStatRow,
+    ToolStep,
+    TurnRow,
+    TurnWithContent,
+    WorkingRow,
+)
 from memvault.db.tables import (
     SEALED_COGNITIVE,
     conversation_turns,
@@ -56,22 +69,21 @@ class SealedRow:
 # --- conversations and turns ------------------------------------------------------------------
 
 
-async def insert_conversation(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
-    row: AnyRow = (
-        await conn.execute(conversations.insert().values(values).returning(conversations))
-    ).one()
-    return row
+async def insert_conversation(conn: AsyncConnection, values: dict[str, Any]) -> ConversationRow:
+    statement = conversations.insert().values(values).returning(conversations)
+    return ConversationRow.from_row((await conn.execute(statement)).one())
 
 
 async def fetch_conversation(
     conn: AsyncConnection, tenant_id: str, conversation_id: UUID, user_id: str, *, lock: bool
-) -> AnyRow | None:
+) -> ConversationRow | None:
     query = sa.select(conversations).where(
         _c.tenant_id == tenant_id, _c.id == conversation_id, _c.user_id == user_id
     )
     if lock:
         query = query.with_for_update()
-    return (await conn.execute(query)).one_or_none()
+    row = (await conn.execute(query)).one_or_none()
+    return None if row is None else ConversationRow.from_row(row)
 
 
 async def list_conversations(
@@ -81,7 +93,7 @@ async def list_conversations(
     channels: Sequence[str] | None,
     include_archived: bool,
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[ConversationRow]:
     where = [_c.tenant_id == tenant_id, _c.user_id == user_id]
     if channels is not None:
         where.append(_c.channel.in_(list(channels)))
@@ -90,7 +102,7 @@ async def list_conversations(
     query = (
         sa.select(conversations).where(*where).order_by(_c.started_at.desc(), _c.id).limit(limit)
     )
-    return (await conn.execute(query)).all()
+    return [ConversationRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def advance_conversation(
@@ -129,14 +141,13 @@ def _turns_with_content() -> sa.Select[Any]:
 
 async def fetch_turns(
     conn: AsyncConnection, tenant_id: str, conversation_id: UUID
-) -> Sequence[AnyRow]:
+) -> list[TurnWithContent]:
     query = (
         _turns_with_content()
         .where(_t.tenant_id == tenant_id, _t.conversation_id == conversation_id)
         .order_by(_t.turn_index)
     )
-    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
-    return rows
+    return [TurnWithContent.from_row(row) for row in await conn.execute(query)]
 
 
 async def recent_turns(
@@ -146,7 +157,7 @@ async def recent_turns(
     channels: Sequence[str],
     since: datetime,
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[TurnWithContent]:
     """Newest first; the (tenant, user, channel, occurred_at) index reads them in order."""
     query = (
         _turns_with_content()
@@ -159,13 +170,12 @@ async def recent_turns(
         .order_by(_t.occurred_at.desc(), _t.turn_index.desc())
         .limit(limit)
     )
-    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
-    return rows
+    return [TurnWithContent.from_row(row) for row in await conn.execute(query)]
 
 
 async def turns_of_memories(
     conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
-) -> dict[UUID, AnyRow]:
+) -> dict[UUID, TurnRow]:
     """The turn each memory was stored as (the first, for a deduplicated repeat)."""
     if not memory_ids:
         return {}
@@ -175,7 +185,7 @@ async def turns_of_memories(
         .order_by(_t.memory_id, _t.occurred_at)
         .ext(distinct_on(_t.memory_id))
     )
-    return {row.memory_id: row for row in await conn.execute(query)}
+    return {row.memory_id: TurnRow.from_row(row) for row in await conn.execute(query)}
 
 
 # --- working memory (no Redis) ----------------------------------------------------------------
@@ -219,13 +229,14 @@ async def get_working(
     slot: str | None,
     key: str | None,
     now: datetime,
-) -> Sequence[AnyRow]:
+) -> list[WorkingRow]:
     where = [*_session(tenant_id, session), _w.expires_at > now]
     if slot is not None:
         where.append(_w.slot == slot)
     if key is not None:
         where.append(_w.key == key)
-    return (await conn.execute(sa.select(working_memory).where(*where))).all()
+    query = sa.select(working_memory).where(*where)
+    return [WorkingRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def delete_working(
@@ -252,16 +263,14 @@ async def purge_expired_working(conn: AsyncConnection, now: datetime) -> int:
 # --- tool invocations and strategies ----------------------------------------------------------
 
 
-async def insert_invocation(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
-    row: AnyRow = (
-        await conn.execute(tool_invocations.insert().values(values).returning(tool_invocations))
-    ).one()
-    return row
+async def insert_invocation(conn: AsyncConnection, values: dict[str, Any]) -> ToolInvocationRow:
+    statement = tool_invocations.insert().values(values).returning(tool_invocations)
+    return ToolInvocationRow.from_row((await conn.execute(statement)).one())
 
 
 async def conversation_tools(
     conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: UUID
-) -> Sequence[AnyRow]:
+) -> list[ToolStep]:
     query = (
         sa.select(_i.tool_name, _i.success)
         .where(
@@ -269,12 +278,12 @@ async def conversation_tools(
         )
         .order_by(_i.created_at, _i.id)
     )
-    return (await conn.execute(query)).all()
+    return [ToolStep.from_row(row) for row in await conn.execute(query)]
 
 
 async def tool_stats(
     conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str] | None
-) -> Sequence[AnyRow]:
+) -> list[ToolStatRow]:
     where = [_i.tenant_id == tenant_id, _i.user_id == user_id]
     if channels is not None:
         where.append(_i.channel.in_(list(channels)))
@@ -290,14 +299,12 @@ async def tool_stats(
         .group_by(_i.tool_name, _i.channel)
         .order_by(_i.channel, _i.tool_name)
     )
-    return (await conn.execute(query)).all()
+    return [ToolStatRow.from_row(row) for row in await conn.execute(query)]
 
 
-async def insert_strategy(conn: AsyncConnection, values: dict[str, Any]) -> AnyRow:
-    row: AnyRow = (
-        await conn.execute(strategies.insert().values(values).returning(strategies))
-    ).one()
-    return row
+async def insert_strategy(conn: AsyncConnection, values: dict[str, Any]) -> StrategyRow:
+    statement = strategies.insert().values(values).returning(strategies)
+    return StrategyRow.from_row((await conn.execute(statement)).one())
 
 
 async def nearest_strategies(
@@ -308,7 +315,7 @@ async def nearest_strategies(
     model: str,
     vector: Sequence[float],
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[RankedStrategy]:
     """Strategies by cosine similarity to ``vector``, exact: a user has hundreds, not millions."""
     similarity = (1 - _s.embedding.cosine_distance(list(vector))).label("similarity")
     query = (
@@ -322,7 +329,7 @@ async def nearest_strategies(
         .order_by(similarity.desc(), _s.id)
         .limit(limit)
     )
-    return (await conn.execute(query)).all()
+    return [RankedStrategy.from_row(row) for row in await conn.execute(query)]
 
 
 async def reinforce_strategy(
@@ -332,7 +339,7 @@ async def reinforce_strategy(
     user_id: str,
     success: bool,
     at: datetime,
-) -> AnyRow | None:
+) -> StrategyRow | None:
     counter = _s.success_count if success else _s.failure_count
     statement = (
         strategies.update()
@@ -340,17 +347,18 @@ async def reinforce_strategy(
         .values({counter: counter + 1, _s.last_used: at})
         .returning(strategies)
     )
-    row: AnyRow | None = (await conn.execute(statement)).one_or_none()
-    return row
+    row = (await conn.execute(statement)).one_or_none()
+    return None if row is None else StrategyRow.from_row(row)
 
 
 async def fetch_strategy(
     conn: AsyncConnection, tenant_id: str, strategy_id: UUID, user_id: str
-) -> AnyRow | None:
+) -> StrategyRow | None:
     query = sa.select(strategies).where(
         _s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id
     )
-    return (await conn.execute(query)).one_or_none()
+    row = (await conn.execute(query)).one_or_none()
+    return None if row is None else StrategyRow.from_row(row)
 
 
 # --- goals --------------------------------------------------------------------------------------
@@ -396,10 +404,9 @@ def _goal_query(tenant_id: str) -> sa.Select[Any]:
 
 async def fetch_goals(
     conn: AsyncConnection, tenant_id: str, user_id: str, goal_ids: Sequence[UUID]
-) -> Sequence[AnyRow]:
+) -> list[GoalRow]:
     query = _goal_query(tenant_id).where(_g.user_id == user_id, _g.id.in_(list(goal_ids)))
-    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
-    return rows
+    return [GoalRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def list_goals(
@@ -409,7 +416,7 @@ async def list_goals(
     statuses: Sequence[str] | None,
     channels: Sequence[str] | None,
     limit: int,
-) -> Sequence[AnyRow]:
+) -> list[GoalRow]:
     where = [_g.user_id == user_id]
     if statuses is not None:
         where.append(_g.status.in_(list(statuses)))
@@ -421,8 +428,7 @@ async def list_goals(
         .order_by(_g.priority.desc(), _g.deadline.asc().nulls_last(), _g.created_at, _g.id)
         .limit(limit)
     )
-    rows: Sequence[AnyRow] = (await conn.execute(query)).all()
-    return rows
+    return [GoalRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def finish_goal(
@@ -454,13 +460,13 @@ async def count_owned_goals(
 
 async def fetch_profiles(
     conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str], *, lock: bool
-) -> Sequence[AnyRow]:
+) -> list[ProfileRow]:
     query = sa.select(user_profiles).where(
         _p.tenant_id == tenant_id, _p.user_id == user_id, _p.channel.in_(list(channels))
     )
     if lock:
         query = query.with_for_update()
-    return (await conn.execute(query)).all()
+    return [ProfileRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def put_profile(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -508,3 +514,111 @@ async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) 
     table = next(t for t in SEALED_COGNITIVE if t.name == row.table)
     where = [c == v for c, v in zip(_primary_key(table), row.key, strict=True)]
     await conn.execute(table.update().where(*where).values(values))
+
+
+# --- deletion and upkeep (the lifecycle's registries call these) -------------------------------
+
+# The order rows go in a user's or tenant's erasure: rows pointing at others first, so a cascade
+# never removes a row before it is counted.
+OWNED_TABLES = (
+    conversation_turns,
+    tool_invocations,
+    strategies,
+    conversations,
+    goal_blockers,
+    goals,
+    user_profiles,
+    working_memory,
+)
+
+
+async def delete_owned(
+    conn: AsyncConnection, table: sa.Table, tenant_id: str, user_id: str | None
+) -> int:
+    """A user's rows of one cognitive table; with ``user_id`` None, the whole tenant's."""
+    where: list[sa.ColumnElement[bool]] = [table.c.tenant_id == tenant_id]
+    if user_id is not None:
+        if table is goal_blockers:
+            owned = sa.select(_g.id).where(_g.tenant_id == tenant_id, _g.user_id == user_id)
+            where.append(_b.goal_id.in_(owned.scalar_subquery()))
+        else:
+            where.append(table.c.user_id == user_id)
+    result = await conn.execute(table.delete().where(*where))
+    return int(result.rowcount)
+
+
+async def delete_turns_of(conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]) -> int:
+    """The turns stored as these memories (the memories' cascade would take them uncounted)."""
+    if not memory_ids:
+        return 0
+    result = await conn.execute(
+        conversation_turns.delete().where(
+            _t.tenant_id == tenant_id, _t.memory_id.in_(list(memory_ids))
+        )
+    )
+    return int(result.rowcount)
+
+
+def _idle_since(before: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        _c.archived.is_(False), sa.func.coalesce(_c.last_turn_at, _c.started_at) < before
+    )
+
+
+async def archive_idle_conversations(
+    conn: AsyncConnection, before: datetime, *, dry_run: bool
+) -> int:
+    """Every tenant's conversations with no turn since ``before`` (started before it, if none)."""
+    if dry_run:
+        query = sa.select(sa.func.count()).select_from(conversations).where(_idle_since(before))
+        return int((await conn.execute(query)).scalar_one())
+    result = await conn.execute(
+        conversations.update().where(_idle_since(before)).values(archived=True)
+    )
+    return int(result.rowcount)
+
+
+async def count_expired_working(conn: AsyncConnection, now: datetime) -> int:
+    query = sa.select(sa.func.count()).select_from(working_memory).where(_w.expires_at <= now)
+    return int((await conn.execute(query)).scalar_one())
+
+
+async def tool_calls_of_recent_conversations(
+    conn: AsyncConnection, since: datetime
+) -> list[ConversationToolCall]:
+    """Every tool call, in order, of the conversations (every tenant's) with one since
+    ``since``: what the patterns job learns strategies from."""
+    recent = (
+        sa.select(_i.tenant_id, _i.conversation_id)
+        .where(_i.conversation_id.is_not(None), _i.created_at >= since)
+        .distinct()
+        .subquery()
+    )
+    query = (
+        sa.select(
+            _i.tenant_id, _i.user_id, _i.channel, _i.conversation_id, _i.tool_name, _i.success
+        )
+        .join(
+            recent,
+            sa.and_(
+                recent.c.tenant_id == _i.tenant_id, recent.c.conversation_id == _i.conversation_id
+            ),
+        )
+        .order_by(_i.tenant_id, _i.conversation_id, _i.created_at, _i.id)
+    )
+    return [ConversationToolCall.from_row(row) for row in await conn.execute(query)]
+
+
+async def learned_sequences(
+    conn: AsyncConnection, conversation_ids: Sequence[tuple[str, UUID]]
+) -> set[tuple[str, UUID, tuple[str, ...]]]:
+    """(tenant, conversation, tool sequence) of the strategies already learned from these."""
+    if not conversation_ids:
+        return set()
+    query = sa.select(_s.tenant_id, _s.source_conversation_id, _s.tool_sequence).where(
+        sa.tuple_(_s.tenant_id, _s.source_conversation_id).in_(list(conversation_ids))
+    )
+    return {
+        (row.tenant_id, row.source_conversation_id, tuple(row.tool_sequence))
+        for row in await conn.execute(query)
+    }

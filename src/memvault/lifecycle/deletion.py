@@ -57,6 +57,8 @@ class Targets:
     chunked: frozenset[uuid.UUID] = frozenset()
     # A user-scope deletion limited to one app (None: every app of the user).
     app_id: str | None = None
+    # A user erased as a whole (not one app's memories): what is theirs beyond memories goes.
+    whole_user: bool = False
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -192,7 +194,9 @@ async def erase(
             raise NotFound("No such memory for this user.")
         texts = await _texts(backend, conn, tenant_id, rows)
         chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
-        targets = Targets(tenant_id, scope, user_id, rows, texts, chunked, app_id)
+        targets = Targets(
+            tenant_id, scope, user_id, rows, texts, chunked, app_id=app_id, whole_user=whole_user
+        )
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None

@@ -3,25 +3,20 @@ the profile and ``remember``. Parse, call the service, shape the answer."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.api.deps import ReadMemory, WriteMemory
 from memvault.api.schemas import V1_ERRORS
-from memvault.cognitive.bundle import MemoryBundle
 from memvault.cognitive.models import (
-    GLOBAL_CHANNEL,
     Conversation,
     ConversationPage,
     ConversationStart,
-    ConversationTurn,
     Goal,
     GoalCompletion,
     GoalInput,
     GoalPage,
-    GoalStatus,
     Profile,
     ProfileUpdate,
     Reinforcement,
@@ -29,76 +24,27 @@ from memvault.cognitive.models import (
     Strategy,
     StrategyInput,
     ToolInvocation,
-    ToolStats,
     ToolUse,
     TurnsRequest,
     WorkingContext,
     WorkingValue,
 )
+from memvault.cognitive.wire import (
+    Cleared,
+    ContextValue,
+    ConversationParams,
+    GoalParams,
+    OwnerInChannel,
+    OwnerParams,
+    RememberAnswer,
+    StatsParams,
+    StrategyPage,
+    StrategyParams,
+    ToolStatsPage,
+    TurnPage,
+)
 
 router = APIRouter(prefix="/v1", tags=["cognitive"], responses=V1_ERRORS)
-
-
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class OwnerInChannel(_Params):
-    user_id: str
-    channel: str = GLOBAL_CHANNEL
-
-
-class ConversationParams(_Params):
-    user_id: str
-    channel: str | None = Field(default=None, description="a project lists its own and _global's")
-    include_archived: bool = False
-    limit: int = Field(default=50, ge=1, le=100)
-
-
-class OwnerParams(_Params):
-    user_id: str
-
-
-class StrategyParams(OwnerInChannel):
-    task: str = Field(min_length=1, max_length=2_000)
-    limit: int = Field(default=5, ge=1, le=100)
-
-
-class GoalParams(_Params):
-    user_id: str
-    status: GoalStatus | None = None
-    channel: str | None = None
-    limit: int = Field(default=100, ge=1, le=1_000)
-
-
-class StatsParams(_Params):
-    user_id: str
-    channel: str | None = None
-
-
-class TurnPage(BaseModel):
-    results: list[ConversationTurn]
-
-
-class ContextValue(BaseModel):
-    key: str
-    value: Any
-
-
-class Cleared(BaseModel):
-    deleted: int
-
-
-class StrategyPage(BaseModel):
-    results: list[Strategy]
-
-
-class ToolStatsPage(BaseModel):
-    results: list[ToolStats]
-
-
-class RememberAnswer(MemoryBundle):
-    prompt: str = Field(description="bundle.as_prompt(): the block to put before the question")
 
 
 # --- conversations ------------------------------------------------------------------------------

@@ -1,0 +1,185 @@
+"""Cognitive memory in the lifecycle: what deletion removes of it, what cleanup does to it, and
+the ``patterns`` job that learns strategies from conversations whose tools worked.
+
+Everything joins through the lifecycle's registries (``DERIVED``/``OUTSIDE`` in deletion,
+``CLEANUP_STEPS`` and ``schedule.register`` in jobs), filled when this module is imported;
+``runtime.py`` (which builds every backend) imports it, so every path that can delete or
+run a job has them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.cognitive.procedural import STRATEGIES, learned_sequence
+from memvault.cognitive.sealed import seal_payload
+from memvault.cognitive.working import RedisWorkingStore, open_store
+from memvault.db import cognitive as db
+from memvault.db.cognitive_records import ConversationToolCall
+from memvault.db.tables import conversation_turns
+from memvault.lifecycle.deletion import InStore, Targets, register_derived, register_outside
+from memvault.lifecycle.jobs import CLEANUP_STEPS
+from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+
+# --- deletion ----------------------------------------------------------------------------------
+
+
+def _owner(targets: Targets) -> tuple[bool, str | None]:
+    """Whether this deletion takes cognitive rows at all, and whose (None: the tenant's).
+    Cognitive rows belong to a user, not to an app, so erasing one app's memories keeps them."""
+    if targets.scope == "tenant":
+        return True, None
+    if targets.scope == "user" and targets.whole_user:
+        return True, targets.user_id
+    return False, None
+
+
+def _owned_rows(table: sa.Table) -> InStore:
+    async def delete(conn: AsyncConnection, targets: Targets) -> int:
+        takes, user_id = _owner(targets)
+        if table is conversation_turns:
+            # A deleted memory's turn goes whatever the scope: its words were that memory.
+            gone = await db.delete_turns_of(conn, targets.tenant_id, targets.ids)
+            return gone + (
+                await db.delete_owned(conn, table, targets.tenant_id, user_id) if takes else 0
+            )
+        if not takes:
+            return 0
+        return await db.delete_owned(conn, table, targets.tenant_id, user_id)
+
+    return delete
+
+
+async def _redis_working_memory(backend: Backend, targets: Targets) -> int:
+    takes, user_id = _owner(targets)
+    if not takes or backend.settings.redis_url is None:
+        return 0
+    if backend.working is None:
+        backend.working = open_store(backend.settings, backend.engine)
+    store = backend.working
+    if not isinstance(store, RedisWorkingStore):
+        return 0
+    return await store.forget(targets.tenant_id, user_id)
+
+
+for _table in db.OWNED_TABLES:
+    register_derived(_table.name, _owned_rows(_table))
+register_outside("working_memory_redis", _redis_working_memory)
+
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+
+async def archive_conversations(ctx: RunContext) -> dict[str, int]:
+    """Conversations idle past ``conversation_archive_after_days`` are archived (kept, and
+    searchable, but out of the default listing)."""
+    before = ctx.now - timedelta(days=ctx.settings.conversation_archive_after_days)
+    async with ctx.backend.engine.begin() as conn:
+        n = await db.archive_idle_conversations(conn, before, dry_run=ctx.dry_run)
+    return {"would_archive" if ctx.dry_run else "archived": n}
+
+
+async def purge_working_memory(ctx: RunContext) -> dict[str, int]:
+    """Expired rows that abandoned sessions left in the UNLOGGED table (Redis expires its own)."""
+    async with ctx.backend.engine.begin() as conn:
+        if ctx.dry_run:
+            return {"would_purge": await db.count_expired_working(conn, ctx.now)}
+        return {"purged": await db.purge_expired_working(conn, ctx.now)}
+
+
+CLEANUP_STEPS["conversations"] = archive_conversations
+CLEANUP_STEPS["working_memory"] = purge_working_memory
+
+
+# --- patterns ----------------------------------------------------------------------------------
+
+Conversation = tuple[str, str, str, uuid.UUID]  # tenant, user, channel, conversation
+
+
+def worked(calls: list[ConversationToolCall], min_steps: int) -> list[str] | None:
+    """The tool sequence a conversation teaches: its successful calls in order (a repeat
+    counted once), when there are at least ``min_steps`` and the last call succeeded (a
+    conversation that ended in a failure did not work)."""
+    sequence = learned_sequence(calls)
+    if not calls or not calls[-1].success or len(sequence) < min_steps:
+        return None
+    return sequence
+
+
+def description_of(sequence: list[str]) -> str:
+    return "Tool sequence that worked: " + " -> ".join(sequence)
+
+
+async def patterns(ctx: RunContext) -> Outcome:
+    """Strategies from the tool sequences of conversations that worked, each sequence learned
+    once per conversation (a rerun, or a conversation that did not change, learns nothing)."""
+    settings = ctx.settings
+    since = ctx.now - timedelta(days=settings.patterns_lookback_days)
+    async with ctx.backend.engine.connect() as conn:
+        calls = await db.tool_calls_of_recent_conversations(conn, since)
+        by_conversation: dict[Conversation, list[ConversationToolCall]] = defaultdict(list)
+        for call in calls:
+            owner = (call.tenant_id, call.user_id, call.channel, call.conversation_id)
+            by_conversation[owner].append(call)
+        taught = {
+            owner: sequence
+            for owner, found in by_conversation.items()
+            if (sequence := worked(found, settings.patterns_min_steps)) is not None
+        }
+        known = await db.learned_sequences(conn, sorted({(t, c) for t, _, _, c in taught}))
+    new = {
+        owner: sequence
+        for owner, sequence in sorted(taught.items())
+        if (owner[0], owner[3], tuple(sequence)) not in known
+    }
+    if ctx.dry_run:
+        return Outcome({"would_learn": len(new), "conversations": len(by_conversation)})
+    texts = [description_of(sequence) for sequence in new.values()]
+    embedded = await ctx.backend.embeddings.embed_batch(texts) if texts else None
+    rows = []
+    for (owner, sequence), text, vector in zip(
+        new.items(), texts, embedded.vectors if embedded else [], strict=True
+    ):
+        tenant_id, user_id, channel, conversation_id = owner
+        ident = uuid.uuid4()
+        payload = {"description": text, "context_pattern": None}
+        rows.append(
+            {
+                "tenant_id": tenant_id,
+                "id": ident,
+                "user_id": user_id,
+                "channel": channel,
+                "tool_sequence": sequence,
+                "source_conversation_id": conversation_id,
+                "model": embedded.model_id if embedded else "",
+                "embedding": vector,
+                **seal_payload(ctx.backend.keys, STRATEGIES, (tenant_id, ident), payload),
+            }
+        )
+    async with ctx.backend.engine.begin() as conn:
+        for values in rows:
+            await db.insert_strategy(conn, values)
+    return Outcome(
+        {"learned": len(rows), "conversations": len(by_conversation)},
+        changed={"learned": len(rows)},
+    )
+
+
+register(
+    ScheduledJob(
+        "patterns",
+        "patterns_interval_s",
+        patterns,
+        description="strategies from conversations whose tools worked",
+    )
+)
