@@ -88,7 +88,8 @@ async def test_the_llm_merges_and_enriches(
     assert second.id == first.id and second.content == MERGED["merged_text"]
     history = await memory.history(first.id, user_id="mia")
     assert [h.action for h in history] == ["ADD", "UPDATE"]
-    assert server.calls == 3
+    # enrich + graph extraction for each add, and the merge decision in between.
+    assert server.calls == 5
     await memory.close()
 
 
@@ -140,6 +141,7 @@ async def test_no_pii_reaches_the_llm(
     server.script(answer(provider, ENRICHED))
     await memory.add("Pavel's email is pavel.k@example.net and he likes chess", user_id="p")
     sent = json.dumps([r.body for r in server.requests])
-    assert server.calls == 1 and "pavel.k@example.net" not in sent
+    # Enrichment and graph extraction: neither sees the address.
+    assert server.calls == 2 and "pavel.k@example.net" not in sent
     assert "[REDACTED:email]" in sent
     await memory.close()

@@ -65,7 +65,7 @@ class GraphFace:
     _backend: Backend
     tenant_id: str
     actor: str
-    get: Callable[..., Awaitable[MemoryRecord]]  # AsyncMemory's
+    _fetch: Callable[..., Awaitable[MemoryRecord]]  # AsyncMemory's unaudited read
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -383,7 +383,8 @@ class GraphFace:
     async def _derive_edit(self, memory_id: UUID, user_id: str, new_text: str) -> Derivation | None:
         """What an edited memory's new text claims (extracted before the edit's
         transaction)."""
-        current = await self.get(memory_id, user_id=user_id)
+        # Not ``get``: reading the memory back is part of the edit, not a read to audit.
+        current = await self._fetch(memory_id, user_id)
         owner = Owner(self.tenant_id, user_id, current.app_id, current.channel)
         return await derive(
             self._backend,
