@@ -323,3 +323,6 @@ class Settings(BaseSettings):
     remember_half_life_days: float = Field(
         default=30.0, gt=0, description="recency halves over this many days"
     )
+    promote_interval_s: float = Field(
+        default=3_600.0, gt=0, description="promote (prominent project facts to _global): hourly"
+    )
