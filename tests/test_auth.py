@@ -85,6 +85,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/facts/{ENTITY_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),
     # Last: it erases the tenant, the calling key included.
     ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
@@ -109,6 +110,7 @@ WRITES = {
     ("POST", "/v1/facts"),
     ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
     ("POST", f"/v1/entities/{ENTITY_ID}/split"),
+    ("POST", f"/v1/facts/{ENTITY_ID}/promote"),
 }
 WRITES |= {
     ("POST", "/v1/deletions"),
