@@ -212,11 +212,14 @@ async def test_audit_partitions_are_made_ahead_and_dropped_past_retention(
 
 async def test_a_job_runs_when_due_and_not_before(store: AsyncMemory) -> None:
     backend = store._backend
+    # promote runs hourly; the others daily
+    daily = {"cleanup", "tiers", "decay", "audit_partitions"}
     first = {r.job for r in await jobs.run_due(backend, clock=at(NOW))}
-    assert first == {"cleanup", "tiers", "decay", "audit_partitions"}
-    assert await jobs.run_due(backend, clock=at(NOW + DAY - timedelta(seconds=1))) == []
+    assert first == daily | {"promote"}
+    early = await jobs.run_due(backend, clock=at(NOW + DAY - timedelta(seconds=1)))
+    assert {r.job for r in early} == {"promote"}
     again = await jobs.run_due(backend, clock=at(NOW + DAY))
-    assert {r.job for r in again} == first
+    assert {r.job for r in again} == daily
     listed = {s.name: s for s in await jobs.statuses(backend, clock=at(NOW + DAY))}
     assert listed["decay"].next_due == NOW + 2 * DAY and listed["decay"].undo
     assert listed["cleanup"].last_run is not None and listed["cleanup"].last_run.outcome == "ok"
@@ -242,6 +245,7 @@ def test_two_worker_processes_run_each_job_once_per_interval(
         tiers_interval_s=1,
         decay_interval_s=1,
         audit_partitions_interval_s=1,
+        promote_interval_s=1,
     )
     workers = [Process(["worker"], env, tmp_path / f"worker{n}.log") for n in range(2)]
     try:
@@ -255,7 +259,7 @@ def test_two_worker_processes_run_each_job_once_per_interval(
     by_job: dict[str, list[tuple[datetime, datetime]]] = {}
     for job, started, finished in rows:
         by_job.setdefault(job, []).append((started, finished))
-    assert set(by_job) == {"cleanup", "tiers", "decay", "audit_partitions"}, workers[
+    assert set(by_job) == {"cleanup", "tiers", "decay", "audit_partitions", "promote"}, workers[
         0
     ].log.read_text()[-2000:]
     for job, runs in by_job.items():
