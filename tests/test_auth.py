@@ -23,11 +23,13 @@ from memvault.service import AsyncMemory
 
 MEMORY_ID = str(uuid.uuid4())
 ENTITY_ID = str(uuid.uuid4())
+FACT_ID = str(uuid.uuid4())
 CONVERSATION_ID, STRATEGY_ID, GOAL_ID = (str(uuid.uuid4()) for _ in range(3))
 KEY = "some-key"
 # Where each id above sits in a route's path template.
 TEMPLATES = {
     MEMORY_ID: "{memory_id}",
+    FACT_ID: "{fact_id}",
     CONVERSATION_ID: "{conversation_id}",
     STRATEGY_ID: "{strategy_id}",
     GOAL_ID: "{goal_id}",
@@ -85,6 +87,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/facts/{FACT_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),
     # Last: it erases the tenant, the calling key included.
     ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
@@ -109,6 +112,7 @@ WRITES = {
     ("POST", "/v1/facts"),
     ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
     ("POST", f"/v1/entities/{ENTITY_ID}/split"),
+    ("POST", f"/v1/facts/{FACT_ID}/promote"),
 }
 WRITES |= {
     ("POST", "/v1/deletions"),

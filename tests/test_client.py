@@ -69,6 +69,16 @@ DATA_METHODS = [
     "health_action",
     "export_memories",
     "import_memories",
+    # the knowledge graph (issue 13) and fact promotion (issue 14)
+    "add_fact",
+    "facts",
+    "fact_reviews",
+    "promote",
+    "entities",
+    "entity",
+    "entity_graph",
+    "merge_entities",
+    "split_entity",
 ]
 FACES = ["Memory", "AsyncMemory", "MemoryClient", "AsyncMemoryClient"]
 LIMIT = 2_000  # max_content_chars for every face, so ContentTooLong stays cheap
@@ -308,6 +318,35 @@ async def test_export_and_import_round_trip(mem: Any) -> None:
     assert (await mem.import_memories(lines))["skipped"] == 1  # an import can run twice
     with pytest.raises(InvalidInput):
         await mem.import_memories([{"memvault_export": 1}])
+
+
+async def test_the_knowledge_graph_round_trip(mem: Any) -> None:
+    works = await mem.add_fact("Ada", "works_for", object="Hooli", user_id="ada", channel="p")
+    await mem.add_fact("Hooli", "based_in", object="Palo Alto", user_id="ada")
+    assert works.claim and works.channel == "p" and works.object == "Hooli"
+    facts = await mem.facts(user_id="ada", entity="Ada")
+    assert [f.id for f in facts] == [works.id]
+    assert await mem.facts(user_id="bob") == []
+    (ada,) = await mem.entities(user_id="ada", q="Ada")
+    assert (await mem.entity(ada.id, user_id="ada")).name == "Ada"
+    view = await mem.entity_graph(ada.id, user_id="ada", depth=2)
+    assert {n.name for n in view.nodes} == {"Ada", "Hooli", "Palo Alto"}
+    assert {e.type for e in view.edges} == {
+        "works_for",
+        "lives_in",
+    }  # based_in is canonical lives_in
+    assert await mem.fact_reviews(user_id="ada") == []
+    copy = await mem.promote(works.id, user_id="ada", reason="true everywhere")
+    assert copy.channel == "_global" and copy.claim == works.claim
+    assert (await mem.promote(works.id, user_id="ada", reason="again")).id == copy.id
+    (hooli,) = await mem.entities(user_id="ada", q="Hooli")
+    await mem.merge_entities(hooli.id, into=ada.id, user_id="ada")
+    assert (await mem.entity(hooli.id, user_id="ada")).merged_into == ada.id
+    assert (await mem.split_entity(hooli.id, user_id="ada")).merged_into is None
+    with pytest.raises(NotFound):
+        await mem.entity(ada.id, user_id="bob")
+    with pytest.raises(NotFound):
+        await mem.promote(works.id, user_id="bob", reason="not mine")
 
 
 # --- the client's surface ---------------------------------------------------------------------

@@ -73,7 +73,7 @@ async def test_remember_brings_every_kind_from_the_channel_and_global(memory: As
     assert [g.description for g in bundle.goals] == ["migrate staging to PostgreSQL 16"]
     assert bundle.profile is not None and bundle.profile.communication_style == "terse"
     assert bundle.working is not None and bundle.working.values == {"ticket": "OPS-42"}
-    assert bundle.semantic == []
+    assert {i.channel for i in bundle.semantic} <= {"proj", "_global"}
     assert bundle.channels == ["proj", "_global"]
     assert set(bundle.diagnostics.timings_ms) >= {
         "episodic",
@@ -127,6 +127,57 @@ async def test_the_budget_is_honoured_exactly(memory: AsyncMemory, budget: int) 
     if unbounded.tokens > budget:
         assert bundle.diagnostics.budget_dropped > 0
         assert budget - bundle.tokens < 40  # nothing small enough was left out for no reason
+
+
+async def _graph(memory: AsyncMemory) -> None:
+    await memory.add_fact(
+        "staging database", "listens_on", value="port 5433", user_id="ann", channel="proj"
+    )
+    await memory.add_fact("staging database", "hosted_by", object="Hetzner", user_id="ann")
+    await memory.add_fact(
+        "other database", "listens_on", value="port 6000", user_id="ann", channel="other"
+    )
+
+
+async def test_facts_and_entities_come_back_scored_from_the_channel_and_global(
+    memory: AsyncMemory,
+) -> None:
+    await _graph(memory)
+    bundle = await memory.remember(
+        "staging database port", user_id="ann", channel="proj", include=["facts", "entities"]
+    )
+    facts = {i.content: i for i in bundle.facts}
+    assert "staging database listens on port 5433" in {c.replace("_", " ") for c in facts}
+    assert {i.channel for i in bundle.facts} <= {"proj", "_global"}
+    assert {i.channel for i in bundle.semantic} >= {"proj"}
+    assert not any("6000" in c for c in facts)
+    # Two hops: Hetzner is reached through the staging database the query names.
+    assert any("Hetzner" in c for c in facts)
+    assert any(i.content.startswith("staging database") for i in bundle.entities)
+    assert not any(i.content.startswith("other database") for i in bundle.entities)
+    for item in bundle.semantic:
+        assert item.scores["weight"] == {"facts": 0.25, "entities": 0.20}[item.kind]
+        assert 0 <= item.scores["relevance"] <= 1
+    prompt = bundle.as_prompt()
+    assert "- [fact, proj" in prompt and "- [entity, " in prompt
+    assert bundle.tokens == _tokens(memory, prompt) <= bundle.budget_tokens
+    assert bundle.diagnostics.candidates["semantic"] == len(bundle.semantic)
+
+
+@pytest.mark.parametrize("budget", [16, 30, 60])
+async def test_facts_and_entities_fit_the_budget_exactly(memory: AsyncMemory, budget: int) -> None:
+    await _graph(memory)
+    bundle = await memory.remember(
+        "staging database port", user_id="ann", channel="proj", budget_tokens=budget
+    )
+    assert bundle.tokens == _tokens(memory, bundle.as_prompt()) <= budget
+    unbounded = await memory.remember(
+        "staging database port", user_id="ann", channel="proj", budget_tokens=5000
+    )
+    assert unbounded.facts and unbounded.entities
+    if unbounded.tokens > budget:
+        assert bundle.diagnostics.budget_dropped > 0
+        assert len(bundle.semantic) < len(unbounded.semantic)
 
 
 async def test_the_time_window_bounds_episodic_recall(memory: AsyncMemory) -> None:

@@ -212,16 +212,14 @@ async def test_audit_partitions_are_made_ahead_and_dropped_past_retention(
 
 async def test_a_job_runs_when_due_and_not_before(store: AsyncMemory) -> None:
     backend = store._backend
+    # patterns and promote run hourly; the others daily
+    daily = {"cleanup", "tiers", "decay", "audit_partitions"}
     first = {r.job for r in await jobs.run_due(backend, clock=at(NOW))}
-    assert first == {"cleanup", "tiers", "decay", "audit_partitions", "patterns"}
-    hour = timedelta(hours=1)
-    assert await jobs.run_due(backend, clock=at(NOW + hour - timedelta(seconds=1))) == []
-    hourly = await jobs.run_due(backend, clock=at(NOW + hour))
-    assert {r.job for r in hourly} == {"patterns"}
-    not_yet = await jobs.run_due(backend, clock=at(NOW + DAY - timedelta(seconds=1)))
-    assert {r.job for r in not_yet} == {"patterns"}  # hourly; the daily ones wait
+    assert first == daily | {"patterns", "promote"}
+    early = await jobs.run_due(backend, clock=at(NOW + DAY - timedelta(seconds=1)))
+    assert {r.job for r in early} == {"patterns", "promote"}  # hourly; the daily ones wait
     again = await jobs.run_due(backend, clock=at(NOW + DAY))
-    assert {r.job for r in again} == first - {"patterns"}  # patterns ran a second ago
+    assert {r.job for r in again} == daily  # the hourly ones ran a second ago
     listed = {s.name: s for s in await jobs.statuses(backend, clock=at(NOW + DAY))}
     assert listed["decay"].next_due == NOW + 2 * DAY and listed["decay"].undo
     assert listed["cleanup"].last_run is not None and listed["cleanup"].last_run.outcome == "ok"
@@ -248,6 +246,7 @@ def test_two_worker_processes_run_each_job_once_per_interval(
         decay_interval_s=1,
         audit_partitions_interval_s=1,
         patterns_interval_s=1,
+        promote_interval_s=1,
     )
     workers = [Process(["worker"], env, tmp_path / f"worker{n}.log") for n in range(2)]
     try:
@@ -261,7 +260,8 @@ def test_two_worker_processes_run_each_job_once_per_interval(
     by_job: dict[str, list[tuple[datetime, datetime]]] = {}
     for job, started, finished in rows:
         by_job.setdefault(job, []).append((started, finished))
-    assert set(by_job) == {"cleanup", "tiers", "decay", "audit_partitions", "patterns"}, workers[
+    expected = {"cleanup", "tiers", "decay", "audit_partitions", "patterns", "promote"}
+    assert set(by_job) == expected, workers[
         0
     ].log.read_text()[-2000:]
     for job, runs in by_job.items():

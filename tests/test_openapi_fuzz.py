@@ -104,6 +104,7 @@ OPERATIONS = [
     ("GET", "/v1/profile"),
     ("PATCH", "/v1/profile"),
     ("POST", "/v1/remember"),
+    ("POST", "/v1/facts/{fact_id}/promote"),
     # Last: it erases the fuzzing tenant, its key included (what follows would be 401s).
     ("DELETE", "/v1/admin/tenant"),
 ]

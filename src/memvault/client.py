@@ -84,6 +84,20 @@ from memvault.errors import (
     Unauthorized,
     for_code,
 )
+from memvault.graph.models import (
+    EntitiesQuery,
+    EntityDetail,
+    EntityList,
+    FactInput,
+    FactList,
+    FactsQuery,
+    GraphQuery,
+    GraphView,
+    MergeRequest,
+    PromoteRequest,
+    ReviewList,
+    ReviewsQuery,
+)
 from memvault.lifecycle.models import (
     AuditPage,
     AuditQuery,
@@ -101,6 +115,7 @@ from memvault.models import (
     BatchRequest,
     BatchResult,
     DeleteResult,
+    Fact,
     HistoryPage,
     MemoryInput,
     MemoryPage,
@@ -264,6 +279,21 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/profile", AsyncMemory.get_profile, Profile, query=OwnerInChannel),
     Route("PATCH", "/v1/profile", AsyncMemory.update_profile, Profile, body=ProfileUpdate),
     Route("POST", "/v1/remember", AsyncMemory.remember, RememberAnswer, body=RememberRequest),
+    # the knowledge graph (issue 13) and fact promotion (issue 14)
+    Route("POST", "/v1/facts", AsyncMemory.add_fact, Fact, body=FactInput),
+    Route("GET", "/v1/facts", AsyncMemory.facts, FactList, query=FactsQuery, returns="results"),
+    Route("GET", "/v1/facts/reviews", AsyncMemory.fact_reviews, ReviewList, query=ReviewsQuery,
+          returns="results"),
+    Route("POST", "/v1/facts/{fact_id}/promote", AsyncMemory.promote, Fact, body=PromoteRequest),
+    Route("GET", "/v1/entities", AsyncMemory.entities, EntityList, query=EntitiesQuery,
+          returns="results"),
+    Route("GET", "/v1/entities/{entity_id}", AsyncMemory.entity, EntityDetail, query=Owner),
+    Route("GET", "/v1/entities/{entity_id}/graph", AsyncMemory.entity_graph, GraphView,
+          query=GraphQuery),
+    Route("POST", "/v1/entities/{entity_id}/merge", AsyncMemory.merge_entities, EntityDetail,
+          body=MergeRequest),
+    Route("POST", "/v1/entities/{entity_id}/split", AsyncMemory.split_entity, EntityDetail,
+          query=Owner),
 )  # fmt: skip
 
 

@@ -335,3 +335,6 @@ class Settings(BaseSettings):
     patterns_lookback_days: float = Field(
         default=7.0, gt=0, description="…from conversations with a tool call this recent"
     )
+    promote_interval_s: float = Field(
+        default=3_600.0, gt=0, description="promote (prominent project facts to _global): hourly"
+    )

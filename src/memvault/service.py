@@ -549,6 +549,7 @@ class Memory(SyncFace):
     merge_entities = blocking(AsyncMemory.merge_entities)
     split_entity = blocking(AsyncMemory.split_entity)
     export_graph = blocking(AsyncMemory.export_graph)
+    promote = blocking(AsyncMemory.promote)
 
     @property
     def tenant_id(self) -> str:

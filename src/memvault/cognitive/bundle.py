@@ -78,6 +78,14 @@ class MemoryBundle(BaseModel):
     diagnostics: BundleDiagnostics
 
     @property
+    def facts(self) -> list[BundleItem]:
+        return [i for i in self.semantic if i.kind == "facts"]
+
+    @property
+    def entities(self) -> list[BundleItem]:
+        return [i for i in self.semantic if i.kind == "entities"]
+
+    @property
     def items(self) -> list[BundleItem]:
         """Every ranked item, best first."""
         merged = [*self.episodic, *self.semantic, *self.procedural]
@@ -154,7 +162,7 @@ def item_line(item: BundleItem) -> str:
         record = f"{done} ok, {failed} failed"
         return f"- [strategy, {item.channel}] {_clip(item.content)} -> {steps} ({record})"
     when = f" {item.occurred_at:%Y-%m-%d}" if item.occurred_at else ""
-    label = "turn" if item.kind == "episodic" else item.kind.rstrip("s")
+    label = {"episodic": "turn", "facts": "fact", "entities": "entity"}[item.kind]
     return f"- [{label}, {item.channel}{when}] {_clip(item.content)}"
 
 

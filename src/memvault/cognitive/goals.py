@@ -29,6 +29,8 @@ from memvault.db import cognitive as db
 from memvault.db.cognitive_records import GoalRow, ProfileRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound
+from memvault.graph.claims import SELF
+from memvault.models import Fact
 from memvault.validation import validated
 
 GOALS, PROFILES = "goals", "user_profiles"
@@ -152,24 +154,40 @@ class GoalFace(CognitiveBase):
         )
 
 
+# Predicates that say what the user likes, knows or how they talk; the rest of the graph's
+# facts about the user (where they live, work, …) stay facts, not profile.
+LIKING = frozenset({"prefers", "likes", "loves", "enjoys"})
+DISLIKING = frozenset({"dislikes", "hates"})
+EXPERTISE = frozenset({"expert_in", "works_with", "skilled_in", "knows_language", "speaks"})
+STYLE = frozenset({"communication_style", "prefers_style", "style"})
+
+
+def is_profile_predicate(predicate: str) -> bool:
+    name = predicate.lower().replace(" ", "_")
+    return name in LIKING | DISLIKING | EXPERTISE | STYLE or name.startswith("favourite_")
+
+
 def profile_update_from_facts(
     facts: Iterable[tuple[str, str, str]],
 ) -> dict[str, Any]:
     """Integration point for the knowledge graph: (subject, predicate, object) facts about the
-    user as ``update_profile`` keywords. Predicates it knows: prefers / likes / dislikes (a
-    preference), expert_in / works_with / skilled_in (expertise), communication_style."""
+    user as ``update_profile`` keywords. Predicates it knows: prefers / likes / loves / enjoys
+    and dislikes / hates (a preference), favourite_<thing> (the thing's value), expert_in /
+    works_with / skilled_in / speaks (expertise), communication_style."""
     preferences: dict[str, Any] = {}
     expertise: builtins.list[str] = []
     style: str | None = None
     for _, predicate, obj in facts:
         name = predicate.lower().replace(" ", "_")
-        if name in ("prefers", "likes"):
+        if name in LIKING:
             preferences[obj] = True
-        elif name == "dislikes":
+        elif name in DISLIKING:
             preferences[obj] = False
-        elif name in ("expert_in", "works_with", "skilled_in") and obj not in expertise:
+        elif name.startswith("favourite_"):
+            preferences[name] = obj
+        elif name in EXPERTISE and obj not in expertise:
             expertise.append(obj)
-        elif name == "communication_style":
+        elif name in STYLE:
             style = obj
     changes: dict[str, Any] = {}
     if preferences:
@@ -220,6 +238,7 @@ class ProfileFace(CognitiveBase):
         project's own (preferences key by key)."""
         user_id = checked_id(user_id, "user_id")
         channels = recall_channels(channel)
+        await self._learn_profile(user_id, channels)
         async with self._backend.engine.connect() as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         by_channel = {r.channel: r for r in rows}
@@ -245,11 +264,42 @@ class ProfileFace(CognitiveBase):
     async def update_profile_from_facts(
         self, facts: Iterable[tuple[str, str, str]], *, user_id: str, channel: str = GLOBAL_CHANNEL
     ) -> Profile:
-        """Where the knowledge graph hands over facts about the user (wired at its merge)."""
+        """Facts about the user (subject, predicate, object) as profile changes; expertise is
+        added to what the profile already lists, not replacing it."""
         changes = profile_update_from_facts(facts)
         if not changes:
             return await self.get_profile(user_id=user_id, channel=channel)
+        if "expertise" in changes:
+            async with self._backend.engine.connect() as conn:
+                rows = await db.fetch_profiles(
+                    conn, self.tenant_id, checked_id(user_id, "user_id"), [channel], lock=False
+                )
+            known = self._profile_payload(rows[0]).get("expertise", []) if rows else []
+            changes["expertise"] = list(dict.fromkeys([*known, *changes["expertise"]]))
         return await self.update_profile(user_id=user_id, channel=channel, **changes)
+
+    async def _learn_profile(self, user_id: str, channels: builtins.list[str]) -> None:
+        """The graph's facts about the user (subject SELF) recorded since a channel's profile
+        last changed, folded into it: each fact once, so a preference the user removed by
+        hand after the fact was learned stays removed."""
+        about = getattr(self, "facts", None)
+        if about is None:  # a cognitive face without the graph
+            return
+        async with self._backend.engine.connect() as conn:
+            rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
+        since = {r.channel: r.updated_at for r in rows}
+        facts: builtins.list[Fact] = await about(user_id=user_id, entity=SELF, limit=1_000)
+        for channel in channels:
+            learned = [
+                (f.subject, f.predicate, f.object if f.object is not None else f.value or "")
+                for f in sorted(facts, key=lambda f: f.recorded_at)
+                if f.channel == channel
+                and f.subject == SELF
+                and is_profile_predicate(f.predicate)
+                and (since.get(channel) is None or f.recorded_at > since[channel])
+            ]
+            if learned:
+                await self.update_profile_from_facts(learned, user_id=user_id, channel=channel)
 
     def _profile_payload(self, row: ProfileRow) -> dict[str, Any]:
         payload: dict[str, Any] = self._open_row(PROFILES, (row.user_id, row.channel), row)

@@ -39,6 +39,8 @@ from memvault.db import cognitive as db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
+from memvault.graph.recall import recall
+from memvault.models import SearchRequest
 from memvault.retrieval.search import embed_query
 from memvault.validation import validated
 
@@ -215,10 +217,65 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         weights: dict[str, float],
         query_vector: Awaitable[Embedded | None],
     ) -> builtins.list[BundleItem]:
-        """Facts and entities with their graph neighbourhood, as ``BundleItem``s of kind
-        "facts" / "entities" scored with ``weighted`` (relevance 0..1, recency): the knowledge
-        graph fills this in when it lands; until then semantic recall is empty."""
-        return []
+        """Facts and entities with their graph neighbourhood (two hops from the entities the
+        query names), from the channel and _global, as ``BundleItem``s of kind "facts" /
+        "entities" scored with ``weighted`` (relevance 0..1 within the kind, recency)."""
+        wanted = [k for k in ("facts", "entities") if k in set(request.include or ALL_KINDS)]
+        search = SearchRequest(
+            query=request.query,
+            user_id=request.user_id,
+            limit=min(request.limit, 100),
+            include=wanted,
+        )
+        found = await recall(
+            self._backend, self.tenant_id, search, embedded=await query_vector, channels=channels
+        )
+        now = request.reference_time or datetime.now(UTC)
+        half_life = self._backend.settings.remember_half_life_days
+        items: builtins.list[BundleItem] = []
+        facts = found.facts or []
+        best = max((f.score for f in facts), default=0.0)
+        for fact in facts:
+            fresh = recency(fact.valid_from or fact.recorded_at, now, half_life)
+            relevance = fact.score / best if best > 0 else 0.0
+            score, parts = weighted("facts", relevance, fresh, weights)
+            items.append(
+                BundleItem(
+                    kind="facts",
+                    id=str(fact.id),
+                    channel=fact.channel,
+                    content=fact.claim,
+                    score=score,
+                    scores=parts,
+                    occurred_at=fact.valid_from,
+                    detail={
+                        "subject": fact.subject,
+                        "predicate": fact.predicate,
+                        "object": fact.object if fact.object is not None else fact.value,
+                        "confidence": fact.confidence,
+                        "temporal": fact.temporal,
+                    },
+                )
+            )
+        entities = found.entities or []
+        best = max((e.score for e in entities), default=0.0)
+        for entity in entities:
+            fresh = recency(entity.last_accessed or entity.first_seen, now, half_life)
+            relevance = entity.score / best if best > 0 else 0.0
+            score, parts = weighted("entities", relevance, fresh, weights)
+            described = f": {entity.description}" if entity.description else ""
+            items.append(
+                BundleItem(
+                    kind="entities",
+                    id=str(entity.id),
+                    channel=found.entity_channels.get(entity.id, "_global"),
+                    content=f"{entity.name} ({entity.type}){described}",
+                    score=score,
+                    scores=parts,
+                    detail={"type": entity.type, "aliases": entity.aliases},
+                )
+            )
+        return sorted(items, key=lambda i: (-i.score, i.kind, i.id))
 
     async def _active_goals(self, request: RememberRequest) -> builtins.list[Goal]:
         return await self.list_goals(

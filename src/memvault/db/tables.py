@@ -912,6 +912,7 @@ __all__ = [
     "AUDIT_OPERATIONS",
     "COGNITIVE_TABLES",
     "GRAPH_TABLES",
+    "PROMOTION_TABLES",
     "SEALED_COGNITIVE",
     "api_keys",
     "audit_log",
@@ -926,6 +927,7 @@ __all__ = [
     "entity_mentions",
     "entity_merges",
     "entity_terms",
+    "fact_promotions",
     "fact_reviews",
     "fact_sources",
     "fact_terms",
@@ -947,3 +949,33 @@ __all__ = [
     "worker_heartbeats",
     "working_memory",
 ]
+
+# --- fact promotion (issue 14 item 7: a project fact copied to _global) ----------------------
+
+# One row per promoted copy: the _global fact and the project fact it was copied from, so a
+# promotion happens once and the copy can be traced back to where it was learned.
+fact_promotions = Table(
+    "fact_promotions",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("fact_id", Uuid, nullable=False),
+    Column("promoted_from", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("actor", Text, nullable=False),
+    Column("promoted_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "fact_id", name="pk_fact_promotions"),
+    UniqueConstraint("tenant_id", "promoted_from", name="uq_fact_promotions_from"),
+    ForeignKeyConstraint(
+        ["tenant_id", "fact_id"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_promotions_fact",
+    ),
+    ForeignKeyConstraint(
+        ["tenant_id", "promoted_from"],
+        ["facts.tenant_id", "facts.id"],
+        ondelete="CASCADE",
+        name="fk_fact_promotions_from",
+    ),
+)
+PROMOTION_TABLES = ("fact_promotions",)

@@ -33,6 +33,7 @@ from memvault.graph.models import (
     MergeRequest,
     ReviewsQuery,
 )
+from memvault.graph.promote import PromotionFace
 from memvault.graph.store import GraphWriter, Owner
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
@@ -59,7 +60,7 @@ def _entity_id(value: UUID | str) -> UUID:
         raise InvalidInput("An entity id must be a UUID.", details={"field": "entity_id"}) from None
 
 
-class GraphFace:
+class GraphFace(PromotionFace):
     """Mixed into ``AsyncMemory``: semantic memory over the same store."""
 
     _backend: Backend

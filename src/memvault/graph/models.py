@@ -125,6 +125,11 @@ class MergeRequest(_Input):
     user_id: Identifier
 
 
+class PromoteRequest(_Input):
+    user_id: Identifier
+    reason: str = Field(min_length=1, max_length=200, description="why, recorded in the audit log")
+
+
 class FactReview(BaseModel):
     id: UUID
     fact: Fact

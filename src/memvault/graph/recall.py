@@ -10,7 +10,8 @@ access, so facts and entities that keep being recalled rank a little higher.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -21,6 +22,7 @@ from memvault.db import graph as graph_db
 from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
 from memvault.embedding.chunking import clean
+from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
 from memvault.models import EntityHit, FactHit, SearchRequest
@@ -29,6 +31,13 @@ from memvault.retrieval.terms import query_terms
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+
+
+class _Unset:
+    """No query vector given: recall embeds the query itself."""
+
+
+_UNSET = _Unset()
 
 CURRENT_BOOST, PAST_BOOST = 1.2, 0.7
 # How much a fact counts for being about a named entity, by hops from it.
@@ -42,14 +51,33 @@ CANDIDATES = 50
 class Recalled:
     facts: list[FactHit] | None
     entities: list[EntityHit] | None
+    entity_channels: dict[UUID, str] = field(default_factory=dict)
 
 
-async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Recalled:
+async def recall(
+    backend: Backend,
+    tenant_id: str,
+    request: SearchRequest,
+    *,
+    embedded: Embedded | _Unset | None = _UNSET,
+    channels: Collection[str] | None = None,
+) -> Recalled:
+    """``embedded``: the query's vector when the caller already has it (``None``: keywords
+    only); ``channels``: only facts and entities recorded in these (default: every channel)."""
     keyring = backend.keys.current()
     words = query_terms(keyring, request.query)
     term_ids = sorted({i for ids in words.values() for i in ids})
     user = request.user_id
-    vector, model = await _query_vector(backend, request.query)
+    if isinstance(embedded, _Unset):
+        vector, model = await _query_vector(backend, request.query)
+    elif embedded is None:
+        vector, model = None, None
+    else:
+        vector, model = embedded.vectors[0], embedded.model_id
+
+    def in_scope(channel: str) -> bool:
+        return channels is None or channel in channels
+
     now = datetime.now(UTC)
     async with backend.engine.begin() as conn:
         entity_words = await graph_walk.keyword_matches(
@@ -62,7 +90,7 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
                 if similarity >= ENTITY_SIMILARITY_FLOOR:
                     entity_scores[entity.id] = entity_scores.get(entity.id, 0.0) + similarity
         named = await graph_db.fetch_entities(conn, tenant_id, entity_scores)
-        named = {i: e for i, e in named.items() if e.user_id == user}
+        named = {i: e for i, e in named.items() if e.user_id == user and in_scope(e.channel)}
         hops = await _expand(backend, conn, tenant_id, user, named, entity_scores, now)
         fact_words = await graph_walk.keyword_matches(
             conn, tenant_id, user, "fact", term_ids, CANDIDATES
@@ -79,7 +107,9 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
             now,
         )
         candidates = await graph_db.fetch_facts(conn, tenant_id, [*fact_words, *fact_meaning])
-        rows = {r.id: r for r in [*candidates.values(), *about] if _live(r, now)}
+        rows = {
+            r.id: r for r in [*candidates.values(), *about] if _live(r, now) and in_scope(r.channel)
+        }
         scored = {
             i: _fact_scores(r, fact_words, len(words), fact_meaning, hops, now)
             for i, r in rows.items()
@@ -118,6 +148,7 @@ async def recall(backend: Backend, tenant_id: str, request: SearchRequest) -> Re
         ]
         if "entities" in wanted
         else None,
+        entity_channels={i: named[i].channel for i in entity_order},
     )
 
 

@@ -18,6 +18,7 @@ from memvault.graph.models import (
     GraphQuery,
     GraphView,
     MergeRequest,
+    PromoteRequest,
     ReviewList,
     ReviewsQuery,
 )
@@ -42,6 +43,13 @@ async def list_facts(params: Annotated[FactsQuery, Query()], memory: ReadMemory)
 @router.get("/facts/reviews")
 async def fact_reviews(params: Annotated[ReviewsQuery, Query()], memory: ReadMemory) -> ReviewList:
     return ReviewList(results=await memory.fact_reviews(**params.model_dump()))
+
+
+@router.post("/facts/{fact_id}/promote")
+async def promote_fact(fact_id: str, body: PromoteRequest, memory: WriteMemory) -> Fact:
+    """Copy a project-channel fact to the user's ``_global`` channel, linked PROMOTED_FROM;
+    promoting it again answers the same copy."""
+    return await memory.promote(fact_id, user_id=body.user_id, reason=body.reason)
 
 
 @router.get("/entities")
