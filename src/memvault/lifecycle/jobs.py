@@ -239,6 +239,11 @@ for _job in (
 ):
     register(_job)
 
+# The graph's jobs, decay targets, cleanup step and probes (lifecycle/graph_jobs.py).
+from memvault.lifecycle import graph_jobs  # noqa: E402
+
+graph_jobs.register_all()
+
 # The scheduler's entry points, from here so that whoever runs jobs has the table filled.
 __all__ = [
     "CLEANUP_STEPS",

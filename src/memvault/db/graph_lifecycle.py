@@ -1,0 +1,307 @@
+"""SQL of the graph's lifecycle: which conversations await consolidation and which of their
+turn memories have no facts yet, entity salience and inferred-fact confidence decay (each
+change kept in ``decay_changes`` for undo), low-salience entity cleanup, and the probes'
+counts (consolidation lag, open fact reviews).
+
+Times come in as parameters (the jobs' injected clock), never from ``now()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.records import _Record
+from memvault.db.tables import (
+    conversation_turns,
+    conversations,
+    decay_changes,
+    entities,
+    fact_reviews,
+    fact_sources,
+    memories,
+)
+
+_c = conversations.c
+_t = conversation_turns.c
+_m = memories.c
+_e = entities.c
+
+ENTITY_SALIENCE = "entity_salience"
+FACT_CONFIDENCE = "fact_confidence"
+# Certainties the system guessed rather than read: only these lose confidence with time.
+GUESSED = ("inferred", "uncertain")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingConversation(_Record):
+    tenant_id: str
+    id: UUID
+    turn_count: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FactlessTurn(_Record):
+    """A turn's memory with no fact derived from it yet, sealed."""
+
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+    metadata: dict[str, Any]
+    occurred_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsolidationLag(_Record):
+    count: int
+    oldest: datetime | None
+
+
+# --- consolidation -----------------------------------------------------------------------------
+
+
+def _unconsolidated() -> sa.ColumnElement[bool]:
+    return _c.consolidated_at.is_(None)
+
+
+async def pending_conversations(conn: AsyncConnection, limit: int) -> list[PendingConversation]:
+    """Conversations not consolidated yet, oldest first."""
+    query = (
+        sa.select(_c.tenant_id, _c.id, _c.turn_count)
+        .where(_unconsolidated())
+        .order_by(_c.started_at, _c.tenant_id, _c.id)
+        .limit(limit)
+    )
+    return [PendingConversation.from_row(r) for r in await conn.execute(query)]
+
+
+async def factless_turns(
+    conn: AsyncConnection, pending: Sequence[PendingConversation]
+) -> list[FactlessTurn]:
+    """The turn memories of these conversations that no fact names as its source."""
+    if not pending:
+        return []
+    keys = sa.tuple_(_t.tenant_id, _t.conversation_id).in_([(p.tenant_id, p.id) for p in pending])
+    has_fact = (
+        sa.select(sa.literal(1))
+        .where(fact_sources.c.tenant_id == _m.tenant_id, fact_sources.c.memory_id == _m.id)
+        .exists()
+    )
+    query = (
+        sa.select(
+            _m.tenant_id,
+            _m.id,
+            _m.user_id,
+            _m.app_id,
+            _m.channel,
+            _m.ciphertext,
+            _m.nonce,
+            _m.key_id,
+            _m.metadata,
+            _m.occurred_at,
+        )
+        .join(conversation_turns, sa.and_(_t.tenant_id == _m.tenant_id, _t.memory_id == _m.id))
+        .where(keys, ~has_fact)
+        .order_by(_t.tenant_id, _t.conversation_id, _t.turn_index)
+    )
+    return [FactlessTurn.from_row(r) for r in await conn.execute(query)]
+
+
+async def mark_consolidated(
+    conn: AsyncConnection, pending: Sequence[PendingConversation], at: datetime
+) -> int:
+    """Mark these conversations consolidated, each only if no turn arrived since it was read
+    (a newer turn leaves it for the next run)."""
+    marked = 0
+    for p in pending:
+        query = (
+            conversations.update()
+            .where(
+                _c.tenant_id == p.tenant_id,
+                _c.id == p.id,
+                _c.turn_count == p.turn_count,
+                _unconsolidated(),
+            )
+            .values(consolidated_at=at)
+        )
+        marked += (await conn.execute(query)).rowcount or 0
+    return marked
+
+
+async def consolidation_lag(
+    conn: AsyncConnection, tenant_id: str | None = None
+) -> ConsolidationLag:
+    """How many conversations await consolidation, and when the oldest began."""
+    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
+    query = query.where(_unconsolidated())
+    if tenant_id is not None:
+        query = query.where(_c.tenant_id == tenant_id)
+    return ConsolidationLag.from_row((await conn.execute(query)).one())
+
+
+async def user_consolidation_lag(
+    conn: AsyncConnection, tenant_id: str, user_id: str
+) -> ConsolidationLag:
+    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
+    query = query.where(_unconsolidated(), _c.tenant_id == tenant_id, _c.user_id == user_id)
+    return ConsolidationLag.from_row((await conn.execute(query)).one())
+
+
+# --- decay -------------------------------------------------------------------------------------
+
+_DECAY_ENTITIES = sa.text(
+    """
+    WITH picked AS (
+        SELECT tenant_id, id, salience FROM entities
+        WHERE salience > 0 AND COALESCE(last_accessed, first_seen) < :idle_before
+        FOR UPDATE
+    ), changed AS (
+        UPDATE entities e SET salience = p.salience * :factor
+        FROM picked p WHERE e.tenant_id = p.tenant_id AND e.id = p.id
+        RETURNING e.tenant_id, e.id, p.salience AS old_value, e.salience AS new_value
+    )
+    INSERT INTO decay_changes (tenant_id, run_id, target, item_id, old_value, new_value)
+    SELECT tenant_id, :run_id, 'entity_salience', id, old_value, new_value FROM changed
+    RETURNING tenant_id
+    """
+)
+
+_DECAY_FACTS = sa.text(
+    """
+    WITH picked AS (
+        SELECT tenant_id, id, confidence FROM facts
+        WHERE certainty IN ('inferred', 'uncertain') AND superseded_at IS NULL
+          AND confidence > :floor
+        FOR UPDATE
+    ), changed AS (
+        UPDATE facts f SET confidence = GREATEST(:floor, p.confidence * :factor)
+        FROM picked p WHERE f.tenant_id = p.tenant_id AND f.id = p.id
+        RETURNING f.tenant_id, f.id, p.confidence AS old_value, f.confidence AS new_value
+    )
+    INSERT INTO decay_changes (tenant_id, run_id, target, item_id, old_value, new_value)
+    SELECT tenant_id, :run_id, 'fact_confidence', id, old_value, new_value FROM changed
+    RETURNING tenant_id
+    """
+)
+
+
+async def decay_entities(
+    conn: AsyncConnection, run_id: int, idle_before: datetime, factor: float
+) -> int:
+    """Salience x ``factor`` for entities not accessed since ``idle_before``."""
+    params = {"run_id": run_id, "idle_before": idle_before, "factor": factor}
+    return len((await conn.execute(_DECAY_ENTITIES, params)).all())
+
+
+async def decay_facts(conn: AsyncConnection, run_id: int, factor: float, floor: float) -> int:
+    """Confidence x ``factor`` for current inferred/uncertain facts, never below ``floor``."""
+    params = {"run_id": run_id, "factor": factor, "floor": floor}
+    return len((await conn.execute(_DECAY_FACTS, params)).all())
+
+
+_UNDO = {
+    ENTITY_SALIENCE: sa.text(
+        """
+        UPDATE entities e SET salience = d.old_value
+        FROM decay_changes d
+        WHERE d.run_id = :run_id AND d.target = 'entity_salience'
+          AND e.tenant_id = d.tenant_id AND e.id = d.item_id AND e.salience = d.new_value
+        """
+    ),
+    FACT_CONFIDENCE: sa.text(
+        """
+        UPDATE facts f SET confidence = d.old_value
+        FROM decay_changes d
+        WHERE d.run_id = :run_id AND d.target = 'fact_confidence'
+          AND f.tenant_id = d.tenant_id AND f.id = d.item_id AND f.confidence = d.new_value
+        """
+    ),
+}
+
+
+async def undo_decay(conn: AsyncConnection, run_id: int, target: str) -> int:
+    """Put back what the run lowered, unless the value has changed since (a write wins)."""
+    return (await conn.execute(_UNDO[target], {"run_id": run_id})).rowcount or 0
+
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+
+def _forgettable(salience_below: float, idle_before: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        _e.salience < salience_below,
+        sa.func.coalesce(_e.last_accessed, _e.first_seen) < idle_before,
+    )
+
+
+async def count_forgettable_entities(
+    conn: AsyncConnection, salience_below: float, idle_before: datetime
+) -> dict[str, int]:
+    """What deleting them would take: the entities, and the facts and relations that name
+    them (which go by the graph's cascades)."""
+    doomed = sa.select(_e.tenant_id, _e.id).where(_forgettable(salience_below, idle_before))
+    ids = doomed.cte("doomed")
+    counts = {}
+    counts["entities"] = int(await conn.scalar(sa.select(sa.func.count()).select_from(ids)) or 0)
+    for name, sql in (
+        (
+            "facts",
+            "SELECT count(*) FROM facts f WHERE EXISTS (SELECT 1 FROM entities e "
+            "WHERE e.tenant_id = f.tenant_id AND e.id IN (f.subject_id, f.object_id) "
+            "AND e.salience < :below AND COALESCE(e.last_accessed, e.first_seen) < :before)",
+        ),
+        (
+            "relations",
+            "SELECT count(*) FROM relations r WHERE EXISTS (SELECT 1 FROM entities e "
+            "WHERE e.tenant_id = r.tenant_id AND e.id IN (r.source_id, r.target_id) "
+            "AND e.salience < :below AND COALESCE(e.last_accessed, e.first_seen) < :before)",
+        ),
+    ):
+        params = {"below": salience_below, "before": idle_before}
+        counts[name] = int(await conn.scalar(sa.text(sql), params) or 0)
+    return counts
+
+
+async def delete_forgettable_entities(
+    conn: AsyncConnection, salience_below: float, idle_before: datetime
+) -> int:
+    """Delete them: their facts, relations, mentions and postings go by the foreign keys'
+    cascades and the graph's cleanup triggers (migration 0007), in this transaction; their
+    decay records go too, as there is nothing left to restore."""
+    doomed = (
+        entities.delete()
+        .where(_forgettable(salience_below, idle_before))
+        .returning(_e.tenant_id, _e.id)
+    )
+    gone = (await conn.execute(doomed)).all()
+    if gone:
+        await conn.execute(
+            decay_changes.delete().where(
+                decay_changes.c.target == ENTITY_SALIENCE,
+                sa.tuple_(decay_changes.c.tenant_id, decay_changes.c.item_id).in_(
+                    [(r[0], r[1]) for r in gone]
+                ),
+            )
+        )
+    return len(gone)
+
+
+# --- reviews -----------------------------------------------------------------------------------
+
+
+async def open_reviews(conn: AsyncConnection, tenant_id: str, user_id: str) -> int:
+    query = sa.select(sa.func.count()).where(
+        fact_reviews.c.tenant_id == tenant_id, fact_reviews.c.user_id == user_id
+    )
+    return int(await conn.scalar(query) or 0)
