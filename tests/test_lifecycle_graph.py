@@ -5,6 +5,7 @@ open-reviews probe, and the export/import round trip of a user's facts."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -265,3 +266,61 @@ async def test_open_fact_reviews_show_in_health_with_the_route_that_lists_them(
     assert (found.action.method, found.action.path) == ("GET", "/v1/facts/reviews")
     assert len(await store.fact_reviews(user_id="ann")) == 1
     assert (await store.memory_health(user_id="bob")).findings == []
+
+
+# --- export and import ------------------------------------------------------------------------
+
+_FACT_COLUMNS = (
+    "id, user_id, subject_id, predicate, object_id, confidence, certainty, temporal, "
+    "valid_from, valid_until, recorded_at, superseded_at, superseded_by, embedding::text, "
+    "embedding_model"
+)
+
+
+def _facts(raw: psycopg.Connection[Any], tenant: str) -> list[tuple[Any, ...]]:
+    return raw.execute(
+        f"SELECT {_FACT_COLUMNS} FROM facts WHERE tenant_id = %s ORDER BY id", (tenant,)
+    ).fetchall()
+
+
+async def test_export_then_import_round_trips_current_and_superseded_facts(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    source, target = store.for_tenant("old"), store.for_tenant("new")
+    await source.add("Caroline moved to Paris.", user_id="ann")
+    await source.add("Dave works at Acme.", user_id="ann")
+    await source.add("Bob lives in Rome.", user_id="bob")
+    old, new = raw.execute(
+        "SELECT id FROM facts WHERE tenant_id = 'old' AND user_id = 'ann' ORDER BY id LIMIT 2"
+    ).fetchall()
+    # A fact replaced by a newer one is kept, with both time axes closed.
+    raw.execute(
+        "UPDATE facts SET superseded_at = %s, superseded_by = %s, valid_until = %s, "
+        "valid_from = %s WHERE id = %s",
+        (NOW, new[0], NOW - DAY, NOW - 30 * DAY, old[0]),
+    )
+    before = _facts(raw, "old")
+    assert any(r[11] is not None for r in before) and any(r[11] is None for r in before)
+    assert all(r[13] is not None for r in before), "facts have vectors"
+
+    lines = json.loads(json.dumps(await source.export_memories(user_id="ann")))
+    await target.import_memories(lines)
+    after = _facts(raw, "new")
+    ann_before = [r for r in before if r[1] == "ann"]
+    assert after == ann_before
+    assert _count(raw, "SELECT count(*) FROM fact_sources WHERE tenant_id = 'new'") == _count(
+        raw, "SELECT count(*) FROM fact_sources WHERE tenant_id = 'old' AND user_id = 'ann'"
+    )
+    assert _count(raw, "SELECT count(*) FROM fact_terms WHERE tenant_id = 'new'") > 0
+    # Opened under the new tenant: the texts were sealed again, not copied.
+    current = {f.claim for f in await target.facts(user_id="ann")}
+    assert current == {f.claim for f in await source.facts(user_id="ann")}
+    assert len(current) == len(ann_before) - 1
+    history = await target.facts(user_id="ann", include_superseded=True)
+    assert {f.claim for f in history} == {
+        f.claim for f in await source.facts(user_id="ann", include_superseded=True)
+    }
+    assert len(history) == len(ann_before)
+
+    await target.import_memories(lines)  # twice is harmless
+    assert _facts(raw, "new") == after

@@ -1,8 +1,7 @@
 """The lifecycle jobs that stand on the knowledge graph: ``consolidate`` (conversations'
 turns through the graph extractor), entity salience and inferred-fact confidence decay,
 low-salience entity cleanup, and the health probes for consolidation lag and open fact
-reviews. Each plugs into the lifecycle's extension points on import (``lifecycle.jobs``
-imports this module).
+reviews. ``lifecycle.jobs`` and ``lifecycle.health`` plug them into their extension points.
 """
 
 from __future__ import annotations
@@ -14,13 +13,12 @@ from memvault.db import graph_lifecycle as db
 from memvault.graph.derive import Source, derive_many
 from memvault.graph.store import Owner
 from memvault.lifecycle.models import HealthAction, HealthFinding
-from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
+from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
 from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG
 from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.lifecycle.jobs import DecayTarget
 
 _DAY_S = 86_400.0
 # Conversations read per pass; their factless turns are extracted consolidate_batch at a time.
@@ -140,14 +138,12 @@ async def _undo_facts(backend: Backend, run_id: int) -> int:
         return await db.undo_decay(conn, run_id, db.FACT_CONFIDENCE)
 
 
-def decay_targets() -> dict[str, DecayTarget]:
-    from memvault.lifecycle.jobs import DecayTarget
-
-    # Not a user's memories: the safety stop (a share of memories) does not weigh these.
-    return {
-        db.ENTITY_SALIENCE: DecayTarget(lambda _: None, _decay_entities, _undo_entities),
-        db.FACT_CONFIDENCE: DecayTarget(lambda _: None, _decay_facts, _undo_facts),
-    }
+# Not a user's memories, so the safety stop (a share of a user's memories) does not weigh
+# these: (apply, undo) per decay target, for ``jobs.DECAY_TARGETS``.
+DECAY = {
+    db.ENTITY_SALIENCE: (_decay_entities, _undo_entities),
+    db.FACT_CONFIDENCE: (_decay_facts, _undo_facts),
+}
 
 
 # --- cleanup -----------------------------------------------------------------------------------
@@ -202,19 +198,13 @@ async def reviews_probe(backend: Backend, tenant_id: str, user_id: str) -> Healt
     )
 
 
-def register_all() -> None:
-    from memvault.lifecycle.health import PROBES
-    from memvault.lifecycle.jobs import CLEANUP_STEPS, DECAY_TARGETS
-
-    register(
-        ScheduledJob(
-            "consolidate",
-            "consolidate_interval_s",
-            consolidate,
-            description="conversations' turns into the knowledge graph",
-        )
-    )
-    DECAY_TARGETS.update(decay_targets())
-    CLEANUP_STEPS["entities"] = forget_entities
-    PROBES["consolidation_lag"] = consolidation_probe
-    PROBES["contradictions_awaiting_review"] = reviews_probe
+CONSOLIDATE = ScheduledJob(
+    "consolidate",
+    "consolidate_interval_s",
+    consolidate,
+    description="conversations' turns into the knowledge graph",
+)
+PROBES = {
+    "consolidation_lag": consolidation_probe,
+    "contradictions_awaiting_review": reviews_probe,
+}
