@@ -47,6 +47,7 @@ class PendingConversation(_Record):
     tenant_id: str
     id: UUID
     turn_count: int
+    started_at: datetime
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,15 +79,21 @@ def _unconsolidated() -> sa.ColumnElement[bool]:
     return _c.consolidated_at.is_(None)
 
 
-async def pending_conversations(conn: AsyncConnection, limit: int) -> list[PendingConversation]:
-    """Conversations not consolidated yet, oldest first."""
-    query = (
-        sa.select(_c.tenant_id, _c.id, _c.turn_count)
-        .where(_unconsolidated())
-        .order_by(_c.started_at, _c.tenant_id, _c.id)
-        .limit(limit)
-    )
+async def pending_conversations(
+    conn: AsyncConnection, limit: int, after: PendingConversation | None = None
+) -> list[PendingConversation]:
+    """Conversations not consolidated yet, oldest first, from just past ``after`` (a run
+    walks them once even when one stays unconsolidated)."""
+    order = (_c.started_at, _c.tenant_id, _c.id)
+    query = sa.select(_c.tenant_id, _c.id, _c.turn_count, _c.started_at).where(_unconsolidated())
+    if after is not None:
+        query = query.where(sa.tuple_(*order) > sa.tuple_(*_key(after)))
+    query = query.order_by(*order).limit(limit)
     return [PendingConversation.from_row(r) for r in await conn.execute(query)]
+
+
+def _key(p: PendingConversation) -> tuple[sa.ColumnElement[Any], ...]:
+    return (sa.literal(p.started_at), sa.literal(p.tenant_id), sa.literal(p.id))
 
 
 async def factless_turns(
@@ -119,6 +126,23 @@ async def factless_turns(
         .order_by(_t.tenant_id, _t.conversation_id, _t.turn_index)
     )
     return [FactlessTurn.from_row(r) for r in await conn.execute(query)]
+
+
+async def count_factless_turns(conn: AsyncConnection) -> int:
+    """How many turn memories of unconsolidated conversations have no fact yet (a dry run's
+    count, without reading them)."""
+    has_fact = (
+        sa.select(sa.literal(1))
+        .where(fact_sources.c.tenant_id == _t.tenant_id, fact_sources.c.memory_id == _t.memory_id)
+        .exists()
+    )
+    query = (
+        sa.select(sa.func.count())
+        .select_from(conversation_turns)
+        .join(conversations, sa.and_(_c.tenant_id == _t.tenant_id, _c.id == _t.conversation_id))
+        .where(_unconsolidated(), ~has_fact)
+    )
+    return int(await conn.scalar(query) or 0)
 
 
 async def mark_consolidated(

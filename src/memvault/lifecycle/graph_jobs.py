@@ -70,22 +70,17 @@ async def consolidate(ctx: RunContext) -> Outcome:
     if ctx.dry_run:
         async with ctx.backend.engine.connect() as conn:
             lag = await db.consolidation_lag(conn)
-            pending = await db.pending_conversations(conn, max(lag.count, 1))
-            turns = await db.factless_turns(conn, pending)
-        return Outcome({"would_consolidate": lag.count, "would_extract": len(turns)})
+            factless = await db.count_factless_turns(conn)
+        return Outcome({"would_consolidate": lag.count, "would_extract": factless})
     counts = {"conversations": 0, "turns_extracted": 0, "turns_with_facts": 0}
-    seen: set[tuple[str, object]] = set()
+    last: db.PendingConversation | None = None
     while True:
         async with ctx.backend.engine.connect() as conn:
-            pending = [
-                p
-                for p in await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS)
-                if (p.tenant_id, p.id) not in seen
-            ]
+            pending = await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS, last)
             turns = await db.factless_turns(conn, pending)
         if not pending:
             break
-        seen.update((p.tenant_id, p.id) for p in pending)
+        last = pending[-1]
         counts["turns_with_facts"] += await _derive_turns(ctx, turns)
         counts["turns_extracted"] += len(turns)
         async with ctx.backend.engine.begin() as conn:
