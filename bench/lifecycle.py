@@ -7,8 +7,15 @@ the same data, the two interleaved query by query.
 One private PostgreSQL (embedded) and one database; two library stores open on it, one per
 level, with hash embeddings and the embedding cache off, so what differs between the two
 columns is the audit alone. Also reports the ``verbose`` level (query text sealed) and how
-many audit rows each level wrote. Consolidating 1,000 conversations is not measured here yet:
-it needs the graph's extractor, which lands in another branch.
+many audit rows each level wrote.
+
+    .venv/bin/python bench/lifecycle.py --consolidate 1000 [--turns 10]
+
+The ``consolidate`` job instead: that many conversations of ``--turns`` turns each, stored
+through the public API (start_conversation, add_turns), then one consolidate run with the
+offline (rule) extractor: conversations per second, and the run's peak Python heap
+(tracemalloc, in a second run over the same turns after their facts are dropped, since
+tracing slows the run it measures) and the process's peak RSS.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import resource
 import shutil
 import tempfile
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 
@@ -29,6 +38,7 @@ from _corpus import questions as corpus_questions
 from memvault import AsyncMemory, Settings
 from memvault.crypto import generate_key
 from memvault.db.embedded import EmbeddedPostgres
+from memvault.lifecycle import jobs
 
 from _stats import summary_ms
 
@@ -124,13 +134,81 @@ async def run(memories: int, queries: int, users: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+async def _conversations(store: AsyncMemory, count: int, turns: int, users: int) -> None:
+    texts = corpus(count * turns)
+    gate = asyncio.Semaphore(8)
+
+    async def one(n: int) -> None:
+        async with gate:
+            user = f"user{n % users}"
+            convo = await store.start_conversation(user_id=user)
+            said = texts[n * turns : (n + 1) * turns]
+            roles = ("user", "assistant")
+            await store.add_turns(
+                convo.id,
+                [{"role": roles[i % 2], "content": t} for i, t in enumerate(said)],
+                user_id=user,
+            )
+
+    await asyncio.gather(*(one(n) for n in range(count)))
+
+
+async def run_consolidate(count: int, turns: int, users: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="memvault-bench-consolidate-"))
+    pg = EmbeddedPostgres(work / "pg")
+    try:
+        pg.start()
+        with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "bench"')
+        url, key = pg.admin_url("bench"), generate_key()
+        store = await AsyncMemory.open(_settings(url, key, work, "off"))
+        start = time.perf_counter()
+        await _conversations(store, count, turns, users)
+        built = time.perf_counter() - start
+        with psycopg.connect(url, autocommit=True) as raw:
+            # Turns stored before consolidation have no facts yet; make sure of it.
+            raw.execute("DELETE FROM entities")
+            start = time.perf_counter()
+            run = await jobs.run_job(store._backend, "consolidate")
+            took = time.perf_counter() - start
+            facts = raw.execute("SELECT count(*) FROM facts").fetchone()
+            raw.execute("DELETE FROM entities")
+            raw.execute("UPDATE conversations SET consolidated_at = NULL")
+            tracemalloc.start()
+            await jobs.run_job(store._backend, "consolidate")
+            _, heap_peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+        rss_peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        await store.close()
+        print(f"\nconsolidate: {count} conversations x {turns} turns, {users} users")
+        print(f"built through the API in {built:.1f} s; run outcome {run.outcome}: {run.counts}")
+        print(
+            "| conversations | turns | run s | conversations/s | turns/s | facts | "
+            "peak heap MiB (tracemalloc) | peak RSS MiB (process) |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        print(
+            f"| {count} | {count * turns} | {took:.1f} | {count / took:.1f} | "
+            f"{count * turns / took:.0f} | {facts[0] if facts else 0} | "
+            f"{heap_peak / 2**20:.1f} | {rss_peak_mib:.0f} |"
+        )
+    finally:
+        pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--consolidate", type=int, default=0, help="conversations (0: audit)")
+    parser.add_argument("--turns", type=int, default=10)
     args = parser.parse_args()
-    asyncio.run(run(args.memories, args.queries, args.users))
+    if args.consolidate:
+        asyncio.run(run_consolidate(args.consolidate, args.turns, args.users))
+    else:
+        asyncio.run(run(args.memories, args.queries, args.users))
 
 
 if __name__ == "__main__":

@@ -338,3 +338,29 @@ class Settings(BaseSettings):
     promote_interval_s: float = Field(
         default=3_600.0, gt=0, description="promote (prominent project facts to _global): hourly"
     )
+
+    # --- graph lifecycle: consolidation, entity/fact decay, entity cleanup ---------------------
+    consolidate_interval_s: float = Field(
+        default=900.0, gt=0, description="consolidate: every 15 minutes"
+    )
+    consolidate_batch: int = Field(
+        default=64, ge=1, description="turn memories extracted per batch by consolidate"
+    )
+    entity_decay_rate: float = Field(
+        default=0.95, gt=0, le=1, description="entity salience x this per day unaccessed"
+    )
+    entity_decay_idle_hours: float = Field(
+        default=24.0, ge=0, description="an entity decays once not accessed for this long"
+    )
+    fact_decay_rate: float = Field(
+        default=0.98, gt=0, le=1, description="inferred facts' confidence x this per week"
+    )
+    fact_decay_floor: float = Field(
+        default=0.2, ge=0, le=1, description="inferred facts' confidence never decays below"
+    )
+    entity_cleanup_salience: float = Field(
+        default=0.1, ge=0, le=1, description="entities below this salience may be deleted"
+    )
+    entity_cleanup_idle_days: float = Field(
+        default=30.0, ge=0, description="... once not accessed for this many days"
+    )

@@ -343,6 +343,8 @@ async def record_tool_use(
             conversation_id=conversation_id,
         )
     return ToolUseOut(id=str(used.id), redacted=used.pii)
+
+
 # --- knowledge graph tools (issue 13) -----------------------------------------------------------
 
 

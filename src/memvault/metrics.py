@@ -71,3 +71,10 @@ AUDIT_ROWS = Counter(
 DELETION_RECEIPTS = Counter(
     "memvault_deletion_receipts_total", "Deletion receipts issued, by scope", ["scope"]
 )
+# Graph lifecycle: how far consolidation lags (set by each consolidate run).
+CONSOLIDATION_BACKLOG = Gauge(
+    "memvault_consolidation_backlog", "Conversations not consolidated into the graph yet"
+)
+CONSOLIDATION_LAG = Gauge(
+    "memvault_consolidation_lag_seconds", "Age of the oldest conversation not consolidated yet"
+)

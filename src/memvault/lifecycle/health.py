@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memvault.db import health as db
+from memvault.lifecycle import graph_jobs
 from memvault.lifecycle.models import HealthAction, HealthFinding, MemoryHealth
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 ACTIONS = "/v1/health/memory/actions"
 Probe = Callable[["Backend", str, str], Awaitable[HealthFinding | None]]
 # Consolidation lag (graph) and contradictions awaiting review (graph) register here.
-PROBES: dict[str, Probe] = {}
+PROBES: dict[str, Probe] = {**graph_jobs.PROBES}
 
 
 def _action(user_id: str, action: str, ids: list[UUID]) -> HealthAction:

@@ -21,6 +21,7 @@ from memvault.db import audit
 from memvault.db import lifecycle as db
 from memvault.db.records import UserShare
 from memvault.db.tables import memories
+from memvault.lifecycle import graph_jobs
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
 from memvault.lifecycle.schedule import (
@@ -238,6 +239,12 @@ for _job in (
     ),
 ):
     register(_job)
+
+# The graph's job, decay targets and cleanup step (lifecycle/graph_jobs.py).
+register(graph_jobs.CONSOLIDATE)
+for _name, (_apply, _undo) in graph_jobs.DECAY.items():
+    DECAY_TARGETS[_name] = DecayTarget(lambda _ctx: None, _apply, _undo)
+CLEANUP_STEPS["entities"] = graph_jobs.forget_entities
 
 # The scheduler's entry points, from here so that whoever runs jobs has the table filled.
 __all__ = [

@@ -90,9 +90,10 @@ class AuditPage(BaseModel):
 
 
 class HealthAction(BaseModel):
-    """How to act on a finding, through the normal write path (and so the audit)."""
+    """How to act on a finding, through the normal write path (and so the audit); a GET
+    lists what the finding is about (its body is the query)."""
 
-    method: Literal["POST"] = "POST"
+    method: Literal["POST", "GET"] = "POST"
     path: str
     body: dict[str, Any]
 

@@ -35,9 +35,10 @@ if TYPE_CHECKING:
     from memvault.db.records import HistoryRow, MemoryRow
 
 FORMAT = 1
-# Extra parts of an exported line (the graph's facts): export fills, import reads.
-PartExport = Callable[[AsyncConnection, str, list[UUID]], Awaitable[dict[UUID, Any]]]
-PartImport = Callable[[AsyncConnection, str, UUID, Any], Awaitable[None]]
+# Extra parts of an exported line (the graph's facts): export fills, import reads. Each gets
+# the store for its keys (a part's text is sealed like a memory's).
+PartExport = Callable[["Backend", AsyncConnection, str, list[UUID]], Awaitable[dict[UUID, Any]]]
+PartImport = Callable[["Backend", AsyncConnection, str, UUID, Any], Awaitable[None]]
 PARTS: dict[str, tuple[PartExport, PartImport]] = {}
 
 _FIELDS = (
@@ -121,7 +122,7 @@ async def export_user(backend: Backend, tenant_id: str, user_id: str) -> list[di
         ids = [r.id for r in rows]
         histories = await db.histories(conn, tenant_id, ids)
         chunks = await db.chunks(conn, tenant_id, ids)
-        parts = {name: await out(conn, tenant_id, ids) for name, (out, _) in PARTS.items()}
+        parts = {name: await out(backend, conn, tenant_id, ids) for name, (out, _) in PARTS.items()}
     return [_exported(backend, r, histories, chunks, parts) for r in rows]
 
 
@@ -160,6 +161,12 @@ def _exported(
     return line.model_dump(mode="json")
 
 
+# The graph's facts and entities (lifecycle/graph_portable.py).
+from memvault.lifecycle import graph_portable  # noqa: E402
+
+PARTS["graph"] = (graph_portable.export_part, graph_portable.import_part)
+
+
 def parse_line(item: dict[str, Any], line: int) -> ExportedMemory:
     try:
         return ExportedMemory.model_validate(item)
@@ -186,7 +193,7 @@ async def import_memories(
             counts["imported"] += 1
             for name, (_, into) in PARTS.items():
                 if name in item.parts:
-                    await into(conn, tenant_id, item.id, item.parts[name])
+                    await into(backend, conn, tenant_id, item.id, item.parts[name])
             if active not in item.vectors:
                 await jobs.enqueue(conn, tenant_id, [item.id])
                 counts["queued_for_embedding"] += 1

@@ -1,0 +1,403 @@
+"""SQL of the graph's lifecycle: which conversations await consolidation and which of their
+turn memories have no facts yet, entity salience and inferred-fact confidence decay (each
+change kept in ``decay_changes`` for undo), low-salience entity cleanup, and the probes'
+counts (consolidation lag, open fact reviews).
+
+Times come in as parameters (the jobs' injected clock), never from ``now()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.graph import ENTITY_COLUMNS, FACT_COLUMNS, EntityRow, FactRow
+from memvault.db.records import _Record
+from memvault.db.tables import (
+    conversation_turns,
+    conversations,
+    decay_changes,
+    entities,
+    fact_reviews,
+    fact_sources,
+    facts,
+    memories,
+)
+
+_c = conversations.c
+_t = conversation_turns.c
+_m = memories.c
+_e = entities.c
+
+ENTITY_SALIENCE = "entity_salience"
+FACT_CONFIDENCE = "fact_confidence"
+# Certainties the system guessed rather than read: only these lose confidence with time.
+GUESSED = ("inferred", "uncertain")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingConversation(_Record):
+    tenant_id: str
+    id: UUID
+    turn_count: int
+    started_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FactlessTurn(_Record):
+    """A turn's memory with no fact derived from it yet, sealed."""
+
+    tenant_id: str
+    id: UUID
+    user_id: str
+    app_id: str
+    channel: str
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+    metadata: dict[str, Any]
+    occurred_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsolidationLag(_Record):
+    count: int
+    oldest: datetime | None
+
+
+# --- consolidation -----------------------------------------------------------------------------
+
+
+def _unconsolidated() -> sa.ColumnElement[bool]:
+    return _c.consolidated_at.is_(None)
+
+
+async def pending_conversations(
+    conn: AsyncConnection, limit: int, after: PendingConversation | None = None
+) -> list[PendingConversation]:
+    """Conversations not consolidated yet, oldest first, from just past ``after`` (a run
+    walks them once even when one stays unconsolidated)."""
+    order = (_c.started_at, _c.tenant_id, _c.id)
+    query = sa.select(_c.tenant_id, _c.id, _c.turn_count, _c.started_at).where(_unconsolidated())
+    if after is not None:
+        query = query.where(sa.tuple_(*order) > sa.tuple_(*_key(after)))
+    query = query.order_by(*order).limit(limit)
+    return [PendingConversation.from_row(r) for r in await conn.execute(query)]
+
+
+def _key(p: PendingConversation) -> tuple[sa.ColumnElement[Any], ...]:
+    return (sa.literal(p.started_at), sa.literal(p.tenant_id), sa.literal(p.id))
+
+
+async def factless_turns(
+    conn: AsyncConnection, pending: Sequence[PendingConversation]
+) -> list[FactlessTurn]:
+    """The turn memories of these conversations that no fact names as its source."""
+    if not pending:
+        return []
+    keys = sa.tuple_(_t.tenant_id, _t.conversation_id).in_([(p.tenant_id, p.id) for p in pending])
+    has_fact = (
+        sa.select(sa.literal(1))
+        .where(fact_sources.c.tenant_id == _m.tenant_id, fact_sources.c.memory_id == _m.id)
+        .exists()
+    )
+    query = (
+        sa.select(
+            _m.tenant_id,
+            _m.id,
+            _m.user_id,
+            _m.app_id,
+            _m.channel,
+            _m.ciphertext,
+            _m.nonce,
+            _m.key_id,
+            _m.metadata,
+            _m.occurred_at,
+        )
+        .join(conversation_turns, sa.and_(_t.tenant_id == _m.tenant_id, _t.memory_id == _m.id))
+        .where(keys, ~has_fact)
+        .order_by(_t.tenant_id, _t.conversation_id, _t.turn_index)
+    )
+    return [FactlessTurn.from_row(r) for r in await conn.execute(query)]
+
+
+async def count_factless_turns(conn: AsyncConnection) -> int:
+    """How many turn memories of unconsolidated conversations have no fact yet (a dry run's
+    count, without reading them)."""
+    has_fact = (
+        sa.select(sa.literal(1))
+        .where(fact_sources.c.tenant_id == _t.tenant_id, fact_sources.c.memory_id == _t.memory_id)
+        .exists()
+    )
+    query = (
+        sa.select(sa.func.count())
+        .select_from(conversation_turns)
+        .join(conversations, sa.and_(_c.tenant_id == _t.tenant_id, _c.id == _t.conversation_id))
+        .where(_unconsolidated(), ~has_fact)
+    )
+    return int(await conn.scalar(query) or 0)
+
+
+async def mark_consolidated(
+    conn: AsyncConnection, pending: Sequence[PendingConversation], at: datetime
+) -> int:
+    """Mark these conversations consolidated, each only if no turn arrived since it was read
+    (a newer turn leaves it for the next run)."""
+    marked = 0
+    for p in pending:
+        query = (
+            conversations.update()
+            .where(
+                _c.tenant_id == p.tenant_id,
+                _c.id == p.id,
+                _c.turn_count == p.turn_count,
+                _unconsolidated(),
+            )
+            .values(consolidated_at=at)
+        )
+        marked += (await conn.execute(query)).rowcount or 0
+    return marked
+
+
+async def consolidation_lag(
+    conn: AsyncConnection, tenant_id: str | None = None
+) -> ConsolidationLag:
+    """How many conversations await consolidation, and when the oldest began."""
+    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
+    query = query.where(_unconsolidated())
+    if tenant_id is not None:
+        query = query.where(_c.tenant_id == tenant_id)
+    return ConsolidationLag.from_row((await conn.execute(query)).one())
+
+
+async def user_consolidation_lag(
+    conn: AsyncConnection, tenant_id: str, user_id: str
+) -> ConsolidationLag:
+    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
+    query = query.where(_unconsolidated(), _c.tenant_id == tenant_id, _c.user_id == user_id)
+    return ConsolidationLag.from_row((await conn.execute(query)).one())
+
+
+# --- decay -------------------------------------------------------------------------------------
+
+_DECAY_ENTITIES = sa.text(
+    """
+    WITH picked AS (
+        SELECT tenant_id, id, salience FROM entities
+        WHERE salience > 0 AND COALESCE(last_accessed, first_seen) < :idle_before
+        FOR UPDATE
+    ), changed AS (
+        UPDATE entities e SET salience = p.salience * :factor
+        FROM picked p WHERE e.tenant_id = p.tenant_id AND e.id = p.id
+        RETURNING e.tenant_id, e.id, p.salience AS old_value, e.salience AS new_value
+    )
+    INSERT INTO decay_changes (tenant_id, run_id, target, item_id, old_value, new_value)
+    SELECT tenant_id, :run_id, 'entity_salience', id, old_value, new_value FROM changed
+    RETURNING tenant_id
+    """
+)
+
+_DECAY_FACTS = sa.text(
+    """
+    WITH picked AS (
+        SELECT tenant_id, id, confidence FROM facts
+        WHERE certainty IN ('inferred', 'uncertain') AND superseded_at IS NULL
+          AND confidence > :floor
+        FOR UPDATE
+    ), changed AS (
+        UPDATE facts f SET confidence = GREATEST(:floor, p.confidence * :factor)
+        FROM picked p WHERE f.tenant_id = p.tenant_id AND f.id = p.id
+        RETURNING f.tenant_id, f.id, p.confidence AS old_value, f.confidence AS new_value
+    )
+    INSERT INTO decay_changes (tenant_id, run_id, target, item_id, old_value, new_value)
+    SELECT tenant_id, :run_id, 'fact_confidence', id, old_value, new_value FROM changed
+    RETURNING tenant_id
+    """
+)
+
+
+async def decay_entities(
+    conn: AsyncConnection, run_id: int, idle_before: datetime, factor: float
+) -> int:
+    """Salience x ``factor`` for entities not accessed since ``idle_before``."""
+    params = {"run_id": run_id, "idle_before": idle_before, "factor": factor}
+    return len((await conn.execute(_DECAY_ENTITIES, params)).all())
+
+
+async def decay_facts(conn: AsyncConnection, run_id: int, factor: float, floor: float) -> int:
+    """Confidence x ``factor`` for current inferred/uncertain facts, never below ``floor``."""
+    params = {"run_id": run_id, "factor": factor, "floor": floor}
+    return len((await conn.execute(_DECAY_FACTS, params)).all())
+
+
+_UNDO = {
+    ENTITY_SALIENCE: sa.text(
+        """
+        UPDATE entities e SET salience = d.old_value
+        FROM decay_changes d
+        WHERE d.run_id = :run_id AND d.target = 'entity_salience'
+          AND e.tenant_id = d.tenant_id AND e.id = d.item_id AND e.salience = d.new_value
+        """
+    ),
+    FACT_CONFIDENCE: sa.text(
+        """
+        UPDATE facts f SET confidence = d.old_value
+        FROM decay_changes d
+        WHERE d.run_id = :run_id AND d.target = 'fact_confidence'
+          AND f.tenant_id = d.tenant_id AND f.id = d.item_id AND f.confidence = d.new_value
+        """
+    ),
+}
+
+
+async def undo_decay(conn: AsyncConnection, run_id: int, target: str) -> int:
+    """Put back what the run lowered, unless the value has changed since (a write wins)."""
+    return (await conn.execute(_UNDO[target], {"run_id": run_id})).rowcount or 0
+
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+
+def _forgettable(salience_below: float, idle_before: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        _e.salience < salience_below,
+        sa.func.coalesce(_e.last_accessed, _e.first_seen) < idle_before,
+    )
+
+
+async def count_forgettable_entities(
+    conn: AsyncConnection, salience_below: float, idle_before: datetime
+) -> dict[str, int]:
+    """What deleting them would take: the entities, and the facts and relations that name
+    them (which go by the graph's cascades)."""
+    doomed = sa.select(_e.tenant_id, _e.id).where(_forgettable(salience_below, idle_before))
+    ids = doomed.cte("doomed")
+    counts = {}
+    counts["entities"] = int(await conn.scalar(sa.select(sa.func.count()).select_from(ids)) or 0)
+    for name, sql in (
+        (
+            "facts",
+            "SELECT count(*) FROM facts f WHERE EXISTS (SELECT 1 FROM entities e "
+            "WHERE e.tenant_id = f.tenant_id AND e.id IN (f.subject_id, f.object_id) "
+            "AND e.salience < :below AND COALESCE(e.last_accessed, e.first_seen) < :before)",
+        ),
+        (
+            "relations",
+            "SELECT count(*) FROM relations r WHERE EXISTS (SELECT 1 FROM entities e "
+            "WHERE e.tenant_id = r.tenant_id AND e.id IN (r.source_id, r.target_id) "
+            "AND e.salience < :below AND COALESCE(e.last_accessed, e.first_seen) < :before)",
+        ),
+    ):
+        params = {"below": salience_below, "before": idle_before}
+        counts[name] = int(await conn.scalar(sa.text(sql), params) or 0)
+    return counts
+
+
+async def delete_forgettable_entities(
+    conn: AsyncConnection, salience_below: float, idle_before: datetime
+) -> int:
+    """Delete them: their facts, relations, mentions and postings go by the foreign keys'
+    cascades and the graph's cleanup triggers (migration 0007), in this transaction; their
+    decay records go too, as there is nothing left to restore."""
+    doomed = (
+        entities.delete()
+        .where(_forgettable(salience_below, idle_before))
+        .returning(_e.tenant_id, _e.id)
+    )
+    gone = (await conn.execute(doomed)).all()
+    if gone:
+        await conn.execute(
+            decay_changes.delete().where(
+                decay_changes.c.target == ENTITY_SALIENCE,
+                sa.tuple_(decay_changes.c.tenant_id, decay_changes.c.item_id).in_(
+                    [(r[0], r[1]) for r in gone]
+                ),
+            )
+        )
+    return len(gone)
+
+
+# --- reviews -----------------------------------------------------------------------------------
+
+
+async def open_reviews(conn: AsyncConnection, tenant_id: str, user_id: str) -> int:
+    query = sa.select(sa.func.count()).where(
+        fact_reviews.c.tenant_id == tenant_id, fact_reviews.c.user_id == user_id
+    )
+    return int(await conn.scalar(query) or 0)
+
+
+# --- export and import -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SourcedFact:
+    """A fact (current or superseded) read from one of the exported memories, with its
+    vector."""
+
+    memory_id: UUID
+    row: FactRow
+    embedding: list[float] | None
+    embedding_model: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class VectoredEntity:
+    row: EntityRow
+    embedding: list[float] | None
+    embedding_model: str | None
+
+
+def _vector(value: Any) -> list[float] | None:
+    return None if value is None else [float(v) for v in value]
+
+
+async def facts_of_memories(
+    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
+) -> list[SourcedFact]:
+    _f, _s = facts.c, fact_sources.c
+    query = (
+        sa.select(_s.memory_id, *FACT_COLUMNS, _f.embedding, _f.embedding_model)
+        .join(fact_sources, sa.and_(_s.tenant_id == _f.tenant_id, _s.fact_id == _f.id))
+        .where(_f.tenant_id == tenant_id, _s.memory_id.in_(list(memory_ids)))
+        .order_by(_f.recorded_at, _f.id)
+    )
+    found = []
+    for r in await conn.execute(query):
+        values = r._mapping
+        row = FactRow(*(values[c.name] for c in FACT_COLUMNS))
+        found.append(
+            SourcedFact(
+                values["memory_id"], row, _vector(values["embedding"]), values["embedding_model"]
+            )
+        )
+    return found
+
+
+async def entities_by_id(
+    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
+) -> list[VectoredEntity]:
+    query = sa.select(*ENTITY_COLUMNS, _e.embedding, _e.embedding_model).where(
+        _e.tenant_id == tenant_id, _e.id.in_(list(ids))
+    )
+    found = []
+    for r in await conn.execute(query):
+        values = r._mapping
+        row = EntityRow(*(values[c.name] for c in ENTITY_COLUMNS))
+        found.append(VectoredEntity(row, _vector(values["embedding"]), values["embedding_model"]))
+    return found
+
+
+async def insert_new(conn: AsyncConnection, table_name: str, values: dict[str, Any]) -> bool:
+    """Insert a graph row unless its key is taken (an import names a row more than once, and
+    can be run twice); says whether it was inserted."""
+    table = {"entities": entities, "facts": facts, "fact_sources": fact_sources}[table_name]
+    query = pg_insert(table).values(**values).on_conflict_do_nothing()
+    return bool((await conn.execute(query)).rowcount)

@@ -1,0 +1,205 @@
+"""The lifecycle jobs that stand on the knowledge graph: ``consolidate`` (conversations'
+turns through the graph extractor), entity salience and inferred-fact confidence decay,
+low-salience entity cleanup, and the health probes for consolidation lag and open fact
+reviews. ``lifecycle.jobs`` and ``lifecycle.health`` plug them into their extension points.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from memvault.db import graph_lifecycle as db
+from memvault.graph.derive import Source, derive_many
+from memvault.graph.store import Owner
+from memvault.lifecycle.models import HealthAction, HealthFinding
+from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
+from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG
+from memvault.sealing import open_content
+
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
+_DAY_S = 86_400.0
+# Conversations read per pass; their factless turns are extracted consolidate_batch at a time.
+_CONVERSATIONS_PER_PASS = 100
+
+
+# --- consolidate -------------------------------------------------------------------------------
+
+
+async def _derive_turns(ctx: RunContext, turns: list[db.FactlessTurn]) -> int:
+    """The same path as ``infer`` at write time: extract and embed outside the transaction,
+    then write each turn's claims in one transaction per batch."""
+    keys = ctx.backend.keys
+    batch = ctx.settings.consolidate_batch
+    written = 0
+    for start in range(0, len(turns), batch):
+        part = turns[start : start + batch]
+        sources = [
+            Source(
+                Owner(t.tenant_id, t.user_id, t.app_id, t.channel),
+                open_content(keys, t.tenant_id, t.id, t.ciphertext, t.nonce, t.key_id),
+                t.metadata,
+                t.occurred_at,
+            )
+            for t in part
+        ]
+        derived = await derive_many(ctx.backend, sources)
+        async with ctx.backend.engine.begin() as conn:
+            for turn, derivation in zip(part, derived, strict=True):
+                if derivation is not None:
+                    await derivation.write(conn, turn.id)
+                    written += 1
+    return written
+
+
+async def _set_lag_metrics(backend: Backend, ctx: RunContext) -> db.ConsolidationLag:
+    async with backend.engine.connect() as conn:
+        lag = await db.consolidation_lag(conn)
+    CONSOLIDATION_BACKLOG.set(lag.count)
+    CONSOLIDATION_LAG.set((ctx.now - lag.oldest).total_seconds() if lag.oldest else 0.0)
+    return lag
+
+
+async def consolidate(ctx: RunContext) -> Outcome:
+    """Every conversation not consolidated yet: the turns with no facts go through the graph
+    extractor, then the conversation is marked. Only adds what a turn claims, so the safety
+    stop (a share of a user's memories changed) has nothing to weigh; a second run finds
+    nothing to do."""
+    if ctx.dry_run:
+        async with ctx.backend.engine.connect() as conn:
+            lag = await db.consolidation_lag(conn)
+            factless = await db.count_factless_turns(conn)
+        return Outcome({"would_consolidate": lag.count, "would_extract": factless})
+    counts = {"conversations": 0, "turns_extracted": 0, "turns_with_facts": 0}
+    last: db.PendingConversation | None = None
+    while True:
+        async with ctx.backend.engine.connect() as conn:
+            pending = await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS, last)
+            turns = await db.factless_turns(conn, pending)
+        if not pending:
+            break
+        last = pending[-1]
+        counts["turns_with_facts"] += await _derive_turns(ctx, turns)
+        counts["turns_extracted"] += len(turns)
+        async with ctx.backend.engine.begin() as conn:
+            counts["conversations"] += await db.mark_consolidated(conn, pending, ctx.now)
+    await _set_lag_metrics(ctx.backend, ctx)
+    return Outcome(
+        counts,
+        changed={
+            "consolidated": counts["conversations"],
+            "facts_derived": counts["turns_with_facts"],
+        },
+    )
+
+
+# --- decay -------------------------------------------------------------------------------------
+
+
+def _per_run(rate: float, period_s: float, ctx: RunContext) -> float:
+    """A per-period rate as the factor for one run of the decay job (runs every
+    ``decay_interval_s``), so the rate holds whatever the job's interval."""
+    return float(rate ** (ctx.settings.decay_interval_s / period_s))
+
+
+async def _decay_entities(ctx: RunContext) -> int:
+    s = ctx.settings
+    async with ctx.backend.engine.begin() as conn:
+        return await db.decay_entities(
+            conn,
+            ctx.run_id,
+            ctx.now - timedelta(hours=s.entity_decay_idle_hours),
+            _per_run(s.entity_decay_rate, _DAY_S, ctx),
+        )
+
+
+async def _decay_facts(ctx: RunContext) -> int:
+    s = ctx.settings
+    async with ctx.backend.engine.begin() as conn:
+        return await db.decay_facts(
+            conn, ctx.run_id, _per_run(s.fact_decay_rate, 7 * _DAY_S, ctx), s.fact_decay_floor
+        )
+
+
+async def _undo_entities(backend: Backend, run_id: int) -> int:
+    async with backend.engine.begin() as conn:
+        return await db.undo_decay(conn, run_id, db.ENTITY_SALIENCE)
+
+
+async def _undo_facts(backend: Backend, run_id: int) -> int:
+    async with backend.engine.begin() as conn:
+        return await db.undo_decay(conn, run_id, db.FACT_CONFIDENCE)
+
+
+# Not a user's memories, so the safety stop (a share of a user's memories) does not weigh
+# these: (apply, undo) per decay target, for ``jobs.DECAY_TARGETS``.
+DECAY = {
+    db.ENTITY_SALIENCE: (_decay_entities, _undo_entities),
+    db.FACT_CONFIDENCE: (_decay_facts, _undo_facts),
+}
+
+
+# --- cleanup -----------------------------------------------------------------------------------
+
+
+async def forget_entities(ctx: RunContext) -> dict[str, int]:
+    """Entities below the salience floor and not accessed for the idle period go, with the
+    facts and relations that name them."""
+    s = ctx.settings
+    below, before = s.entity_cleanup_salience, ctx.now - timedelta(days=s.entity_cleanup_idle_days)
+    if ctx.dry_run:
+        async with ctx.backend.engine.connect() as conn:
+            counts = await db.count_forgettable_entities(conn, below, before)
+        return {f"would_delete_{k}": n for k, n in counts.items()}
+    async with ctx.backend.engine.begin() as conn:
+        return {"deleted": await db.delete_forgettable_entities(conn, below, before)}
+
+
+# --- health probes -----------------------------------------------------------------------------
+
+
+async def consolidation_probe(
+    backend: Backend, tenant_id: str, user_id: str
+) -> HealthFinding | None:
+    async with backend.engine.connect() as conn:
+        lag = await db.user_consolidation_lag(conn, tenant_id, user_id)
+    if not lag.count:
+        return None
+    return HealthFinding(
+        kind="consolidation_lag",
+        count=lag.count,
+        recommendation=f"{lag.count} conversation(s) not consolidated into the knowledge graph "
+        f"yet, the oldest started {lag.oldest:%Y-%m-%d %H:%M} UTC; the consolidate job takes "
+        "them at its next run (or now: `memvault jobs schedule run consolidate`).",
+    )
+
+
+async def reviews_probe(backend: Backend, tenant_id: str, user_id: str) -> HealthFinding | None:
+    async with backend.engine.connect() as conn:
+        count = await db.open_reviews(conn, tenant_id, user_id)
+    if not count:
+        return None
+    return HealthFinding(
+        kind="contradictions_awaiting_review",
+        count=count,
+        recommendation="Facts that contradict a current one were kept beside it for review. "
+        "List them (each names both facts and their source memories); a review closes when "
+        "the wrong side's fact goes: delete its source memory (the health action 'delete' or "
+        "DELETE /v1/memories/{id}), which takes the fact with it. State the right value with "
+        "POST /v1/facts.",
+        action=HealthAction(method="GET", path="/v1/facts/reviews", body={"user_id": user_id}),
+    )
+
+
+CONSOLIDATE = ScheduledJob(
+    "consolidate",
+    "consolidate_interval_s",
+    consolidate,
+    description="conversations' turns into the knowledge graph",
+)
+PROBES = {
+    "consolidation_lag": consolidation_probe,
+    "contradictions_awaiting_review": reviews_probe,
+}
