@@ -85,9 +85,7 @@ async def load_locomo(memory: AsyncMemory, path: Path, infer: bool) -> list[Ques
 async def load_prefeval(memory: AsyncMemory, path: Path, infer: bool) -> list[Question]:
     items = json.loads(path.read_text())
     user = "prefeval"
-    await _add_all(
-        memory, [_verbatim(i["preference"], user, str(i["id"]), infer) for i in items]
-    )
+    await _add_all(memory, [_verbatim(i["preference"], user, str(i["id"]), infer) for i in items])
     return [Question(user, i["question"], frozenset({str(i["id"])})) for i in items]
 
 

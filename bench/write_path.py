@@ -7,7 +7,10 @@
    and ``get`` (select, decrypt) for N memories.
 2. Full offline pipeline: with N memories stored, ``add`` of new memories through PII,
    embedding (all-MiniLM-L6-v2, inline), deduplication (hash + vector + rules), enrichment
-   (rules) and the insert of row, chunk and history — no LLM configured.
+   (rules), the offline graph extractor and its writes (entities, facts, their keys, in the
+   memory's transaction) and the insert of row, chunk and history — no LLM configured.
+   Beside it, in the same run and interleaved one for one, ``add`` with ``infer=False``
+   (PII, inline embedding, insert: no dedup, enrichment by rules, no graph).
 """
 
 from __future__ import annotations
@@ -53,14 +56,28 @@ async def store_only(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[st
     }
 
 
-async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, float]:
+async def full_pipeline(
+    memory: AsyncMemory, texts: list[str]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(infer on, infer off) latencies, the two interleaved so load falls on both alike."""
     await memory.add("warm up the model and the date parser tomorrow", user_id="warm")
-    latencies: list[float] = []
+    inferred: list[float] = []
+    verbatim: list[float] = []
     rng = random.Random(3)
-    for text in texts:
-        with timed(latencies):
-            await memory.add(text, user_id=f"user-{rng.randrange(100)}")
-    return summary_ms(latencies)
+    for n, text in enumerate(texts):
+        infer = n % 2 == 0
+        with timed(inferred if infer else verbatim):
+            await memory.add(text, user_id=f"user-{rng.randrange(100)}", infer=infer)
+    return summary_ms(inferred), summary_ms(verbatim)
+
+
+async def graph_size(memory: AsyncMemory) -> tuple[int, int]:
+    """(entities, current facts) the offline extractor wrote for the bench's users."""
+    entities = facts = 0
+    for k in range(100):
+        entities += len(await memory.entities(user_id=f"user-{k}", limit=1000))
+        facts += len(await memory.facts(user_id=f"user-{k}", limit=1000))
+    return entities, facts
 
 
 async def run(count: int, pipeline_adds: int) -> None:
@@ -73,9 +90,11 @@ async def run(count: int, pipeline_adds: int) -> None:
         start_workers(memory._backend, 1)
         while (await AsyncAdmin.of(memory).queue_counts()).get("queued", 0):
             await asyncio.sleep(1)
-        rows[f"add (full offline pipeline, {count:,} stored)"] = await full_pipeline(
-            memory, texts[count:]
-        )
+        inferred, verbatim = await full_pipeline(memory, texts[count:])
+        rows[f"add, infer on: offline pipeline + graph ({count:,} stored)"] = inferred
+        rows[f"add, infer off ({count:,} stored)"] = verbatim
+        entities, facts = await graph_size(memory)
+        print(f"  graph written by the infer-on adds: {entities} entities, {facts} facts")
         await memory.close()
     print_table(f"write path, embedded mode, {count:,} memories", rows)
 

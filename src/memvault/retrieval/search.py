@@ -444,9 +444,7 @@ def _fact_lists(
     if recipe.keyword_weight:
         term_ids = query_term_ids(backend.keys.current(), request.query)
         weights[FACT_KEYWORD] = recipe.keyword_weight * share
-        fetches[FACT_KEYWORD] = functools.partial(
-            _fact_terms, tenant_id, filters, term_ids, fetch
-        )
+        fetches[FACT_KEYWORD] = functools.partial(_fact_terms, tenant_id, filters, term_ids, fetch)
 
 
 async def _fact_nearest(
