@@ -260,8 +260,10 @@ async def search(
         _ceilings(backend, tenant_id, filters.user_id, probes, fetches) if both else _nothing(),
     )
     if ceilings is not None and FACT_KEYWORD in fetches:
-        # A fact holds a few words: its evidence is the share of the query's words it holds.
-        ceilings[FACT_KEYWORD] = float(len(query_terms(backend.keys.current(), request.query)))
+        # A fact holds a few words: its evidence is the share of the query's words it holds
+        # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
+        words = len(query_terms(backend.keys.current(), request.query))
+        ceilings[FACT_KEYWORD] = words / recipe.keyword_full_at
     ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
     clock.lap("rank")
     context = (
