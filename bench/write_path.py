@@ -9,8 +9,10 @@
    embedding (all-MiniLM-L6-v2, inline), deduplication (hash + vector + rules), enrichment
    (rules), the offline graph extractor and its writes (entities, facts, their keys, in the
    memory's transaction) and the insert of row, chunk and history — no LLM configured.
-   Beside it, in the same run and interleaved one for one, ``add`` with ``infer=False``
-   (PII, inline embedding, insert: no dedup, enrichment by rules, no graph).
+   Beside it, in the same run and interleaved one for one: the same pipeline with the graph
+   step given nothing to write (the extractor stubbed to claim nothing, so the graph's own
+   share shows), and ``add`` with ``infer=False`` (PII, inline embedding, insert: no dedup,
+   enrichment by rules, no graph).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 from _corpus import memories
 from memvault import AsyncMemory, Settings
 from memvault.admin import AsyncAdmin
+from memvault.graph import derive
+from memvault.graph.claims import Extraction
 from memvault.runtime import start_workers
 
 from _stats import print_table, summary_ms, timed
@@ -56,19 +60,25 @@ async def store_only(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[st
     }
 
 
-async def full_pipeline(
-    memory: AsyncMemory, texts: list[str]
-) -> tuple[dict[str, float], dict[str, float]]:
-    """(infer on, infer off) latencies, the two interleaved so load falls on both alike."""
+async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[str, float]]:
+    """Each arm's latencies, the three interleaved so load falls on them alike."""
     await memory.add("warm up the model and the date parser tomorrow", user_id="warm")
-    inferred: list[float] = []
-    verbatim: list[float] = []
+    # The pipeline's graph step looks the extractor up in its module at each call.
+    step = vars(derive)
+    real_extract = step["extract"]
+
+    async def claims_nothing(text: str, **_: object) -> Extraction:
+        return Extraction()
+
+    arms: dict[str, list[float]] = {"graph": [], "no graph": [], "off": []}
     rng = random.Random(3)
     for n, text in enumerate(texts):
-        infer = n % 2 == 0
-        with timed(inferred if infer else verbatim):
-            await memory.add(text, user_id=f"user-{rng.randrange(100)}", infer=infer)
-    return summary_ms(inferred), summary_ms(verbatim)
+        arm = list(arms)[n % 3]
+        step["extract"] = claims_nothing if arm == "no graph" else real_extract
+        with timed(arms[arm]):
+            await memory.add(text, user_id=f"user-{rng.randrange(100)}", infer=arm != "off")
+    step["extract"] = real_extract
+    return {arm: summary_ms(samples) for arm, samples in arms.items()}
 
 
 async def graph_size(memory: AsyncMemory) -> tuple[int, int]:
@@ -90,9 +100,10 @@ async def run(count: int, pipeline_adds: int) -> None:
         start_workers(memory._backend, 1)
         while (await AsyncAdmin.of(memory).queue_counts()).get("queued", 0):
             await asyncio.sleep(1)
-        inferred, verbatim = await full_pipeline(memory, texts[count:])
-        rows[f"add, infer on: offline pipeline + graph ({count:,} stored)"] = inferred
-        rows[f"add, infer off ({count:,} stored)"] = verbatim
+        arms = await full_pipeline(memory, texts[count:])
+        rows[f"add, infer on: offline pipeline + graph ({count:,} stored)"] = arms["graph"]
+        rows["add, infer on, extractor claims nothing"] = arms["no graph"]
+        rows["add, infer off"] = arms["off"]
         entities, facts = await graph_size(memory)
         print(f"  graph written by the infer-on adds: {entities} entities, {facts} facts")
         await memory.close()
