@@ -81,7 +81,7 @@ def evidence_ids(raw: list[Any], known: set[str]) -> list[str]:
 
 
 async def import_conversation(
-    memory: AsyncMemory, user: str, conversation: list[dict[str, Any]]
+    memory: AsyncMemory, user: str, conversation: list[dict[str, Any]], *, infer: bool = False
 ) -> set[str]:
     items = [
         {
@@ -95,7 +95,7 @@ async def import_conversation(
                 "session_id": t["session_id"],
                 "turn": t["turn"],
             },
-            "infer": False,
+            "infer": infer,
             "pii_policy": "allow",
         }
         for t in conversation

@@ -15,6 +15,11 @@
 Every set is imported once into one fresh store; every recipe then runs the same questions
 (no access tracking, so no question reinforces another's answer). Prints R@1/5/10 per set and
 recipe, and query latency (query embedding included) per set.
+
+``--infer`` imports every item with ``infer=True`` (dedup, enrichment and the offline graph
+extractor, so facts exist); ``--fact-keys off on`` then runs each recipe without and with
+facts as extra keys (a fact the query matches lifts the memory it was read from), on the
+same store in the same run.
 """
 
 from __future__ import annotations
@@ -53,22 +58,22 @@ async def _add_all(memory: AsyncMemory, items: list[dict[str, Any]]) -> None:
         await memory.add_many(items[start : start + 100])
 
 
-def _verbatim(content: str, user: str, key: str) -> dict[str, Any]:
+def _verbatim(content: str, user: str, key: str, infer: bool) -> dict[str, Any]:
     return {
         "content": content,
         "user_id": user,
         "metadata": {"key": key},
-        "infer": False,
+        "infer": infer,
         "pii_policy": "allow",
     }
 
 
-async def load_locomo(memory: AsyncMemory, path: Path) -> list[Question]:
+async def load_locomo(memory: AsyncMemory, path: Path, infer: bool) -> list[Question]:
     questions = []
     for sample in json.loads(path.read_text()):
         conversation = turns(sample)
         user = f"locomo-{sample['sample_id']}"
-        known = await import_conversation(memory, user, conversation)
+        known = await import_conversation(memory, user, conversation, infer=infer)
         asked_at = max(t["occurred_at"] for t in conversation)
         for qa in sample["qa"]:
             gold = evidence_ids(qa.get("evidence", []), known)
@@ -77,17 +82,18 @@ async def load_locomo(memory: AsyncMemory, path: Path) -> list[Question]:
     return questions
 
 
-async def load_prefeval(memory: AsyncMemory, path: Path) -> list[Question]:
+async def load_prefeval(memory: AsyncMemory, path: Path, infer: bool) -> list[Question]:
     items = json.loads(path.read_text())
     user = "prefeval"
-    await _add_all(memory, [_verbatim(i["preference"], user, str(i["id"])) for i in items])
+    await _add_all(memory, [_verbatim(i["preference"], user, str(i["id"]), infer) for i in items])
     return [Question(user, i["question"], frozenset({str(i["id"])})) for i in items]
 
 
-async def load_facts(memory: AsyncMemory, path: Path) -> list[Question]:
+async def load_facts(memory: AsyncMemory, path: Path, infer: bool) -> list[Question]:
     data = json.loads(path.read_text())
     await _add_all(
-        memory, [_verbatim(f["text"], f"facts-{f['user_id']}", f["id"]) for f in data["facts"]]
+        memory,
+        [_verbatim(f["text"], f"facts-{f['user_id']}", f["id"], infer) for f in data["facts"]],
     )
     return [
         Question(f"facts-{q['user_id']}", q["question"], frozenset(q["answers"]))
@@ -107,7 +113,7 @@ def found_keys(hits: Iterable[Any]) -> list[str]:
 
 
 async def score(
-    memory: AsyncMemory, questions: list[Question], recipe: str
+    memory: AsyncMemory, questions: list[Question], recipe: str, fact_keys: bool = False
 ) -> tuple[dict[int, float], list[float]]:
     recall: dict[int, list[float]] = {k: [] for k in KS}
     latencies: list[float] = []
@@ -120,6 +126,7 @@ async def score(
             recipe=recipe,
             reference_time=q.asked_at,
             track_access=False,
+            fact_keys=fact_keys,
         )
         latencies.append(time.perf_counter() - start)
         found = found_keys(result.results)
@@ -128,7 +135,7 @@ async def score(
     return {k: sum(v) / len(v) for k, v in recall.items()}, latencies
 
 
-async def run(sets: list[str], recipes: list[str]) -> None:
+async def run(sets: list[str], recipes: list[str], infer: bool, fact_keys: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
             Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
@@ -137,24 +144,27 @@ async def run(sets: list[str], recipes: list[str]) -> None:
         for name in sets:
             load, path = LOADERS[name]
             t0 = time.perf_counter()
-            questions[name] = await load(memory, path)
+            questions[name] = await load(memory, path, infer)
             print(
                 f"  {name}: {len(questions[name])} questions, imported in "
                 f"{time.perf_counter() - t0:.0f}s",
                 flush=True,
             )
-        print("\n| set | recipe | n | R@1 | R@5 | R@10 | p50 ms | p95 ms |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("\n| set | recipe | fact keys | n | R@1 | R@5 | R@10 | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name in sets:
             for recipe in recipes:
-                recall, latencies = await score(memory, questions[name], recipe)
-                lat = summary_ms(latencies)
-                cells = " | ".join(f"{recall[k]:.3f}" for k in KS)
-                print(
-                    f"| {name} | {recipe} | {len(questions[name])} | {cells} | "
-                    f"{lat['p50']:.1f} | {lat['p95']:.1f} |",
-                    flush=True,
-                )
+                for keys in fact_keys:
+                    recall, latencies = await score(
+                        memory, questions[name], recipe, fact_keys=keys == "on"
+                    )
+                    lat = summary_ms(latencies)
+                    cells = " | ".join(f"{recall[k]:.3f}" for k in KS)
+                    print(
+                        f"| {name} | {recipe} | {keys} | {len(questions[name])} | {cells} | "
+                        f"{lat['p50']:.1f} | {lat['p95']:.1f} |",
+                        flush=True,
+                    )
         await memory.close()
 
 
@@ -162,8 +172,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sets", nargs="+", default=list(LOADERS), choices=list(LOADERS))
     parser.add_argument("--recipes", nargs="+", default=["hybrid", "vector", "keyword"])
+    parser.add_argument(
+        "--infer", action="store_true", help="import with infer=True (facts are extracted)"
+    )
+    parser.add_argument("--fact-keys", nargs="+", default=["off"], choices=["off", "on"])
     args = parser.parse_args()
     for name in args.sets:
         if not LOADERS[name][1].exists():
             parser.error(f"{LOADERS[name][1]} not found")
-    asyncio.run(run(args.sets, args.recipes))
+    asyncio.run(run(args.sets, args.recipes, args.infer, args.fact_keys))

@@ -7,7 +7,12 @@
    and ``get`` (select, decrypt) for N memories.
 2. Full offline pipeline: with N memories stored, ``add`` of new memories through PII,
    embedding (all-MiniLM-L6-v2, inline), deduplication (hash + vector + rules), enrichment
-   (rules) and the insert of row, chunk and history — no LLM configured.
+   (rules), the offline graph extractor and its writes (entities, facts, their keys, in the
+   memory's transaction) and the insert of row, chunk and history — no LLM configured.
+   Beside it, in the same run and interleaved one for one: the same pipeline with the graph
+   step given nothing to write (the extractor stubbed to claim nothing, so the graph's own
+   share shows), and ``add`` with ``infer=False`` (PII, inline embedding, insert: no dedup,
+   enrichment by rules, no graph).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 from _corpus import memories
 from memvault import AsyncMemory, Settings
 from memvault.admin import AsyncAdmin
+from memvault.graph import derive
+from memvault.graph.claims import Extraction
 from memvault.runtime import start_workers
 
 from _stats import print_table, summary_ms, timed
@@ -53,14 +60,34 @@ async def store_only(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[st
     }
 
 
-async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, float]:
+async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, dict[str, float]]:
+    """Each arm's latencies, the three interleaved so load falls on them alike."""
     await memory.add("warm up the model and the date parser tomorrow", user_id="warm")
-    latencies: list[float] = []
+    # The pipeline's graph step looks the extractor up in its module at each call.
+    step = vars(derive)
+    real_extract = step["extract"]
+
+    async def claims_nothing(text: str, **_: object) -> Extraction:
+        return Extraction()
+
+    arms: dict[str, list[float]] = {"graph": [], "no graph": [], "off": []}
     rng = random.Random(3)
-    for text in texts:
-        with timed(latencies):
-            await memory.add(text, user_id=f"user-{rng.randrange(100)}")
-    return summary_ms(latencies)
+    for n, text in enumerate(texts):
+        arm = list(arms)[n % 3]
+        step["extract"] = claims_nothing if arm == "no graph" else real_extract
+        with timed(arms[arm]):
+            await memory.add(text, user_id=f"user-{rng.randrange(100)}", infer=arm != "off")
+    step["extract"] = real_extract
+    return {arm: summary_ms(samples) for arm, samples in arms.items()}
+
+
+async def graph_size(memory: AsyncMemory) -> tuple[int, int]:
+    """(entities, current facts) the offline extractor wrote for the bench's users."""
+    entities = facts = 0
+    for k in range(100):
+        entities += len(await memory.entities(user_id=f"user-{k}", limit=1000))
+        facts += len(await memory.facts(user_id=f"user-{k}", limit=1000))
+    return entities, facts
 
 
 async def run(count: int, pipeline_adds: int) -> None:
@@ -73,9 +100,12 @@ async def run(count: int, pipeline_adds: int) -> None:
         start_workers(memory._backend, 1)
         while (await AsyncAdmin.of(memory).queue_counts()).get("queued", 0):
             await asyncio.sleep(1)
-        rows[f"add (full offline pipeline, {count:,} stored)"] = await full_pipeline(
-            memory, texts[count:]
-        )
+        arms = await full_pipeline(memory, texts[count:])
+        rows[f"add, infer on: offline pipeline + graph ({count:,} stored)"] = arms["graph"]
+        rows["add, infer on, extractor claims nothing"] = arms["no graph"]
+        rows["add, infer off"] = arms["off"]
+        entities, facts = await graph_size(memory)
+        print(f"  graph written by the infer-on adds: {entities} entities, {facts} facts")
         await memory.close()
     print_table(f"write path, embedded mode, {count:,} memories", rows)
 

@@ -270,6 +270,14 @@ class Settings(BaseSettings):
     )
     graph_max_nodes: int = Field(default=200, ge=1, description="nodes a walk returns at most")
     graph_max_edges: int = Field(default=500, ge=1, description="edges a walk returns at most")
+    graph_fact_keys: bool = Field(
+        default=False,
+        description="default for a search's `fact_keys`: facts matched by the query lift the "
+        "memories they were read from, as extra candidate lists",
+    )
+    graph_fact_keys_weight: float = Field(
+        default=0.5, ge=0, description="the fact lists' fusion weight, relative to the query's own"
+    )
 
     @property
     def embedded(self) -> bool:

@@ -427,6 +427,11 @@ class SearchRequest(MemoryFilter):
         description="LLM self-query: filters read from the question, searched as an extra "
         "candidate list (default: MEMVAULT_RECALL_SELF_QUERY)",
     )
+    fact_keys: bool | None = Field(
+        default=None,
+        description="knowledge-graph facts as extra keys: a fact the query matches (keywords "
+        "or meaning) lifts the memory it was read from (default: MEMVAULT_GRAPH_FACT_KEYS)",
+    )
     context_window: int = Field(
         default=0,
         ge=0,

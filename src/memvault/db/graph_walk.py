@@ -14,7 +14,10 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.graph import EntityRow, scope, vector_text
-from memvault.db.tables import entities, entity_terms, fact_terms, facts
+from memvault.db.records import RankedMemory
+from memvault.db.store import fetch_ranked, ranked_page
+from memvault.db.tables import entities, entity_terms, fact_sources, fact_terms, facts
+from memvault.models import MemoryFilter
 
 _e = entities.c
 _f = facts.c
@@ -196,6 +199,86 @@ async def nearest_facts(
         .limit(limit)
     )
     return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query)}
+
+
+# --- facts as extra keys of the memories they were read from -------------------------------
+# A fact's claim is a short restatement of its source ("Caroline's sister is Ana"): a query
+# that matches it lifts the memory it came from, as one more candidate list of search.
+
+_fs = fact_sources.c
+
+
+def _by_source(matched: sa.CTE, score: sa.ColumnElement[float], name: str) -> sa.CTE:
+    """Each source memory of the matched facts with its best fact's score."""
+    return (
+        sa.select(_fs.memory_id, score.label("score"))
+        .select_from(
+            matched.join(
+                fact_sources,
+                sa.and_(_fs.tenant_id == matched.c.tenant_id, _fs.fact_id == matched.c.fact_id),
+            )
+        )
+        .group_by(_fs.memory_id)
+        .cte(name)
+        .prefix_with("MATERIALIZED")
+    )
+
+
+async def memories_by_fact_terms(
+    conn: AsyncConnection,
+    tenant_id: str,
+    filters: MemoryFilter,
+    term_ids: Sequence[int],
+    limit: int,
+) -> list[RankedMemory]:
+    """The owner's memories (passing ``filters``) whose facts hold the query's terms, ranked
+    by how many distinct terms their best fact holds (``rank``, highest first)."""
+    if not term_ids:
+        return []
+    c = fact_terms.c
+    matched = (
+        sa.select(
+            sa.literal(tenant_id).label("tenant_id"),
+            c.fact_id,
+            sa.func.count(sa.distinct(c.term)).label("matched"),
+        )
+        .where(*scope(c, tenant_id, filters.user_id), c.term.in_(sorted(set(term_ids))))
+        .group_by(c.fact_id)
+        .order_by(sa.func.count(sa.distinct(c.term)).desc(), c.fact_id)
+        .limit(limit)
+        .cte("matched_facts")
+        .prefix_with("MATERIALIZED")
+    )
+    by_memory = _by_source(matched, sa.func.max(matched.c.matched), "fact_term_sources")
+    return await fetch_ranked(
+        conn, ranked_page(tenant_id, filters, by_memory, by_memory.c.score.desc(), limit)
+    )
+
+
+async def memories_by_fact_vectors(
+    conn: AsyncConnection,
+    tenant_id: str,
+    filters: MemoryFilter,
+    vector: Sequence[float],
+    model: str,
+    limit: int,
+) -> list[RankedMemory]:
+    """The owner's memories (passing ``filters``) whose facts' claims are nearest ``vector``,
+    ranked by their nearest fact's cosine distance (``rank``, nearest first)."""
+    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
+    distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
+    matched = (
+        sa.select(_f.tenant_id, _f.id.label("fact_id"), distance.label("distance"))
+        .where(*scope(_f, tenant_id, filters.user_id), _f.embedding_model == model)
+        .order_by(distance, _f.id)
+        .limit(limit)
+        .cte("near_facts")
+        .prefix_with("MATERIALIZED")
+    )
+    by_memory = _by_source(matched, sa.func.min(matched.c.distance), "fact_vector_sources")
+    return await fetch_ranked(
+        conn, ranked_page(tenant_id, filters, by_memory, by_memory.c.score.asc(), limit)
+    )
 
 
 async def record_access(

@@ -27,7 +27,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import keywords, store, vectors
+from memvault.db import graph_walk, keywords, store, vectors
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
@@ -249,6 +249,9 @@ async def search(
 
     vectors_by_text = _vectors(request.query, base_embedding, extra_texts, extra_embedding)
     weights, fetches = _lists(backend, tenant_id, request, recipe, filters, probes, vectors_by_text)
+    fact_keys = settings.graph_fact_keys if request.fact_keys is None else request.fact_keys
+    if fact_keys:
+        _fact_lists(backend, tenant_id, request, recipe, filters, vectors_by_text, weights, fetches)
     # Evidence decides between two sources; one source alone ranks as it found. The keyword
     # lists' best possible scores are read beside the lists, not after them.
     both = bool(recipe.vector_weight and recipe.keyword_weight)
@@ -256,6 +259,11 @@ async def search(
         _retrieve(backend, fetches, clock),
         _ceilings(backend, tenant_id, filters.user_id, probes, fetches) if both else _nothing(),
     )
+    if ceilings is not None and FACT_KEYWORD in fetches:
+        # A fact holds a few words: its evidence is the share of the query's words it holds
+        # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
+        words = len(query_terms(backend.keys.current(), request.query))
+        ceilings[FACT_KEYWORD] = words / recipe.keyword_full_at
     ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
     clock.lap("rank")
     context = (
@@ -410,6 +418,54 @@ def _lists(
     return weights, fetches
 
 
+FACT_VECTOR = "facts:vector"
+FACT_KEYWORD = "facts:keyword"
+
+
+def _fact_lists(
+    backend: Backend,
+    tenant_id: str,
+    request: SearchRequest,
+    recipe: SearchConfig,
+    filters: MemoryFilter,
+    vectors_by_text: dict[str, tuple[Embedded, int]],
+    weights: dict[str, float],
+    fetches: dict[str, Fetch],
+) -> None:
+    """Facts as extra keys of their source memories: the query's vector and keyword matches
+    among the owner's facts, each lifting the memories the fact was read from."""
+    fetch = max(recipe.candidates, request.limit)
+    share = backend.settings.graph_fact_keys_weight
+    vector = vectors_by_text.get(request.query)
+    if recipe.vector_weight and vector is not None:
+        embedded, index = vector
+        weights[FACT_VECTOR] = recipe.vector_weight * share
+        fetches[FACT_VECTOR] = functools.partial(
+            _fact_nearest, tenant_id, filters, embedded.vectors[index], embedded.model_id, fetch
+        )
+    if recipe.keyword_weight:
+        term_ids = query_term_ids(backend.keys.current(), request.query)
+        weights[FACT_KEYWORD] = recipe.keyword_weight * share
+        fetches[FACT_KEYWORD] = functools.partial(_fact_terms, tenant_id, filters, term_ids, fetch)
+
+
+async def _fact_nearest(
+    tenant_id: str,
+    filters: MemoryFilter,
+    vector: list[float],
+    model: str,
+    limit: int,
+    conn: AsyncConnection,
+) -> Sequence[RankedMemory]:
+    return await graph_walk.memories_by_fact_vectors(conn, tenant_id, filters, vector, model, limit)
+
+
+async def _fact_terms(
+    tenant_id: str, filters: MemoryFilter, term_ids: list[int], limit: int, conn: AsyncConnection
+) -> Sequence[RankedMemory]:
+    return await graph_walk.memories_by_fact_terms(conn, tenant_id, filters, term_ids, limit)
+
+
 async def _retrieve(
     backend: Backend, fetches: dict[str, Fetch], clock: _Clock
 ) -> dict[str, list[RankedMemory]]:
@@ -559,6 +615,9 @@ def _rank(
     for name, items in lists.items():
         for row in items:
             rows.setdefault(row.id, row)
+            if name in (FACT_VECTOR, FACT_KEYWORD):
+                # A fact's score is the fact's, not the memory's own match.
+                continue
             if name.endswith(":vector"):
                 similarity[row.id] = max(_similarity(row), similarity.get(row.id, 0.0))
             else:
