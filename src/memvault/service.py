@@ -52,21 +52,11 @@ from memvault.retrieval.search import search as retrieval_search
 from memvault.retrieval.terms import blind_terms
 from memvault.runtime import open_backend
 from memvault.sealing import open_content, seal_content, to_record
+from memvault.validation import parse_id as parse_id
 from memvault.validation import validated as validated
 
 # What enrichment decides about a text, so an edit of the text decides it again.
 _ENRICHED = ("importance", "memory_type", "valid_until", "categories")
-
-
-def parse_id(memory_id: UUID | str, *, field: str = "memory_id") -> UUID:
-    """An id the caller gave, as a UUID; anything else is ``InvalidInput`` naming ``field``."""
-    if isinstance(memory_id, UUID):
-        return memory_id
-    try:
-        return UUID(memory_id)
-    except (ValueError, TypeError, AttributeError):
-        noun = field.removesuffix("_id").replace("_", " ")
-        raise InvalidInput(f"A {noun} id must be a UUID.", details={"field": field}) from None
 
 
 def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:

@@ -6,17 +6,16 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.errors import InvalidInput, NotFound, validation_problems
+from memvault.errors import InvalidInput, NotFound
 from memvault.graph import export, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.derive import Derivation, derive
@@ -38,26 +37,14 @@ from memvault.graph.store import GraphWriter, Owner
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
 from memvault.retrieval.terms import query_term_ids
+from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
 
 
-def _valid(model: type[BaseModel], **fields: Any) -> Any:
-    try:
-        return model.model_validate({k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        found = validation_problems(exc.errors(include_input=False, include_url=False))
-        raise InvalidInput("The request is not valid.", details={"errors": found}) from None
-
-
-def _entity_id(value: UUID | str) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidInput("An entity id must be a UUID.", details={"field": "entity_id"}) from None
+def _entity(value: UUID | str) -> UUID:
+    return parse_id(value, field="entity_id")
 
 
 class GraphFace(PromotionFace):
@@ -88,7 +75,7 @@ class GraphFace(PromotionFace):
         """State a fact directly: ``subject predicate object`` (an entity name) or ``subject
         predicate value`` (a literal). ``@user`` names the user. A functional predicate
         (lives_in, works_for, …) supersedes the current value per the contradiction policy."""
-        given: FactInput = _valid(
+        given: FactInput = validated(
             FactInput,
             subject=subject,
             predicate=predicate,
@@ -140,7 +127,7 @@ class GraphFace(PromotionFace):
         """What is true now as currently known (default); ``valid_at=T``: what held in the
         world at T; ``known_at=T``: what the store believed at T; ``include_superseded``: the
         whole history. ``entity`` is a name, alias or id (its facts as subject or object)."""
-        query: FactsQuery = _valid(
+        query: FactsQuery = validated(
             FactsQuery,
             user_id=user_id,
             entity=entity,
@@ -208,7 +195,7 @@ class GraphFace(PromotionFace):
     @scoped_to_tenant
     async def fact_reviews(self, *, user_id: str, limit: int = 50) -> builtins.list[FactReview]:
         """Contradictions the ``flag_review`` policy kept side by side, newest first."""
-        query: ReviewsQuery = _valid(ReviewsQuery, user_id=user_id, limit=limit)
+        query: ReviewsQuery = validated(ReviewsQuery, user_id=user_id, limit=limit)
         async with self._backend.engine.connect() as conn:
             reviews = await graph_db.list_reviews(conn, self.tenant_id, query.user_id, query.limit)
             ids = {i for r in reviews for i in (r.fact_id, r.conflicts_with)}
@@ -238,7 +225,9 @@ class GraphFace(PromotionFace):
     ) -> builtins.list[Entity]:
         """Entities by name or alias (``q``: an exact normalised name, or any of its words),
         else the most salient."""
-        query: EntitiesQuery = _valid(EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit)
+        query: EntitiesQuery = validated(
+            EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit
+        )
         keyring = self._backend.keys.current()
         keys = sealed.name_keys(keyring, [query.q]) if query.q else []
         terms = query_term_ids(keyring, query.q) if query.q else []
@@ -268,7 +257,7 @@ class GraphFace(PromotionFace):
     async def _owned_entity(
         self, conn: AsyncConnection, entity_id: UUID | str, user_id: str, *, lock: bool = False
     ) -> EntityRow:
-        ident = _entity_id(entity_id)
+        ident = _entity(entity_id)
         row = await graph_db.fetch_entity(conn, self.tenant_id, user_id, ident, lock=lock)
         if row is None:
             raise NotFound("No such entity for this user.", details={"id": str(ident)})
@@ -277,7 +266,7 @@ class GraphFace(PromotionFace):
     @scoped_to_tenant
     async def entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
         """One entity with its current facts (as subject or object)."""
-        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        owner: OwnerInput = validated(OwnerInput, user_id=user_id)
         async with self._backend.engine.connect() as conn:
             row = await self._owned_entity(conn, entity_id, owner.user_id)
             rows = await graph_db.query_facts(
@@ -297,14 +286,14 @@ class GraphFace(PromotionFace):
     ) -> GraphView:
         """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
         most 3) and the edges between them (relations, and facts whose object is an entity)."""
-        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        owner: OwnerInput = validated(OwnerInput, user_id=user_id)
         settings = self._backend.settings
         if not 1 <= depth <= settings.graph_max_depth:
             raise InvalidInput(
                 f"depth is 1 to {settings.graph_max_depth}.",
                 details={"field": "depth", "limit": settings.graph_max_depth},
             )
-        start = _entity_id(entity_id)
+        start = _entity(entity_id)
         async with self._backend.engine.connect() as conn:
             found = await graph_walk.walk(
                 conn,
@@ -345,7 +334,7 @@ class GraphFace(PromotionFace):
     ) -> EntityDetail:
         """Merge one entity into another: its facts and relations move over, its name
         resolves to the other from now on; recorded, so :meth:`split_entity` undoes it."""
-        request: MergeRequest = _valid(MergeRequest, into=_entity_id(into), user_id=user_id)
+        request: MergeRequest = validated(MergeRequest, into=_entity(into), user_id=user_id)
         async with self._backend.engine.begin() as conn:
             merged = await self._owned_entity(conn, entity_id, request.user_id, lock=True)
             target = await self._owned_entity(conn, request.into, request.user_id, lock=True)
@@ -368,7 +357,7 @@ class GraphFace(PromotionFace):
     async def split_entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
         """Undo the last merge of this entity: what moved (and still points at the entity it
         joined) moves back, and its name resolves to it again."""
-        owner: OwnerInput = _valid(OwnerInput, user_id=user_id)
+        owner: OwnerInput = validated(OwnerInput, user_id=user_id)
         async with self._backend.engine.begin() as conn:
             row = await self._owned_entity(conn, entity_id, owner.user_id, lock=True)
             merge = await graph_db.last_merge(conn, self.tenant_id, owner.user_id, row.id)
@@ -412,7 +401,7 @@ class GraphFace(PromotionFace):
     ) -> dict[str, str]:
         """The current graph of one user (or of the whole tenant) as files a graph database
         loads: ``cypher`` (one ``graph.cypher``) or ``csv`` (``nodes.csv``, ``edges.csv``)."""
-        request: GraphExport = _valid(GraphExport, format=format, user_id=user_id)
+        request: GraphExport = validated(GraphExport, format=format, user_id=user_id)
         async with self._backend.engine.connect() as conn:
             ents, facts, rels = await graph_admin.export_rows(
                 conn, self.tenant_id, request.user_id, datetime.now(UTC)

@@ -23,17 +23,11 @@ from memvault.lifecycle.models import (
     HealthActionResult,
     MemoryHealth,
 )
+from memvault.validation import parse_id
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
     from memvault.db.records import AuditRow
-
-
-def _uuid(value: UUID | str) -> UUID:
-    try:
-        return value if isinstance(value, UUID) else UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidInput("A memory id must be a UUID.", details={"field": "memory_id"}) from None
 
 
 def _identifier(value: str, field: str) -> str:
@@ -81,7 +75,7 @@ class LifecycleFace:
     @scoped_to_tenant
     async def erase(self, memory_id: UUID | str, *, user_id: str) -> DeletionReceipt:
         """Delete one memory and everything derived from it; answers the deletion receipt."""
-        ident, owner = _uuid(memory_id), _identifier(user_id, "user_id")
+        ident, owner = parse_id(memory_id), _identifier(user_id, "user_id")
         return await deletion.erase(
             self._backend,
             self.tenant_id,
