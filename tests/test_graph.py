@@ -429,6 +429,28 @@ async def test_concurrent_writers_naming_the_same_entities_make_each_once(
     assert len(await memory.facts(user_id="u")) == 3  # each said six times: one fact each
 
 
+async def test_a_text_dedup_rewrites_is_derived_from_what_is_stored(
+    make_settings: Callable[..., Settings], claims: dict[str, Extraction]
+) -> None:
+    """The offline extractor reads each text before embedding; when dedup then folds the text
+    into a memory that already says more, what is stored is extracted, not what was sent."""
+    memory = await AsyncMemory.open(make_settings(dedup_similar_threshold=0.5))
+    try:
+        richer, poorer = "Bob has a dog called Rufus", "Bob has a dog"
+        claims[richer] = Extraction(
+            facts=(FactClaim("Bob", "owns", "Bob owns Rufus", object="Rufus"),)
+        )
+        claims[poorer] = Extraction(
+            facts=(FactClaim("Bob", "owns", "Bob owns a dog", value="a dog"),)
+        )
+        await memory.add(richer, user_id="u")
+        folded = await memory.add(poorer, user_id="u")
+        assert folded.dedup.action == "merge" and folded.content == richer
+        assert [f.object or f.value for f in await memory.facts(user_id="u")] == ["Rufus"]
+    finally:
+        await memory.close()
+
+
 async def test_a_batch_derives_every_item_with_one_embedding_call(
     make_settings: Callable[..., Settings], claims: dict[str, Extraction]
 ) -> None:
@@ -450,7 +472,7 @@ async def test_a_batch_derives_every_item_with_one_embedding_call(
         embeddings.embed_batch = real  # type: ignore[method-assign]
         assert sorted(await current(memory, "Town1")) == ["Town1"]
         assert len(await memory.facts(user_id="u")) == 3
-        # The memories' own batch, then one for every name and claim of the three.
-        assert calls == [3, 9]
+        # One model call: the three memories with every name and claim they make.
+        assert calls == [3 + 9]
     finally:
         await memory.close()

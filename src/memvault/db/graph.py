@@ -332,14 +332,33 @@ async def current_facts_of(
 
 async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
     """Serialise resolvers of one name, so two writers never create the same entity twice."""
-    await _lock(conn, f"entity\x00{tenant_id}\x00{user_id}\x00{normalised}")
+    await lock_names(conn, tenant_id, user_id, [normalised])
+
+
+async def lock_names(
+    conn: AsyncConnection, tenant_id: str, user_id: str, normalised: Iterable[str]
+) -> None:
+    """:func:`lock_name` for many names in one round trip, taken in one global order (the
+    lock ids'), so two writers naming the same entities the other way round never deadlock."""
+    ids = sorted({_lock_id(f"entity\x00{tenant_id}\x00{user_id}\x00{n}") for n in normalised})
+    if ids:
+        await conn.execute(
+            sa.text(
+                "SELECT pg_advisory_xact_lock(k) FROM unnest(CAST(:ids AS bigint[]))"
+                " WITH ORDINALITY AS t(k, n) ORDER BY n"
+            ),
+            {"ids": ids},
+        )
+
+
+def _lock_id(key: str) -> int:
+    # Hashed here: the name never reaches the server, not even as a lock key.
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 async def _lock(conn: AsyncConnection, key: str) -> None:
-    # Hashed here: the name never reaches the server, not even as a lock key.
-    digest = hashlib.sha256(key.encode()).digest()
-    lock_id = int.from_bytes(digest[:8], "big", signed=True)
-    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(lock_id)))
+    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_id(key))))
 
 
 async def lock_subject(
@@ -594,15 +613,19 @@ async def replace_terms(
     tenant_id: str,
     kind: str,
     postings: Mapping[UUID, tuple[str, Mapping[int, int]]],
+    *,
+    fresh: bool = False,
 ) -> None:
-    """Blind postings of facts (``kind="fact"``) or entities, replacing their old ones."""
+    """Blind postings of facts (``kind="fact"``) or entities, replacing their old ones
+    (``fresh``: rows inserted in this transaction, which have none to replace)."""
     if not postings:
         return
     table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
     c = table.c
-    await conn.execute(
-        table.delete().where(c.tenant_id == tenant_id, c[column].in_(list(postings)))
-    )
+    if not fresh:
+        await conn.execute(
+            table.delete().where(c.tenant_id == tenant_id, c[column].in_(list(postings)))
+        )
     rows = [
         {"tenant_id": tenant_id, "user_id": user, "term": term, column: item, "tf": min(tf, 32_767)}
         for item, (user, terms) in postings.items()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -74,19 +75,45 @@ async def derive_many(backend: Backend, sources: list[Source]) -> list[Derivatio
     """What each text claims: the extractions at once, then one embedding call for all their
     names and claims. A text whose extraction failed gets ``None`` (its memory is stored all
     the same, and the failure logged)."""
+    pending = await extract_many(backend, sources)
+    found = [p.extraction for p in pending if p.extraction is not None and p.claims]
+    return finish(backend, pending, iter(await prepare_many(backend, found)))
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A text's extraction, waiting for the vectors of its names and claims."""
+
+    source: Source
+    reference_time: datetime
+    extraction: Extraction | None
+
+    @property
+    def claims(self) -> bool:
+        return self.extraction is not None and not self.extraction.empty
+
+
+async def extract_many(backend: Backend, sources: list[Source]) -> list[Pending]:
     references = [s.occurred_at or datetime.now(UTC) for s in sources]
     extractions = await asyncio.gather(
         *(_extract(backend, s, r) for s, r in zip(sources, references, strict=True))
     )
-    found = [e for e in extractions if e is not None and not e.empty]
-    prepared = iter(await prepare_many(backend, found))
+    return [Pending(*p) for p in zip(sources, references, extractions, strict=True)]
+
+
+def finish(
+    backend: Backend, pending: list[Pending], prepared: Iterator[Prepared]
+) -> list[Derivation | None]:
+    """Each pending extraction with its vectors (``prepared`` holds one per extraction that
+    claims something, in order); ``None`` where it claims nothing."""
     derived: list[Derivation | None] = []
-    for source, reference, extraction in zip(sources, references, extractions, strict=True):
-        if extraction is None or extraction.empty:
+    for p in pending:
+        if not p.claims:
             derived.append(None)
             continue
-        writer = GraphWriter(backend, source.owner)
-        derived.append(Derivation(writer, next(prepared), reference, extraction.extractor))
+        assert p.extraction is not None
+        writer = GraphWriter(backend, p.source.owner)
+        derived.append(Derivation(writer, next(prepared), p.reference_time, p.extraction.extractor))
     return derived
 
 

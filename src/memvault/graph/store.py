@@ -9,6 +9,7 @@ derived from it commit or fail together.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -79,10 +80,10 @@ def texts_to_embed(extraction: Extraction) -> list[str]:
     return list(dict.fromkeys([*entity_names(extraction), *(f.claim for f in extraction.facts)]))
 
 
-async def prepare_many(backend: Backend, extractions: list[Extraction]) -> list[Prepared]:
+async def prepare_many(backend: Backend, extractions: Sequence[Extraction]) -> list[Prepared]:
     """Every name and claim of a batch of extractions embedded in one call; without a model,
     no vectors (resolution then goes by names and aliases only)."""
-    texts = list(dict.fromkeys(t for e in extractions for t in texts_to_embed(e)))
+    texts = graph_texts(extractions)
     if not texts:
         return [Prepared(e) for e in extractions]
     limit = backend.settings.embedding_max_chars
@@ -95,6 +96,11 @@ async def prepare_many(backend: Backend, extractions: list[Extraction]) -> list[
     return [Prepared(e, vectors, embedded.model_id) for e in extractions]
 
 
+def graph_texts(extractions: Sequence[Extraction]) -> list[str]:
+    """Every name and claim of these extractions that needs a vector, once."""
+    return list(dict.fromkeys(t for e in extractions for t in texts_to_embed(e)))
+
+
 class GraphWriter:
     def __init__(self, backend: Backend, owner: Owner, *, policy: Policy | None = None) -> None:
         self.backend = backend
@@ -103,6 +109,7 @@ class GraphWriter:
         self.keyring = backend.keys.current()
         self._resolved: dict[str, UUID] = {}
         self._touched_entities: set[UUID] = set()
+        self._locked: set[str] = set()  # names whose lock this writer's transaction holds
 
     async def prepare(self, extraction: Extraction) -> Prepared:
         """Embed every entity name and fact claim in one call."""
@@ -124,8 +131,9 @@ class GraphWriter:
         extraction = prepared.extraction
         # Every name this extraction may create, locked up front in one global order, so two
         # writers naming the same entities the other way round never wait on each other.
-        for norm in sorted({_lock_name(n) for n in _all_names(extraction)}):
-            await graph_db.lock_name(conn, self.owner.tenant_id, self.owner.user_id, norm)
+        names = {_lock_name(n) for n in _all_names(extraction)}
+        await graph_db.lock_names(conn, self.owner.tenant_id, self.owner.user_id, names)
+        self._locked = names
         for mention in extraction.entities:
             applied.entity_ids.append(await self.resolve(conn, mention))
         for claim in extraction.facts:
@@ -155,7 +163,9 @@ class GraphWriter:
             keys = [sealed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
         else:
             keys = sealed.name_keys(self.keyring, [mention.name, *mention.aliases])
-        await graph_db.lock_name(conn, o.tenant_id, o.user_id, norm)
+        if norm not in self._locked:
+            await graph_db.lock_name(conn, o.tenant_id, o.user_id, norm)
+            self._locked.add(norm)
         found = await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys)
         entity: EntityRow | None = None
         if found:
@@ -224,7 +234,7 @@ class GraphWriter:
         if vector is not None:
             values.update(embedding=vector, embedding_model=self._prepared.model)
         await graph_db.insert_entity(conn, values)
-        await self._index_entity(conn, entity_id, mention.name, aliases)
+        await self._index_entity(conn, entity_id, mention.name, aliases, fresh=True)
         return entity_id
 
     async def _learn_aliases(
@@ -255,12 +265,17 @@ class GraphWriter:
         await self._index_entity(conn, entity.id, opened.name, aliases)
 
     async def _index_entity(
-        self, conn: AsyncConnection, entity_id: UUID, name: str, aliases: list[str]
+        self,
+        conn: AsyncConnection,
+        entity_id: UUID,
+        name: str,
+        aliases: list[str],
+        *,
+        fresh: bool = False,
     ) -> None:
         terms = sealed.entity_terms(self.keyring, name, aliases)
-        await graph_db.replace_terms(
-            conn, self.owner.tenant_id, "entity", {entity_id: (self.owner.user_id, terms)}
-        )
+        postings = {entity_id: (self.owner.user_id, terms)}
+        await graph_db.replace_terms(conn, self.owner.tenant_id, "entity", postings, fresh=fresh)
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -340,7 +355,8 @@ class GraphWriter:
             values["value_key"] = value_key
         await graph_db.insert_fact(conn, values)
         terms = sealed.text_terms(self.keyring, claim.claim)
-        await graph_db.replace_terms(conn, o.tenant_id, "fact", {fact_id: (o.user_id, terms)})
+        postings = {fact_id: (o.user_id, terms)}
+        await graph_db.replace_terms(conn, o.tenant_id, "fact", postings, fresh=True)
         if memory_id is not None:
             await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, fact_id, memory_id)
         for old_id, changes in decided.old.items():
