@@ -1,15 +1,16 @@
 """remember(): latency over HTTP with every kind populated, and its episodic recall on LoCoMo.
 
-    .venv/bin/python bench/remember.py latency [--turns 10000] [--strategies 200] [--goals 20]
-        [--requests 200]
+    .venv/bin/python bench/remember.py latency [--turns 10000] [--facts 2000]
+        [--strategies 200] [--goals 20] [--requests 200]
     .venv/bin/python bench/remember.py locomo [--data PATH] [--budgets 64 256 1024]
 
 ``latency`` starts one private PostgreSQL and ``memvault serve`` on it (auth off, embedding
 cache off, so every query is embedded), and fills one user through the HTTP API: ``--turns``
 conversation turns (synthetic texts, 50 per conversation, half in a project channel),
-``--strategies`` strategies, ``--goals`` goals, a profile and one live session's working
-memory. Facts and entities are not populated: the knowledge graph is not in this build (the
-bundle's semantic part is empty). Then it asks ``--requests`` distinct questions, alternating
+``--facts`` facts stated through ``POST /v1/facts`` (about the corpus's 20 people and the
+things they like, use and visit: their entities come with them), ``--strategies``
+strategies, ``--goals`` goals, a profile and one live session's working memory. Then it
+asks ``--requests`` distinct questions, alternating
 ``POST /v1/remember`` (project channel, with the session) and ``POST /v1/memories/search``
 (the episodic part's own search, for comparison), one at a time. Reports p50/p95/p99 of
 each, their ratio, and the share of remember()'s time each kind took
@@ -36,6 +37,7 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 
+from _corpus import PEOPLE
 from _corpus import memories as corpus
 from _corpus import questions as corpus_questions
 from locomo import CATEGORIES, DATA, evidence_ids, import_conversation, turns
@@ -70,6 +72,20 @@ async def populate(server: Server, args: argparse.Namespace) -> str:
         )
         answer.raise_for_status()
     print(f"  {len(texts)} turns in {time.perf_counter() - started:.0f}s", flush=True)
+    started = time.perf_counter()
+    for n in range(args.facts):
+        person = PEOPLE[n % len(PEOPLE)]
+        predicate = ("likes", "uses", "visited", "knows")[n // len(PEOPLE) % 4]
+        thing = f"{PEOPLE[(n * 7 + 3) % len(PEOPLE)]}" if predicate == "knows" else None
+        body = {
+            "user_id": USER,
+            "channel": PROJECT if n % 2 else "_global",
+            "subject": person,
+            "predicate": predicate,
+            **({"object": thing} if thing else {"value": f"{predicate} item {n}"}),
+        }
+        (await client.post("/v1/facts", json=body)).raise_for_status()
+    print(f"  {args.facts} facts in {time.perf_counter() - started:.0f}s", flush=True)
     tools = ["search", "read_file", "edit", "run_tests", "deploy", "email", "calendar"]
     for n, text in enumerate(corpus(args.strategies, seed=11)):
         body = {
@@ -267,6 +283,7 @@ if __name__ == "__main__":
     sub = parser.add_subparsers(dest="mode", required=True)
     lat = sub.add_parser("latency")
     lat.add_argument("--turns", type=int, default=10_000)
+    lat.add_argument("--facts", type=int, default=2000)
     lat.add_argument("--strategies", type=int, default=200)
     lat.add_argument("--goals", type=int, default=20)
     lat.add_argument("--requests", type=int, default=200)

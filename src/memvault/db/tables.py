@@ -80,6 +80,7 @@ memories = Table(
     CheckConstraint("tier IN ('hot', 'warm', 'cold')", name="ck_memories_tier"),
     CheckConstraint("importance BETWEEN 1 AND 10", name="ck_memories_importance"),
     Index("ix_memories_user", "tenant_id", "user_id"),
+    Index("ix_memories_id", "id"),
     Index("ix_memories_user_app", "tenant_id", "user_id", "app_id"),
     Index("ix_memories_created_brin", "created_at", postgresql_using="brin"),
     Index(
