@@ -57,7 +57,7 @@ _WALK = sa.text(
         -- By primary key alone: unanalysed, the planner would read the owner's entities
         -- through the (tenant, user, name) index to find one id.
         SELECT e.id, e.user_id FROM entities e
-        WHERE e.tenant_id = :tenant AND e.id = CAST(:start AS uuid)
+        WHERE e.tenant_id = :tenant AND e.id = ANY(CAST(:starts AS uuid[]))
     ),
     walk(node, depth, source_id, kind, target_id, via, relation) AS (
         SELECT s.id, 0, NULL::uuid, NULL::text, NULL::uuid, NULL::uuid, NULL::boolean
@@ -120,7 +120,7 @@ async def walk(
     conn: AsyncConnection,
     tenant_id: str,
     user_id: str,
-    start: UUID,
+    starts: Sequence[UUID],
     *,
     depth: int,
     now: datetime,
@@ -128,14 +128,15 @@ async def walk(
     max_nodes: int,
     max_edges: int,
 ) -> Walk:
-    """The entities within ``depth`` hops of ``start`` (one of the owner's: otherwise nothing)
-    in the owner's current graph, with their rows, and the edges among them."""
+    """The entities within ``depth`` hops of any of ``starts`` (the owner's: others start
+    nothing) in the owner's current graph, each at its fewest hops from one of them, with
+    their rows, and the edges among them: one statement however many starts."""
     rows = await conn.execute(
         _WALK,
         {
             "tenant": tenant_id,
             "user": user_id,
-            "start": start,
+            "starts": list(starts),
             "depth": depth,
             "now": now,
             "fanout": fanout,

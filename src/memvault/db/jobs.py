@@ -122,12 +122,21 @@ async def fail(
     return str(result.scalar_one_or_none() or "lost")
 
 
-async def sweep(conn: AsyncConnection, *, active_model: str | None, limit: int) -> int:
-    """Queue memories that need vectors: never embedded, or (``active_model`` given) embedded
-    by another model. Dead letters are left for a person to retry."""
+async def sweep(
+    conn: AsyncConnection,
+    *,
+    active_model: str | None,
+    limit: int,
+    models: Sequence[str] = (),
+) -> int:
+    """Queue memories that need vectors: never embedded, (``active_model`` given) embedded by
+    another model, or (``models``) embedded by one of these. Dead letters are left for a
+    person to retry."""
     needs: sa.ColumnElement[bool] = _m.embedded.is_(False)
     if active_model is not None:
         needs = sa.or_(needs, _m.embedding_model.is_distinct_from(active_model))
+    if models:
+        needs = sa.or_(needs, _m.embedding_model.in_(list(models)))
     has_job = sa.exists().where(
         _j.tenant_id == _m.tenant_id, _j.memory_id == _m.id, _j.status.in_((*_LIVE, "failed"))
     )
@@ -146,9 +155,13 @@ async def sweep(conn: AsyncConnection, *, active_model: str | None, limit: int) 
     return count
 
 
-async def has_other_models(conn: AsyncConnection, active_model: str) -> bool:
-    """Are there memories embedded by a model other than the active one (a fallback's)?"""
-    query = sa.select(sa.exists().where(_m.embedded.is_(True), _m.embedding_model != active_model))
+async def has_models(conn: AsyncConnection, models: Sequence[str]) -> bool:
+    """Are there memories embedded by one of these models?"""
+    if not models:
+        return False
+    query = sa.select(
+        sa.exists().where(_m.embedded.is_(True), _m.embedding_model.in_(list(models)))
+    )
     return bool((await conn.execute(query)).scalar())
 
 

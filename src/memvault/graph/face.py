@@ -299,7 +299,7 @@ class GraphFace(PromotionFace):
                 conn,
                 self.tenant_id,
                 owner.user_id,
-                start,
+                [start],
                 depth=depth,
                 now=datetime.now(UTC),
                 fanout=settings.graph_fanout,

@@ -1,6 +1,11 @@
 """``ingest(batch)``: the write pipeline, one function over a batch of memories.
 
-    validate ─► PII (redact | reject) ─► embed (one call) ─► dedup ─► enrich ─► one transaction
+    validate ─► PII (redact | reject) ─► [offline graph extraction] ─► embed (one call)
+            ─► dedup ─► enrich ─► [LLM graph extraction] ─► one transaction
+
+With ``infer``, the knowledge graph's claims are written in the memory's transaction; the
+offline extractor runs before embedding so the names and claims it finds share the batch's
+one model call, an LLM extractor after dedup so no paid call is spent on a duplicate.
 
 Texts that fit the model's window go through inline, so ``add`` answers with a searchable,
 deduplicated, enriched memory. Long texts and background adds are stored at once (PII already

@@ -268,14 +268,16 @@ class Worker:
 
     @across_tenants
     async def sweep(self) -> int:
-        """Queue unembedded memories, and fallback-embedded ones once the primary is back."""
-        active = self.embeddings.active_model
+        """Queue unembedded memories, and fallback-embedded ones once the primary is back.
+        Memories of a model no longer configured wait for ``reembed``: an operator asks for
+        that rebuild and watches it, the sweep does not start it behind their back."""
+        fallbacks = [f.model_id for f in self.embeddings.fallbacks]
         async with self.engine.begin() as conn:
             queued = await jobs.sweep(conn, active_model=None, limit=10_000)
-            redo = await jobs.has_other_models(conn, active)
+            redo = await jobs.has_models(conn, fallbacks)
         if redo and await self.embeddings.primary_healthy():
             async with self.engine.begin() as conn:
-                queued += await jobs.sweep(conn, active_model=active, limit=10_000)
+                queued += await jobs.sweep(conn, active_model=None, models=fallbacks, limit=10_000)
         async with self.engine.begin() as conn:
             await jobs.purge_done(conn, older_than_s=86_400)
         cache = self.embeddings.cache
