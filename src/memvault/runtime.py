@@ -140,7 +140,7 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
                 if k.strip()
             ],
         )
-        return KeyringSource(keyring), None
+        return KeyringSource(keyring, per_tenant=settings.per_tenant_keys), None
     if settings.database_url is not None:
         raise ConfigurationError(
             "MEMVAULT_ENCRYPTION_KEY is required when MEMVAULT_DATABASE_URL is set. Generate one "
@@ -154,7 +154,10 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
         )
     initial = load_key_file(path, create=True)
     return KeyringSource(
-        initial, reload=lambda: load_key_file(path, create=False), watch=path
+        initial,
+        reload=lambda: load_key_file(path, create=False),
+        watch=path,
+        per_tenant=settings.per_tenant_keys,
     ), path
 
 

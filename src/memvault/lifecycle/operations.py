@@ -1,5 +1,5 @@
 """``LifecycleAdmin``: the lifecycle's whole-store operations on ``AsyncAdmin`` — the
-schedule (list, run, undo), a tenant's erasure, backup and restore."""
+schedule (list, run, undo), a tenant's erasure (and crypto-shredding), backup and restore."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.db.tenancy import across_tenants
+from memvault.errors import Conflict
 from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion, jobs
 from memvault.lifecycle.models import DeletionReceipt, JobStatus, ScheduledRun
@@ -50,6 +51,27 @@ class LifecycleAdmin:
             scope="tenant",
             user_id=None,
             actor=actor,
+        )
+
+    @across_tenants
+    async def shred_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
+        """Crypto-shred a tenant (``per_tenant_keys``): destroy its data key and erase it as
+        ``erase_tenant`` does, in one transaction; the receipt names the destroyed key. A
+        copy of its content anywhere else (a replica, a dump) can no longer be opened."""
+        if not self._backend.keys.per_tenant:
+            raise Conflict(
+                "Shredding needs per-tenant keys (MEMVAULT_PER_TENANT_KEYS=true): with one key "
+                "for every tenant there is no tenant key to destroy. Erase the tenant instead.",
+                details={"per_tenant_keys": False},
+            )
+        return await deletion.erase(
+            self._backend,
+            tenant_id,
+            deletion.tenant_where(tenant_id),
+            scope="tenant",
+            user_id=None,
+            actor=actor,
+            shred=True,
         )
 
     async def backup(self, file: Path) -> int:
