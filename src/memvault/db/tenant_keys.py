@@ -87,9 +87,8 @@ async def rewrap(
     )
 
 
-async def key_ids(conn: AsyncConnection) -> set[str]:
-    """Every tenant key id (what rotation leaves in place)."""
-    return set((await conn.execute(sa.select(_t.key_id))).scalars())
+async def any_held(conn: AsyncConnection) -> bool:
+    return bool((await conn.execute(sa.select(sa.exists().select_from(tenant_keys)))).scalar())
 
 
 async def count_under_other_masters(conn: AsyncConnection, master_key_id: str) -> int:

@@ -179,13 +179,12 @@ async def erase(
     now: datetime | None = None,
     whole_user: bool = False,
     app_id: str | None = None,
-    shred: bool = False,
 ) -> DeletionReceipt:
     """Delete the memories ``where`` picks and everything derived from them; a memory-scope
     deletion that finds nothing is NotFound (and changes nothing). ``whole_user``: the user's
     history of memories deleted before goes too (an erasure of the user, not of one app).
-    ``shred`` (a tenant's erasure, per-tenant keys): its data key is destroyed in the same
-    transaction, so whatever copy of its content survives elsewhere cannot be opened."""
+    A tenant's erasure with per-tenant keys destroys its data key in the same transaction
+    (crypto-shredding): whatever copy of its content survives elsewhere cannot be opened."""
     at = now or datetime.now(UTC)
     history = backend.settings.deletion_history
     await backend.audit.ensure_days({at.date()})
@@ -216,8 +215,8 @@ async def erase(
         destroyed = None
         if scope == "tenant":
             counts.update(await _tenant_rest(conn, tenant_id))
-            if shred:
-                # The texts above were opened already (their cache entries go below).
+            if backend.keys.per_tenant:
+                # Last: the texts above were opened with it (their cache entries go below).
                 destroyed = await tenant_keys.destroy(backend.keys, conn, tenant_id)
                 counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
@@ -236,7 +235,7 @@ async def erase(
             key_destroyed=destroyed,
         )
         await _write_receipt(backend, conn, receipt, targets, actor)
-    if shred:
+    if scope == "tenant":
         tenant_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
     return receipt

@@ -43,7 +43,8 @@ class LifecycleAdmin:
     @across_tenants
     async def erase_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
         """Delete a whole tenant: its memories and all derived from them, its history, audit
-        trail and API keys; answers the receipt (itself kept in the tenant's audit log)."""
+        trail and API keys, and its data key with per-tenant keys; answers the receipt
+        (itself kept in the tenant's audit log)."""
         return await deletion.erase(
             self._backend,
             tenant_id,
@@ -53,26 +54,18 @@ class LifecycleAdmin:
             actor=actor,
         )
 
-    @across_tenants
     async def shred_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
-        """Crypto-shred a tenant (``per_tenant_keys``): destroy its data key and erase it as
-        ``erase_tenant`` does, in one transaction; the receipt names the destroyed key. A
-        copy of its content anywhere else (a replica, a dump) can no longer be opened."""
+        """Crypto-shred a tenant: ``erase_tenant``, which with per-tenant keys destroys the
+        data key in the same transaction (the receipt names it), so a copy of its content
+        anywhere else (a replica, a dump) can no longer be opened. Refused (Conflict) when
+        keys are not per tenant: there would be no key to destroy."""
         if not self._backend.keys.per_tenant:
             raise Conflict(
                 "Shredding needs per-tenant keys (MEMVAULT_PER_TENANT_KEYS=true): with one key "
                 "for every tenant there is no tenant key to destroy. Erase the tenant instead.",
                 details={"per_tenant_keys": False},
             )
-        return await deletion.erase(
-            self._backend,
-            tenant_id,
-            deletion.tenant_where(tenant_id),
-            scope="tenant",
-            user_id=None,
-            actor=actor,
-            shred=True,
-        )
+        return await self.erase_tenant(tenant_id, actor=actor)
 
     async def backup(self, file: Path) -> int:
         """Dump the whole store into ``file`` (pg_dump); returns its size. The keys are not
