@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -10,10 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from memvault import AsyncMemory, ConfigurationError, KeyMismatch, Settings
 from memvault.admin import AsyncAdmin
 from memvault.api.app import create_app
+from memvault.cli import app
 from memvault.crypto import (
     Keyring,
     Sealed,
@@ -26,6 +29,7 @@ from memvault.crypto import (
 )
 from memvault.errors import Conflict
 from memvault.sealing import open_content
+from tests.conftest import KEY
 
 SECRET = "the vault code is 7-indigo-otter"
 
@@ -261,3 +265,23 @@ def test_a_tenant_keyring_never_opens_another_tenants_text(
     assert unwrap_tenant_key(master, tenants[0], wrapped).key_id == key.key_id
     with pytest.raises(KeyMismatch):
         unwrap_tenant_key(master, tenants[1], wrapped)
+
+
+def test_the_cli_shreds_only_with_per_tenant_keys(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("MEMVAULT_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMVAULT_ENCRYPTION_KEY", KEY)
+    monkeypatch.setenv("MEMVAULT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMVAULT_EMBEDDING_PROVIDER", "hash")
+    refused = CliRunner().invoke(app, ["erase-tenant", "acme", "--shred", "--yes"])
+    assert refused.exit_code == 1
+    assert "MEMVAULT_PER_TENANT_KEYS" in refused.output
+
+    monkeypatch.setenv("MEMVAULT_PER_TENANT_KEYS", "true")
+    added = CliRunner().invoke(app, ["add", SECRET, "-u", "u"])
+    assert added.exit_code == 0, added.output
+    shredded = CliRunner().invoke(app, ["erase-tenant", "default", "--shred", "--yes"])
+    assert shredded.exit_code == 0, shredded.output
+    receipt = json.loads(shredded.stdout)
+    assert receipt["key_destroyed"] and receipt["counts"]["tenant_key"] == 1
