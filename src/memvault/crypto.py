@@ -4,6 +4,10 @@ Every piece of content is sealed with AES-256-GCM under a fresh 96-bit nonce. Th
 data binds a ciphertext to its tenant and row, so a ciphertext copied into another row or
 tenant fails to open instead of leaking. A key's id is derived from the key itself (an HMAC of
 a fixed label), so ids never need configuring and a wrong key is recognised by its id.
+
+With per-tenant keys, each tenant's keyring seals under the tenant's own data key, which is
+stored only wrapped under the master key (``wrap_tenant_key``); ``memvault.tenant_keys`` loads,
+re-wraps and destroys them.
 """
 
 from __future__ import annotations
