@@ -88,7 +88,9 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/facts/{FACT_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),
-    # Last: it erases the tenant, the calling key included.
+    # Last: they erase the tenant, the calling key included (shredding is refused here: the
+    # keys are not per tenant).
+    ("POST", "/v1/admin/tenant/shred", {}),
     ("DELETE", "/v1/admin/tenant", {}),
 ]  # fmt: skip
 WRITES = {
@@ -123,6 +125,7 @@ ADMIN = {
     ("GET", "/v1/admin/jobs"),
     ("POST", "/v1/admin/jobs/retry"),
     ("GET", "/v1/audit"),
+    ("POST", "/v1/admin/tenant/shred"),
     ("DELETE", "/v1/admin/tenant"),
 }
 

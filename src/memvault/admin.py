@@ -243,6 +243,7 @@ class Admin(SyncFace):
     undo_scheduled = blocking(AsyncAdmin.undo_scheduled)
     scheduled_runs = blocking(AsyncAdmin.scheduled_runs)
     erase_tenant = blocking(AsyncAdmin.erase_tenant)
+    shred_tenant = blocking(AsyncAdmin.shred_tenant)
     backup = blocking(AsyncAdmin.backup)
 
     @property

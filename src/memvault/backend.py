@@ -8,13 +8,14 @@ the retrieval code can all take a ``Backend`` without importing whatever opens o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memvault import tenant_keys
 from memvault.cognitive.working import WorkingStore
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
@@ -49,6 +50,11 @@ class Backend:
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def load_tenant_keys(self, tenant_ids: Iterable[str]) -> None:
+        """Load (or make) these tenants' data keys before their work (``per_tenant_keys``);
+        nothing when that is off."""
+        await tenant_keys.load(self.keys, self.engine, tenant_ids)
 
     def track(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run ``work`` (a worker loop) on the current event loop until ``close``; it must

@@ -208,12 +208,20 @@ def erase(
 def erase_tenant(
     tenant: Annotated[str, typer.Argument(help="the tenant to erase")],
     yes: Annotated[bool, typer.Option("--yes", help="no question asked")] = False,
+    shred: Annotated[
+        bool,
+        typer.Option("--shred", help="also destroy its data key (needs per-tenant keys)"),
+    ] = False,
 ) -> None:
-    """Erase a whole tenant: memories, derived rows, history, audit, API keys."""
+    """Erase a whole tenant: memories, derived rows, history, audit, API keys (and with
+    --shred its data key: crypto-shredding)."""
     if not yes:
         typer.confirm(f"Erase every memory of tenant {tenant!r}?", abort=True)
     with _admin() as admin:
-        receipt = _call(lambda: admin.erase_tenant(tenant))
+        if shred:
+            receipt = _call(lambda: admin.shred_tenant(tenant))
+        else:
+            receipt = _call(lambda: admin.erase_tenant(tenant))
     _json(receipt.model_dump(mode="json"))
 
 

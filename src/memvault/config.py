@@ -43,6 +43,11 @@ class Settings(BaseSettings):
         default=None,
         description="Comma-separated base64 keys that may still decrypt rows while rotating.",
     )
+    per_tenant_keys: bool = Field(
+        default=False,
+        description="seal each tenant's content under its own data key (wrapped by the "
+        "encryption key), so a tenant can be crypto-shredded; off: one key for every tenant",
+    )
     redis_url: SecretStr | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)

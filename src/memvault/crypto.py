@@ -4,6 +4,10 @@ Every piece of content is sealed with AES-256-GCM under a fresh 96-bit nonce. Th
 data binds a ciphertext to its tenant and row, so a ciphertext copied into another row or
 tenant fails to open instead of leaking. A key's id is derived from the key itself (an HMAC of
 a fixed label), so ids never need configuring and a wrong key is recognised by its id.
+
+With per-tenant keys, each tenant's keyring seals under the tenant's own data key, which is
+stored only wrapped under the master key (``wrap_tenant_key``); ``memvault.tenant_keys`` loads,
+re-wraps and destroys them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from memvault.errors import ConfigurationError, KeyMismatch
+from memvault.errors import ConfigurationError, KeyMismatch, ServerError
 from memvault.text import for_hash
 
 KEY_BYTES = 32
@@ -92,12 +96,29 @@ def parse_key(encoded: str, *, name: str = "MEMVAULT_ENCRYPTION_KEY") -> bytes:
 class Keyring:
     """The active key that seals new content, and retired keys that may still open old rows."""
 
+    # Why a key id may be missing, for the error that says so.
+    _missing = "which is not configured"
+
     def __init__(self, active: bytes, retired: Iterable[bytes] = ()) -> None:
         self.active = DataKey.from_secret(active)
         self._keys = {self.active.key_id: self.active}
         for secret in retired:
             key = DataKey.from_secret(secret)
             self._keys.setdefault(key.key_id, key)
+
+    def under(self, tenant_key: DataKey) -> Keyring:
+        """A tenant's keyring: its data key seals, and this (master) keyring's keys still open
+        what was sealed before per-tenant keys were on, until a rotation moves it."""
+        keyring = object.__new__(Keyring)
+        keyring.active = tenant_key
+        keyring._keys = {tenant_key.key_id: tenant_key}
+        for key_id, key in self._keys.items():
+            keyring._keys.setdefault(key_id, key)
+        keyring._missing = (
+            "which this tenant does not hold: its data key was destroyed (crypto-shredded), "
+            "or the content belongs to another tenant"
+        )
+        return keyring
 
     @property
     def key_ids(self) -> frozenset[str]:
@@ -112,7 +133,7 @@ class Keyring:
             return self._keys[key_id]
         except KeyError:
             raise KeyMismatch(
-                f"Content is encrypted under key {key_id}, which is not configured.",
+                f"Content is encrypted under key {key_id}, {self._missing}.",
                 details={"key_id": key_id},
             ) from None
 
@@ -149,6 +170,39 @@ class Keyring:
 
 def associated_data(*parts: str) -> bytes:
     return "\x00".join(parts).encode()
+
+
+# --- tenant data keys, wrapped under the master key -------------------------------------------
+
+
+def _tenant_aad(tenant_id: str) -> bytes:
+    return associated_data("memvault/tenant-key/v1", tenant_id)
+
+
+def new_tenant_key() -> DataKey:
+    return DataKey.from_secret(secrets.token_bytes(KEY_BYTES))
+
+
+def wrap_tenant_key(master: Keyring, tenant_id: str, key: DataKey) -> Sealed:
+    """A tenant's data key sealed under the active master key, bound to the tenant: a wrapped
+    key copied to another tenant's row does not unwrap."""
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    wrapped = AESGCM(master.active.secret).encrypt(nonce, key.secret, _tenant_aad(tenant_id))
+    return Sealed(ciphertext=wrapped, nonce=nonce, key_id=master.active.key_id)
+
+
+def unwrap_tenant_key(master: Keyring, tenant_id: str, wrapped: Sealed) -> DataKey:
+    key = master.key(wrapped.key_id)
+    try:
+        secret = AESGCM(key.secret).decrypt(
+            wrapped.nonce, wrapped.ciphertext, _tenant_aad(tenant_id)
+        )
+    except InvalidTag:
+        raise KeyMismatch(
+            "A tenant's data key failed its integrity check: it was altered or moved.",
+            details={"key_id": wrapped.key_id},
+        ) from None
+    return DataKey.from_secret(secret)
 
 
 # --- the key file used in embedded mode -------------------------------------------------------
@@ -200,15 +254,31 @@ def forget_keys_in_file(path: Path, key_ids: Iterable[str]) -> None:
     _write_key_file(path, active, kept)
 
 
+@dataclass
+class _TenantEntry:
+    key: DataKey
+    # When the key was last checked against its row (monotonic seconds).
+    checked: float
+    # The tenant keyring, and the master keyring it was built over (rebuilt when that changes).
+    keyring: Keyring
+    master: Keyring
+
+
 class KeyringSource:
     """Hands out the current keyring; re-reads a key file when it changes (at most once a
-    second), so a rotation started by another process is picked up without a restart."""
+    second), so a rotation started by another process is picked up without a restart.
+
+    With ``per_tenant`` on, ``current(tenant)`` is that tenant's keyring, held here once its
+    data key was loaded (``memvault.tenant_keys.load``, at the start of every piece of a
+    tenant's work); without ``per_tenant`` every tenant gets the master keyring."""
 
     def __init__(
         self,
         keyring: Keyring,
         reload: Callable[[], Keyring] | None = None,
         watch: Path | None = None,
+        *,
+        per_tenant: bool = False,
     ) -> None:
         self._keyring = keyring
         self._reload = reload
@@ -216,11 +286,44 @@ class KeyringSource:
         self._mtime = self._stat()
         self._checked = time.monotonic()
         self._lock = threading.Lock()
+        self.per_tenant = per_tenant
+        self._tenants: dict[str, _TenantEntry] = {}
 
     def _stat(self) -> float | None:
         return self._watch.stat().st_mtime if self._watch and self._watch.exists() else None
 
-    def current(self) -> Keyring:
+    def current(self, tenant_id: str | None = None) -> Keyring:
+        master = self._master()
+        if tenant_id is None or not self.per_tenant:
+            return master
+        entry = self._tenants.get(tenant_id)
+        if entry is None:
+            # A bug, not a user's error: every path into a tenant's work loads its key first.
+            raise ServerError("A tenant's data key was used before it was loaded.")
+        if entry.master is not master:
+            entry.keyring, entry.master = master.under(entry.key), master
+        return entry.keyring
+
+    def tenant_key(self, tenant_id: str, max_age_s: float) -> DataKey | None:
+        """The tenant's data key held here, if checked against its row within ``max_age_s``."""
+        entry = self._tenants.get(tenant_id)
+        if entry is None or time.monotonic() - entry.checked > max_age_s:
+            return None
+        return entry.key
+
+    def hold_tenant_key(self, tenant_id: str, key: DataKey) -> None:
+        entry = self._tenants.get(tenant_id)
+        now = time.monotonic()
+        if entry is not None and entry.key.key_id == key.key_id:
+            entry.checked = now
+            return
+        master = self._master()
+        self._tenants[tenant_id] = _TenantEntry(key, now, master.under(key), master)
+
+    def drop_tenant_key(self, tenant_id: str) -> None:
+        self._tenants.pop(tenant_id, None)
+
+    def _master(self) -> Keyring:
         if self._reload is None or time.monotonic() - self._checked < 1.0:
             return self._keyring
         with self._lock:

@@ -7,6 +7,7 @@
     ├── Unauthorized                  401 unauthorized          (no API key, or one not known)
     ├── Forbidden                     403 forbidden             (the key may not do this)
     ├── NotFound                      404 not_found
+    ├── Conflict                      409 conflict              (not possible in this set-up)
     ├── PayloadTooLarge               413 payload_too_large
     ├── RateLimited                   429 rate_limited          (.retry_after: seconds, or None)
     ├── ServerError                   500 internal_error        (a bug on the server's side)
@@ -80,6 +81,14 @@ class Forbidden(MemvaultError):
 class NotFound(MemvaultError):
     status_code = 404
     code = "not_found"
+
+
+class Conflict(MemvaultError):
+    """The request is well formed but the store's set-up does not allow it (e.g. shredding a
+    tenant while keys are not per tenant)."""
+
+    status_code = 409
+    code = "conflict"
 
 
 class PayloadTooLarge(MemvaultError):

@@ -494,3 +494,5 @@ class RotationReport(BaseModel):
     memories_reencrypted: int
     history_reencrypted: int
     retired_key_ids: list[str]
+    # Per-tenant keys: tenant data keys re-wrapped under the new master key.
+    tenant_keys_rewrapped: int = 0

@@ -12,10 +12,21 @@ import asyncio
 import logging
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault import tenant_keys
 from memvault.backend import Backend
 from memvault.cognitive.sealed import reseal_payload
-from memvault.crypto import Keyring, Sealed, add_key_to_file, associated_data, forget_keys_in_file
+from memvault.crypto import (
+    Keyring,
+    KeyringSource,
+    Sealed,
+    add_key_to_file,
+    associated_data,
+    forget_keys_in_file,
+)
 from memvault.db import audit, cognitive, keywords, store
+from memvault.db.keysets import StaleKeys
 from memvault.db.tenancy import across_tenants
 from memvault.graph.rotate import reseal_graph
 from memvault.lifecycle.audit import query_aad
@@ -35,16 +46,39 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         # Other processes re-read the key file at most a second late; wait them out so no new
         # row is sealed with the old key after we start sweeping.
         await asyncio.sleep(reload_grace_s)
-    keyring = backend.keys.current()
+    master = backend.keys.current()
     async with backend.engine.begin() as conn:
-        await store.register_key(conn, keyring.active.key_id)
+        await store.register_key(conn, master.active.key_id)
+        registered = await store.registered_key_ids(conn)
+    rewrapped = 0
+    stale = StaleKeys(master.active.key_id)
+    if backend.keys.per_tenant:
+        # Tenant data keys move to the new master key by re-wrapping (no content re-sealed);
+        # rows still under a master key (written before per-tenant keys were on) move to
+        # their tenant's data key.
+        rewrapped = await tenant_keys.rewrap_all(backend.keys, backend.engine, BATCH)
+        stale = StaleKeys(master.active.key_id, tuple(sorted(master.key_ids | registered)))
+    memories_done, history_done = await _sweep(backend, stale)
+    backend.analyzer.wrote(memories_done)  # every moved memory's postings were rewritten
+    retired = await _forget_retired(backend, master)
+    return RotationReport(
+        active_key_id=master.active.key_id,
+        memories_reencrypted=memories_done,
+        history_reencrypted=history_done,
+        retired_key_ids=retired,
+        tenant_keys_rewrapped=rewrapped,
+    )
+
+
+async def _sweep(backend: Backend, stale: StaleKeys) -> tuple[int, int]:
+    """Re-seal every row under a stale key, batch by batch, until none is left."""
     memories_done = history_done = idle = 0
     while True:
-        moved_m = await _reseal_memories(backend, keyring)
-        moved_h = await _reseal_history(backend, keyring)
-        moved_a = await _reseal_audit_queries(backend, keyring)
-        moved_c = await _reseal_cognitive(backend, keyring)
-        moved_g = await reseal_graph(backend, keyring, BATCH)
+        moved_m = await _reseal_memories(backend, stale)
+        moved_h = await _reseal_history(backend, stale)
+        moved_a = await _reseal_audit_queries(backend, stale)
+        moved_c = await _reseal_cognitive(backend, stale)
+        moved_g = await reseal_graph(backend, stale, BATCH)
         memories_done, history_done = memories_done + moved_m, history_done + moved_h
         if moved_m or moved_h or moved_a or moved_c or moved_g:
             log.info(
@@ -54,21 +88,19 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
             )
             continue
         async with backend.engine.connect() as conn:
-            left = await store.count_sealed_under_other_keys(conn, keyring.active.key_id)
+            left = await store.count_sealed_under_other_keys(conn, stale)
         if left == 0:
-            break
+            return memories_done, history_done
         idle += 1  # the rows left are locked by writers right now; they free up in a moment
         if idle > MAX_IDLE_PASSES:
             raise RuntimeError(f"{left} rows stayed locked during rotation; run it again.")
         await asyncio.sleep(0.1)
-    backend.analyzer.wrote(memories_done)  # every moved memory's postings were rewritten
-    retired = await _forget_retired(backend, keyring)
-    return RotationReport(
-        active_key_id=keyring.active.key_id,
-        memories_reencrypted=memories_done,
-        history_reencrypted=history_done,
-        retired_key_ids=retired,
-    )
+
+
+async def _keyrings(backend: Backend, conn: AsyncConnection, tenants: set[str]) -> KeyringSource:
+    """The keys to re-seal these tenants' rows with (their data keys loaded, if per tenant)."""
+    await tenant_keys.load(backend.keys, backend.engine, tenants, conn)
+    return backend.keys
 
 
 def _reseal(
@@ -79,11 +111,13 @@ def _reseal(
     return plaintext, keyring.seal(plaintext, aad)
 
 
-async def _reseal_memories(backend: Backend, keyring: Keyring) -> int:
+async def _reseal_memories(backend: Backend, stale: StaleKeys) -> int:
     async with backend.engine.begin() as conn:
-        rows = await store.claim_memories_to_reseal(conn, keyring.active.key_id, BATCH)
+        rows = await store.claim_memories_to_reseal(conn, stale, BATCH)
+        keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         postings: dict[str, dict[Any, tuple[str, dict[int, int], int]]] = {}
         for row in rows:
+            keyring = keys.current(row.tenant_id)
             plaintext, sealed = _reseal(
                 keyring, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id
             )
@@ -108,18 +142,18 @@ async def _reseal_memories(backend: Backend, keyring: Keyring) -> int:
     return len(rows)
 
 
-async def _reseal_history(backend: Backend, keyring: Keyring) -> int:
-    active = keyring.active.key_id
+async def _reseal_history(backend: Backend, stale: StaleKeys) -> int:
     async with backend.engine.begin() as conn:
-        rows = await store.claim_history_to_reseal(conn, active, BATCH)
+        rows = await store.claim_history_to_reseal(conn, stale, BATCH)
+        keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         for row in rows:
             values: dict[str, Any] = {}
             for side in ("old", "new"):
                 key_id = getattr(row, f"{side}_key_id")
-                if key_id is None or key_id == active:
+                if not stale.holds(key_id):
                     continue
                 _, sealed = _reseal(
-                    keyring,
+                    keys.current(row.tenant_id),
                     row.tenant_id,
                     row.memory_id,
                     getattr(row, f"{side}_ciphertext"),
@@ -137,11 +171,13 @@ async def _reseal_history(backend: Backend, keyring: Keyring) -> int:
     return len(rows)
 
 
-async def _reseal_audit_queries(backend: Backend, keyring: Keyring) -> int:
+async def _reseal_audit_queries(backend: Backend, stale: StaleKeys) -> int:
     """The verbose audit level's sealed query texts (bound to the tenant and audit row id)."""
     async with backend.engine.begin() as conn:
-        rows = await audit.claim_queries_to_reseal(conn, keyring.active.key_id, BATCH)
+        rows = await audit.claim_queries_to_reseal(conn, stale, BATCH)
+        keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         for row in rows:
+            keyring = keys.current(row.tenant_id)
             aad = query_aad(row.tenant_id, row.id)
             text = keyring.open(
                 Sealed(row.query_ciphertext, row.query_nonce, row.query_key_id), aad
@@ -151,14 +187,15 @@ async def _reseal_audit_queries(backend: Backend, keyring: Keyring) -> int:
     return len(rows)
 
 
-async def _reseal_cognitive(backend: Backend, keyring: Keyring) -> int:
+async def _reseal_cognitive(backend: Backend, stale: StaleKeys) -> int:
     """Conversations, working memory, tool use, strategies, goals and profiles: one sealed
     payload per row, bound to its table and primary key."""
     async with backend.engine.begin() as conn:
-        rows = await cognitive.claim_sealed_to_reseal(conn, keyring.active.key_id, BATCH)
+        rows = await cognitive.claim_sealed_to_reseal(conn, stale, BATCH)
+        keys = await _keyrings(backend, conn, {r.key[0] for r in rows})
         for row in rows:
             values = reseal_payload(
-                keyring, row.table, row.key, row.ciphertext, row.nonce, row.key_id
+                keys.current(row.key[0]), row.table, row.key, row.ciphertext, row.nonce, row.key_id
             )
             await cognitive.reseal(conn, row, values)
     return len(rows)

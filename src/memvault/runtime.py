@@ -20,10 +20,11 @@ from memvault.backend import Backend
 from memvault.cognitive import upkeep as _cognitive_upkeep  # noqa: F401
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
-from memvault.db import store
+from memvault.db import store, tenant_keys
 from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
+from memvault.db.tenancy import all_tenants
 from memvault.db.vectors import ensure_index
 from memvault.embedding import build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
@@ -124,7 +125,22 @@ async def _open_keys(engine: AsyncEngine, settings: Settings) -> tuple[KeyringSo
                 details={"missing_key_ids": missing, "active_key_id": keyring.active.key_id},
             )
         await store.register_key(conn, keyring.active.key_id)
+    if not settings.per_tenant_keys:
+        await _refuse_shared_key_over_tenant_keys(engine)
     return source, key_file
+
+
+async def _refuse_shared_key_over_tenant_keys(engine: AsyncEngine) -> None:
+    """A process without per-tenant keys on a store that has them could open none of their
+    content and would seal new content under the shared key (out of reach of shredding)."""
+    with all_tenants():
+        async with engine.connect() as conn:
+            held = await tenant_keys.any_held(conn)
+    if held:
+        raise ConfigurationError(
+            "This store seals tenants under their own data keys: set "
+            "MEMVAULT_PER_TENANT_KEYS=true on every memvault process. Nothing was read or written."
+        )
 
 
 def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSource, Path | None]:
@@ -140,7 +156,7 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
                 if k.strip()
             ],
         )
-        return KeyringSource(keyring), None
+        return KeyringSource(keyring, per_tenant=settings.per_tenant_keys), None
     if settings.database_url is not None:
         raise ConfigurationError(
             "MEMVAULT_ENCRYPTION_KEY is required when MEMVAULT_DATABASE_URL is set. Generate one "
@@ -154,7 +170,10 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
         )
     initial = load_key_file(path, create=True)
     return KeyringSource(
-        initial, reload=lambda: load_key_file(path, create=False), watch=path
+        initial,
+        reload=lambda: load_key_file(path, create=False),
+        watch=path,
+        per_tenant=settings.per_tenant_keys,
     ), path
 
 

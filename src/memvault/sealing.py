@@ -15,7 +15,7 @@ def seal_content(
     keys: KeyringSource, tenant_id: str, memory_id: UUID, content: str
 ) -> dict[str, Any]:
     """Column values for a memory's content: ciphertext, nonce, key id and content hash."""
-    keyring = keys.current()
+    keyring = keys.current(tenant_id)
     sealed = keyring.seal(content, associated_data(tenant_id, str(memory_id)))
     return {
         "ciphertext": sealed.ciphertext,
@@ -33,7 +33,7 @@ def open_content(
     nonce: bytes,
     key_id: str,
 ) -> str:
-    return keys.current().open(
+    return keys.current(tenant_id).open(
         Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
     )
 

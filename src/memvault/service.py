@@ -349,7 +349,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             if "ciphertext" in values:
                 assert new_text is not None
                 await jobs.enqueue(conn, self.tenant_id, [ident])
-                terms, length = blind_terms(self._backend.keys.current(), new_text)
+                terms, length = blind_terms(self._backend.keys.current(self.tenant_id), new_text)
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}
                 )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memvault.errors import InvalidInput
 from memvault.models import HistoryPage, MemoryQuery, Owner
 
-__all__ = ["V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
+__all__ = ["CONFLICT", "V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
 
 
 class ListParams(MemoryQuery):
@@ -59,3 +59,5 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 # What any /v1 route may answer besides its success (documented so clients and fuzzers know).
 V1_ERRORS = _errors(401, 403, 404, 413, 415, 422, 429, 500, 503)
+# And a route that the store's set-up may not allow (e.g. shredding without per-tenant keys).
+CONFLICT = _errors(409)

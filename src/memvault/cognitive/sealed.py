@@ -16,13 +16,15 @@ def bound_to(table: str, *key: object) -> bytes:
 def seal_payload(
     keys: KeyringSource, table: str, key: tuple[Any, ...], payload: Any
 ) -> dict[str, Any]:
-    sealed = keys.current().seal(json.dumps(payload, ensure_ascii=False), bound_to(table, *key))
+    sealed = keys.current(str(key[0])).seal(
+        json.dumps(payload, ensure_ascii=False), bound_to(table, *key)
+    )
     return {"ciphertext": sealed.ciphertext, "nonce": sealed.nonce, "key_id": sealed.key_id}
 
 
 def open_payload(keys: KeyringSource, table: str, key: tuple[Any, ...], row: Any) -> Any:
     sealed = Sealed(row.ciphertext, row.nonce, row.key_id)
-    return json.loads(keys.current().open(sealed, bound_to(table, *key)))
+    return json.loads(keys.current(str(key[0])).open(sealed, bound_to(table, *key)))
 
 
 def reseal_payload(

@@ -146,6 +146,7 @@ async def patterns(ctx: RunContext) -> Outcome:
         return Outcome({"would_learn": len(new), "conversations": len(by_conversation)})
     texts = [description_of(sequence) for sequence in new.values()]
     embedded = await ctx.backend.embeddings.embed_batch(texts) if texts else None
+    await ctx.backend.load_tenant_keys({owner[0] for owner in new})
     rows = []
     for (owner, sequence), text, vector in zip(
         new.items(), texts, embedded.vectors if embedded else [], strict=True

@@ -283,18 +283,18 @@ class WorkingMemory:
                 "A working-memory value must be JSON (objects, lists, text, numbers, booleans).",
                 details={"field": "value"},
             ) from None
-        sealed = self._keys.current().seal(text, self._aad(tenant_id, session, slot, key))
+        sealed = self._keys.current(tenant_id).seal(text, self._aad(tenant_id, session, slot, key))
         await self.store.put(tenant_id, session, slot, key, sealed, ttl_s or self.ttl_s)
 
     def _open(self, tenant_id: str, session: Session, entry: Entry) -> Any:
         aad = self._aad(tenant_id, session, entry.slot, entry.key)
-        return json.loads(self._keys.current().open(entry.sealed, aad))
+        return json.loads(self._keys.current(tenant_id).open(entry.sealed, aad))
 
     async def read(
         self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
     ) -> dict[tuple[str, str], Any]:
         entries = await self.store.get(tenant_id, session, slot, key)
-        held = self._keys.current().key_ids
+        held = self._keys.current(tenant_id).key_ids
         # A Redis entry sealed under a key since retired by rotation (which reseals only what
         # PostgreSQL holds) reads as expired: working memory is scratch space.
         return {

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.keysets import StaleKeys
 from memvault.db.records import AuditRow, SealedQuery
 from memvault.db.tables import audit_log, audit_settings
 from memvault.db.tenancy import APP_ROLE
@@ -104,11 +105,11 @@ async def settings_snapshot(conn: AsyncConnection, settings_id: bytes) -> Any:
 
 
 async def claim_queries_to_reseal(
-    conn: AsyncConnection, active_key_id: str, batch: int
+    conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[SealedQuery]:
     query = (
         sa.select(_a.tenant_id, _a.at, _a.id, _a.query_ciphertext, _a.query_nonce, _a.query_key_id)
-        .where(_a.query_key_id != active_key_id)
+        .where(stale.where(_a.query_key_id))
         .limit(batch)
         .with_for_update(skip_locked=True)
     )

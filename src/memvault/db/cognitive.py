@@ -31,6 +31,7 @@ from memvault.db.cognitive_records import (
     TurnWithContent,
     WorkingRow,
 )
+from memvault.db.keysets import StaleKeys
 from memvault.db.tables import (
     SEALED_COGNITIVE,
     conversation_turns,
@@ -492,7 +493,7 @@ def _primary_key(table: sa.Table) -> list[sa.Column[Any]]:
 
 
 async def claim_sealed_to_reseal(
-    conn: AsyncConnection, active_key_id: str, batch: int
+    conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[SealedRow]:
     """Cognitive rows still sealed under an old key; rows a writer holds are skipped."""
     found: list[SealedRow] = []
@@ -500,7 +501,7 @@ async def claim_sealed_to_reseal(
         key = _primary_key(table)
         query = (
             sa.select(*key, table.c.ciphertext, table.c.nonce, table.c.key_id)
-            .where(table.c.key_id != active_key_id)
+            .where(stale.where(table.c.key_id))
             .limit(batch)
             .with_for_update(skip_locked=True)
         )

@@ -22,6 +22,7 @@ from memvault.db.graph import (
     records,
     scope,
 )
+from memvault.db.keysets import StaleKeys
 from memvault.db.tables import (
     entities,
     entity_mentions,
@@ -88,13 +89,13 @@ SEALED_TABLES = {"entities": entities, "facts": facts, "relations": relations}
 
 
 async def claim_to_reseal(
-    conn: AsyncConnection, table_name: str, active_key_id: str, batch: int
+    conn: AsyncConnection, table_name: str, stale: StaleKeys, batch: int
 ) -> list[Any]:
     """Graph rows still sealed under an old key; rows a writer holds are skipped."""
     table = SEALED_TABLES[table_name]
     query = (
         sa.select(table)
-        .where(table.c.key_id != active_key_id)
+        .where(stale.where(table.c.key_id))
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
@@ -111,10 +112,10 @@ async def reseal(
     )
 
 
-def sealed_under_other_keys(active_key_id: str) -> list[sa.Select[Any]]:
+def sealed_under_other_keys(stale: StaleKeys) -> list[sa.Select[Any]]:
     """Counting statements, one per sealed graph table (for ``store.count_sealed_…``)."""
     return [
-        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
         for t in SEALED_TABLES.values()
     ]
 

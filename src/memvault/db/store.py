@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.util import ClauseAdapter
 
 from memvault.db import graph_admin
+from memvault.db.keysets import StaleKeys
 from memvault.db.records import HistoryRow, MemoryRow, RankedMemory, SealedContent
 from memvault.db.tables import (
     JOBS_CHANNEL,
@@ -471,12 +472,12 @@ async def unregister_keys(conn: AsyncConnection, key_ids: Sequence[str]) -> None
 
 
 async def claim_memories_to_reseal(
-    conn: AsyncConnection, active_key_id: str, batch: int
+    conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[SealedContent]:
     """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
     query = (
         sa.select(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id)
-        .where(_m.key_id != active_key_id)
+        .where(stale.where(_m.key_id))
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
@@ -492,11 +493,11 @@ async def reseal_memory(
 
 
 async def claim_history_to_reseal(
-    conn: AsyncConnection, active_key_id: str, batch: int
+    conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[HistoryRow]:
     query = (
         sa.select(memory_history)
-        .where(sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id))
+        .where(sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id)))
         .limit(batch)
         .with_for_update(skip_locked=True)
     )
@@ -511,15 +512,18 @@ async def reseal_history(
     )
 
 
-async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: str) -> int:
-    in_memories = sa.select(sa.func.count()).where(_m.key_id != active_key_id)
+async def count_sealed_under_other_keys(conn: AsyncConnection, stale: StaleKeys | str) -> int:
+    """Rows rotation has yet to move (``stale`` a key id: rows under any other key)."""
+    if isinstance(stale, str):
+        stale = StaleKeys(stale)
+    in_memories = sa.select(sa.func.count()).where(stale.where(_m.key_id))
     in_history = sa.select(sa.func.count()).where(
-        sa.or_(_h.old_key_id != active_key_id, _h.new_key_id != active_key_id)
+        sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id))
     )
-    in_audit = sa.select(sa.func.count()).where(audit_log.c.query_key_id != active_key_id)
+    in_audit = sa.select(sa.func.count()).where(stale.where(audit_log.c.query_key_id))
     # Cognitive rows each hold one sealed payload (db/cognitive.py reseals them).
     in_cognitive = [
-        sa.select(sa.func.count()).select_from(t).where(t.c.key_id != active_key_id)
+        sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
         for t in SEALED_COGNITIVE
     ]
     total = 0
@@ -528,7 +532,7 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, active_key_id: st
         in_history.select_from(memory_history),
         in_audit.select_from(audit_log),
         *in_cognitive,
-        *graph_admin.sealed_under_other_keys(active_key_id),
+        *graph_admin.sealed_under_other_keys(stale),
     ):
         total += (await conn.execute(query)).scalar_one()
     return total

@@ -945,6 +945,7 @@ __all__ = [
     "relations",
     "scheduled_runs",
     "strategies",
+    "tenant_keys",
     "tool_invocations",
     "user_profiles",
     "worker_heartbeats",
@@ -980,3 +981,19 @@ fact_promotions = Table(
     ),
 )
 PROMOTION_TABLES = ("fact_promotions",)
+
+# --- per-tenant data keys (issue 15 item 3: crypto-shredding) --------------------------------
+
+# One row per tenant while ``per_tenant_keys`` is on: its data key, sealed (AES-GCM) under the
+# master key ``master_key_id`` and bound to the tenant. Deleting the row shreds the tenant.
+tenant_keys = Table(
+    "tenant_keys",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("key_id", Text, nullable=False),
+    Column("wrapped", LargeBinary, nullable=False),
+    Column("nonce", LargeBinary, nullable=False),
+    Column("master_key_id", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", name="pk_tenant_keys"),
+)

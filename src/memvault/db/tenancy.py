@@ -74,11 +74,13 @@ def install(engine: AsyncEngine) -> None:
 def scoped_to_tenant(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]],
 ) -> Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]:
-    """Run an ``AsyncMemory`` method inside its view's tenant (an outage: StoreUnavailable)."""
+    """Run an ``AsyncMemory`` method inside its view's tenant (an outage: StoreUnavailable),
+    with the tenant's data key loaded first when keys are per tenant."""
 
     @functools.wraps(method)
     async def scoped(view: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with tenant_scope(view.tenant_id), store_errors():
+            await view._backend.load_tenant_keys((view.tenant_id,))
             return await method(view, *args, **kwargs)
 
     return scoped

@@ -167,7 +167,7 @@ class GraphFace(PromotionFace):
         try:
             wanted = [UUID(name_or_id)]
         except ValueError:
-            keyring = self._backend.keys.current()
+            keyring = self._backend.keys.current(self.tenant_id)
             keys = (
                 [sealed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
                 if name_or_id == SELF
@@ -188,7 +188,7 @@ class GraphFace(PromotionFace):
         return [sealed.to_fact(self._backend.keys, r, names, sources[r.id]) for r in rows]
 
     async def _names(self, conn: AsyncConnection, ids: Iterable[UUID]) -> dict[UUID, str]:
-        keyring = self._backend.keys.current()
+        keyring = self._backend.keys.current(self.tenant_id)
         found = await graph_db.fetch_entities(conn, self.tenant_id, ids)
         return {i: sealed.open_entity(keyring, e).name for i, e in found.items()}
 
@@ -228,7 +228,7 @@ class GraphFace(PromotionFace):
         query: EntitiesQuery = validated(
             EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit
         )
-        keyring = self._backend.keys.current()
+        keyring = self._backend.keys.current(self.tenant_id)
         keys = sealed.name_keys(keyring, [query.q]) if query.q else []
         terms = query_term_ids(keyring, query.q) if query.q else []
         async with self._backend.engine.connect() as conn:
@@ -406,7 +406,7 @@ class GraphFace(PromotionFace):
             ents, facts, rels = await graph_admin.export_rows(
                 conn, self.tenant_id, request.user_id, datetime.now(UTC)
             )
-        graph = export.opened(self._backend.keys.current(), ents, facts, rels)
+        graph = export.opened(self._backend.keys.current(self.tenant_id), ents, facts, rels)
         if request.format == "csv":
             return export.to_csv(graph)
         return {"graph.cypher": export.to_cypher(graph)}

@@ -61,7 +61,7 @@ async def promote_fact(
     if existing is not None:
         return Promotion(await _fact(backend, tenant_id, existing), created=False)
     source = sealed.to_fact(backend.keys, row, names, sources)
-    keyring = backend.keys.current()
+    keyring = backend.keys.current(tenant_id)
     copy_id = uuid4()
     async with backend.engine.begin() as conn:
         await db.lock_fact(conn, tenant_id, fact_id)
@@ -112,7 +112,7 @@ async def promote_fact(
 async def _names(
     backend: Backend, conn: Any, tenant_id: str, ids: list[UUID | None]
 ) -> dict[UUID, str]:
-    keyring = backend.keys.current()
+    keyring = backend.keys.current(tenant_id)
     found = await graph_db.fetch_entities(conn, tenant_id, [i for i in ids if i is not None])
     return {i: sealed.open_entity(keyring, e).name for i, e in found.items()}
 
@@ -187,6 +187,7 @@ async def promote_prominent(ctx: RunContext) -> Outcome:
     promoted = 0
     for c in prominent:
         with tenant_scope(c.tenant_id):
+            await backend.load_tenant_keys((c.tenant_id,))
             done = await promote_fact(
                 backend,
                 c.tenant_id,

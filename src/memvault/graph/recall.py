@@ -64,7 +64,7 @@ async def recall(
 ) -> Recalled:
     """``embedded``: the query's vector when the caller already has it (``None``: keywords
     only); ``channels``: only facts and entities recorded in these (default: every channel)."""
-    keyring = backend.keys.current()
+    keyring = backend.keys.current(tenant_id)
     words = query_terms(keyring, request.query)
     term_ids = sorted({i for ids in words.values() for i in ids})
     user = request.user_id

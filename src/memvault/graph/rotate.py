@@ -7,24 +7,28 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault import tenant_keys
 from memvault.crypto import Keyring
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin
 from memvault.db.graph import EntityRow, FactRow, RelationRow
+from memvault.db.keysets import StaleKeys
 from memvault.graph import sealed
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
 
 
-async def reseal_graph(backend: Backend, keyring: Keyring, batch: int) -> int:
-    """One batch of each sealed graph table; how many rows moved."""
+async def reseal_graph(backend: Backend, stale: StaleKeys, batch: int) -> int:
+    """One batch of each sealed graph table; how many rows moved (each under its tenant's
+    keyring: the master one, or the tenant's data key with per-tenant keys)."""
     moved = 0
     for table in graph_admin.SEALED_TABLES:
         async with backend.engine.begin() as conn:
-            rows = await graph_admin.claim_to_reseal(conn, table, keyring.active.key_id, batch)
+            rows = await graph_admin.claim_to_reseal(conn, table, stale, batch)
+            await tenant_keys.load(backend.keys, backend.engine, {r.tenant_id for r in rows}, conn)
             for row in rows:
-                await _reseal(conn, keyring, row)
+                await _reseal(conn, backend.keys.current(row.tenant_id), row)
             moved += len(rows)
     return moved
 

@@ -166,7 +166,7 @@ def to_entity(keys: KeyringSource, row: EntityRow) -> Entity:
 
 def entity_as(keys: KeyringSource, row: EntityRow, model: type[E], **extra: Any) -> E:
     """An entity row, decrypted, as ``model`` (``Entity`` or a subclass given ``extra``)."""
-    opened = open_entity(keys.current(), row)
+    opened = open_entity(keys.current(row.tenant_id), row)
     # Built from stored rows, not caller input: nothing to validate.
     built = model.model_construct(
         **extra,
@@ -210,7 +210,7 @@ def to_fact(
     memory_ids: Sequence[UUID] = (),
 ) -> Fact:
     """A fact row, decrypted, its entities named from ``names`` (id → opened name)."""
-    claim, value = open_claim(keys.current(), row)
+    claim, value = open_claim(keys.current(row.tenant_id), row)
     return Fact(
         id=row.id,
         user_id=row.user_id,

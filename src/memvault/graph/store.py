@@ -106,7 +106,7 @@ class GraphWriter:
         self.backend = backend
         self.owner = owner
         self.policy: Policy = policy or backend.settings.graph_contradiction_policy
-        self.keyring = backend.keys.current()
+        self.keyring = backend.keys.current(owner.tenant_id)
         self._resolved: dict[str, UUID] = {}
         self._touched_entities: set[UUID] = set()
         self._locked: set[str] = set()  # names whose lock this writer's transaction holds

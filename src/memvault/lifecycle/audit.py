@@ -171,7 +171,9 @@ class Audit:
             query_key_id=None,
         )
         if self.level == "verbose" and event.query is not None:
-            sealed = self._keys.current().seal(event.query, query_aad(event.tenant_id, event.id))
+            sealed = self._keys.current(event.tenant_id).seal(
+                event.query, query_aad(event.tenant_id, event.id)
+            )
             values.update(
                 query_ciphertext=sealed.ciphertext,
                 query_nonce=sealed.nonce,

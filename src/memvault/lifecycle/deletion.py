@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault import tenant_keys
 from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
 from memvault.db.records import DoomedMemory
@@ -181,13 +182,16 @@ async def erase(
 ) -> DeletionReceipt:
     """Delete the memories ``where`` picks and everything derived from them; a memory-scope
     deletion that finds nothing is NotFound (and changes nothing). ``whole_user``: the user's
-    history of memories deleted before goes too (an erasure of the user, not of one app)."""
+    history of memories deleted before goes too (an erasure of the user, not of one app).
+    A tenant's erasure with per-tenant keys destroys its data key in the same transaction
+    (crypto-shredding): whatever copy of its content survives elsewhere cannot be opened."""
     at = now or datetime.now(UTC)
     history = backend.settings.deletion_history
     await backend.audit.ensure_days({at.date()})
     # Audit rows are written in batches: one still queued would land after the erasure (a
     # tenant's audit trail back, a user's sealed query text kept) unless written first.
     await backend.audit.flush()
+    await backend.load_tenant_keys((tenant_id,))
     async with backend.engine.begin() as conn:
         rows = await db.pick_for_deletion(conn, where)
         if scope == "memory" and not rows:
@@ -208,8 +212,13 @@ async def erase(
             counts["memory_history"] = await db.tombstone_history(
                 conn, tenant_id, rows, history_of, actor
             )
+        destroyed = None
         if scope == "tenant":
             counts.update(await _tenant_rest(conn, tenant_id))
+            if backend.keys.per_tenant:
+                # Last: the texts above were opened with it (their cache entries go below).
+                destroyed = await tenant_keys.destroy(backend.keys, conn, tenant_id)
+                counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
             counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
         for name, delete_outside in OUTSIDE.items():
@@ -223,8 +232,11 @@ async def erase(
             counts=counts,
             history=history,
             deleted_at=at,
+            key_destroyed=destroyed,
         )
         await _write_receipt(backend, conn, receipt, targets, actor)
+    if scope == "tenant":
+        tenant_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
     return receipt
 

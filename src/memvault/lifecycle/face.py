@@ -135,7 +135,7 @@ class LifecycleFace:
         if ciphertext is not None and nonce is not None and key_id is not None:
             from memvault.crypto import Sealed
 
-            query = self._backend.keys.current().open(
+            query = self._backend.keys.current(row.tenant_id).open(
                 Sealed(ciphertext, nonce, key_id),
                 query_aad(row.tenant_id, row.id),
             )

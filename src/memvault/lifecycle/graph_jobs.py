@@ -36,6 +36,7 @@ async def _derive_turns(ctx: RunContext, turns: list[db.FactlessTurn]) -> int:
     written = 0
     for start in range(0, len(turns), batch):
         part = turns[start : start + batch]
+        await ctx.backend.load_tenant_keys({t.tenant_id for t in part})
         sources = [
             Source(
                 Owner(t.tenant_id, t.user_id, t.app_id, t.channel),

@@ -80,7 +80,7 @@ class ExportedGraph(BaseModel):
 
 def _entity(keys: KeyringSource, found: db.VectoredEntity) -> ExportedEntity:
     row = found.row
-    opened = sealed.open_entity(keys.current(), row)
+    opened = sealed.open_entity(keys.current(row.tenant_id), row)
     return ExportedEntity(
         id=row.id,
         user_id=row.user_id,
@@ -102,7 +102,7 @@ def _entity(keys: KeyringSource, found: db.VectoredEntity) -> ExportedEntity:
 
 def _fact(keys: KeyringSource, found: db.SourcedFact) -> ExportedFact:
     row = found.row
-    claim, value = sealed.open_claim(keys.current(), row)
+    claim, value = sealed.open_claim(keys.current(row.tenant_id), row)
     return ExportedFact(
         id=row.id,
         user_id=row.user_id,
@@ -149,7 +149,7 @@ async def import_part(
     backend: Backend, conn: AsyncConnection, tenant_id: str, memory_id: UUID, data: Any
 ) -> None:
     graph = ExportedGraph.model_validate(data)
-    keyring = backend.keys.current()
+    keyring = backend.keys.current(tenant_id)
     active = backend.embeddings.active_model
     for e in graph.entities:
         values = e.model_dump(exclude={"name", "aliases", "description", "embedding"})

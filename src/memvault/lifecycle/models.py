@@ -59,6 +59,10 @@ class DeletionReceipt(BaseModel):
     counts: dict[str, int] = Field(description="rows (or entries) removed, per store")
     history: Literal["tombstone", "purge"]
     deleted_at: datetime
+    key_destroyed: str | None = Field(
+        default=None,
+        description="crypto-shredding: the id of the tenant data key destroyed with the tenant",
+    )
 
 
 class AuditEntry(BaseModel):

@@ -1,5 +1,5 @@
 """``LifecycleAdmin``: the lifecycle's whole-store operations on ``AsyncAdmin`` — the
-schedule (list, run, undo), a tenant's erasure, backup and restore."""
+schedule (list, run, undo), a tenant's erasure (and crypto-shredding), backup and restore."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.db.tenancy import across_tenants
+from memvault.errors import Conflict
 from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion, jobs
 from memvault.lifecycle.models import DeletionReceipt, JobStatus, ScheduledRun
@@ -42,7 +43,8 @@ class LifecycleAdmin:
     @across_tenants
     async def erase_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
         """Delete a whole tenant: its memories and all derived from them, its history, audit
-        trail and API keys; answers the receipt (itself kept in the tenant's audit log)."""
+        trail and API keys, and its data key with per-tenant keys; answers the receipt
+        (itself kept in the tenant's audit log)."""
         return await deletion.erase(
             self._backend,
             tenant_id,
@@ -51,6 +53,19 @@ class LifecycleAdmin:
             user_id=None,
             actor=actor,
         )
+
+    async def shred_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
+        """Crypto-shred a tenant: ``erase_tenant``, which with per-tenant keys destroys the
+        data key in the same transaction (the receipt names it), so a copy of its content
+        anywhere else (a replica, a dump) can no longer be opened. Refused (Conflict) when
+        keys are not per tenant: there would be no key to destroy."""
+        if not self._backend.keys.per_tenant:
+            raise Conflict(
+                "Shredding needs per-tenant keys (MEMVAULT_PER_TENANT_KEYS=true): with one key "
+                "for every tenant there is no tenant key to destroy. Erase the tenant instead.",
+                details={"per_tenant_keys": False},
+            )
+        return await self.erase_tenant(tenant_id, actor=actor)
 
     async def backup(self, file: Path) -> int:
         """Dump the whole store into ``file`` (pg_dump); returns its size. The keys are not

@@ -216,7 +216,7 @@ async def _insert(
 ) -> bool:
     active = backend.embeddings.active_model
     values = {f: getattr(item, f) for f in _FIELDS}
-    terms, length = blind_terms(backend.keys.current(), item.content)
+    terms, length = blind_terms(backend.keys.current(tenant_id), item.content)
     values.update(
         tenant_id=tenant_id,
         embedded=active in item.vectors,

@@ -193,7 +193,7 @@ class Pipeline:
         return dict(zip(extra, embedded.vectors[len(drafts) :], strict=True))
 
     async def _dedup(self, drafts: list[Draft]) -> None:
-        keyring = self.backend.keys.current()
+        keyring = self.backend.keys.current(self.tenant_id)
         first_of: dict[tuple[str, str, bytes], Draft] = {}
         for draft in drafts:
             if not draft.item.infer:
@@ -329,7 +329,9 @@ class Pipeline:
         )
         draft.vector = draft.final_vector = await self._stored_vector(row)
         if draft.vector is not None:
-            await self._dedup_one(draft, keys.current().content_hashes(text), exclude=row.id)
+            await self._dedup_one(
+                draft, keys.current(row.tenant_id).content_hashes(text), exclude=row.id
+            )
         await self._enrich([draft])
         kept = draft.dedup.action in ("stored_new", "keep_both")
         if kept:
@@ -376,7 +378,7 @@ class Pipeline:
         }
         await store.update_memory(conn, old, values, "dedup")
         await jobs.enqueue(conn, self.tenant_id, [old.id])
-        terms, length = blind_terms(self.backend.keys.current(), draft.final_text)
+        terms, length = blind_terms(self.backend.keys.current(self.tenant_id), draft.final_text)
         await keywords.replace_terms(conn, self.tenant_id, {old.id: (old.user_id, terms, length)})
 
     # --- write ---------------------------------------------------------------------------------
@@ -388,7 +390,7 @@ class Pipeline:
         # theirs replaced.
         fresh: dict[UUID, tuple[str, dict[int, int], int]] = {}
         changed: dict[UUID, tuple[str, dict[int, int], int]] = {}
-        keyring = self.backend.keys.current()
+        keyring = self.backend.keys.current(self.tenant_id)
         async with self.backend.engine.begin() as conn:
             await store.lock_content(
                 conn,
@@ -494,7 +496,7 @@ class Pipeline:
     def _new_values(self, draft: Draft) -> dict[str, Any]:
         fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy"})
         sealed = seal_content(self.backend.keys, self.tenant_id, draft.memory_id, draft.final_text)
-        draft.terms = blind_terms(self.backend.keys.current(), draft.final_text)
+        draft.terms = blind_terms(self.backend.keys.current(self.tenant_id), draft.final_text)
         if fields.get("occurred_at") is None and draft.enrichment is not None:
             # The event the text dates, when the caller gave no time of its own.
             fields["occurred_at"] = draft.enrichment.event_at

@@ -262,7 +262,7 @@ async def search(
     if ceilings is not None and FACT_KEYWORD in fetches:
         # A fact holds a few words: its evidence is the share of the query's words it holds
         # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
-        words = len(query_terms(backend.keys.current(), request.query))
+        words = len(query_terms(backend.keys.current(tenant_id), request.query))
         ceilings[FACT_KEYWORD] = words / recipe.keyword_full_at
     ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
     clock.lap("rank")
@@ -410,7 +410,7 @@ def _lists(
                 _nearest, backend, tenant_id, probe_filters, vector, fetch
             )
         if probe.keyword and recipe.keyword_weight:
-            term_ids = query_term_ids(backend.keys.current(), probe.text)
+            term_ids = query_term_ids(backend.keys.current(tenant_id), probe.text)
             weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
             fetches[f"{probe.name}:keyword"] = functools.partial(
                 _bm25, tenant_id, probe_filters, term_ids, fetch
@@ -444,7 +444,7 @@ def _fact_lists(
             _fact_nearest, tenant_id, filters, embedded.vectors[index], embedded.model_id, fetch
         )
     if recipe.keyword_weight:
-        term_ids = query_term_ids(backend.keys.current(), request.query)
+        term_ids = query_term_ids(backend.keys.current(tenant_id), request.query)
         weights[FACT_KEYWORD] = recipe.keyword_weight * share
         fetches[FACT_KEYWORD] = functools.partial(_fact_terms, tenant_id, filters, term_ids, fetch)
 
@@ -521,7 +521,7 @@ async def _ceilings(
     texts = {f"{p.name}:keyword": p.text for p in probes if f"{p.name}:keyword" in lists}
     found: dict[str, float] = {}
     for text in set(texts.values()):
-        words = query_terms(backend.keys.current(), text)
+        words = query_terms(backend.keys.current(tenant_id), text)
         async with backend.engine.connect() as conn:
             n_docs, dfs = await keywords.document_frequencies(
                 conn, tenant_id, user_id, [i for ids in words.values() for i in ids]

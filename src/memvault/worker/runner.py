@@ -190,6 +190,7 @@ class Worker:
     async def _prepare(
         self, claimed: Sequence[ClaimedJob]
     ) -> tuple[list[_Prepared], list[tuple[ClaimedJob, str]]]:
+        await self.backend.load_tenant_keys({j.tenant_id for j in claimed})
         async with self.engine.connect() as conn:
             rows = await store.fetch_memories(conn, [(j.tenant_id, j.memory_id) for j in claimed])
         tokenizer = self.embeddings.primary.tokenizer()

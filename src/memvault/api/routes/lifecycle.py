@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 
 from memvault.admin import AsyncAdmin
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
-from memvault.api.schemas import V1_ERRORS, Owner
+from memvault.api.schemas import CONFLICT, V1_ERRORS, Owner
 from memvault.lifecycle.models import (
     AuditPage,
     AuditQuery,
@@ -48,6 +48,14 @@ async def erase_tenant(request: Request, memory: AdminMemory) -> DeletionReceipt
     """Erase the caller's whole tenant — memories, history, audit, API keys (admin scope)."""
     admin: AsyncAdmin = request.app.state.admin
     return await admin.erase_tenant(memory.tenant_id, actor=memory.actor)
+
+
+@router.post("/admin/tenant/shred", responses=CONFLICT)
+async def shred_tenant(request: Request, memory: AdminMemory) -> DeletionReceipt:
+    """Crypto-shred the caller's tenant: destroy its data key, then erase it as
+    `DELETE /v1/admin/tenant` does (admin scope; 409 unless per-tenant keys are on)."""
+    admin: AsyncAdmin = request.app.state.admin
+    return await admin.shred_tenant(memory.tenant_id, actor=memory.actor)
 
 
 @router.get("/health/memory")
