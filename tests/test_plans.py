@@ -188,10 +188,11 @@ async def test_retrieval_plans_on_a_never_analysed_store(
         assert retrieval, options
         for plan in explained:
             assert not blind_joins(plan), (options, plan)
-        # The ranked candidates are looked up by key, never by scanning memories for each.
+        # The ranked candidates are looked up by id, or joined to the owner's memories read
+        # once (a small scope, narrowing filters, a short page); never memories scanned for each.
         assert all(not memories_scanned_per_candidate(p) for p in retrieval), (options, retrieval)
-        for p in retrieval:
-            assert memories_by_key(p) or "memories" not in relations(p), (options, json.dumps(p))
+        if memory is approximate:  # a few hundred candidates of a large scope: by id
+            assert any(memories_by_key(p) for p in retrieval), options
     with captured(exact) as sent:
         listed = await exact.list(user_id="ada", app_id="home", tags=["todo"], limit=5)
     assert len(listed.results) == 5

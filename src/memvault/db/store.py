@@ -241,6 +241,18 @@ def list_filters(
     return where
 
 
+# Filters that usually keep a small part of a scope (a time window, a tag): a list filtered
+# by them ranks the whole scope at once rather than trying its best few hundred first.
+_NARROWING = (
+    "source", "memory_type", "tier", "min_importance", "metadata", "tags", "tags_any",
+    "categories", "created_after", "created_before", "occurred_after", "occurred_before",
+)  # fmt: skip
+
+
+def narrows(f: MemoryFilter) -> bool:
+    return any(getattr(f, name) not in (None, []) for name in _NARROWING)
+
+
 def owner_only(user_id: str) -> MemoryFilter:
     """No filter but the owner (built without validation: the id was checked on the way in)."""
     return MemoryFilter.model_construct(user_id=user_id)
@@ -254,17 +266,27 @@ def ranked_page(
     limit: int,
     *,
     exclude_id: UUID | None = None,
+    by_id: bool = False,
 ) -> sa.Select[Any]:
     """The best ``limit`` of ``ranked`` (a materialised CTE of candidate ``memory_id``s and
-    their score, already cut to a few) that pass the filters, as memory rows with the score
-    beside them as ``rank``. Run it with :func:`fetch_ranked`."""
+    their score) that pass the filters, as memory rows with the score beside them as
+    ``rank``. ``by_id``: ``ranked`` was cut to a few hundred, look each up by id; otherwise
+    join them to the owner's memories, read once. Run it with :func:`fetch_ranked`."""
     (score,) = [column for column in ranked.c if column.name != "memory_id"]
+    if not by_id:
+        return (
+            sa.select(memories, score.label("rank"))
+            .join(ranked, sa.and_(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id))
+            .where(*list_filters(tenant_id, filters, exclude_id=exclude_id))
+            .order_by(order, _m.id)
+            .limit(limit)
+        )
     # Each candidate's row by its id, through ``ix_memories_id``: a LATERAL subquery with an
     # OFFSET is never flattened into a join, and ``id`` alone is a condition no other index
     # serves, so no index ties with it however empty the statistics (with ``tenant_id`` in
     # the lookup, an owner index did, and was scanned once per candidate). The tenant and the
-    # filters apply to the few rows found: a hash join instead read all the owner's memories
-    # for every list (15 of a vector list's 35 ms at 10k memories).
+    # filters apply to the few rows found: the hash join reads all the owner's memories (15
+    # of a vector list's 35 ms at 10k memories).
     row = sa.select(memories).where(_m.id == ranked.c.memory_id).offset(0).lateral("memory")
     on_row = ClauseAdapter(row)
     kept = [on_row.traverse(c) for c in list_filters(tenant_id, filters, exclude_id=exclude_id)]
@@ -281,7 +303,7 @@ def ranked_page(
 # Without statistics every candidate list and every owner's memories look like one row, so
 # the planner nests one over the other, comparing every pair (230,860 pairs for 680 memories).
 # A hash or merge join reads each side once whatever the estimates say; nested loops stay only
-# where nothing else can run (the key lookups of ``ranked_page``).
+# where nothing else can run (the lookups by id of ``ranked_page``).
 _NESTED_LOOPS_OFF = sa.text("SELECT set_config('enable_nestloop', 'off', true)")
 
 
