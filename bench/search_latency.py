@@ -1,7 +1,7 @@
 """Search latency as a new user meets it: a fresh, never-analysed store, over HTTP.
 
     .venv/bin/python bench/search_latency.py [--baseline-ref 3375b0f] [--questions 40]
-        [--large USERS --big-users N --big-size 5000 [--no-locomo]]
+        [--large USERS --large-size 20 --big-users N --big-size 5000 [--no-locomo]]
 
 Starts one private PostgreSQL (autovacuum off, so no table is analysed during the run) and
 ``memvault serve`` on it from this checkout, and with ``--baseline-ref`` a second server from
@@ -11,8 +11,8 @@ LoCoMo dev conversation (../shared/bench/locomo_dev.json) is stored as one user 
 batch API (``infer: false``); then its questions (distinct texts, so no query embedding is
 reused) are asked of both servers in turn, per recipe. Reports client-side latency
 p50/p95/p99 per recipe and server, the ratio current / baseline, and the stage timings the
-server reports in ``diagnostics.timings_ms``. ``--large`` adds USERS users of 20 memories
-each and ``--big-users`` users of ``--big-size`` memories (synthetic texts), built through
+server reports in ``diagnostics.timings_ms``. ``--large`` adds USERS users of ``--large-size`` (20)
+memories each and ``--big-users`` users of ``--big-size`` memories (synthetic texts), built through
 the same batch API, and asks the big users ``--questions`` questions.
 """
 
@@ -143,7 +143,7 @@ async def load(servers: list[Server], args: argparse.Namespace) -> list[tuple[st
         asked += [(sample["sample_id"], q) for q in seen[: args.questions]]
         print(f"  stored {sample['sample_id']}: {len(items)} turns", flush=True)
     if args.large:
-        small = synthetic_items(args.large, 20, "small-")
+        small = synthetic_items(args.large, args.large_size, "small-")
         big = synthetic_items(args.big_users, args.big_size, "big-")
         for server in servers:
             await server.store(small + big)
@@ -247,7 +247,8 @@ if __name__ == "__main__":
     parser.add_argument("--baseline-ref", help="git ref to measure side by side, e.g. 3375b0f")
     parser.add_argument("--questions", type=int, default=40, help="per conversation / big user")
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES))
-    parser.add_argument("--large", type=int, default=0, help="users of 20 memories to add")
+    parser.add_argument("--large", type=int, default=0, help="small users to add")
+    parser.add_argument("--large-size", type=int, default=20, help="memories per small user")
     parser.add_argument("--big-users", type=int, default=2)
     parser.add_argument("--big-size", type=int, default=5000)
     parser.add_argument("--no-locomo", action="store_true", help="only the --large store")
