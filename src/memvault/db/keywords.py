@@ -18,12 +18,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import RankedMemory
-from memvault.db.store import (
-    fetch_ranked,
-    list_filters,
-    owner_only,
-    ranked_page,
-)
+from memvault.db.store import fetch_ranked, list_filters, owner_only, ranked_page
 from memvault.db.tables import memories, memory_terms
 from memvault.models import MemoryFilter
 

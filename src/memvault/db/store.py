@@ -307,13 +307,6 @@ def ranked_page(
 _NESTED_LOOPS_OFF = sa.text("SELECT set_config('enable_nestloop', 'off', true)")
 
 
-def candidate_cut(limit: int) -> int:
-    """How many of a list's best candidates to look up for a page of ``limit``: enough that
-    ordinary filters still fill it (when they do not, the caller ranks the whole scope), few
-    enough that looking each up by key stays cheap."""
-    return max(limit * 4, 200)
-
-
 async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list[RankedMemory]:
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run

@@ -18,7 +18,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.records import RankedMemory
-from memvault.db.store import candidate_cut, fetch_ranked, narrows, ranked_page
+from memvault.db.store import fetch_ranked, narrows, ranked_page
 from memvault.db.tables import memories, memory_chunks
 from memvault.models import MemoryFilter
 
@@ -134,8 +134,8 @@ async def nearest(
     larger ones ask the HNSW index first. In scopes of over ``_LOOKUP_MIN_SCOPE`` chunks the
     best few hundred memories are looked up by id first, and a page they cannot fill
     (selective filters) is ranked from the whole scope.
-    The candidates are ranked in a materialised CTE and only then looked up in ``memories``
-    by key (see ``store.ranked_page``), so the plan is the same with or without table
+    The candidates are ranked in a materialised CTE and only then joined to or looked up in
+    ``memories`` (see ``store.ranked_page``), so the plan is the same with or without table
     statistics (unanalysed, the planner joined every memory to every chunk: 230,860
     comparisons for 680 memories).
     """
@@ -145,7 +145,7 @@ async def nearest(
         return []
     probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
     ranking = _Ranking(tenant_id, filters, model, _cast(dims).op("<=>")(probe), exclude_id)
-    fetch = candidate_cut(limit)
+    fetch = max(limit * _OVERFETCH, _MIN_FETCH)
     rows: list[RankedMemory] = []
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
@@ -160,6 +160,9 @@ async def nearest(
     return await _page(conn, ranking, ranking.exact(), limit, False)
 
 
+# The memories kept from the ranking before they are looked up: enough that ordinary filters
+# still fill the page (when they do not, the whole scope is ranked), few enough to look up.
+_OVERFETCH, _MIN_FETCH = 4, 200
 # Below this many chunks, joining the whole scope costs less than looking the best few
 # hundred up one by one (on a 675-turn conversation the lookups were 0-8% slower).
 _LOOKUP_MIN_SCOPE = 2_000

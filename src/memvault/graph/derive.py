@@ -76,7 +76,7 @@ async def derive_many(backend: Backend, sources: list[Source]) -> list[Derivatio
     names and claims. A text whose extraction failed gets ``None`` (its memory is stored all
     the same, and the failure logged)."""
     pending = await extract_many(backend, sources)
-    found = [p.extraction for p in pending if p.extraction is not None and p.claims]
+    found = [p.claimed for p in pending if p.claimed is not None]
     return finish(backend, pending, iter(await prepare_many(backend, found)))
 
 
@@ -89,8 +89,11 @@ class Pending:
     extraction: Extraction | None
 
     @property
-    def claims(self) -> bool:
-        return self.extraction is not None and not self.extraction.empty
+    def claimed(self) -> Extraction | None:
+        """The extraction when it claims something."""
+        return (
+            self.extraction if self.extraction is not None and not self.extraction.empty else None
+        )
 
 
 async def extract_many(backend: Backend, sources: list[Source]) -> list[Pending]:
@@ -108,12 +111,12 @@ def finish(
     claims something, in order); ``None`` where it claims nothing."""
     derived: list[Derivation | None] = []
     for p in pending:
-        if not p.claims:
+        claimed = p.claimed
+        if claimed is None:
             derived.append(None)
             continue
-        assert p.extraction is not None
         writer = GraphWriter(backend, p.source.owner)
-        derived.append(Derivation(writer, next(prepared), p.reference_time, p.extraction.extractor))
+        derived.append(Derivation(writer, next(prepared), p.reference_time, claimed.extractor))
     return derived
 
 

@@ -98,7 +98,7 @@ class Pipeline:
             early = await self._extract_early(inline)
             graph_vectors = await self._embed(
                 inline,
-                graph_texts([p.extraction for p in early.values() if p.extraction is not None]),
+                graph_texts([c for p in early.values() if (c := p.claimed) is not None]),
             )
             await self._dedup(inline)
             await self._enrich(inline)
@@ -134,13 +134,12 @@ class Pipeline:
         kept = [d for d in wanted if d.index in early and d.final_text == d.text]
         pending = [early[d.index] for d in kept]
         prepared = [
-            Prepared(p.extraction, vectors, self.model)
-            for p in pending
-            if p.extraction is not None and p.claims
+            Prepared(c, vectors, self.model) for p in pending if (c := p.claimed) is not None
         ]
         for draft, derived in zip(kept, finish(self.backend, pending, iter(prepared)), strict=True):
             draft.derived = derived
-        again = [d for d in wanted if d.index not in {k.index for k in kept}]
+        early_kept = {d.index for d in kept}
+        again = [d for d in wanted if d.index not in early_kept]
         sources = [self._source(d) for d in again]
         for draft, derived in zip(again, await derive_many(self.backend, sources), strict=True):
             draft.derived = derived
