@@ -18,13 +18,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
 from memvault import cli_cognitive, cli_lifecycle
 from memvault.admin import Admin, AsyncAdmin
 from memvault.cli_graph import entities_app, facts_app, graph_app
 from memvault.config import Settings
+from memvault.console import err, out
 from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
 from memvault.models import AddResult, HistoryEntry, MemoryInput, MemoryRecord, MessagesRequest
@@ -47,8 +47,6 @@ app.add_typer(cli_cognitive.app, name="cognitive")
 app.add_typer(facts_app, name="facts")
 app.add_typer(entities_app, name="entities")
 app.add_typer(graph_app, name="graph")
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]

@@ -11,17 +11,15 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
 
 from memvault.config import Settings
+from memvault.console import err, out
 from memvault.errors import MemvaultError
 from memvault.service import Memory
 
 app = typer.Typer(
     help="Cognitive memory: remember(), conversations, goals, the profile.", no_args_is_help=True
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="whose memory")]

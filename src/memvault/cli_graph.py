@@ -12,10 +12,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
 from rich.table import Table
 
 from memvault.config import Settings
+from memvault.console import err, out
 from memvault.errors import MemvaultError
 from memvault.models import Entity, Fact
 from memvault.service import Memory
@@ -23,8 +23,6 @@ from memvault.service import Memory
 facts_app = typer.Typer(help="Facts of the knowledge graph.", no_args_is_help=True)
 entities_app = typer.Typer(help="Entities of the knowledge graph.", no_args_is_help=True)
 graph_app = typer.Typer(help="The knowledge graph as a whole.", no_args_is_help=True)
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the facts")]

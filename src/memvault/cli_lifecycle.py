@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from memvault.admin import Admin
 from memvault.config import Settings
+from memvault.console import err, out
 from memvault.errors import MemvaultError
 from memvault.lifecycle import backup as backups
 from memvault.lifecycle.models import ScheduledRun
@@ -28,8 +28,6 @@ schedule_app = typer.Typer(
     help="Scheduled lifecycle jobs: list them, run one now, undo a run.",
     invoke_without_command=True,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
 T = TypeVar("T")
 
 TenantOpt = Annotated[str, typer.Option("--tenant", help="the tenant (organisation) acted in")]
