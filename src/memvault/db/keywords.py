@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -18,7 +19,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import RankedMemory
-from memvault.db.store import fetch_ranked, list_filters, owner_only, ranked_page
+from memvault.db.store import list_filters, owner_only, ranked_page, ranked_rows
 from memvault.db.tables import memories, memory_terms
 from memvault.models import MemoryFilter
 
@@ -83,14 +84,27 @@ async def replace_terms(
     )
 
 
+@dataclass(frozen=True)
+class KeywordMatches:
+    """A BM25 list and the statistics it was scored with: the owner's live memories and, of
+    the query's terms, how many memories hold each (a term none holds is absent). Empty when
+    nothing matched, statistics included: there is no evidence to weigh then."""
+
+    rows: list[RankedMemory] = field(default_factory=list)
+    n_docs: int = 0
+    dfs: dict[int, int] = field(default_factory=dict)
+
+
 async def bm25(
     conn: AsyncConnection,
     tenant_id: str,
     filters: MemoryFilter,
     term_ids: Sequence[int],
     limit: int,
-) -> list[RankedMemory]:
-    """Memories of the owner ranked by BM25 for the query terms, filtered in SQL.
+) -> KeywordMatches:
+    """Memories of the owner ranked by BM25 for the query terms, filtered in SQL, with the
+    statistics behind the scores (search weighs a score against the query's best possible
+    one; reading them here saves a transaction of their own).
 
     Every step is a materialised CTE computed once: the postings of each query term, read by
     the (tenant, user, term) key one term at a time, with the term's document frequency; the
@@ -105,8 +119,16 @@ async def bm25(
     """
     terms = sorted(set(term_ids))
     if not terms:
-        return []
-    return await fetch_ranked(conn, _scored(tenant_id, filters, terms, limit))
+        return KeywordMatches()
+    rows = await ranked_rows(conn, _scored(tenant_id, filters, terms, limit))
+    if not rows:
+        return KeywordMatches()
+    first = rows[0]
+    return KeywordMatches(
+        rows=[RankedMemory.from_row(row) for row in rows],
+        n_docs=int(first.n_docs),
+        dfs={int(t): int(n) for t, n in zip(first.df_terms, first.df_counts, strict=True)},
+    )
 
 
 def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int) -> sa.Select[Any]:
@@ -132,6 +154,7 @@ def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int)
     postings = (
         sa.select(
             posting.c.memory_id,
+            posting.c.term,
             posting.c.tf,
             posting.c.dl,
             sa.func.count().over(partition_by=posting.c.term).label("df"),
@@ -152,25 +175,13 @@ def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int)
         .cte("scored")
         .prefix_with("MATERIALIZED")
     )
-    return ranked_page(tenant_id, filters, scored, scored.c.score.desc(), limit)
-
-
-async def document_frequencies(
-    conn: AsyncConnection, tenant_id: str, user_id: str, term_ids: Sequence[int]
-) -> tuple[int, dict[int, int]]:
-    """(the owner's live memories, term id → memories holding it) for the query's terms: the
-    statistics BM25 uses, so search can tell how much of a query's evidence a match carries."""
-    n_docs = await conn.scalar(
-        sa.select(sa.func.count()).where(*list_filters(tenant_id, owner_only(user_id)))
+    # The statistics ride on every row (computed once: uncorrelated subqueries).
+    frequencies = sa.select(p.term, p.df).distinct().subquery("frequencies")
+    return ranked_page(tenant_id, filters, scored, scored.c.score.desc(), limit).add_columns(
+        sa.select(stats.c.n_docs).scalar_subquery().label("n_docs"),
+        sa.select(sa.func.array_agg(frequencies.c.term)).scalar_subquery().label("df_terms"),
+        sa.select(sa.func.array_agg(frequencies.c.df)).scalar_subquery().label("df_counts"),
     )
-    if not term_ids:
-        return int(n_docs or 0), {}
-    rows = await conn.execute(
-        sa.select(_t.term, sa.func.count())
-        .where(_t.tenant_id == tenant_id, _t.user_id == user_id, _t.term.in_(list(term_ids)))
-        .group_by(_t.term)
-    )
-    return int(n_docs or 0), {int(term): int(df) for term, df in rows}
 
 
 def idf(n_docs: int, df: int) -> float:

@@ -311,8 +311,15 @@ async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run
     it last in a transaction of its own or whose later statements are lookups by key."""
+    return [RankedMemory.from_row(row) for row in await ranked_rows(conn, statement)]
+
+
+async def ranked_rows(conn: AsyncConnection, statement: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
+    """:func:`fetch_ranked`'s rows as they come, for a statement that adds columns beside the
+    memory and its rank."""
     await conn.execute(_NESTED_LOOPS_OFF)
-    return [RankedMemory.from_row(row) for row in await conn.execute(statement)]
+    rows: Sequence[sa.Row[Any]] = (await conn.execute(statement)).all()
+    return rows
 
 
 async def session_turns(

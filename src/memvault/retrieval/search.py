@@ -248,17 +248,18 @@ async def search(
     clock.lap("embed")
 
     vectors_by_text = _vectors(request.query, base_embedding, extra_texts, extra_embedding)
-    weights, fetches = _lists(backend, tenant_id, request, recipe, filters, probes, vectors_by_text)
+    # Each keyword list's best possible score, filled in as the list is read.
+    keyword_ceilings: dict[str, float] = {}
+    weights, fetches = _lists(
+        backend, tenant_id, request, recipe, filters, probes, vectors_by_text, keyword_ceilings
+    )
     fact_keys = settings.graph_fact_keys if request.fact_keys is None else request.fact_keys
     if fact_keys:
         _fact_lists(backend, tenant_id, request, recipe, filters, vectors_by_text, weights, fetches)
-    # Evidence decides between two sources; one source alone ranks as it found. The keyword
-    # lists' best possible scores are read beside the lists, not after them.
+    lists = await _retrieve(backend, fetches, clock)
+    # Evidence decides between two sources; one source alone ranks as it found.
     both = bool(recipe.vector_weight and recipe.keyword_weight)
-    lists, ceilings = await asyncio.gather(
-        _retrieve(backend, fetches, clock),
-        _ceilings(backend, tenant_id, filters.user_id, probes, fetches) if both else _nothing(),
-    )
+    ceilings = dict(keyword_ceilings) if both else None
     if ceilings is not None and FACT_KEYWORD in fetches:
         # A fact holds a few words: its evidence is the share of the query's words it holds
         # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
@@ -297,10 +298,6 @@ async def search(
     return SearchResult(
         results=hits, model=model, degraded=degraded, recipe=recipe.name, diagnostics=diagnostics
     )
-
-
-async def _nothing() -> None:
-    return None
 
 
 async def _given(embedded: Embedded | None) -> Embedded | None:
@@ -396,8 +393,10 @@ def _lists(
     filters: MemoryFilter,
     probes: list[Probe],
     vectors_by_text: dict[str, tuple[Embedded, int]],
+    ceilings: dict[str, float],
 ) -> tuple[dict[str, float], dict[str, Fetch]]:
-    """Every probe's vector and keyword lists, by name: their fusion weights and fetchers."""
+    """Every probe's vector and keyword lists, by name: their fusion weights and fetchers
+    (a keyword list's fetcher notes its ceiling in ``ceilings``)."""
     weights: dict[str, float] = {}
     fetches: dict[str, Fetch] = {}
     fetch = max(recipe.candidates, request.limit)
@@ -410,10 +409,11 @@ def _lists(
                 _nearest, backend, tenant_id, probe_filters, vector, fetch
             )
         if probe.keyword and recipe.keyword_weight:
-            term_ids = query_term_ids(backend.keys.current(tenant_id), probe.text)
-            weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
-            fetches[f"{probe.name}:keyword"] = functools.partial(
-                _bm25, tenant_id, probe_filters, term_ids, fetch
+            name = f"{probe.name}:keyword"
+            words = query_terms(backend.keys.current(tenant_id), probe.text)
+            weights[name] = recipe.keyword_weight * probe.weight
+            fetches[name] = functools.partial(
+                _bm25, tenant_id, probe_filters, words, Ceiling(ceilings, name), fetch
             )
     return weights, fetches
 
@@ -508,34 +508,34 @@ async def _nearest(
     )
 
 
-async def _ceilings(
-    backend: Backend,
-    tenant_id: str,
-    user_id: str,
-    probes: list[Probe],
-    lists: dict[str, Fetch],
-) -> dict[str, float]:
-    """Each keyword list's best possible BM25 for its probe's text: the sum of its words'
-    IDF over the owner's memories (a word no memory holds counts too: the query asked for
-    it and nothing matched)."""
-    texts = {f"{p.name}:keyword": p.text for p in probes if f"{p.name}:keyword" in lists}
-    found: dict[str, float] = {}
-    for text in set(texts.values()):
-        words = query_terms(backend.keys.current(tenant_id), text)
-        async with backend.engine.connect() as conn:
-            n_docs, dfs = await keywords.document_frequencies(
-                conn, tenant_id, user_id, [i for ids in words.values() for i in ids]
-            )
-        found[text] = sum(
-            keywords.idf(n_docs, sum(dfs.get(i, 0) for i in ids)) for ids in words.values()
+@dataclass(frozen=True)
+class Ceiling:
+    """Where a keyword list notes its best possible BM25 for its probe's text: the sum of the
+    query words' IDF over the owner's memories (a word no memory holds counts too: the query
+    asked for it and nothing matched)."""
+
+    found: dict[str, float]
+    name: str
+
+    def note(self, words: dict[str, list[int]], matches: keywords.KeywordMatches) -> None:
+        self.found[self.name] = sum(
+            keywords.idf(matches.n_docs, sum(matches.dfs.get(i, 0) for i in ids))
+            for ids in words.values()
         )
-    return {name: found[text] for name, text in texts.items()}
 
 
 async def _bm25(
-    tenant_id: str, filters: MemoryFilter, term_ids: list[int], limit: int, conn: AsyncConnection
+    tenant_id: str,
+    filters: MemoryFilter,
+    words: dict[str, list[int]],
+    ceiling: Ceiling,
+    limit: int,
+    conn: AsyncConnection,
 ) -> Sequence[RankedMemory]:
-    return await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
+    term_ids = sorted({i for ids in words.values() for i in ids})
+    matches = await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
+    ceiling.note(words, matches)
+    return matches.rows
 
 
 def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict[Any, float]:
