@@ -171,18 +171,23 @@ async def test_retrieval_plans_on_a_never_analysed_store(
         (exact, {"recipe": "keyword"}),
         (exact, {"recipe": "hybrid", "app_id": "home", "tags": ["todo"]}),
         (exact, {"recipe": "hybrid", "context_window": 2}),
+        # A question naming a time: its own lists and the time-narrowed ones, in one statement
+        # per kind.
+        (exact, {"recipe": "hybrid", "query": "the piano and the lemon last year"}),
         (approximate, {"recipe": "vector"}),
         (approximate, {"recipe": "vector", "app_id": "home"}),
     ]
     for memory, options in searches:
+        query = options.pop("query", "the piano and the lemon")
         with captured(memory) as sent:
-            found = await memory.search(
-                "the piano and the lemon", user_id="ada", track_access=False, **options
-            )
+            found = await memory.search(query, user_id="ada", track_access=False, **options)
         assert found.results, options
         timings = found.diagnostics.timings_ms if found.diagnostics else {}
         lists = [k for k in timings if k.startswith("retrieve:")]
         assert lists and all(timings[k] <= timings["retrieve"] for k in lists), timings
+        if "last year" in query:
+            assert {"retrieve:time:vector", "retrieve:time:keyword"} <= set(lists), timings
+            assert sum("UNION ALL" in statement for statement, _ in sent) == 2, options
         explained = plans(database_url, sent)
         retrieval = [p for p in explained if relations(p) & {"memory_chunks", "memory_terms"}]
         assert retrieval, options

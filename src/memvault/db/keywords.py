@@ -18,8 +18,8 @@ from sqlalchemy import BigInteger
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import RankedMemory
-from memvault.db.store import list_filters, owner_only, ranked_page, ranked_rows
+from memvault.db.records import RankedMemory, RankedPage
+from memvault.db.store import fetch_pages, list_filters, owner_only, ranked_pages
 from memvault.db.tables import memories, memory_terms
 from memvault.models import MemoryFilter
 
@@ -98,13 +98,14 @@ class KeywordMatches:
 async def bm25(
     conn: AsyncConnection,
     tenant_id: str,
-    filters: MemoryFilter,
+    pages: Sequence[MemoryFilter],
     term_ids: Sequence[int],
     limit: int,
-) -> KeywordMatches:
-    """Memories of the owner ranked by BM25 for the query terms, filtered in SQL, with the
-    statistics behind the scores (search weighs a score against the query's best possible
-    one; reading them here saves a transaction of their own).
+) -> list[KeywordMatches]:
+    """Memories of one owner ranked by BM25 for the query terms, one page per filter set (a
+    question, and the question narrowed to the time it names, share one scoring), filtered
+    in SQL, with the statistics behind the scores (search weighs a score against the query's
+    best possible one; reading them here saves a transaction of their own).
 
     Every step is a materialised CTE computed once: the postings of each query term, read by
     the (tenant, user, term) key one term at a time, with the term's document frequency; the
@@ -117,22 +118,31 @@ async def bm25(
     a large vector scope does, halved this statement at 10,000 memories but made keyword
     search 14% slower on a 675-turn conversation, where a short page must be ranked twice.)
     """
+    if len({f.user_id for f in pages}) != 1:
+        raise ValueError("the pages of one scoring belong to one owner")
     terms = sorted(set(term_ids))
     if not terms:
+        return [KeywordMatches() for _ in pages]
+    statement = _scored(tenant_id, pages, terms, limit)
+    found = await fetch_pages(conn, statement, len(pages), descending=True)
+    return [_matches(page) for page in found]
+
+
+def _matches(page: RankedPage) -> KeywordMatches:
+    if not page.rows:
         return KeywordMatches()
-    rows = await ranked_rows(conn, _scored(tenant_id, filters, terms, limit))
-    if not rows:
-        return KeywordMatches()
-    first = rows[0]
+    terms, counts = page.extra["df_terms"], page.extra["df_counts"]
     return KeywordMatches(
-        rows=[RankedMemory.from_row(row) for row in rows],
-        n_docs=int(first.n_docs),
-        dfs={int(t): int(n) for t, n in zip(first.df_terms, first.df_counts, strict=True)},
+        rows=page.rows,
+        n_docs=int(page.extra["n_docs"]),
+        dfs={int(t): int(n) for t, n in zip(terms, counts, strict=True)},
     )
 
 
-def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int) -> sa.Select[Any]:
-    user_id = filters.user_id
+def _scored(
+    tenant_id: str, pages: Sequence[MemoryFilter], terms: list[int], limit: int
+) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    user_id = pages[0].user_id
     stats = (
         sa.select(
             sa.func.count().label("n_docs"),
@@ -177,11 +187,13 @@ def _scored(tenant_id: str, filters: MemoryFilter, terms: list[int], limit: int)
     )
     # The statistics ride on every row (computed once: uncorrelated subqueries).
     frequencies = sa.select(p.term, p.df).distinct().subquery("frequencies")
-    return ranked_page(tenant_id, filters, scored, scored.c.score.desc(), limit).add_columns(
+    statistics = [
         sa.select(stats.c.n_docs).scalar_subquery().label("n_docs"),
         sa.select(sa.func.array_agg(frequencies.c.term)).scalar_subquery().label("df_terms"),
         sa.select(sa.func.array_agg(frequencies.c.df)).scalar_subquery().label("df_counts"),
-    )
+    ]
+    order = scored.c.score.desc()
+    return ranked_pages(tenant_id, pages, scored, order, limit, columns=statistics)
 
 
 def idf(n_docs: int, df: int) -> float:

@@ -78,6 +78,22 @@ class RankedMemory(MemoryRow):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class RankedPage:
+    """One page of a statement that ranks several pages at once, in its order, and the values
+    the statement computed beside the memories (the same on every row; none when empty)."""
+
+    rows: list[RankedMemory]
+    extra: dict[str, Any]
+
+    @classmethod
+    def from_rows(cls, rows: list[AnyRow]) -> RankedPage:
+        ranked = [RankedMemory.from_row(row) for row in rows]
+        own = {*_names(RankedMemory), "page"}
+        extra = {k: v for k, v in rows[0]._mapping.items() if k not in own} if rows else {}
+        return cls(ranked, extra)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class HistoryRow(_Record):
     """A row of ``memory_history``: each side's content sealed as the memory's was."""
 

@@ -18,7 +18,14 @@ from sqlalchemy.sql.util import ClauseAdapter
 
 from memvault.db import graph_admin
 from memvault.db.keysets import StaleKeys
-from memvault.db.records import HistoryRow, MemoryRow, RankedMemory, SealedContent
+from memvault.db.records import (
+    AnyRow,
+    HistoryRow,
+    MemoryRow,
+    RankedMemory,
+    RankedPage,
+    SealedContent,
+)
 from memvault.db.tables import (
     JOBS_CHANNEL,
     SEALED_COGNITIVE,
@@ -300,6 +307,50 @@ def ranked_page(
     )
 
 
+def ranked_pages(
+    tenant_id: str,
+    pages: Sequence[MemoryFilter],
+    ranked: sa.CTE,
+    order: sa.ColumnElement[Any],
+    limit: int,
+    *,
+    exclude_id: UUID | None = None,
+    columns: Sequence[sa.ColumnElement[Any]] = (),
+) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    """:func:`ranked_page` joined to ``ranked`` once for each filter set, in one statement
+    (a question and its time-narrowed probe share one ranking of the owner's memories): each
+    row tagged with its page's index as ``page``, with ``columns`` beside it. Read it with
+    :func:`fetch_pages`."""
+    branches = [
+        ranked_page(tenant_id, f, ranked, order, limit, exclude_id=exclude_id).add_columns(
+            sa.literal(n, sa.Integer).label("page"), *columns
+        )
+        for n, f in enumerate(pages)
+    ]
+    return branches[0] if len(branches) == 1 else sa.union_all(*branches)
+
+
+async def fetch_pages(
+    conn: AsyncConnection,
+    statement: sa.Select[Any] | sa.CompoundSelect[Any],
+    count: int,
+    *,
+    descending: bool,
+) -> list[RankedPage]:
+    """A :func:`ranked_pages` statement's pages, each in its ranking's order (``rank`` then
+    id, as :func:`ranked_page` orders; a union promises no order of its own), with a plan
+    that does not depend on statistics (see :func:`fetch_ranked`)."""
+    await conn.execute(_NESTED_LOOPS_OFF)
+    rows = sorted(
+        await conn.execute(statement),
+        key=lambda row: (-row.rank if descending else row.rank, row.id),
+    )
+    pages: list[list[AnyRow]] = [[] for _ in range(count)]
+    for row in rows:
+        pages[row.page].append(row)
+    return [RankedPage.from_rows(page) for page in pages]
+
+
 # Without statistics every candidate list and every owner's memories look like one row, so
 # the planner nests one over the other, comparing every pair (230,860 pairs for 680 memories).
 # A hash or merge join reads each side once whatever the estimates say; nested loops stay only
@@ -311,15 +362,8 @@ async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run
     it last in a transaction of its own or whose later statements are lookups by key."""
-    return [RankedMemory.from_row(row) for row in await ranked_rows(conn, statement)]
-
-
-async def ranked_rows(conn: AsyncConnection, statement: sa.Select[Any]) -> Sequence[sa.Row[Any]]:
-    """:func:`fetch_ranked`'s rows as they come, for a statement that adds columns beside the
-    memory and its rank."""
     await conn.execute(_NESTED_LOOPS_OFF)
-    rows: Sequence[sa.Row[Any]] = (await conn.execute(statement)).all()
-    return rows
+    return [RankedMemory.from_row(row) for row in await conn.execute(statement)]
 
 
 async def session_turns(

@@ -18,7 +18,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.records import RankedMemory
-from memvault.db.store import fetch_ranked, narrows, ranked_page
+from memvault.db.store import fetch_pages, fetch_ranked, narrows, ranked_page, ranked_pages
 from memvault.db.tables import memories, memory_chunks
 from memvault.models import MemoryFilter
 
@@ -139,25 +139,73 @@ async def nearest(
     statistics (unanalysed, the planner joined every memory to every chunk: 230,860
     comparisons for 680 memories).
     """
+    (rows,) = await nearest_pages(
+        conn,
+        tenant_id,
+        [filters],
+        query,
+        model,
+        dims,
+        limit,
+        exact_max_chunks=exact_max_chunks,
+        ef_search=ef_search,
+        exclude_id=exclude_id,
+    )
+    return rows
+
+
+async def nearest_pages(
+    conn: AsyncConnection,
+    tenant_id: str,
+    pages: Sequence[MemoryFilter],
+    query: Sequence[float],
+    model: str,
+    dims: int,
+    limit: int,
+    *,
+    exact_max_chunks: int,
+    ef_search: int,
+    exclude_id: UUID | None = None,
+) -> list[list[RankedMemory]]:
+    """:func:`nearest` for one owner's memories under several filter sets (a question, and
+    the question narrowed to the time it names): the pages an exact ranking answers share one
+    ranking and one statement."""
+    if len({f.user_id for f in pages}) != 1:
+        raise ValueError("the pages of one ranking belong to one owner")
     model, dims = _checked(model, dims)
-    scope = await scope_size(conn, tenant_id, filters.user_id, model, cap=exact_max_chunks)
+    scope = await scope_size(conn, tenant_id, pages[0].user_id, model, cap=exact_max_chunks)
     if scope == 0:
-        return []
+        return [[] for _ in pages]
     probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
-    ranking = _Ranking(tenant_id, filters, model, _cast(dims).op("<=>")(probe), exclude_id)
+    distance = _cast(dims).op("<=>")(probe)
     fetch = max(limit * _OVERFETCH, _MIN_FETCH)
-    rows: list[RankedMemory] = []
+    found: list[list[RankedMemory]] = []
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
-        rows = await _page(conn, ranking, ranking.approximate(fetch, ef_search), limit, True)
-    elif scope > _LOOKUP_MIN_SCOPE and not narrows(filters):
-        # The nearest ``fetch`` memories first: a full page from them is the exact answer
-        # (anything nearer that passes the filters is among them), and looking a few hundred
-        # rows up instead of joining the whole scope is most of the statement at 10k memories.
-        rows = await _page(conn, ranking, ranking.exact(fetch), limit, True)
-    if len(rows) >= limit:
-        return rows
-    return await _page(conn, ranking, ranking.exact(), limit, False)
+    for filters in pages:
+        ranking = _Ranking(tenant_id, filters, model, distance, exclude_id)
+        rows: list[RankedMemory] = []
+        if scope > exact_max_chunks:
+            rows = await _page(conn, ranking, ranking.approximate(fetch, ef_search), limit, True)
+        elif scope > _LOOKUP_MIN_SCOPE and not narrows(filters):
+            # The nearest ``fetch`` memories first: a full page from them is the exact answer
+            # (anything nearer that passes the filters is among them), and looking a few
+            # hundred rows up instead of joining the whole scope is most of the statement at
+            # 10k memories.
+            rows = await _page(conn, ranking, ranking.exact(fetch), limit, True)
+        found.append(rows)
+    short = [n for n, rows in enumerate(found) if len(rows) < limit]
+    if short:
+        ranking = _Ranking(tenant_id, pages[0], model, distance, exclude_id)
+        best = ranking.exact()
+        asked = [pages[n] for n in short]
+        statement = ranked_pages(
+            tenant_id, asked, best, best.c.distance, limit, exclude_id=exclude_id
+        )
+        exact = await fetch_pages(conn, statement, len(short), descending=False)
+        for n, page in zip(short, exact, strict=True):
+            found[n] = page.rows
+    return found
 
 
 # The memories kept from the ranking before they are looked up: enough that ordinary filters

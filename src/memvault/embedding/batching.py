@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from weakref import WeakKeyDictionary, WeakSet
 
 Vectors = list[list[float]]
@@ -19,9 +20,17 @@ _Waiting = tuple[list[str], "asyncio.Future[Vectors]"]
 
 
 class Coalescer:
-    def __init__(self, encode: Callable[[list[str]], Vectors], max_texts: int = 64) -> None:
+    def __init__(
+        self,
+        encode: Callable[[list[str]], Vectors],
+        max_texts: int = 64,
+        *,
+        executor: Executor | None = None,
+    ) -> None:
+        """``executor``: where ``encode`` runs (default: asyncio's shared thread pool)."""
         self._encode = encode
         self._max_texts = max_texts
+        self._executor = executor
         # One queue per event loop: a future belongs to the loop that made it.
         self._queues: WeakKeyDictionary[asyncio.AbstractEventLoop, deque[_Waiting]] = (
             WeakKeyDictionary()
@@ -40,7 +49,7 @@ class Coalescer:
             # Nothing in flight: no one to share with, so no hop through the drainer.
             self._busy.add(loop)
             try:
-                return await asyncio.to_thread(self._encode, list(texts))
+                return await loop.run_in_executor(self._executor, self._encode, list(texts))
             finally:
                 self._busy.discard(loop)
                 self._start_drainer(loop)
@@ -68,8 +77,8 @@ class Coalescer:
                 continue
             self._busy.add(loop)
             try:
-                vectors = await asyncio.to_thread(
-                    self._encode, [t for texts, _ in waiting for t in texts]
+                vectors = await loop.run_in_executor(
+                    self._executor, self._encode, [t for texts, _ in waiting for t in texts]
                 )
             except Exception as exc:
                 for _, future in waiting:

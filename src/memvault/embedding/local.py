@@ -14,6 +14,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -36,6 +37,10 @@ _onnx_encoders: dict[str, OnnxEncoder] = {}  # by export file name
 _torch_encoders: dict[str, TorchEncoder] = {}  # by model directory
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()
+# Encodes run one at a time, and on one thread: ONNX Runtime's worker pool answers a caller
+# that changes thread with every call (asyncio's shared pool) slowly at times — measured on a
+# short query, p95 7.4 ms against 3.2 ms from a thread of its own (p50 2.9 against 2.7).
+_encoder_thread = ThreadPoolExecutor(1, thread_name_prefix="memvault-encode")
 
 
 class Encoder(Protocol):
@@ -190,7 +195,7 @@ class LocalEmbedder(Embedder):
         self.cache_dir = cache_dir
         self.threads = threads  # ONNX Runtime's threads per encode; 0: chosen from the cores
         self._loaded: Loaded | None = None
-        self._coalescer = Coalescer(self._encode)
+        self._coalescer = Coalescer(self._encode, executor=_encoder_thread)
 
     def load(self) -> Loaded:
         """Load the model now (it otherwise loads on the first embed); says which encoder runs."""
@@ -211,7 +216,7 @@ class LocalEmbedder(Embedder):
         return await self._coalescer.embed(texts)
 
     async def warm(self) -> None:
-        await asyncio.to_thread(self._encode, ["warm up"])
+        await asyncio.get_running_loop().run_in_executor(_encoder_thread, self._encode, ["warm up"])
 
     def tokenizer(self) -> _Spans:
         return _Spans(self.load().encoder)

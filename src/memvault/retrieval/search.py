@@ -256,11 +256,11 @@ async def search(
     fact_keys = settings.graph_fact_keys if request.fact_keys is None else request.fact_keys
     if fact_keys:
         _fact_lists(backend, tenant_id, request, recipe, filters, vectors_by_text, weights, fetches)
-    lists = await _retrieve(backend, fetches, clock)
+    lists = await _retrieve(backend, fetches, weights, clock)
     # Evidence decides between two sources; one source alone ranks as it found.
     both = bool(recipe.vector_weight and recipe.keyword_weight)
     ceilings = dict(keyword_ceilings) if both else None
-    if ceilings is not None and FACT_KEYWORD in fetches:
+    if ceilings is not None and FACT_KEYWORD in weights:
         # A fact holds a few words: its evidence is the share of the query's words it holds
         # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
         words = len(query_terms(backend.keys.current(tenant_id), request.query))
@@ -382,7 +382,7 @@ def _probes(
 
 
 # One candidate list: the statements that fetch it, given a connection of its own.
-Fetch = Callable[[AsyncConnection], Awaitable[Sequence[RankedMemory]]]
+Fetch = Callable[[AsyncConnection], Awaitable[dict[str, Sequence[RankedMemory]]]]
 
 
 def _lists(
@@ -395,26 +395,33 @@ def _lists(
     vectors_by_text: dict[str, tuple[Embedded, int]],
     ceilings: dict[str, float],
 ) -> tuple[dict[str, float], dict[str, Fetch]]:
-    """Every probe's vector and keyword lists, by name: their fusion weights and fetchers
-    (a keyword list's fetcher notes its ceiling in ``ceilings``)."""
+    """Every probe's vector and keyword lists, by name: their fusion weights, and the fetches
+    that read them. Lists of one text (the question, and the question narrowed to the time it
+    names) are read together, by one ranking in one statement; a keyword fetch notes each
+    list's ceiling in ``ceilings``."""
     weights: dict[str, float] = {}
-    fetches: dict[str, Fetch] = {}
-    fetch = max(recipe.candidates, request.limit)
+    by_vector: dict[str, dict[str, MemoryFilter]] = {}
+    by_words: dict[str, dict[str, MemoryFilter]] = {}
     for probe in probes:
         probe_filters = filters.model_copy(update=probe.filters)
-        vector = vectors_by_text.get(probe.text)
-        if probe.vector and recipe.vector_weight and vector is not None:
+        if probe.vector and recipe.vector_weight and probe.text in vectors_by_text:
             weights[f"{probe.name}:vector"] = recipe.vector_weight * probe.weight
-            fetches[f"{probe.name}:vector"] = functools.partial(
-                _nearest, backend, tenant_id, probe_filters, vector, fetch
-            )
+            by_vector.setdefault(probe.text, {})[f"{probe.name}:vector"] = probe_filters
         if probe.keyword and recipe.keyword_weight:
-            name = f"{probe.name}:keyword"
-            words = query_terms(backend.keys.current(tenant_id), probe.text)
-            weights[name] = recipe.keyword_weight * probe.weight
-            fetches[name] = functools.partial(
-                _bm25, tenant_id, probe_filters, words, Ceiling(ceilings, name), fetch
-            )
+            weights[f"{probe.name}:keyword"] = recipe.keyword_weight * probe.weight
+            by_words.setdefault(probe.text, {})[f"{probe.name}:keyword"] = probe_filters
+    fetch = max(recipe.candidates, request.limit)
+    fetches: dict[str, Fetch] = {}
+    for text, pages in by_vector.items():
+        vector = vectors_by_text[text]
+        fetches[next(iter(pages))] = functools.partial(
+            _nearest, backend, tenant_id, pages, vector, fetch
+        )
+    for text, pages in by_words.items():
+        words = query_terms(backend.keys.current(tenant_id), text)
+        fetches[next(iter(pages))] = functools.partial(
+            _bm25, tenant_id, pages, words, ceilings, fetch
+        )
     return weights, fetches
 
 
@@ -456,49 +463,57 @@ async def _fact_nearest(
     model: str,
     limit: int,
     conn: AsyncConnection,
-) -> Sequence[RankedMemory]:
-    return await graph_walk.memories_by_fact_vectors(conn, tenant_id, filters, vector, model, limit)
+) -> dict[str, Sequence[RankedMemory]]:
+    found = await graph_walk.memories_by_fact_vectors(
+        conn, tenant_id, filters, vector, model, limit
+    )
+    return {FACT_VECTOR: found}
 
 
 async def _fact_terms(
     tenant_id: str, filters: MemoryFilter, term_ids: list[int], limit: int, conn: AsyncConnection
-) -> Sequence[RankedMemory]:
-    return await graph_walk.memories_by_fact_terms(conn, tenant_id, filters, term_ids, limit)
+) -> dict[str, Sequence[RankedMemory]]:
+    found = await graph_walk.memories_by_fact_terms(conn, tenant_id, filters, term_ids, limit)
+    return {FACT_KEYWORD: found}
 
 
 async def _retrieve(
-    backend: Backend, fetches: dict[str, Fetch], clock: _Clock
+    backend: Backend, fetches: dict[str, Fetch], weights: dict[str, float], clock: _Clock
 ) -> dict[str, list[RankedMemory]]:
-    """The lists at once, each in its own pooled transaction, so retrieving takes as long as
-    the slowest list rather than their sum. The tasks inherit the caller's tenant scope (a
-    context variable), which every transaction announces to PostgreSQL."""
+    """The lists at once, each fetch in its own pooled transaction, so retrieving takes as
+    long as the slowest fetch rather than their sum. The tasks inherit the caller's tenant
+    scope (a context variable), which every transaction announces to PostgreSQL. The lists
+    come back in ``weights``' order, the order fusion adds them up in."""
 
-    async def one(fetch: Fetch) -> tuple[list[RankedMemory], float]:
+    async def one(fetch: Fetch) -> tuple[dict[str, Sequence[RankedMemory]], float]:
         started = time.perf_counter()
         async with backend.engine.begin() as conn:
-            rows = list(await fetch(conn))
-        return rows, round((time.perf_counter() - started) * 1000, 3)
+            found = await fetch(conn)
+        return found, round((time.perf_counter() - started) * 1000, 3)
 
     done = await asyncio.gather(*(one(fetch) for fetch in fetches.values()))
     clock.lap("retrieve")
-    for name, (_, ms) in zip(fetches, done, strict=True):
-        clock.timings[f"retrieve:{name}"] = ms
-    return {name: rows for name, (rows, _) in zip(fetches, done, strict=True)}
+    lists: dict[str, list[RankedMemory]] = {}
+    for found, ms in done:
+        for name, rows in found.items():
+            lists[name] = list(rows)
+            clock.timings[f"retrieve:{name}"] = ms
+    return {name: lists[name] for name in weights if name in lists}
 
 
 async def _nearest(
     backend: Backend,
     tenant_id: str,
-    filters: MemoryFilter,
+    pages: dict[str, MemoryFilter],
     vector: tuple[Embedded, int],
     limit: int,
     conn: AsyncConnection,
-) -> Sequence[RankedMemory]:
+) -> dict[str, Sequence[RankedMemory]]:
     embedded, index = vector
-    return await vectors.nearest(
+    found = await vectors.nearest_pages(
         conn,
         tenant_id,
-        filters,
+        list(pages.values()),
         embedded.vectors[index],
         embedded.model_id,
         embedded.dimensions,
@@ -506,36 +521,32 @@ async def _nearest(
         exact_max_chunks=backend.settings.search_exact_max_chunks,
         ef_search=backend.settings.hnsw_ef_search,
     )
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    """Where a keyword list notes its best possible BM25 for its probe's text: the sum of the
-    query words' IDF over the owner's memories (a word no memory holds counts too: the query
-    asked for it and nothing matched)."""
-
-    found: dict[str, float]
-    name: str
-
-    def note(self, words: dict[str, list[int]], matches: keywords.KeywordMatches) -> None:
-        self.found[self.name] = sum(
-            keywords.idf(matches.n_docs, sum(matches.dfs.get(i, 0) for i in ids))
-            for ids in words.values()
-        )
+    return dict(zip(pages, found, strict=True))
 
 
 async def _bm25(
     tenant_id: str,
-    filters: MemoryFilter,
+    pages: dict[str, MemoryFilter],
     words: dict[str, list[int]],
-    ceiling: Ceiling,
+    ceilings: dict[str, float],
     limit: int,
     conn: AsyncConnection,
-) -> Sequence[RankedMemory]:
+) -> dict[str, Sequence[RankedMemory]]:
     term_ids = sorted({i for ids in words.values() for i in ids})
-    matches = await keywords.bm25(conn, tenant_id, filters, term_ids, limit)
-    ceiling.note(words, matches)
-    return matches.rows
+    found = await keywords.bm25(conn, tenant_id, list(pages.values()), term_ids, limit)
+    for name, matches in zip(pages, found, strict=True):
+        ceilings[name] = _ceiling(words, matches)
+    return {name: matches.rows for name, matches in zip(pages, found, strict=True)}
+
+
+def _ceiling(words: dict[str, list[int]], matches: keywords.KeywordMatches) -> float:
+    """A keyword list's best possible BM25 for its probe's text: the sum of the query words'
+    IDF over the owner's memories (a word no memory holds counts too: the query asked for it
+    and nothing matched)."""
+    return sum(
+        keywords.idf(matches.n_docs, sum(matches.dfs.get(i, 0) for i in ids))
+        for ids in words.values()
+    )
 
 
 def rrf(ranked: dict[str, list[Any]], weights: dict[str, float], k: int) -> dict[Any, float]:
