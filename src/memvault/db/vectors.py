@@ -118,45 +118,6 @@ async def scope_size(
 async def nearest(
     conn: AsyncConnection,
     tenant_id: str,
-    filters: MemoryFilter,
-    query: Sequence[float],
-    model: str,
-    dims: int,
-    limit: int,
-    *,
-    exact_max_chunks: int,
-    ef_search: int,
-    exclude_id: UUID | None = None,
-) -> list[RankedMemory]:
-    """Memories by their best chunk's cosine distance, filtered in SQL, nearest first.
-
-    Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
-    larger ones ask the HNSW index first. In scopes of over ``_LOOKUP_MIN_SCOPE`` chunks the
-    best few hundred memories are looked up by id first, and a page they cannot fill
-    (selective filters) is ranked from the whole scope.
-    The candidates are ranked in a materialised CTE and only then joined to or looked up in
-    ``memories`` (see ``store.ranked_page``), so the plan is the same with or without table
-    statistics (unanalysed, the planner joined every memory to every chunk: 230,860
-    comparisons for 680 memories).
-    """
-    (rows,) = await nearest_pages(
-        conn,
-        tenant_id,
-        [filters],
-        query,
-        model,
-        dims,
-        limit,
-        exact_max_chunks=exact_max_chunks,
-        ef_search=ef_search,
-        exclude_id=exclude_id,
-    )
-    return rows
-
-
-async def nearest_pages(
-    conn: AsyncConnection,
-    tenant_id: str,
     pages: Sequence[MemoryFilter],
     query: Sequence[float],
     model: str,
@@ -167,9 +128,19 @@ async def nearest_pages(
     ef_search: int,
     exclude_id: UUID | None = None,
 ) -> list[list[RankedMemory]]:
-    """:func:`nearest` for one owner's memories under several filter sets (a question, and
-    the question narrowed to the time it names): the pages an exact ranking answers share one
-    ranking and one statement."""
+    """One owner's memories by their best chunk's cosine distance, nearest first, one page for
+    each filter set (a question, and the question narrowed to the time it names): the pages an
+    exact ranking answers share one ranking and one statement.
+
+    Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
+    larger ones ask the HNSW index first. In scopes of over ``_LOOKUP_MIN_SCOPE`` chunks the
+    best few hundred memories are looked up by id first, and a page they cannot fill
+    (selective filters) is ranked from the whole scope.
+    The candidates are ranked in a materialised CTE and only then joined to or looked up in
+    ``memories`` (see ``store.ranked_page``), so the plan is the same with or without table
+    statistics (unanalysed, the planner joined every memory to every chunk: 230,860
+    comparisons for 680 memories).
+    """
     if len({f.user_id for f in pages}) != 1:
         raise ValueError("the pages of one ranking belong to one owner")
     model, dims = _checked(model, dims)

@@ -239,10 +239,10 @@ class Pipeline:
                     action="duplicate_exact", existing_id=twin.id, similarity=1.0, decided_by="hash"
                 )
                 return
-            nearest = await vectors.nearest(
+            (nearest,) = await vectors.nearest(
                 conn,
                 self.tenant_id,
-                MemoryFilter.model_construct(user_id=user_id, app_id=app_id),
+                [MemoryFilter.model_construct(user_id=user_id, app_id=app_id)],
                 draft.vector or [],
                 self.model,
                 self.dims,

@@ -510,7 +510,7 @@ async def _nearest(
     conn: AsyncConnection,
 ) -> dict[str, Sequence[RankedMemory]]:
     embedded, index = vector
-    found = await vectors.nearest_pages(
+    found = await vectors.nearest(
         conn,
         tenant_id,
         list(pages.values()),
