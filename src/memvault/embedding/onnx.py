@@ -171,6 +171,11 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle worker threads sleep instead of spinning: a spinning thread holds a core that
+        # the searches' PostgreSQL backends need right after the encode. Measured on a
+        # 675-turn store, in-process hybrid search p95 31.5 -> 23.5 ms (retrieve 22 -> 15 ms),
+        # at the price of a slower wake: one short query 3.2 -> 4.3 ms, batches unchanged.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(onnx_file), options, providers=["CPUExecutionProvider"]
         )
