@@ -91,11 +91,17 @@ class Server:
         raise SystemExit(f"the {self.name} server did not start")
 
     async def store(self, items: list[dict[str, Any]]) -> None:
+        began = time.perf_counter()
         for start in range(0, len(items), 500):
             answer = await self.client.post(
                 "/v1/memories/batch", json={"memories": items[start : start + 500]}
             )
             answer.raise_for_status()
+            done = start + 500
+            if len(items) > 10_000 and done % 10_000 == 0:  # a long load says how it goes
+                rate = done / (time.perf_counter() - began)
+                said = f"{done:,} of {len(items):,} stored, {rate:.0f}/s"
+                print(f"    {self.name}: {said}", flush=True)
 
     async def search(self, body: dict[str, Any]) -> tuple[float, dict[str, float]]:
         started = time.perf_counter()
