@@ -79,9 +79,10 @@ memories = Table(
     CheckConstraint("memory_type IN ('persistent', 'temporal')", name="ck_memories_memory_type"),
     CheckConstraint("tier IN ('hot', 'warm', 'cold')", name="ck_memories_tier"),
     CheckConstraint("importance BETWEEN 1 AND 10", name="ck_memories_importance"),
-    Index("ix_memories_user", "tenant_id", "user_id"),
+    # The owner leads with the user: an index leading with the tenant alone tied with the
+    # primary key in foreign-key checks on a never-analysed table (migration 0013).
+    Index("ix_memories_owner", "user_id", "tenant_id", "app_id"),
     Index("ix_memories_id", "id"),
-    Index("ix_memories_user_app", "tenant_id", "user_id", "app_id"),
     Index("ix_memories_created_brin", "created_at", postgresql_using="brin"),
     Index(
         "ix_memories_expires",
