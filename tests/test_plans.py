@@ -249,27 +249,31 @@ async def test_bulk_adds_analyse_the_tables_in_the_background(
     await memory.close()
 
 
-async def test_foreign_key_checks_find_their_memory_by_key_on_a_never_analysed_store(
-    stored: Callable[..., Any], raw: psycopg.Connection[Any]
+@pytest.mark.parametrize(
+    "table", ["memories", "entities", "facts", "relations", "goals", "conversations"]
+)
+async def test_foreign_key_checks_find_their_row_by_key_on_a_never_analysed_store(
+    table: str, stored: Callable[..., Any], raw: psycopg.Connection[Any]
 ) -> None:
-    """PostgreSQL checks a posting's or a chunk's memory exists with one cached plan per
-    connection, made on the table as it was. An index that starts with the tenant alone once
-    tied with the primary key there, and each check then read every memory of the tenant
-    (bulk ingestion slowed as the store grew: 160 memories/s at 30,000, 67/s at 40,000)."""
+    """PostgreSQL checks that a referenced row exists (a posting's or chunk's memory, a
+    fact's entity, a subgoal's goal) with one cached plan per connection, made on the table
+    as it was. An index that starts with the tenant alone once tied with the primary key
+    there, and each check then read every row of the tenant (bulk ingestion slowed as the
+    store grew: 160 memories/s at 30,000, 67/s at 40,000). Migrations 0013 and 0014."""
     await stored()
     raw.execute("SET plan_cache_mode = force_generic_plan")
     raw.execute(
-        "PREPARE exists_check(text, uuid) AS SELECT 1 FROM ONLY public.memories x"
+        f"PREPARE exists_check(text, uuid) AS SELECT 1 FROM ONLY public.{table} x"
         " WHERE tenant_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2"
         " FOR KEY SHARE OF x"
     )
-    for (tenant,) in [("default",), ("other",)]:
+    for tenant in ("default", "other"):
         row = raw.execute(
             f"EXPLAIN (FORMAT JSON) EXECUTE exists_check('{tenant}', gen_random_uuid())"
         ).fetchone()
         assert row is not None
         plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
-        scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == "memories"]
+        scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == table]
         assert scans and all(
-            n.get("Index Name") in ("pk_memories", "ix_memories_id") for n in scans
+            n.get("Index Name") in (f"pk_{table}", "ix_memories_id") for n in scans
         ), scans

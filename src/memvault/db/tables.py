@@ -520,8 +520,8 @@ goals = Table(
         "status IN ('active', 'completed', 'abandoned', 'blocked')", name="ck_goals_status"
     ),
     CheckConstraint("priority BETWEEN 1 AND 10", name="ck_goals_priority"),
-    Index("ix_goals_owner", "tenant_id", "user_id", "status", "channel"),
-    Index("ix_goals_parent", "tenant_id", "parent_id"),
+    Index("ix_goals_owner", "user_id", "tenant_id", "status", "channel"),
+    Index("ix_goals_parent", "parent_id", "tenant_id"),
     Index("ix_goals_key", "key_id"),
 )
 
@@ -622,7 +622,7 @@ entities = Table(
     CheckConstraint(
         "type IN (" + ", ".join(f"'{t}'" for t in ENTITY_TYPES) + ")", name="ck_entities_type"
     ),
-    Index("ix_entities_name", "tenant_id", "user_id", "name_key"),
+    Index("ix_entities_name", "user_id", "tenant_id", "name_key"),
     Index("ix_entities_alias_keys", "alias_keys", postgresql_using="gin"),
     Index("ix_entities_key", "key_id"),
 )
@@ -683,9 +683,9 @@ facts = Table(
     CheckConstraint(
         "temporal IN (" + ", ".join(f"'{t}'" for t in TEMPORAL_TAGS) + ")", name="ck_facts_temporal"
     ),
-    Index("ix_facts_subject", "tenant_id", "subject_id", "predicate"),
-    Index("ix_facts_object", "tenant_id", "object_id"),
-    Index("ix_facts_user", "tenant_id", "user_id", "predicate"),
+    Index("ix_facts_subject", "subject_id", "tenant_id", "predicate"),
+    Index("ix_facts_object", "object_id", "tenant_id"),
+    Index("ix_facts_user", "user_id", "tenant_id", "predicate"),
     Index("ix_facts_key", "key_id"),
 )
 
@@ -758,7 +758,7 @@ relations = Table(
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("tenant_id", "id", name="pk_relations"),
     # Not unique: a merge may bring two equal edges onto one entity, and a split parts them.
-    Index("ix_relations_edge", "tenant_id", "source_id", "type", "target_id"),
+    Index("ix_relations_edge", "source_id", "tenant_id", "type", "target_id"),
     ForeignKeyConstraint(
         ["tenant_id", "source_id"],
         ["entities.tenant_id", "entities.id"],
@@ -771,7 +771,7 @@ relations = Table(
         ondelete="CASCADE",
         name="fk_relations_target",
     ),
-    Index("ix_relations_target", "tenant_id", "target_id"),
+    Index("ix_relations_target", "target_id", "tenant_id"),
     Index("ix_relations_key", "key_id"),
 )
 
