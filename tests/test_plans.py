@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import event
 
 from memvault import Settings
+from memvault.db import store, tenancy
 from memvault.db.tenancy import APP_ROLE
 from memvault.service import AsyncMemory
 
@@ -277,3 +278,24 @@ async def test_foreign_key_checks_find_their_row_by_key_on_a_never_analysed_stor
         assert scans and all(
             n.get("Index Name") in (f"pk_{table}", "ix_memories_id") for n in scans
         ), scans
+
+
+async def test_only_ranking_transactions_begin_with_nested_loops_off(
+    stored: Callable[..., Any],
+) -> None:
+    """Ranking transactions say it with their tenant (a round trip fewer per candidate list);
+    the next transaction on the same pooled connection plans as usual again."""
+    memory = await stored(pool_size=1)
+    engine = memory._backend.engine
+
+    async def nestloop() -> str:
+        async with engine.begin() as conn:
+            return str((await conn.exec_driver_sql("SHOW enable_nestloop")).scalar())
+
+    with tenancy.tenant_scope("default"):
+        with tenancy.ranking_transactions():
+            assert await nestloop() == "off"
+        assert await nestloop() == "on"
+        async with engine.begin() as conn:
+            await store.nested_loops_off(conn)  # a transaction of any kind can still ask
+            assert (await conn.exec_driver_sql("SHOW enable_nestloop")).scalar() == "off"

@@ -91,6 +91,33 @@ async def test_the_hnsw_path_finds_the_same_memories(
     await memory.close()
 
 
+async def test_an_owner_s_first_memory_is_found_right_after_a_search_of_the_empty_scope(
+    memory: AsyncMemory,
+) -> None:
+    """Scope sizes are remembered between searches, but an empty scope never is."""
+    assert (await memory.search("cello", user_id="new", recipe="vector")).results == []
+    record = await memory.add("Frank plays the cello", user_id="new")
+    await embed_all(memory)
+    found = await memory.search("cello", user_id="new", recipe="vector")
+    assert [h.id for h in found.results] == [record.id]
+
+
+@pytest.mark.parametrize("remembered", [1, 3, 50_000])
+async def test_a_stale_scope_size_changes_no_result(memory: AsyncMemory, remembered: int) -> None:
+    """A remembered size only picks the way to rank (exact, or HNSW past the exact limit);
+    whatever it says, a search finds what counting would have found."""
+    for fact in FACTS:
+        await memory.add(fact, user_id="erin")
+    await embed_all(memory)
+    counted = await memory.search("Erin's sister", user_id="erin", recipe="vector", limit=10)
+    backend = memory._backend
+    backend.scope_sizes.put("default", "erin", counted.model, remembered)
+    stale = await memory.search("Erin's sister", user_id="erin", recipe="vector", limit=10)
+    assert backend.scope_sizes.get("default", "erin", counted.model) == remembered
+    assert [h.id for h in stale.results] == [h.id for h in counted.results]
+    assert len(stale.results) == len(FACTS)
+
+
 async def test_search_validates_its_input(memory: AsyncMemory) -> None:
     with pytest.raises(InvalidInput):
         await memory.search("   ", user_id="u")

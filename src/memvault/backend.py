@@ -21,6 +21,7 @@ from memvault.config import Settings
 from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
+from memvault.db.vectors import ScopeSizes
 from memvault.embedding.service import EmbeddingService
 from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
@@ -46,6 +47,8 @@ class Backend:
     key_file: Path | None = None
     # Opened on first use by cognitive memory: Redis when configured, else PostgreSQL.
     working: WorkingStore | None = None
+    # Owners' vector scope sizes, so a search need not count them every time.
+    scope_sizes: ScopeSizes = field(default_factory=ScopeSizes)
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.util import ClauseAdapter
 
-from memvault.db import graph_admin
+from memvault.db import graph_admin, tenancy
 from memvault.db.keysets import StaleKeys
 from memvault.db.records import (
     AnyRow,
@@ -340,7 +340,7 @@ async def fetch_pages(
     """A :func:`ranked_pages` statement's pages, each in its ranking's order (``rank`` then
     id, as :func:`ranked_page` orders; a union promises no order of its own), with a plan
     that does not depend on statistics (see :func:`fetch_ranked`)."""
-    await conn.execute(_NESTED_LOOPS_OFF)
+    await nested_loops_off(conn)
     rows = sorted(
         await conn.execute(statement),
         key=lambda row: (-row.rank if descending else row.rank, row.id),
@@ -362,8 +362,15 @@ async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run
     it last in a transaction of its own or whose later statements are lookups by key."""
-    await conn.execute(_NESTED_LOOPS_OFF)
+    await nested_loops_off(conn)
     return [RankedMemory.from_row(row) for row in await conn.execute(statement)]
+
+
+async def nested_loops_off(conn: AsyncConnection) -> None:
+    """Nested loops off for the rest of ``conn``'s transaction, unless it began so
+    (``tenancy.ranking_transactions``; the flag is set afresh as each transaction begins)."""
+    if not conn.info.get(tenancy.NESTED_LOOPS_OFF):
+        await conn.execute(_NESTED_LOOPS_OFF)
 
 
 async def session_turns(

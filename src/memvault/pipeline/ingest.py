@@ -250,6 +250,7 @@ class Pipeline:
                 exact_max_chunks=self.settings.search_exact_max_chunks,
                 ef_search=self.settings.hnsw_ef_search,
                 exclude_id=exclude,
+                sizes=self.backend.scope_sizes,
             )
         if not nearest:
             return

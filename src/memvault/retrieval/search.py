@@ -27,7 +27,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import graph_walk, keywords, store, vectors
+from memvault.db import graph_walk, keywords, store, tenancy, vectors
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
@@ -487,8 +487,9 @@ async def _retrieve(
 
     async def one(fetch: Fetch) -> tuple[dict[str, Sequence[RankedMemory]], float]:
         started = time.perf_counter()
-        async with backend.engine.begin() as conn:
-            found = await fetch(conn)
+        with tenancy.ranking_transactions():
+            async with backend.engine.begin() as conn:
+                found = await fetch(conn)
         return found, round((time.perf_counter() - started) * 1000, 3)
 
     done = await asyncio.gather(*(one(fetch) for fetch in fetches.values()))
@@ -520,6 +521,7 @@ async def _nearest(
         limit,
         exact_max_chunks=backend.settings.search_exact_max_chunks,
         ef_search=backend.settings.hnsw_ef_search,
+        sizes=backend.scope_sizes,
     )
     return dict(zip(pages, found, strict=True))
 
