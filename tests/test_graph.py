@@ -429,6 +429,33 @@ async def test_concurrent_writers_naming_the_same_entities_make_each_once(
     assert len(await memory.facts(user_id="u")) == 3  # each said six times: one fact each
 
 
+async def test_concurrent_batches_naming_entities_in_opposite_orders_both_land(
+    memory: AsyncMemory, claims: dict[str, Extraction]
+) -> None:
+    """A batch writes several memories' graph in one transaction. Locking each memory's
+    names in turn, two batches naming the same people the other way round each held one
+    pair while waiting for the other: PostgreSQL broke the deadlock by failing one (a 503)."""
+    pairs = [("Ann", "Ben"), ("Cat", "Dan"), ("Eve", "Fay")]
+
+    def batch(tag: str, order: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        items = []
+        for a, b in order:
+            text = f"{a} has met {b} ({tag})."
+            claims[text] = Extraction(facts=(FactClaim(a, "knows", f"{a} knows {b}", object=b),))
+            items.append({"content": text, "user_id": "u"})
+        return items
+
+    for round_ in range(4):
+        await asyncio.gather(
+            *(
+                memory.add_many(batch(f"{round_}.{n}", pairs if n % 2 else pairs[::-1]))
+                for n in range(6)
+            )
+        )
+    names = sorted(e.name for e in await memory.entities(user_id="u"))
+    assert names == ["Ann", "Ben", "Cat", "Dan", "Eve", "Fay"]
+
+
 async def test_a_text_dedup_rewrites_is_derived_from_what_is_stored(
     make_settings: Callable[..., Settings], claims: dict[str, Extraction]
 ) -> None:

@@ -5,6 +5,7 @@ open-reviews probe, and the export/import round trip of a user's facts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -324,3 +325,31 @@ async def test_export_then_import_round_trips_current_and_superseded_facts(
 
     await target.import_memories(lines)  # twice is harmless
     assert _facts(raw, "new") == after
+
+
+async def test_consolidate_and_batches_naming_the_same_people_never_deadlock(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    """Consolidate writes a batch of turns' graph in one transaction, as a batch add does:
+    locking each turn's names in turn, it held some while a batch add waited for them and
+    waited for the batch's: PostgreSQL failed one of them (a 503 to the caller)."""
+    people = ["Ann", "Ben", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal"]
+    towns = ["Paris", "Rome", "Oslo", "Lima", "Bern", "Kyiv", "Riga", "Baku"]
+    moves = list(zip(people, towns, strict=True))
+    for round_ in range(3):
+        convo = await store.start_conversation(user_id="ann")
+        talk = [{"role": "user", "content": f"{p} moved to {t}."} for p, t in moves]
+        await store.add_turns(convo.id, talk, user_id="ann", wait=True)
+        _forget_graph(raw)
+        batches = [
+            [
+                {"content": f"{p} moved to {t} in {2000 + round_ * 10 + n}.", "user_id": "ann"}
+                for p, t in (moves[::-1] if n % 2 else moves)
+            ]
+            for n in range(4)
+        ]
+        run, *_ = await asyncio.gather(
+            jobs.run_job(store._backend, "consolidate", clock=at(NOW + round_ * DAY)),
+            *(store.add_many(batch) for batch in batches),
+        )
+        assert run.outcome == "ok", run

@@ -338,9 +338,17 @@ async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normali
 async def lock_names(
     conn: AsyncConnection, tenant_id: str, user_id: str, normalised: Iterable[str]
 ) -> None:
-    """:func:`lock_name` for many names in one round trip, taken in one global order (the
-    lock ids'), so two writers naming the same entities the other way round never deadlock."""
-    ids = sorted({_lock_id(f"entity\x00{tenant_id}\x00{user_id}\x00{n}") for n in normalised})
+    """:func:`lock_name` for many names of one owner (see :func:`lock_owned_names`)."""
+    await lock_owned_names(conn, [(tenant_id, user_id, n) for n in normalised])
+
+
+async def lock_owned_names(conn: AsyncConnection, names: Iterable[tuple[str, str, str]]) -> None:
+    """:func:`lock_name` for many (tenant, user, normalised name)s in one round trip, taken in
+    one global order (the lock ids'), so two writers naming the same entities the other way
+    round never deadlock. A transaction that writes several extractions locks all their names
+    in one call, before any: locking each in turn, it held some names while it waited for
+    others, in no global order."""
+    ids = sorted({_lock_id(f"entity\x00{t}\x00{u}\x00{n}") for t, u, n in names})
     if ids:
         await conn.execute(
             sa.text(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import graph as graph_db
 from memvault.errors import MemvaultError
 from memvault.graph.claims import Extraction
 from memvault.graph.extract import extract
@@ -40,6 +41,20 @@ class Derivation:
             reference_time=self.reference_time,
             source=self.source,
         )
+
+
+async def lock_names(conn: AsyncConnection, derivations: Iterable[Derivation | None]) -> None:
+    """Every name the derivations may create, locked in one global order before any of them is
+    written in ``conn``'s transaction (a batch of memories writes several)."""
+    await graph_db.lock_owned_names(
+        conn,
+        [
+            (d.writer.owner.tenant_id, d.writer.owner.user_id, name)
+            for d in derivations
+            if d is not None
+            for name in d.writer.names(d.prepared)
+        ],
+    )
 
 
 def speaker_of(metadata: dict[str, Any]) -> str | None:

@@ -116,6 +116,10 @@ class GraphWriter:
         (prepared,) = await prepare_many(self.backend, [extraction])
         return prepared
 
+    def names(self, prepared: Prepared) -> set[str]:
+        """The normalised names applying ``prepared`` may create, the ones it locks."""
+        return {_lock_name(n) for n in _all_names(prepared.extraction)}
+
     async def apply(
         self,
         conn: AsyncConnection,
@@ -131,7 +135,7 @@ class GraphWriter:
         extraction = prepared.extraction
         # Every name this extraction may create, locked up front in one global order, so two
         # writers naming the same entities the other way round never wait on each other.
-        names = {_lock_name(n) for n in _all_names(extraction)}
+        names = self.names(prepared)
         await graph_db.lock_names(conn, self.owner.tenant_id, self.owner.user_id, names)
         self._locked = names
         for mention in extraction.entities:

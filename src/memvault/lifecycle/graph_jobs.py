@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from memvault.db import graph_lifecycle as db
-from memvault.graph.derive import Source, derive_many
+from memvault.graph.derive import Source, derive_many, lock_names
 from memvault.graph.store import Owner
 from memvault.lifecycle.models import HealthAction, HealthFinding
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
@@ -48,6 +48,7 @@ async def _derive_turns(ctx: RunContext, turns: list[db.FactlessTurn]) -> int:
         ]
         derived = await derive_many(ctx.backend, sources)
         async with ctx.backend.engine.begin() as conn:
+            await lock_names(conn, derived)
             for turn, derivation in zip(part, derived, strict=True):
                 if derivation is not None:
                     await derivation.write(conn, turn.id)

@@ -36,6 +36,7 @@ from memvault.graph.derive import (
     derive_many,
     extract_many,
     finish,
+    lock_names,
 )
 from memvault.graph.store import Owner, Prepared, graph_texts
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
@@ -396,6 +397,7 @@ class Pipeline:
                 conn,
                 [self._lock_key(d, keyring.content_hash(d.text)) for d in inline if d.item.infer],
             )
+            await lock_names(conn, [d.derived for d in inline if d.twin_of is None])
             for draft in inline:
                 if draft.twin_of is not None:
                     continue
