@@ -99,9 +99,13 @@ def captured(memory: AsyncMemory) -> Iterator[list[tuple[str, Any]]]:
         event.remove(engine, "before_cursor_execute", record)
 
 
-def plans(database_url: str, sent: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+def plans(
+    database_url: str, sent: list[tuple[str, Any]], *, verbose: bool = False
+) -> list[dict[str, Any]]:
     """EXPLAIN each statement as the service ran it: as the app role, in one transaction
-    where the settings it made (the tenant, planner switches) are replayed in order."""
+    where the settings it made (the tenant, planner switches) are replayed in order.
+    ``verbose``: each node lists its output columns."""
+    options = "VERBOSE, FORMAT JSON" if verbose else "FORMAT JSON"
     found = []
     with psycopg.connect(database_url) as conn:
         conn.execute(f"SET ROLE {APP_ROLE}")
@@ -109,7 +113,7 @@ def plans(database_url: str, sent: list[tuple[str, Any]]) -> list[dict[str, Any]
             if "set_config" in statement or statement.lstrip().upper().startswith(("SET", "RESET")):
                 conn.execute(statement, parameters)
                 continue
-            row = conn.execute("EXPLAIN (FORMAT JSON) " + statement, parameters).fetchone()
+            row = conn.execute(f"EXPLAIN ({options}) " + statement, parameters).fetchone()
             assert row is not None
             plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
             found.append(plan[0]["Plan"])
@@ -299,3 +303,28 @@ async def test_only_ranking_transactions_begin_with_nested_loops_off(
         async with engine.begin() as conn:
             await store.nested_loops_off(conn)  # a transaction of any kind can still ask
             assert (await conn.exec_driver_sql("SHOW enable_nestloop")).scalar() == "off"
+
+
+async def test_chunks_are_sorted_by_memory_with_their_distance_not_their_vector(
+    stored: Callable[..., Any], database_url: str
+) -> None:
+    """An exact ranking groups each memory's chunks by sorting them; folded into the
+    aggregate, the distance was computed after that sort, which then carried every vector
+    (and spilled to disk past work_mem: half the statement at 5,000 chunks)."""
+    memory = await stored()
+    with captured(memory) as sent:
+        await memory.search("the piano", user_id="ada", recipe="vector", track_access=False)
+    explained = plans(database_url, sent, verbose=True)
+    sorts = [
+        n
+        for plan in explained
+        if "memory_chunks" in relations(plan)
+        for n in nodes(plan)
+        if n["Node Type"] == "Sort"
+    ]
+    assert sorts
+    for node in sorts:
+        # A distance names the vector column inside its expression; a carried vector is a
+        # column of its own.
+        carried = [c for c in node["Output"] if "chunks.embedding" in c and "<=>" not in c]
+        assert not carried, node["Output"]
