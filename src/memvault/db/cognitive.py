@@ -32,6 +32,7 @@ from memvault.db.cognitive_records import (
     WorkingRow,
 )
 from memvault.db.keysets import StaleKeys
+from memvault.db.records import field_names
 from memvault.db.tables import (
     SEALED_COGNITIVE,
     conversation_turns,
@@ -303,8 +304,12 @@ async def tool_stats(
     return [ToolStatRow.from_row(row) for row in await conn.execute(query)]
 
 
+# A strategy's columns but its vector, which only the database compares.
+_STRATEGY_COLUMNS = [strategies.c[name] for name in field_names(StrategyRow)]
+
+
 async def insert_strategy(conn: AsyncConnection, values: dict[str, Any]) -> StrategyRow:
-    statement = strategies.insert().values(values).returning(strategies)
+    statement = strategies.insert().values(values).returning(*_STRATEGY_COLUMNS)
     return StrategyRow.from_row((await conn.execute(statement)).one())
 
 
@@ -320,7 +325,7 @@ async def nearest_strategies(
     """Strategies by cosine similarity to ``vector``, exact: a user has hundreds, not millions."""
     similarity = (1 - _s.embedding.cosine_distance(list(vector))).label("similarity")
     query = (
-        sa.select(strategies, similarity)
+        sa.select(*_STRATEGY_COLUMNS, similarity)
         .where(
             _s.tenant_id == tenant_id,
             _s.user_id == user_id,
@@ -346,7 +351,7 @@ async def reinforce_strategy(
         strategies.update()
         .where(_s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id)
         .values({counter: counter + 1, _s.last_used: at})
-        .returning(strategies)
+        .returning(*_STRATEGY_COLUMNS)
     )
     row = (await conn.execute(statement)).one_or_none()
     return None if row is None else StrategyRow.from_row(row)
@@ -355,7 +360,7 @@ async def reinforce_strategy(
 async def fetch_strategy(
     conn: AsyncConnection, tenant_id: str, strategy_id: UUID, user_id: str
 ) -> StrategyRow | None:
-    query = sa.select(strategies).where(
+    query = sa.select(*_STRATEGY_COLUMNS).where(
         _s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id
     )
     row = (await conn.execute(query)).one_or_none()

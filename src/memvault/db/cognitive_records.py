@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 from memvault.db.records import _Record
@@ -139,8 +138,7 @@ class StrategyRow(_Record):
     failure_count: int
     last_used: datetime | None
     model: str
-    embedding: Any
-    created_at: datetime
+    created_at: datetime  # the vector stays in the database: nothing reads it back
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.records import field_names
 from memvault.db.tables import (
     entities,
     entity_mentions,
@@ -141,7 +142,7 @@ FACT_COLUMNS = [facts.c[f.name] for f in fields(FactRow)]
 
 def record(cls: type[T], row: Any) -> T:
     mapping = row._mapping
-    return cls(**{f.name: mapping[f.name] for f in fields(cls)})  # type: ignore[arg-type]
+    return cls(*(mapping[name] for name in field_names(cls)))
 
 
 def records(cls: type[T], rows: Iterable[Any]) -> list[T]:

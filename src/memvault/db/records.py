@@ -20,7 +20,8 @@ AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 _NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
-def _names(cls: type[Any]) -> tuple[str, ...]:
+def field_names(cls: type[Any]) -> tuple[str, ...]:
+    """A dataclass's field names, in order (read once per class: rows are many)."""
     if cls not in _NAMES:
         _NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
     return _NAMES[cls]
@@ -32,7 +33,7 @@ class _Record:
     @classmethod
     def from_row(cls, row: AnyRow) -> Self:
         values = row._mapping
-        return cls(*(values[name] for name in _names(cls)))
+        return cls(*(values[name] for name in field_names(cls)))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ class RankedPage:
     @classmethod
     def from_rows(cls, rows: list[AnyRow]) -> RankedPage:
         ranked = [RankedMemory.from_row(row) for row in rows]
-        own = {*_names(RankedMemory), "page"}
+        own = {*field_names(RankedMemory), "page"}
         extra = {k: v for k, v in rows[0]._mapping.items() if k not in own} if rows else {}
         return cls(ranked, extra)
 
