@@ -238,9 +238,10 @@ class ProfileFace(CognitiveBase):
         project's own (preferences key by key)."""
         user_id = checked_id(user_id, "user_id")
         channels = recall_channels(channel)
-        await self._learn_profile(user_id, channels)
-        async with self._backend.engine.connect() as conn:
-            rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
+        rows = await self._learn_profile(user_id, channels)
+        if rows is None:  # it learned something: read the profiles it changed
+            async with self._backend.engine.connect() as conn:
+                rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         by_channel = {r.channel: r for r in rows}
         merged = Profile(user_id=user_id, channel=channels[0])
         for name in reversed(channels):  # _global first, the project's over it
@@ -278,17 +279,21 @@ class ProfileFace(CognitiveBase):
             changes["expertise"] = list(dict.fromkeys([*known, *changes["expertise"]]))
         return await self.update_profile(user_id=user_id, channel=channel, **changes)
 
-    async def _learn_profile(self, user_id: str, channels: builtins.list[str]) -> None:
+    async def _learn_profile(
+        self, user_id: str, channels: builtins.list[str]
+    ) -> builtins.list[ProfileRow] | None:
         """The graph's facts about the user (subject SELF) recorded since a channel's profile
         last changed, folded into it: each fact once, so a preference the user removed by
-        hand after the fact was learned stays removed."""
-        about = getattr(self, "facts", None)
-        if about is None:  # a cognitive face without the graph
-            return
+        hand after the fact was learned stays removed. The channels' profile rows as read,
+        or None when it changed them."""
         async with self._backend.engine.connect() as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
+        about = getattr(self, "facts", None)
+        if about is None:  # a cognitive face without the graph
+            return rows
         since = {r.channel: r.updated_at for r in rows}
         facts: builtins.list[Fact] = await about(user_id=user_id, entity=SELF, limit=1_000)
+        changed = False
         for channel in channels:
             learned = [
                 (f.subject, f.predicate, f.object if f.object is not None else f.value or "")
@@ -300,6 +305,8 @@ class ProfileFace(CognitiveBase):
             ]
             if learned:
                 await self.update_profile_from_facts(learned, user_id=user_id, channel=channel)
+                changed = True
+        return None if changed else rows
 
     def _profile_payload(self, row: ProfileRow) -> dict[str, Any]:
         payload: dict[str, Any] = self._open_row(PROFILES, (row.user_id, row.channel), row)
