@@ -284,25 +284,37 @@ async def memories_by_fact_vectors(
 
 async def record_access(
     conn: AsyncConnection,
-    tenant_id: str,
-    fact_ids: Sequence[UUID],
-    entity_ids: Sequence[UUID],
+    fact_counts: dict[tuple[str, UUID], int],
+    entity_counts: dict[tuple[str, UUID], int],
     at: datetime,
 ) -> None:
-    """Reinforcement: returned facts and entities count an access; entities grow salient."""
-    if fact_ids:
-        await conn.execute(
-            facts.update()
-            .where(_f.tenant_id == tenant_id, _f.id.in_(sorted(fact_ids)))
-            .values(access_count=_f.access_count + 1, last_accessed=at)
-        )
-    if entity_ids:
-        await conn.execute(
-            entities.update()
-            .where(_e.tenant_id == tenant_id, _e.id.in_(sorted(entity_ids)))
-            .values(
-                access_count=_e.access_count + 1,
-                last_accessed=at,
-                salience=sa.func.least(1.0, _e.salience + 0.02),
+    """Reinforcement: recalled facts and entities count their accesses ((tenant, id) → how
+    many), entities growing salient with each, one statement per table in one lock order."""
+    for statement, counts in ((_FACT_ACCESS, fact_counts), (_ENTITY_ACCESS, entity_counts)):
+        keys = sorted(counts)
+        if keys:
+            await conn.execute(
+                statement,
+                {
+                    "tenants": [t for t, _ in keys],
+                    "ids": [i for _, i in keys],
+                    "ns": [counts[k] for k in keys],
+                    "at": at,
+                },
             )
-        )
+
+
+_ACCESSED = (
+    "access_count = t.access_count + v.n, "
+    "last_accessed = GREATEST(COALESCE(t.last_accessed, CAST(:at AS timestamptz)), "
+    "CAST(:at AS timestamptz))"
+)
+_COUNTS = (
+    "FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[])) "
+    "AS v(tenant_id, id, n) WHERE t.tenant_id = v.tenant_id AND t.id = v.id"
+)
+_FACT_ACCESS = sa.text(f"UPDATE facts AS t SET {_ACCESSED} {_COUNTS}")
+_ENTITY_ACCESS = sa.text(
+    f"UPDATE entities AS t SET {_ACCESSED}, salience = least(1.0, t.salience + 0.02 * v.n) "
+    f"{_COUNTS}"
+)

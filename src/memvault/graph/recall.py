@@ -79,7 +79,7 @@ async def recall(
         return channels is None or channel in channels
 
     now = datetime.now(UTC)
-    async with backend.engine.begin() as conn:
+    async with backend.engine.connect() as conn:
         entity_words = await graph_walk.keyword_matches(
             conn, tenant_id, user, "entity", term_ids, CANDIDATES
         )
@@ -123,8 +123,8 @@ async def recall(
         ids = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
         entities = await graph_db.fetch_entities(conn, tenant_id, ids | set(entity_order))
         sources = await graph_db.sources_of(conn, tenant_id, fact_order)
-        if request.track_access and (fact_order or entity_order):
-            await graph_walk.record_access(conn, tenant_id, fact_order, entity_order, now)
+    if request.track_access:  # written in the background, as memories' accesses are
+        backend.access.record_graph(tenant_id, fact_order, entity_order)
     names = {i: sealed.open_entity(keyring, e).name for i, e in entities.items()}
     wanted = set(request.include)
     return Recalled(

@@ -1,8 +1,9 @@
 """Reinforcement: memories that keep being recalled rank a little higher.
 
-A search only *records* which memories it returned; a background task writes the counts
-(``access_count``, ``last_accessed``) in one statement per flush interval, so searching never
-waits on a write and a burst of searches costs one UPDATE. Counts are best-effort: a flush that
+A search only *records* which memories (and graph facts and entities) it returned; a
+background task writes the counts (``access_count``, ``last_accessed``; an entity's salience)
+in one statement per table and flush interval, so recall never waits on a write and a burst
+of searches costs one UPDATE. Counts are best-effort: a flush that
 fails is retried once with the next batch, then dropped — an access count is not a memory.
 """
 
@@ -19,7 +20,7 @@ from uuid import UUID
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memvault.db import store
+from memvault.db import graph_walk, store
 from memvault.db.tenancy import across_tenants
 
 log = logging.getLogger(__name__)
@@ -34,13 +35,21 @@ class AccessTracker:
     def __init__(self, engine: AsyncEngine, interval_s: float) -> None:
         self._engine = engine
         self._interval_s = interval_s
-        self._pending: Counter[tuple[str, UUID]] = Counter()
-        self._retry: Counter[tuple[str, UUID]] = Counter()
+        # (what, tenant, id) → accesses: what is "memory", "fact" or "entity".
+        self._pending: Counter[tuple[str, str, UUID]] = Counter()
+        self._retry: Counter[tuple[str, str, UUID]] = Counter()
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     def record(self, tenant_id: str, memory_ids: list[UUID]) -> None:
-        self._pending.update((tenant_id, i) for i in memory_ids)
+        self._record("memory", tenant_id, memory_ids)
+
+    def record_graph(self, tenant_id: str, fact_ids: list[UUID], entity_ids: list[UUID]) -> None:
+        self._record("fact", tenant_id, fact_ids)
+        self._record("entity", tenant_id, entity_ids)
+
+    def _record(self, what: str, tenant_id: str, ids: list[UUID]) -> None:
+        self._pending.update((what, tenant_id, i) for i in ids)
         if self._task is None or self._task.done():
             self._stop = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(
@@ -49,15 +58,23 @@ class AccessTracker:
 
     @across_tenants
     async def flush(self) -> int:
-        """Write what has been recorded; returns how many memories were touched."""
+        """Write what has been recorded; returns how many rows were touched."""
         batch, self._pending = self._pending, Counter()
         batch.update(self._retry)
         retry, self._retry = self._retry, Counter()
         if not batch:
             return 0
         try:
+            counts: dict[str, dict[tuple[str, UUID], int]] = {
+                what: {} for what in ("memory", "fact", "entity")
+            }
+            for (what, tenant_id, i), n in batch.items():
+                counts[what][(tenant_id, i)] = n
+            at = datetime.now(UTC)
             async with self._engine.begin() as conn:
-                await store.record_access(conn, dict(batch), datetime.now(UTC))
+                if counts["memory"]:
+                    await store.record_access(conn, counts["memory"], at)
+                await graph_walk.record_access(conn, counts["fact"], counts["entity"], at)
         except SQLAlchemyError as exc:
             log.warning("writing access counts failed (%s)", type(exc).__name__)
             # Counts already retried once are dropped.
