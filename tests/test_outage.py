@@ -4,18 +4,24 @@ every outage answers 503 in the envelope, and memvault recovers without a restar
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from memvault import Settings, StoreUnavailable
+from memvault.db import engine
+from memvault.service import AsyncMemory
 from tests.processes import Load, Postmaster, Process, Server, environment, eventually
 
 pytestmark = pytest.mark.slow
@@ -183,3 +189,39 @@ def test_sigkills_under_load_lose_nothing_acknowledged(tmp_path: Path, data: Pat
         server.stop()
     # ...and stops with the last live one, dead owners notwithstanding.
     eventually(lambda: pg.pid() is None, 30, "no orphaned PostgreSQL")
+
+
+async def test_pooled_connections_that_died_are_replaced_or_fail_once(
+    make_settings: Callable[..., Settings],
+    raw: psycopg.Connection[Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server ends every session the pool holds (as a restart does). A connection idle
+    longer than PING_AFTER_IDLE_S is pinged and replaced before use: the search succeeds. One
+    used a moment before is handed out as it is: its statement fails (one 503), which
+    invalidates the pool, and the next search succeeds."""
+    memory = await AsyncMemory.open(
+        make_settings(embedding_provider="hash", run_worker=False, embedding_cache_ttl_s=0)
+    )
+
+    def end_every_session() -> None:
+        raw.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+    try:
+        await memory.add("I keep bees on the roof", user_id="u", infer=False)
+        assert (await memory.search("bees", user_id="u")).results
+        monkeypatch.setattr(engine, "PING_AFTER_IDLE_S", 0.05)
+        end_every_session()
+        await asyncio.sleep(0.2)
+        assert (await memory.search("bees", user_id="u")).results
+
+        monkeypatch.setattr(engine, "PING_AFTER_IDLE_S", 3600.0)
+        end_every_session()
+        with pytest.raises(StoreUnavailable):
+            await memory.search("bees", user_id="u")
+        assert (await memory.search("bees", user_id="u")).results
+    finally:
+        await memory.close()

@@ -5,13 +5,16 @@ One code path for both modes: the embedded server only decides where the URL com
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -46,18 +49,49 @@ def create_engine(url: str, *, pool_size: int = 10, as_app: bool = True) -> Asyn
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_recycle=1800,
-        # A connection that died with a restarted server is replaced before use, so memvault
-        # recovers by itself once PostgreSQL is back (one cheap round trip per checkout).
-        pool_pre_ping=True,
         pool_timeout=10,
         # No server-side prepared statements: each query is planned with its real parameters,
         # which lets the planner match a model's partial vector index.
         # JIT compiling a short OLTP query costs more than running it (seen: 400 ms on BM25).
         connect_args={"prepare_threshold": None, "options": options, "connect_timeout": 10},
     )
+    _ping_when_idle(engine)
     if as_app:
         tenancy.install(engine)
     return engine
+
+
+# A pooled connection unused for this long is pinged before it is handed out.
+PING_AFTER_IDLE_S = 1.0
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    """A connection that died with a restarted server is replaced before use, so memvault
+    recovers by itself once PostgreSQL is back. Only a connection idle for a while is pinged:
+    a restart takes longer than that, and a connection used a moment ago is alive (pinging
+    every checkout cost a round trip per candidate list, ten per remember()). A connection
+    that broke in between fails its statement, which invalidates the pool (a 503, once)."""
+    dialect = engine.sync_engine.dialect
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _returned(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _checked(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        returned = record.info.get(_RETURNED_AT)
+        if returned is not None and time.monotonic() - returned < PING_AFTER_IDLE_S:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                # The pool replaces the connection and checks out another.
+                raise sa.exc.DisconnectionError() from exc
+            raise
+
+
+_RETURNED_AT = "memvault_returned_at"
 
 
 def _alembic_config() -> Config:
