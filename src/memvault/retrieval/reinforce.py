@@ -49,6 +49,8 @@ class AccessTracker:
         self._record("entity", tenant_id, entity_ids)
 
     def _record(self, what: str, tenant_id: str, ids: list[UUID]) -> None:
+        if not ids:
+            return
         self._pending.update((what, tenant_id, i) for i in ids)
         if self._task is None or self._task.done():
             self._stop = asyncio.Event()
@@ -91,6 +93,9 @@ class AccessTracker:
     async def close(self) -> None:
         self._stop.set()
         if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+            # A flusher started by another event loop (an app served from its own thread,
+            # say) cannot be awaited from this one; the flush below writes what it held.
+            if self._task.get_loop() is asyncio.get_running_loop():
+                await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         await self.flush()
