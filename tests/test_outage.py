@@ -18,9 +18,12 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import sqlalchemy.exc as sa_exc
 
-from memvault import Settings, StoreUnavailable
+from memvault import Settings, StoreUnavailable, WriteConflict
 from memvault.db import engine
+from memvault.db.errors import store_errors
+from memvault.errors import for_code
 from memvault.service import AsyncMemory
 from tests.processes import Load, Postmaster, Process, Server, environment, eventually
 
@@ -225,3 +228,22 @@ async def test_pooled_connections_that_died_are_replaced_or_fail_once(
         assert (await memory.search("bees", user_id="u")).results
     finally:
         await memory.close()
+
+
+def test_a_write_rolled_back_for_a_concurrent_one_is_a_write_conflict() -> None:
+    """A deadlock or serialization failure is not an outage: the caller learns its work was
+    rolled back and may retry it at once (a StoreUnavailable still, for code that retries
+    those; 503 write_conflict over HTTP, which the client raises as WriteConflict)."""
+    for rolled_back in (
+        psycopg.errors.DeadlockDetected("deadlock detected"),
+        psycopg.errors.SerializationFailure("could not serialize access"),
+    ):
+        with pytest.raises(WriteConflict) as caught, store_errors():
+            raise sa_exc.OperationalError("SELECT 1", {}, rolled_back)
+        assert isinstance(caught.value, StoreUnavailable)
+        assert caught.value.status_code == 503 and caught.value.retry_after == 1.0
+        assert "rolled it back" in str(caught.value) and "SELECT" not in str(caught.value)
+    assert for_code("write_conflict") is WriteConflict
+    with pytest.raises(StoreUnavailable) as outage, store_errors():
+        raise sa_exc.OperationalError("SELECT 1", {}, psycopg.OperationalError("refused"))
+    assert type(outage.value) is StoreUnavailable

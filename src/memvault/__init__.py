@@ -19,6 +19,7 @@ from memvault.errors import (
     ServerUnreachable,
     StoreUnavailable,
     Unauthorized,
+    WriteConflict,
 )
 from memvault.models import HistoryEntry, MemoryPage, MemoryRecord, RotationReport
 from memvault.service import AsyncMemory, Memory
@@ -52,5 +53,6 @@ __all__ = [
     "Settings",
     "StoreUnavailable",
     "Unauthorized",
+    "WriteConflict",
     "__version__",
 ]

@@ -15,6 +15,7 @@
     │   ├── KeyMismatch               500 key_mismatch          (rows under keys we do not hold)
     │   └── DataDirInUse              500 data_dir_in_use       (another server owns the data dir)
     └── StoreUnavailable              503 store_unavailable     (database down or unreachable)
+        ├── WriteConflict             503 write_conflict        (rolled back for a concurrent write)
         └── ServerUnreachable         503 server_unreachable    (client: no answer from the server)
 
 Messages are written for the user who will read them: what went wrong and what to do. They
@@ -124,6 +125,13 @@ class StoreUnavailable(MemvaultError):
 
     status_code = 503
     code = "store_unavailable"
+
+
+class WriteConflict(StoreUnavailable):
+    """PostgreSQL rolled the work back because a concurrent write conflicted with it (a
+    deadlock or a serialization failure): nothing of it was stored, and retrying it is safe."""
+
+    code = "write_conflict"
 
 
 class ServerUnreachable(StoreUnavailable):

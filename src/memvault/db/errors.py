@@ -15,11 +15,12 @@ from contextlib import contextmanager
 import psycopg
 import sqlalchemy.exc as sa_exc
 
-from memvault.errors import StoreUnavailable
+from memvault.errors import StoreUnavailable, WriteConflict
 from memvault.metrics import STORE_UNAVAILABLE
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 5.0
+_CONFLICT_RETRY_AFTER_S = 1.0
 _OUTAGES: tuple[type[BaseException], ...] = (
     sa_exc.OperationalError,  # connection refused or lost, server shutting down, cancelled
     sa_exc.InterfaceError,  # a connection already closed underneath us
@@ -31,7 +32,17 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 
 
 def as_store_error(exc: BaseException) -> StoreUnavailable | None:
-    """The ``StoreUnavailable`` an outage means, or None when ``exc`` is not an outage."""
+    """The ``StoreUnavailable`` an outage means (a ``WriteConflict`` for work PostgreSQL rolled
+    back for a concurrent write), or None when ``exc`` is neither."""
+    driver = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
+    # SQLSTATE class 40, transaction rollback: a deadlock, a serialization failure.
+    if isinstance(driver, psycopg.Error) and (driver.sqlstate or "").startswith("40"):
+        log.warning("write conflict: %s", type(driver).__name__)
+        return WriteConflict(
+            "A concurrent write conflicted with this request and PostgreSQL rolled it back; "
+            "nothing of it was stored. Retry it.",
+            retry_after=_CONFLICT_RETRY_AFTER_S,
+        )
     outage = isinstance(exc, _OUTAGES) or (
         isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
     )
