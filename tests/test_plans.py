@@ -13,15 +13,16 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 from sqlalchemy import event
 
 from memvault import Settings
-from memvault.db import store, tenancy
+from memvault.db import keywords, store, tenancy, vectors
 from memvault.db.tenancy import APP_ROLE
+from memvault.models import MemoryFilter
 from memvault.service import AsyncMemory
 
 TABLES = ("memories", "memory_chunks", "memory_terms")
@@ -328,3 +329,16 @@ async def test_chunks_are_sorted_by_memory_with_their_distance_not_their_vector(
         # column of its own.
         carried = [c for c in node["Output"] if "chunks.embedding" in c and "<=>" not in c]
         assert not carried, node["Output"]
+
+
+async def test_one_ranking_serves_one_owner() -> None:
+    """Pages share a ranking of one owner's memories: pages of two owners are a caller's bug,
+    refused before any statement runs."""
+    pages = [MemoryFilter.model_construct(user_id=u) for u in ("ada", "bob")]
+    no_connection = cast(Any, None)
+    with pytest.raises(ValueError, match="one owner"):
+        await keywords.bm25(no_connection, "default", pages, [1], 10)
+    with pytest.raises(ValueError, match="one owner"):
+        await vectors.nearest(
+            no_connection, "default", pages, [0.0] * 3, "m", 3, 10, exact_max_chunks=0, ef_search=1
+        )

@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import RankedMemory, RankedPage
-from memvault.db.store import fetch_pages, list_filters, owner_only, ranked_pages
+from memvault.db.store import fetch_pages, list_filters, owner_of, owner_only, ranked_pages
 from memvault.db.tables import memories, memory_terms
 from memvault.models import MemoryFilter
 
@@ -118,8 +118,7 @@ async def bm25(
     a large vector scope does, halved this statement at 10,000 memories but made keyword
     search 14% slower on a 675-turn conversation, where a short page must be ranked twice.)
     """
-    if len({f.user_id for f in pages}) != 1:
-        raise ValueError("the pages of one scoring belong to one owner")
+    owner_of(pages)
     terms = sorted(set(term_ids))
     if not terms:
         return [KeywordMatches() for _ in pages]
@@ -142,7 +141,7 @@ def _matches(page: RankedPage) -> KeywordMatches:
 def _scored(
     tenant_id: str, pages: Sequence[MemoryFilter], terms: list[int], limit: int
 ) -> sa.Select[Any] | sa.CompoundSelect[Any]:
-    user_id = pages[0].user_id
+    user_id = owner_of(pages)
     stats = (
         sa.select(
             sa.func.count().label("n_docs"),

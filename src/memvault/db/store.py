@@ -260,6 +260,14 @@ def narrows(f: MemoryFilter) -> bool:
     return any(getattr(f, name) not in (None, []) for name in _NARROWING)
 
 
+def owner_of(pages: Sequence[MemoryFilter]) -> str:
+    """The one owner whose memories all the pages of a ranking rank (one ranking, one scope)."""
+    owners = {f.user_id for f in pages}
+    if len(owners) != 1:
+        raise ValueError("the pages of one ranking belong to one owner")
+    return owners.pop()
+
+
 def owner_only(user_id: str) -> MemoryFilter:
     """No filter but the owner (built without validation: the id was checked on the way in)."""
     return MemoryFilter.model_construct(user_id=user_id)

@@ -19,7 +19,14 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.records import RankedMemory
-from memvault.db.store import fetch_pages, fetch_ranked, narrows, ranked_page, ranked_pages
+from memvault.db.store import (
+    fetch_pages,
+    fetch_ranked,
+    narrows,
+    owner_of,
+    ranked_page,
+    ranked_pages,
+)
 from memvault.db.tables import memories, memory_chunks
 from memvault.models import MemoryFilter
 
@@ -171,10 +178,8 @@ async def nearest(
     statistics (unanalysed, the planner joined every memory to every chunk: 230,860
     comparisons for 680 memories). ``sizes``: scope sizes counted earlier, to skip the count.
     """
-    if len({f.user_id for f in pages}) != 1:
-        raise ValueError("the pages of one ranking belong to one owner")
+    owner = owner_of(pages)
     model, dims = _checked(model, dims)
-    owner = pages[0].user_id
     scope = sizes.get(tenant_id, owner, model) if sizes is not None else None
     if scope is None:
         scope = await scope_size(conn, tenant_id, owner, model, cap=exact_max_chunks)
