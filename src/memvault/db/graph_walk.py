@@ -15,7 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.graph import EntityRow, scope, vector_text
 from memvault.db.records import RankedMemory
-from memvault.db.store import fetch_ranked, ranked_page
+from memvault.db.store import (
+    ACCESS_COUNTS,
+    ACCESSED,
+    add_access_counts,
+    fetch_ranked,
+    ranked_page,
+)
 from memvault.db.tables import entities, entity_terms, fact_sources, fact_terms, facts
 from memvault.models import MemoryFilter
 
@@ -289,32 +295,13 @@ async def record_access(
     at: datetime,
 ) -> None:
     """Reinforcement: recalled facts and entities count their accesses ((tenant, id) → how
-    many), entities growing salient with each, one statement per table in one lock order."""
-    for statement, counts in ((_FACT_ACCESS, fact_counts), (_ENTITY_ACCESS, entity_counts)):
-        keys = sorted(counts)
-        if keys:
-            await conn.execute(
-                statement,
-                {
-                    "tenants": [t for t, _ in keys],
-                    "ids": [i for _, i in keys],
-                    "ns": [counts[k] for k in keys],
-                    "at": at,
-                },
-            )
+    many), entities growing salient with each."""
+    await add_access_counts(conn, _FACT_ACCESS, fact_counts, at)
+    await add_access_counts(conn, _ENTITY_ACCESS, entity_counts, at)
 
 
-_ACCESSED = (
-    "access_count = t.access_count + v.n, "
-    "last_accessed = GREATEST(COALESCE(t.last_accessed, CAST(:at AS timestamptz)), "
-    "CAST(:at AS timestamptz))"
-)
-_COUNTS = (
-    "FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[])) "
-    "AS v(tenant_id, id, n) WHERE t.tenant_id = v.tenant_id AND t.id = v.id"
-)
-_FACT_ACCESS = sa.text(f"UPDATE facts AS t SET {_ACCESSED} {_COUNTS}")
+_FACT_ACCESS = sa.text(f"UPDATE facts AS t SET {ACCESSED} {ACCESS_COUNTS}")
 _ENTITY_ACCESS = sa.text(
-    f"UPDATE entities AS t SET {_ACCESSED}, salience = least(1.0, t.salience + 0.02 * v.n) "
-    f"{_COUNTS}"
+    f"UPDATE entities AS t SET {ACCESSED}, salience = least(1.0, t.salience + 0.02 * v.n) "
+    f"{ACCESS_COUNTS}"
 )

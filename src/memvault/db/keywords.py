@@ -118,11 +118,11 @@ async def bm25(
     a large vector scope does, halved this statement at 10,000 memories but made keyword
     search 14% slower on a 675-turn conversation, where a short page must be ranked twice.)
     """
-    owner_of(pages)
+    user_id = owner_of(pages)
     terms = sorted(set(term_ids))
     if not terms:
         return [KeywordMatches() for _ in pages]
-    statement = _scored(tenant_id, pages, terms, limit)
+    statement = _scored(tenant_id, user_id, pages, terms, limit)
     found = await fetch_pages(conn, statement, len(pages), descending=True)
     return [_matches(page) for page in found]
 
@@ -139,9 +139,8 @@ def _matches(page: RankedPage) -> KeywordMatches:
 
 
 def _scored(
-    tenant_id: str, pages: Sequence[MemoryFilter], terms: list[int], limit: int
+    tenant_id: str, user_id: str, pages: Sequence[MemoryFilter], terms: list[int], limit: int
 ) -> sa.Select[Any] | sa.CompoundSelect[Any]:
-    user_id = owner_of(pages)
     stats = (
         sa.select(
             sa.func.count().label("n_docs"),

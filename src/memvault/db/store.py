@@ -666,26 +666,40 @@ async def set_enrichment(
     )
 
 
-_RECORD_ACCESS = sa.text(
-    """
-    UPDATE memories AS m
-    SET access_count = m.access_count + v.n,
-        last_accessed = GREATEST(COALESCE(m.last_accessed, CAST(:at AS timestamptz)),
-                                 CAST(:at AS timestamptz))
-    FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[]))
-        AS v(tenant_id, id, n)
-    WHERE m.tenant_id = v.tenant_id AND m.id = v.id
-    """
+# An access-count UPDATE of a table aliased ``t``: SET ACCESSED [, more] ACCESS_COUNTS, run by
+# add_access_counts (memories here; the graph's facts and entities in graph_walk).
+ACCESSED = (
+    "access_count = t.access_count + v.n, "
+    "last_accessed = GREATEST(COALESCE(t.last_accessed, CAST(:at AS timestamptz)), "
+    "CAST(:at AS timestamptz))"
 )
+ACCESS_COUNTS = (
+    "FROM unnest(CAST(:tenants AS text[]), CAST(:ids AS uuid[]), CAST(:ns AS int[])) "
+    "AS v(tenant_id, id, n) WHERE t.tenant_id = v.tenant_id AND t.id = v.id"
+)
+_RECORD_ACCESS = sa.text(f"UPDATE memories AS t SET {ACCESSED} {ACCESS_COUNTS}")
 
 
 async def record_access(
     conn: AsyncConnection, counts: dict[tuple[str, UUID], int], at: datetime
 ) -> None:
-    """Add recall counts to memories, in one statement, in one lock order for every process."""
+    """Add recall counts to memories ((tenant, id) → how many)."""
+    await add_access_counts(conn, _RECORD_ACCESS, counts, at)
+
+
+async def add_access_counts(
+    conn: AsyncConnection,
+    statement: sa.TextClause,
+    counts: dict[tuple[str, UUID], int],
+    at: datetime,
+) -> None:
+    """Run an access-count UPDATE for (tenant, id) → how many, in one statement, in one lock
+    order for every process; nothing when there is nothing to count."""
     keys = sorted(counts)
+    if not keys:
+        return
     await conn.execute(
-        _RECORD_ACCESS,
+        statement,
         {
             "tenants": [t for t, _ in keys],
             "ids": [i for _, i in keys],

@@ -74,8 +74,7 @@ class AccessTracker:
                 counts[what][(tenant_id, i)] = n
             at = datetime.now(UTC)
             async with self._engine.begin() as conn:
-                if counts["memory"]:
-                    await store.record_access(conn, counts["memory"], at)
+                await store.record_access(conn, counts["memory"], at)
                 await graph_walk.record_access(conn, counts["fact"], counts["entity"], at)
         except SQLAlchemyError as exc:
             log.warning("writing access counts failed (%s)", type(exc).__name__)
