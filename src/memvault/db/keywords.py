@@ -19,8 +19,16 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import RankedMemory, RankedPage
-from memvault.db.store import fetch_pages, list_filters, owner_of, owner_only, ranked_pages
+from memvault.db.store import (
+    fetch_pages,
+    filter_parameters,
+    filter_values,
+    owner_of,
+    page_parameters,
+    ranked_pages_template,
+)
 from memvault.db.tables import memories, memory_terms
+from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
 _t = memory_terms.c
@@ -122,8 +130,13 @@ async def bm25(
     terms = sorted(set(term_ids))
     if not terms:
         return [KeywordMatches() for _ in pages]
-    statement = _scored(tenant_id, user_id, pages, terms, limit)
-    found = await fetch_pages(conn, statement, len(pages), descending=True)
+    values = [filter_values(tenant_id, f) for f in pages]
+    shapes = tuple(tuple(v) for v in values)
+    statement = template(("bm25", shapes, limit), _scored, shapes, limit)
+    params = {"tenant_id": tenant_id, "user_id": user_id, "terms": terms}
+    found = await fetch_pages(
+        conn, statement, len(pages), descending=True, params=params | page_parameters(values)
+    )
     return [_matches(page) for page in found]
 
 
@@ -138,19 +151,20 @@ def _matches(page: RankedPage) -> KeywordMatches:
     )
 
 
-def _scored(
-    tenant_id: str, user_id: str, pages: Sequence[MemoryFilter], terms: list[int], limit: int
-) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+def _scored(shapes: Sequence[Sequence[str]], limit: int) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    """The template of the statement: values from the parameters ``tenant_id``, ``user_id``,
+    ``terms`` and the pages' filters (``store.page_values``)."""
+    tenant_id, user_id = param("tenant_id"), param("user_id")
     stats = (
         sa.select(
             sa.func.count().label("n_docs"),
             sa.func.greatest(sa.func.coalesce(sa.func.avg(_m.term_count), 1), 1).label("avgdl"),
         )
-        .where(*list_filters(tenant_id, owner_only(user_id)))
+        .where(*filter_parameters(("tenant_id", "user_id"), "", _m))
         .cte("stats")
         .prefix_with("MATERIALIZED")
     )
-    asked = sa.func.unnest(sa.cast(sa.literal(terms, ARRAY(BigInteger)), ARRAY(BigInteger)))
+    asked = sa.func.unnest(sa.cast(param("terms", type_=ARRAY(BigInteger)), ARRAY(BigInteger)))
     query_terms = asked.table_valued("term", name="query_terms").render_derived()
     # OFFSET 0 keeps this a lookup per query term on the primary key.
     posting = (
@@ -191,7 +205,7 @@ def _scored(
         sa.select(sa.func.array_agg(frequencies.c.df)).scalar_subquery().label("df_counts"),
     ]
     order = scored.c.score.desc()
-    return ranked_pages(tenant_id, pages, scored, order, limit, columns=statistics)
+    return ranked_pages_template(shapes, scored, order, limit, columns=statistics)
 
 
 def idf(n_docs: int, df: int) -> float:

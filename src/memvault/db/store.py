@@ -6,7 +6,8 @@ here encrypts or decrypts: rows go in and come out sealed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -14,7 +15,6 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.util import ClauseAdapter
 
 from memvault.db import graph_admin, tenancy
 from memvault.db.keysets import StaleKeys
@@ -35,6 +35,7 @@ from memvault.db.tables import (
     memories,
     memory_history,
 )
+from memvault.db.templates import param
 from memvault.models import MemoryFilter
 
 _m = memories.c
@@ -209,6 +210,55 @@ def _memory(row: Any) -> MemoryRow | None:
     return None if row is None else MemoryRow.from_row(row)
 
 
+_EQUAL = ("app_id", "project_id", "environment", "channel", "source", "memory_type", "tier")
+
+# Each filter's condition on ``c`` given its value (or its parameter, in a template), by the
+# name ``filter_values`` gives the value: one definition for both ways of building.
+_CONDITIONS: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
+    "tenant_id": lambda c, v: c.tenant_id == v,
+    "user_id": lambda c, v: c.user_id == v,
+    **{name: (lambda n: lambda c, v: c[n] == v)(name) for name in _EQUAL},
+    "tags": lambda c, v: c.tags.contains(v),
+    "metadata": lambda c, v: c.metadata.contains(v),
+    "tags_any": lambda c, v: c.tags.overlap(v),
+    "categories": lambda c, v: c.categories.overlap(v),
+    "channels": lambda c, v: c.channel.in_(v),
+    "min_importance": lambda c, v: c.importance >= v,
+    "created_after": lambda c, v: c.created_at >= v,
+    "created_before": lambda c, v: c.created_at < v,
+    "occurred_after": lambda c, v: c.occurred_at >= v,
+    "occurred_before": lambda c, v: c.occurred_at < v,
+    "exclude_id": lambda c, v: c.id != v,
+}
+
+
+def filter_values(
+    tenant_id: str, f: MemoryFilter, exclude_id: UUID | None = None
+) -> dict[str, Any]:
+    """The values of the filters that are set, by condition name (the keys are the shape of
+    the conditions, the values their parameters). Each field of ``MemoryFilter`` is here."""
+    values: dict[str, Any] = {"tenant_id": tenant_id, "user_id": f.user_id}
+    for name in _EQUAL:
+        if getattr(f, name) is not None:
+            values[name] = getattr(f, name)
+    for name in ("tags", "tags_any", "categories", "channels"):
+        if getattr(f, name):
+            values[name] = list(getattr(f, name))
+    for name in ("metadata", "min_importance"):
+        if getattr(f, name) is not None:
+            values[name] = getattr(f, name)
+    for name in ("created_after", "created_before", "occurred_after", "occurred_before"):
+        if getattr(f, name) is not None:
+            values[name] = getattr(f, name)
+    if exclude_id is not None:
+        values["exclude_id"] = exclude_id
+    return values
+
+
+def _live_condition(c: Any) -> sa.ColumnElement[bool]:
+    return sa.or_(c.expires_at.is_(None), c.expires_at > sa.func.now())
+
+
 def list_filters(
     tenant_id: str,
     f: MemoryFilter,
@@ -217,35 +267,27 @@ def list_filters(
     exclude_id: UUID | None = None,
 ) -> list[sa.ColumnElement[bool]]:
     """The filters as conditions on ``c``: the memories table's columns, or those of a
-    subquery that selects its rows. Each field of ``MemoryFilter`` has its condition here."""
-    where = [c.tenant_id == tenant_id, c.user_id == f.user_id]
-    where.append(sa.or_(c.expires_at.is_(None), c.expires_at > sa.func.now()))
-    for name in ("app_id", "project_id", "environment", "channel", "source", "memory_type", "tier"):
-        if getattr(f, name) is not None:
-            where.append(c[name] == getattr(f, name))
-    if f.tags:
-        where.append(c.tags.contains(f.tags))
-    if f.metadata is not None:
-        where.append(c.metadata.contains(f.metadata))
-    if f.tags_any:
-        where.append(c.tags.overlap(f.tags_any))
-    if f.categories:
-        where.append(c.categories.overlap(f.categories))
-    if f.channels:
-        where.append(c.channel.in_(f.channels))
-    if f.min_importance is not None:
-        where.append(c.importance >= f.min_importance)
-    for column, after, before in (
-        (c.created_at, f.created_after, f.created_before),
-        (c.occurred_at, f.occurred_after, f.occurred_before),
-    ):
-        if after is not None:
-            where.append(column >= after)
-        if before is not None:
-            where.append(column < before)
-    if exclude_id is not None:
-        where.append(c.id != exclude_id)
-    return where
+    subquery that selects its rows."""
+    values = filter_values(tenant_id, f, exclude_id)
+    return [_live_condition(c), *(_CONDITIONS[name](c, v) for name, v in values.items())]
+
+
+def filter_parameters(shape: Sequence[str], prefix: str, c: Any) -> list[sa.ColumnElement[bool]]:
+    """:func:`list_filters` for a template: the conditions of the filters named in ``shape``
+    (``filter_values``' keys), each taking its value from the parameter ``prefix + name``."""
+    return [
+        _live_condition(c),
+        *(
+            _CONDITIONS[name](c, param(prefix + name, expanding=name == "channels"))
+            for name in shape
+        ),
+    ]
+
+
+def page_parameters(pages: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each page's ``filter_values`` as the parameters of a page template: page ``n``'s as
+    ``p<n>_<name>`` (see :func:`ranked_page_template`, :func:`ranked_pages_template`)."""
+    return {f"p{n}_{name}": v for n, values in enumerate(pages) for name, v in values.items()}
 
 
 # Filters that usually keep a small part of a scope (a time window, a tag): a list filtered
@@ -273,6 +315,9 @@ def owner_only(user_id: str) -> MemoryFilter:
     return MemoryFilter.model_construct(user_id=user_id)
 
 
+Conditions = Callable[[Any], list[sa.ColumnElement[bool]]]
+
+
 def ranked_page(
     tenant_id: str,
     filters: MemoryFilter,
@@ -287,12 +332,50 @@ def ranked_page(
     their score) that pass the filters, as memory rows with the score beside them as
     ``rank``. ``by_id``: ``ranked`` was cut to a few hundred, look each up by id; otherwise
     join them to the owner's memories, read once. Run it with :func:`fetch_ranked`."""
+    return _ranked_page(
+        lambda c: list_filters(tenant_id, filters, c, exclude_id=exclude_id),
+        tenant_id,
+        ranked,
+        order,
+        limit,
+        by_id,
+    )
+
+
+def ranked_page_template(
+    shape: Sequence[str],
+    ranked: sa.CTE,
+    order: sa.ColumnElement[Any],
+    limit: int,
+    *,
+    by_id: bool = False,
+) -> sa.Select[Any]:
+    """:func:`ranked_page` as a template: the filters named in ``shape`` take their values from
+    the parameters ``p0_<name>`` (``page_values``), the tenant from ``p0_tenant_id``."""
+    return _ranked_page(
+        functools.partial(filter_parameters, shape, "p0_"),
+        param("p0_tenant_id"),
+        ranked,
+        order,
+        limit,
+        by_id,
+    )
+
+
+def _ranked_page(
+    conditions: Conditions,
+    tenant: Any,
+    ranked: sa.CTE,
+    order: sa.ColumnElement[Any],
+    limit: int,
+    by_id: bool,
+) -> sa.Select[Any]:
     (score,) = [column for column in ranked.c if column.name != "memory_id"]
     if not by_id:
         return (
             sa.select(memories, score.label("rank"))
-            .join(ranked, sa.and_(_m.tenant_id == tenant_id, _m.id == ranked.c.memory_id))
-            .where(*list_filters(tenant_id, filters, exclude_id=exclude_id))
+            .join(ranked, sa.and_(_m.tenant_id == tenant, _m.id == ranked.c.memory_id))
+            .where(*conditions(_m))
             .order_by(order, _m.id)
             .limit(limit)
         )
@@ -303,37 +386,39 @@ def ranked_page(
     # filters apply to the few rows found: the hash join reads all the owner's memories (15
     # of a vector list's 35 ms at 10k memories).
     row = sa.select(memories).where(_m.id == ranked.c.memory_id).offset(0).lateral("memory")
-    on_row = ClauseAdapter(row)
-    kept = [on_row.traverse(c) for c in list_filters(tenant_id, filters, exclude_id=exclude_id)]
     return (
         sa.select(row, score.label("rank"))
         .select_from(ranked)
         .join(row, sa.true())
-        .where(*kept)
+        .where(*conditions(row.c))
         .order_by(order, row.c.id)
         .limit(limit)
     )
 
 
-def ranked_pages(
-    tenant_id: str,
-    pages: Sequence[MemoryFilter],
+def ranked_pages_template(
+    shapes: Sequence[Sequence[str]],
     ranked: sa.CTE,
     order: sa.ColumnElement[Any],
     limit: int,
     *,
-    exclude_id: UUID | None = None,
     columns: Sequence[sa.ColumnElement[Any]] = (),
 ) -> sa.Select[Any] | sa.CompoundSelect[Any]:
-    """:func:`ranked_page` joined to ``ranked`` once for each filter set, in one statement
-    (a question and its time-narrowed probe share one ranking of the owner's memories): each
+    """A template of :func:`ranked_page` joined to ``ranked`` once for each filter set, in one
+    statement (a question and its time-narrowed probe share one ranking of the owner's
+    memories): page ``n`` filtered by the parameters ``p<n>_<name>`` (``page_values``), each
     row tagged with its page's index as ``page``, with ``columns`` beside it. Read it with
     :func:`fetch_pages`."""
     branches = [
-        ranked_page(tenant_id, f, ranked, order, limit, exclude_id=exclude_id).add_columns(
-            sa.literal(n, sa.Integer).label("page"), *columns
-        )
-        for n, f in enumerate(pages)
+        _ranked_page(
+            functools.partial(filter_parameters, shape, f"p{n}_"),
+            param(f"p{n}_tenant_id"),
+            ranked,
+            order,
+            limit,
+            False,
+        ).add_columns(sa.literal(n, sa.Integer).label("page"), *columns)
+        for n, shape in enumerate(shapes)
     ]
     return branches[0] if len(branches) == 1 else sa.union_all(*branches)
 
@@ -344,13 +429,14 @@ async def fetch_pages(
     count: int,
     *,
     descending: bool,
+    params: dict[str, Any] | None = None,
 ) -> list[RankedPage]:
     """A :func:`ranked_pages` statement's pages, each in its ranking's order (``rank`` then
     id, as :func:`ranked_page` orders; a union promises no order of its own), with a plan
     that does not depend on statistics (see :func:`fetch_ranked`)."""
     await nested_loops_off(conn)
     rows = sorted(
-        await conn.execute(statement),
+        await conn.execute(statement, params),
         key=lambda row: (-row.rank if descending else row.rank, row.id),
     )
     pages: list[list[AnyRow]] = [[] for _ in range(count)]
@@ -366,12 +452,14 @@ async def fetch_pages(
 _NESTED_LOOPS_OFF = sa.text("SELECT set_config('enable_nestloop', 'off', true)")
 
 
-async def fetch_ranked(conn: AsyncConnection, statement: sa.Select[Any]) -> list[RankedMemory]:
+async def fetch_ranked(
+    conn: AsyncConnection, statement: sa.Select[Any], params: dict[str, Any] | None = None
+) -> list[RankedMemory]:
     """Run a :func:`ranked_page` statement with a plan that does not depend on statistics.
     Nested loops stay off for the rest of the transaction (a round trip saved per list): run
     it last in a transaction of its own or whose later statements are lookups by key."""
     await nested_loops_off(conn)
-    return [RankedMemory.from_row(row) for row in await conn.execute(statement)]
+    return [RankedMemory.from_row(row) for row in await conn.execute(statement, params)]
 
 
 async def nested_loops_off(conn: AsyncConnection) -> None:

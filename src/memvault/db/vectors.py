@@ -10,7 +10,6 @@ import hashlib
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -22,12 +21,15 @@ from memvault.db.records import RankedMemory
 from memvault.db.store import (
     fetch_pages,
     fetch_ranked,
+    filter_values,
     narrows,
     owner_of,
-    ranked_page,
-    ranked_pages,
+    page_parameters,
+    ranked_page_template,
+    ranked_pages_template,
 )
 from memvault.db.tables import memories, memory_chunks
+from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
 _c = memory_chunks.c
@@ -187,33 +189,35 @@ async def nearest(
             sizes.put(tenant_id, owner, model, scope)
     if scope == 0:
         return [[] for _ in pages]
-    probe = sa.cast(sa.bindparam("q", _vector_text(query), type_=sa.Text()), Vector(dims))
-    distance = _cast(dims).op("<=>")(probe)
+    values = [filter_values(tenant_id, f, exclude_id) for f in pages]
+    ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": _vector_text(query)}
     fetch = max(limit * _OVERFETCH, _MIN_FETCH)
     found: list[list[RankedMemory]] = []
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
-    for filters in pages:
-        ranking = _Ranking(tenant_id, filters, model, distance, exclude_id)
+    for filters, own in zip(pages, values, strict=True):
+        shape = tuple(own)
         rows: list[RankedMemory] = []
         if scope > exact_max_chunks:
-            rows = await _page(conn, ranking, ranking.approximate(fetch, ef_search), limit, True)
+            ann = (shape, dims, fetch, ef_search, limit)
+            statement = template(("vector-ann", *ann), _ann_page, *ann)
+            rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
         elif scope > _LOOKUP_MIN_SCOPE and not narrows(filters):
             # The nearest ``fetch`` memories first: a full page from them is the exact answer
             # (anything nearer that passes the filters is among them), and looking a few
             # hundred rows up instead of joining the whole scope is most of the statement at
             # 10k memories.
-            rows = await _page(conn, ranking, ranking.exact(fetch), limit, True)
+            cut = (shape, dims, fetch, limit)
+            statement = template(("vector-exact-by-id", *cut), _exact_page, *cut)
+            rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
         found.append(rows)
     short = [n for n, rows in enumerate(found) if len(rows) < limit]
     if short:
-        ranking = _Ranking(tenant_id, pages[0], model, distance, exclude_id)
-        best = ranking.exact()
-        asked = [pages[n] for n in short]
-        statement = ranked_pages(
-            tenant_id, asked, best, best.c.distance, limit, exclude_id=exclude_id
-        )
-        exact = await fetch_pages(conn, statement, len(short), descending=False)
+        asked = [values[n] for n in short]
+        shapes = tuple(tuple(v) for v in asked)
+        every = template(("vector-exact", shapes, dims, limit), _exact_pages, shapes, dims, limit)
+        params = ranking | page_parameters(asked)
+        exact = await fetch_pages(conn, every, len(short), descending=False, params=params)
         for n, page in zip(short, exact, strict=True):
             found[n] = page.rows
     return found
@@ -226,44 +230,42 @@ _OVERFETCH, _MIN_FETCH = 4, 200
 # hundred up one by one (on a 675-turn conversation the lookups were 0-8% slower).
 _LOOKUP_MIN_SCOPE = 2_000
 
+# The rankings below are templates (``db.templates``): the owner, the model and the query
+# vector are the parameters ``tenant_id``, ``user_id``, ``model`` and ``q``.
 
-@dataclass(frozen=True)
-class _Ranking:
-    """The two ways to rank an owner's memories by distance, each a materialised CTE of
-    (memory id, distance), nearest first."""
 
-    tenant_id: str
-    filters: MemoryFilter
-    model: str
-    distance: sa.ColumnElement[Any]
-    exclude_id: UUID | None = None  # e.g. the memory being compared with everything else
+def _distance(dims: int) -> sa.ColumnElement[Any]:
+    probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
+    return _cast(dims).op("<=>")(probe)
 
-    def _owner(self) -> list[sa.ColumnElement[bool]]:
-        return [_c.tenant_id == self.tenant_id, _c.user_id == self.filters.user_id]
 
-    def exact(self, fetch: int | None = None) -> sa.CTE:
-        """Every chunk in the owner's scope scored, each memory by its best chunk (the
-        nearest ``fetch`` memories; all of them without it)."""
-        return _best(
-            sa.select(_c.memory_id, self.distance.label("distance")).where(
-                *self._owner(), _c.model == self.model
-            ),
-            fetch,
-        )
+def _exact(dims: int, fetch: int | None) -> sa.CTE:
+    """Every chunk in the owner's scope scored, each memory by its best chunk (the nearest
+    ``fetch`` memories; all of them without it)."""
+    return _best(
+        sa.select(_c.memory_id, _distance(dims).label("distance")).where(
+            _c.tenant_id == param("tenant_id"),
+            _c.user_id == param("user_id"),
+            _c.model == param("model"),
+        ),
+        fetch,
+    )
 
-    def approximate(self, fetch: int, ef_search: int) -> sa.CTE:
-        """The HNSW index's nearest chunks of the model (the index holds every tenant's, so the
-        owner's are picked from an over-fetch), the best ``fetch`` memories kept."""
-        ann = (
-            sa.select(_c.tenant_id, _c.user_id, _c.memory_id, self.distance.label("distance"))
-            .where(_c.model == self.model)
-            .order_by(self.distance)
-            .limit(max(ef_search, fetch))
-            .cte("ann")
-            .prefix_with("MATERIALIZED")
-        )
-        mine = sa.and_(ann.c.tenant_id == self.tenant_id, ann.c.user_id == self.filters.user_id)
-        return _best(sa.select(ann.c.memory_id, ann.c.distance).where(mine), fetch)
+
+def _approximate(dims: int, fetch: int, ef_search: int) -> sa.CTE:
+    """The HNSW index's nearest chunks of the model (the index holds every tenant's, so the
+    owner's are picked from an over-fetch), the best ``fetch`` memories kept."""
+    distance = _distance(dims)
+    ann = (
+        sa.select(_c.tenant_id, _c.user_id, _c.memory_id, distance.label("distance"))
+        .where(_c.model == param("model"))
+        .order_by(distance)
+        .limit(max(ef_search, fetch))
+        .cte("ann")
+        .prefix_with("MATERIALIZED")
+    )
+    mine = sa.and_(ann.c.tenant_id == param("tenant_id"), ann.c.user_id == param("user_id"))
+    return _best(sa.select(ann.c.memory_id, ann.c.distance).where(mine), fetch)
 
 
 def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
@@ -282,19 +284,23 @@ def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
     )
 
 
-async def _page(
-    conn: AsyncConnection, ranking: _Ranking, best: sa.CTE, limit: int, by_id: bool
-) -> list[RankedMemory]:
-    statement = ranked_page(
-        ranking.tenant_id,
-        ranking.filters,
-        best,
-        best.c.distance,
-        limit,
-        exclude_id=ranking.exclude_id,
-        by_id=by_id,
-    )
-    return await fetch_ranked(conn, statement)
+def _ann_page(
+    shape: tuple[str, ...], dims: int, fetch: int, ef_search: int, limit: int
+) -> sa.Select[Any]:
+    best = _approximate(dims, fetch, ef_search)
+    return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
+
+
+def _exact_page(shape: tuple[str, ...], dims: int, fetch: int, limit: int) -> sa.Select[Any]:
+    best = _exact(dims, fetch)
+    return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
+
+
+def _exact_pages(
+    shapes: tuple[tuple[str, ...], ...], dims: int, limit: int
+) -> sa.Select[Any] | sa.CompoundSelect[Any]:
+    best = _exact(dims, None)
+    return ranked_pages_template(shapes, best, best.c.distance, limit)
 
 
 def _vector_text(values: Sequence[float]) -> str:
