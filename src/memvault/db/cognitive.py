@@ -45,6 +45,7 @@ from memvault.db.tables import (
     user_profiles,
     working_memory,
 )
+from memvault.db.templates import param, template
 
 _c = conversations.c
 _t = conversation_turns.c
@@ -181,13 +182,18 @@ async def turns_of_memories(
     """The turn each memory was stored as (the first, for a deduplicated repeat)."""
     if not memory_ids:
         return {}
-    query = (
+    query = template(("turns of memories",), _turns_of_memories)
+    rows = await conn.execute(query, {"tenant_id": tenant_id, "ids": list(memory_ids)})
+    return {row.memory_id: TurnRow.from_row(row) for row in rows}
+
+
+def _turns_of_memories() -> sa.Select[Any]:
+    return (
         sa.select(conversation_turns)
-        .where(_t.tenant_id == tenant_id, _t.memory_id.in_(list(memory_ids)))
+        .where(_t.tenant_id == param("tenant_id"), _t.memory_id.in_(param("ids", expanding=True)))
         .order_by(_t.memory_id, _t.occurred_at)
         .ext(distinct_on(_t.memory_id))
     )
-    return {row.memory_id: TurnRow.from_row(row) for row in await conn.execute(query)}
 
 
 # --- working memory (no Redis) ----------------------------------------------------------------

@@ -32,6 +32,7 @@ from memvault.db.tables import (
     relation_sources,
     relations,
 )
+from memvault.db.templates import param, template
 
 _e = entities.c
 _f = facts.c
@@ -183,19 +184,27 @@ async def nearest_entities(
     limit: int,
 ) -> list[tuple[EntityRow, float]]:
     """The owner's unmerged entities by cosine similarity of their names to ``vector``."""
-    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
+    shape = (len(vector), limit)
+    query = template(("graph", "nearest entities", *shape), _nearest_entities, *shape)
+    params = {"tenant_id": tenant_id, "user_id": user_id, "model": model, "q": vector_text(vector)}
+    rows = await conn.execute(query, params)
+    return [(record(EntityRow, r), 1.0 - float(r.distance)) for r in rows]
+
+
+def _nearest_entities(dims: int, limit: int) -> sa.Select[Any]:
+    probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
     distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
-    query = (
+    return (
         sa.select(*ENTITY_COLUMNS, distance.label("distance"))
         .where(
-            *scope(_e, tenant_id, user_id),
-            _e.embedding_model == model,
+            _e.tenant_id == param("tenant_id"),
+            _e.user_id == param("user_id"),
+            _e.embedding_model == param("model"),
             _e.merged_into.is_(None),
         )
         .order_by(distance)
         .limit(limit)
     )
-    return [(record(EntityRow, r), 1.0 - float(r.distance)) for r in await conn.execute(query)]
 
 
 async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
@@ -231,8 +240,16 @@ async def fetch_entities(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, _e.id.in_(wanted))
-    return {r.id: r for r in records(EntityRow, await conn.execute(query))}
+    query = template(("graph", "entities by id"), _by_ids, ENTITY_COLUMNS, _e)
+    found = await conn.execute(query, {"tenant_id": tenant_id, "ids": wanted})
+    return {r.id: r for r in records(EntityRow, found)}
+
+
+def _by_ids(columns: Sequence[Any], c: Any) -> sa.Select[Any]:
+    """A template: rows of the tenant (``tenant_id``) by their ids (``ids``)."""
+    return sa.select(*columns).where(
+        c.tenant_id == param("tenant_id"), c.id.in_(param("ids", expanding=True))
+    )
 
 
 async def list_entities(
@@ -454,8 +471,9 @@ async def fetch_facts(
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    query = sa.select(*FACT_COLUMNS).where(_f.tenant_id == tenant_id, _f.id.in_(wanted))
-    return {r.id: r for r in records(FactRow, await conn.execute(query))}
+    query = template(("graph", "facts by id"), _by_ids, FACT_COLUMNS, _f)
+    found = await conn.execute(query, {"tenant_id": tenant_id, "ids": wanted})
+    return {r.id: r for r in records(FactRow, found)}
 
 
 async def sources_of(
@@ -465,15 +483,19 @@ async def sources_of(
     found: dict[UUID, list[UUID]] = {i: [] for i in wanted}
     if not wanted:
         return found
-    c = fact_sources.c
-    query = (
-        sa.select(c.fact_id, c.memory_id)
-        .where(c.tenant_id == tenant_id, c.fact_id.in_(wanted))
-        .order_by(c.fact_id, c.memory_id)
-    )
-    for fact_id, memory_id in await conn.execute(query):
+    query = template(("graph", "sources of facts"), _sources_of)
+    for fact_id, memory_id in await conn.execute(query, {"tenant_id": tenant_id, "ids": wanted}):
         found[fact_id].append(memory_id)
     return found
+
+
+def _sources_of() -> sa.Select[Any]:
+    c = fact_sources.c
+    return (
+        sa.select(c.fact_id, c.memory_id)
+        .where(c.tenant_id == param("tenant_id"), c.fact_id.in_(param("ids", expanding=True)))
+        .order_by(c.fact_id, c.memory_id)
+    )
 
 
 # --- relations ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -23,6 +24,7 @@ from memvault.db.store import (
     ranked_page,
 )
 from memvault.db.tables import entities, entity_terms, fact_sources, fact_terms, facts
+from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
 _e = entities.c
@@ -175,17 +177,26 @@ async def keyword_matches(
     """Facts or entities of the owner by how many of the query's terms they hold."""
     if not term_ids:
         return {}
+    query = template(("graph", "keyword matches", kind, limit), _keyword_matches, kind, limit)
+    params = {"tenant_id": tenant_id, "user_id": user_id, "terms": list(term_ids)}
+    return {r.item: int(r.matched) for r in await conn.execute(query, params)}
+
+
+def _keyword_matches(kind: str, limit: int) -> sa.Select[Any]:
     table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
     c = table.c
     matched = sa.func.count(sa.distinct(c.term)).label("matched")
-    query = (
+    return (
         sa.select(c[column].label("item"), matched)
-        .where(*scope(c, tenant_id, user_id), c.term.in_(list(term_ids)))
+        .where(
+            c.tenant_id == param("tenant_id"),
+            c.user_id == param("user_id"),
+            c.term.in_(param("terms", expanding=True)),
+        )
         .group_by(c[column])
         .order_by(matched.desc(), c[column])
         .limit(limit)
     )
-    return {r.item: int(r.matched) for r in await conn.execute(query)}
 
 
 async def nearest_facts(
@@ -197,15 +208,25 @@ async def nearest_facts(
     limit: int,
 ) -> dict[UUID, float]:
     """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
-    probe = sa.cast(sa.literal(vector_text(vector)), Vector(len(vector)))
+    shape = (len(vector), limit)
+    query = template(("graph", "nearest facts", *shape), _nearest_facts, *shape)
+    params = {"tenant_id": tenant_id, "user_id": user_id, "model": model, "q": vector_text(vector)}
+    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query, params)}
+
+
+def _nearest_facts(dims: int, limit: int) -> sa.Select[Any]:
+    probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
     distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
-    query = (
+    return (
         sa.select(_f.id, distance.label("distance"))
-        .where(*scope(_f, tenant_id, user_id), _f.embedding_model == model)
+        .where(
+            _f.tenant_id == param("tenant_id"),
+            _f.user_id == param("user_id"),
+            _f.embedding_model == param("model"),
+        )
         .order_by(distance)
         .limit(limit)
     )
-    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query)}
 
 
 # --- facts as extra keys of the memories they were read from -------------------------------
