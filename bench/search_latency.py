@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search_latency.py [--baseline-ref 3375b0f] [--questions 40]
         [--large USERS --large-size 20 --big-users N --big-size 5000 [--no-locomo]]
+        [--current-env MEMVAULT_X=1] [--baseline-env MEMVAULT_X=2]
 
 Starts one private PostgreSQL (autovacuum off, so no table is analysed during the run) and
 ``memvault serve`` on it from this checkout, and with ``--baseline-ref`` a second server from
@@ -13,7 +14,9 @@ reused) are asked of both servers in turn, per recipe. Reports client-side laten
 p50/p95/p99 per recipe and server, the ratio current / baseline, and the stage timings the
 server reports in ``diagnostics.timings_ms``. ``--large`` adds USERS users of ``--large-size`` (20)
 memories each and ``--big-users`` users of ``--big-size`` memories (synthetic texts), built through
-the same batch API, and asks the big users ``--questions`` questions.
+the same batch API, and asks the big users ``--questions`` questions. ``--current-env`` and
+``--baseline-env`` give one server a setting of its own (with ``--baseline-ref HEAD``: two
+settings of the same code side by side).
 """
 
 from __future__ import annotations
@@ -55,7 +58,15 @@ def free_port() -> int:
 class Server:
     """One ``memvault serve`` process on its own database, from a source tree."""
 
-    def __init__(self, name: str, src: Path, url: str, key: str, work: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        src: Path,
+        url: str,
+        key: str,
+        work: Path,
+        settings: dict[str, str] | None = None,
+    ) -> None:
         self.name, self.port = name, free_port()
         env = {
             **os.environ,
@@ -70,6 +81,7 @@ class Server:
             "MEMVAULT_EMBEDDING_CACHE_TTL_S": "0",
             "MEMVAULT_ANALYZE_AFTER_ROWS": "0",
             "HF_HUB_OFFLINE": "1",
+            **(settings or {}),
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "memvault.cli", "serve"],
@@ -224,7 +236,8 @@ async def run(args: argparse.Namespace) -> None:
         servers: list[Server] = []
         try:
             for name, src in trees.items():  # one at a time: both create the app role
-                servers.append(Server(name, src, pg.admin_url(name), key, work))
+                settings = dict(s.split("=", 1) for s in getattr(args, f"{name}_env"))
+                servers.append(Server(name, src, pg.admin_url(name), key, work, settings))
                 await servers[-1].ready()
             asked = await load(servers, args)
             for server in servers:  # load the model and warm the pools, not measured
@@ -258,4 +271,13 @@ if __name__ == "__main__":
     parser.add_argument("--big-users", type=int, default=2)
     parser.add_argument("--big-size", type=int, default=5000)
     parser.add_argument("--no-locomo", action="store_true", help="only the --large store")
+    for name in ("current", "baseline"):
+        parser.add_argument(
+            f"--{name}-env",
+            action="append",
+            default=[],
+            metavar="MEMVAULT_NAME=VALUE",
+            help=f"a setting for the {name} server only (repeatable), e.g. to compare settings "
+            "with --baseline-ref HEAD",
+        )
     asyncio.run(run(parser.parse_args()))
