@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -75,3 +76,28 @@ async def test_the_local_model_is_loaded_at_start(make_settings: Callable[..., S
         assert ready.status_code == 200
         primary = app.state.memory._backend.embeddings.primary
         assert primary.load().encoder.backend == "onnx"
+
+
+async def test_a_serving_app_sets_start_up_aside_from_the_collector_once_loaded(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """`memvault serve` freezes what start-up made, after the model loads (full collections
+    then walk only what requests made); an app built inside another program leaves the
+    program's collector alone."""
+    settings = make_settings(embedding_provider="hash")
+    try:
+        for serving in (False, True):
+            gc.unfreeze()
+            memory = await AsyncMemory.open(settings)
+            gated = GatedEmbedder()
+            memory._backend.embeddings.primary = gated
+            app = create_app(settings, memory=memory, serving=serving)
+            async with app.router.lifespan_context(app):
+                await asyncio.sleep(0.05)
+                assert gc.get_freeze_count() == 0  # the model is still loading
+                gated.gate.set()
+                await app.state.model_load
+                assert (gc.get_freeze_count() > 0) is serving
+            await memory.close()
+    finally:
+        gc.unfreeze()

@@ -219,7 +219,7 @@ def serve(
     try:
         with _embedded_for_workers(settings):
             uvicorn.run(
-                create_app(settings)
+                create_app(settings, serving=True)
                 if settings.workers == 1
                 else "memvault.api.app:create_app_from_env",
                 factory=settings.workers > 1,
