@@ -10,6 +10,7 @@ import pytest
 
 from memvault import Settings
 from memvault.admin import AsyncAdmin
+from memvault.db import keywords
 from memvault.pipeline.rules.dedup import _facts
 from memvault.retrieval.search import rrf
 from memvault.retrieval.terms import terms
@@ -168,3 +169,44 @@ async def test_ranking_blends_validity_importance_and_recency(
     assert [h.id for h in recent.results] == [new.id, old.id]
     assert recent.results[0].scores["recency"] > 0.9 > recent.results[1].scores["recency"]
     await memory.close()
+
+
+@pytest.mark.parametrize("channel", [None, "team"])
+async def test_large_scopes_rank_from_remembered_statistics_with_the_same_answer(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, channel: str | None
+) -> None:
+    """A large scope's keyword list gives the statistics an earlier search read and looks only
+    its best scores up by id; the answer is the one the whole ranking gives — also when a
+    filter leaves the cut short while more memories matched (then it ranks the whole way)."""
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    rooms = ["attic", "garage", "kitchen", "hallway", "cellar", "study"]
+    items: list[dict[str, Any]] = []
+    for n in range(60):  # more than a candidate list (50) holds
+        words = [f"router in the {rooms[n % 6]}", *["reboot"] * (n % 4), "mesh" * (n % 3 > 0)]
+        items.append(
+            {
+                "content": f"Wendy note {n}: " + " ".join(words) + f" since {1900 + n}",
+                "user_id": "wendy",
+                # The team's notes hold only "router": the least matching, below the cut.
+                "channel": "team" if n % 12 == 0 else "home",
+                "infer": False,
+            }
+        )
+    try:
+        await memory.add_many(items)
+        ask: dict[str, Any] = {"user_id": "wendy", "recipe": "keyword", "limit": 10}
+        if channel:
+            ask["channel"] = channel
+        whole = await memory.search("router reboot mesh", **ask)
+        stats = memory._backend.keyword_stats.get(("default", "wendy"))
+        assert stats is not None and stats.n_docs == 60
+        monkeypatch.setattr(keywords, "_LOOKUP_MIN_DOCS", 1)
+        monkeypatch.setattr(keywords, "_MIN_FETCH", 50)
+        monkeypatch.setattr(keywords, "_OVERFETCH", 1)  # the best 50 only: none of the team's
+        cut = await memory.search("router reboot mesh", **ask)
+        assert [(h.id, round(h.scores["keyword"], 9)) for h in cut.results] == [
+            (h.id, round(h.scores["keyword"], 9)) for h in whole.results
+        ]
+        assert len(cut.results) == (10 if channel is None else 5)
+    finally:
+        await memory.close()

@@ -21,6 +21,8 @@ from memvault.config import Settings
 from memvault.crypto import KeyringSource
 from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
+from memvault.db.keywords import ScopeStatistics
+from memvault.db.remembered import Remembered
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.service import EmbeddingService
 from memvault.lifecycle.audit import Audit
@@ -49,6 +51,8 @@ class Backend:
     working: WorkingStore | None = None
     # Owners' vector scope sizes, so a search need not count them every time.
     scope_sizes: ScopeSizes = field(default_factory=ScopeSizes)
+    # Owners' BM25 statistics, so a search of a large scope need not read them every time.
+    keyword_stats: Remembered[ScopeStatistics] = field(default_factory=Remembered)
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0

@@ -403,12 +403,13 @@ def ranked_pages_template(
     limit: int,
     *,
     columns: Sequence[sa.ColumnElement[Any]] = (),
+    by_id: bool = False,
 ) -> sa.Select[Any] | sa.CompoundSelect[Any]:
     """A template of :func:`ranked_page` joined to ``ranked`` once for each filter set, in one
     statement (a question and its time-narrowed probe share one ranking of the owner's
     memories): page ``n`` filtered by the parameters ``p<n>_<name>`` (``page_values``), each
-    row tagged with its page's index as ``page``, with ``columns`` beside it. Read it with
-    :func:`fetch_pages`."""
+    row tagged with its page's index as ``page``, with ``columns`` beside it; ``by_id`` as
+    for :func:`ranked_page`. Read it with :func:`fetch_pages`."""
     branches = [
         _ranked_page(
             functools.partial(filter_parameters, shape, f"p{n}_"),
@@ -416,7 +417,7 @@ def ranked_pages_template(
             ranked,
             order,
             limit,
-            False,
+            by_id,
         ).add_columns(sa.literal(n, sa.Integer).label("page"), *columns)
         for n, shape in enumerate(shapes)
     ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -18,6 +17,7 @@ from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.records import RankedMemory
+from memvault.db.remembered import Remembered
 from memvault.db.store import (
     fetch_pages,
     fetch_ranked,
@@ -134,23 +134,16 @@ class ScopeSizes:
     search early, and the owner's first memory must be found at once."""
 
     def __init__(self, ttl_s: float = 30.0, max_entries: int = 10_000) -> None:
-        self.ttl_s, self.max_entries = ttl_s, max_entries
-        self._seen: dict[tuple[str, str, str], tuple[float, int]] = {}
+        self._sizes: Remembered[int] = Remembered(ttl_s, max_entries)
 
     def get(self, tenant_id: str, user_id: str, model: str) -> int | None:
-        seen = self._seen.get((tenant_id, user_id, model))
-        if seen is None or time.monotonic() - seen[0] > self.ttl_s:
-            return None
-        return seen[1]
+        return self._sizes.get((tenant_id, user_id, model))
 
     def put(self, tenant_id: str, user_id: str, model: str, size: int) -> None:
-        key = (tenant_id, user_id, model)
-        self._seen.pop(key, None)
         if size <= 0:
-            return
-        if len(self._seen) >= self.max_entries:
-            del self._seen[next(iter(self._seen))]  # the oldest count
-        self._seen[key] = (time.monotonic(), size)
+            self._sizes.forget((tenant_id, user_id, model))
+        else:
+            self._sizes.put((tenant_id, user_id, model), size)
 
 
 async def nearest(

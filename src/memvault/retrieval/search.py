@@ -420,7 +420,7 @@ def _lists(
     for text, pages in by_words.items():
         words = query_terms(backend.keys.current(tenant_id), text)
         fetches[next(iter(pages))] = functools.partial(
-            _bm25, tenant_id, pages, words, ceilings, fetch
+            _bm25, backend, tenant_id, pages, words, ceilings, fetch
         )
     return weights, fetches
 
@@ -527,6 +527,7 @@ async def _nearest(
 
 
 async def _bm25(
+    backend: Backend,
     tenant_id: str,
     pages: dict[str, MemoryFilter],
     words: dict[str, list[int]],
@@ -535,7 +536,9 @@ async def _bm25(
     conn: AsyncConnection,
 ) -> dict[str, Sequence[RankedMemory]]:
     term_ids = sorted({i for ids in words.values() for i in ids})
-    found = await keywords.bm25(conn, tenant_id, list(pages.values()), term_ids, limit)
+    found = await keywords.bm25(
+        conn, tenant_id, list(pages.values()), term_ids, limit, known=backend.keyword_stats
+    )
     for name, matches in zip(pages, found, strict=True):
         ceilings[name] = _ceiling(words, matches)
     return {name: matches.rows for name, matches in zip(pages, found, strict=True)}
