@@ -141,6 +141,8 @@ async def test_page_size_is_capped(memory: AsyncMemory) -> None:
         ({"metadata": {"k": "v"}}, {"m2", "m3"}),
         ({"metadata": {"k": "v", "n": 2}}, {"m3"}),
         ({"app_id": "shop", "metadata": {"k": "v"}}, {"m2"}),
+        ({"tags_any": ["big", "nowhere"]}, {"m1"}),
+        ({"channels": ["voice", "_global"]}, {"m1", "m2", "m3"}),
     ],
 )
 async def test_each_filter_selects_exactly_its_memories(
@@ -159,6 +161,9 @@ async def test_each_filter_selects_exactly_its_memories(
     await memory.add("m4", user_id="someone-else", app_id="shop", tags=["red"])
     page = await memory.list(user_id="u", **filters)
     assert {m.content for m in page.results} == expected
+    # Search applies the same filters (through its kept statements, with these values).
+    found = await memory.search("m1 m2 m3 m4", user_id="u", recipe="keyword", **filters)
+    assert {h.content for h in found.results} == expected
 
 
 async def test_created_range_filter(memory: AsyncMemory, raw: psycopg.Connection[Any]) -> None:
