@@ -200,9 +200,9 @@ async def test_large_scopes_rank_from_remembered_statistics_with_the_same_answer
         whole = await memory.search("router reboot mesh", **ask)
         stats = memory._backend.keyword_stats.get(("default", "wendy"))
         assert stats is not None and stats.n_docs == 60
-        monkeypatch.setattr(keywords, "_LOOKUP_MIN_DOCS", 1)
-        monkeypatch.setattr(keywords, "_MIN_FETCH", 50)
-        monkeypatch.setattr(keywords, "_OVERFETCH", 1)  # the best 50 only: none of the team's
+        monkeypatch.setattr(keywords, "LOOKUP_MIN_SCOPE", 1)
+        # The best 50 only (a whole list's worth): none of the team's.
+        monkeypatch.setattr(keywords, "lookup_fetch", lambda limit: limit)
         cut = await memory.search("router reboot mesh", **ask)
         assert [(h.id, round(h.scores["keyword"], 9)) for h in cut.results] == [
             (h.id, round(h.scores["keyword"], 9)) for h in whole.results

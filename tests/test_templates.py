@@ -38,7 +38,7 @@ async def test_reused_rankings_answer_each_search_with_its_own_values(
     make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch, path: str
 ) -> None:
     if path == "looked up by id":
-        monkeypatch.setattr(vectors, "_LOOKUP_MIN_SCOPE", 0)
+        monkeypatch.setattr(vectors, "LOOKUP_MIN_SCOPE", 0)
     exact_max = 0 if path == "hnsw" else 10_000
     memory = await _stored(
         make_settings(embedding_provider="local", search_exact_max_chunks=exact_max)

@@ -21,9 +21,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memvault.db.records import RankedMemory, RankedPage
 from memvault.db.remembered import Remembered
 from memvault.db.store import (
+    LOOKUP_MIN_SCOPE,
     fetch_pages,
     filter_parameters,
     filter_values,
+    lookup_fetch,
     narrows,
     owner_of,
     page_parameters,
@@ -129,7 +131,7 @@ async def bm25(
     short, however selective the filters.
 
     Large scopes (``known``: the owner's statistics from an earlier search, of at least
-    ``_LOOKUP_MIN_DOCS`` memories) without narrowing filters skip both reads of the owner's
+    ``LOOKUP_MIN_SCOPE`` memories) without narrowing filters skip both reads of the owner's
     memories: the remembered statistics are given, and only the best ``fetch`` scores are
     looked up by id (at 10,000 memories the statistics and the join were 11 of the
     statement's 16 ms). A page the cut leaves short while more memories matched is ranked
@@ -145,8 +147,8 @@ async def bm25(
     params = {"tenant_id": tenant_id, "user_id": user_id, "terms": terms}
     params |= page_parameters(values)
     stats = known.get((tenant_id, user_id)) if known is not None else None
-    if stats is not None and stats.n_docs >= _LOOKUP_MIN_DOCS and not any(map(narrows, pages)):
-        fetch = max(limit * _OVERFETCH, _MIN_FETCH)
+    if stats is not None and stats.n_docs >= LOOKUP_MIN_SCOPE and not any(map(narrows, pages)):
+        fetch = lookup_fetch(limit)
         statement = template(("bm25-cut", shapes, limit, fetch), _scored, shapes, limit, fetch)
         given = {"n_docs": stats.n_docs, "avgdl": stats.avgdl}
         found = await fetch_pages(
@@ -169,12 +171,6 @@ class ScopeStatistics:
 
     n_docs: int
     avgdl: float
-
-
-# Scopes of at least this many memories may rank from remembered statistics and look their
-# best ``fetch`` up by id (the vector lists' threshold and cut, see ``db.vectors``).
-_LOOKUP_MIN_DOCS = 2_000
-_OVERFETCH, _MIN_FETCH = 4, 200
 
 
 def _complete(page: RankedPage, limit: int, fetch: int) -> bool:

@@ -1,8 +1,8 @@
 """Facts about an owner's scope remembered for a while, so a search need not read them again.
 
 What is remembered only chooses how a statement runs (exact or looked-up ranking, statistics
-read or given), never which memories qualify; a stale value costs time or a rounding of a
-score, and ``forget`` drops a value its owner's writes made wrong in a way that matters.
+read or given), never which memories qualify: a stale value costs time, or moves a score by
+what the owner's writes since then changed.
 """
 
 from __future__ import annotations

@@ -19,9 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from memvault.db.records import RankedMemory
 from memvault.db.remembered import Remembered
 from memvault.db.store import (
+    LOOKUP_MIN_SCOPE,
     fetch_pages,
     fetch_ranked,
     filter_values,
+    lookup_fetch,
     narrows,
     owner_of,
     page_parameters,
@@ -165,7 +167,7 @@ async def nearest(
     exact ranking answers share one ranking and one statement.
 
     Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
-    larger ones ask the HNSW index first. In scopes of over ``_LOOKUP_MIN_SCOPE`` chunks the
+    larger ones ask the HNSW index first. In scopes of over ``LOOKUP_MIN_SCOPE`` chunks the
     best few hundred memories are looked up by id first, and a page they cannot fill
     (selective filters) is ranked from the whole scope.
     The candidates are ranked in a materialised CTE and only then joined to or looked up in
@@ -184,7 +186,7 @@ async def nearest(
         return [[] for _ in pages]
     values = [filter_values(tenant_id, f, exclude_id) for f in pages]
     ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": _vector_text(query)}
-    fetch = max(limit * _OVERFETCH, _MIN_FETCH)
+    fetch = lookup_fetch(limit)
     found: list[list[RankedMemory]] = []
     if scope > exact_max_chunks:
         await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
@@ -192,16 +194,16 @@ async def nearest(
         shape = tuple(own)
         rows: list[RankedMemory] = []
         if scope > exact_max_chunks:
-            ann = (shape, dims, fetch, ef_search, limit)
-            statement = template(("vector-ann", *ann), _ann_page, *ann)
+            ann = (shape, dims, fetch, limit, ef_search)
+            statement = template(("vector-cut", *ann), _cut_page, *ann)
             rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
-        elif scope > _LOOKUP_MIN_SCOPE and not narrows(filters):
+        elif scope > LOOKUP_MIN_SCOPE and not narrows(filters):
             # The nearest ``fetch`` memories first: a full page from them is the exact answer
             # (anything nearer that passes the filters is among them), and looking a few
             # hundred rows up instead of joining the whole scope is most of the statement at
             # 10k memories.
-            cut = (shape, dims, fetch, limit)
-            statement = template(("vector-exact-by-id", *cut), _exact_page, *cut)
+            cut = (shape, dims, fetch, limit, None)
+            statement = template(("vector-cut", *cut), _cut_page, *cut)
             rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
         found.append(rows)
     short = [n for n, rows in enumerate(found) if len(rows) < limit]
@@ -215,13 +217,6 @@ async def nearest(
             found[n] = page.rows
     return found
 
-
-# The memories kept from the ranking before they are looked up: enough that ordinary filters
-# still fill the page (when they do not, the whole scope is ranked), few enough to look up.
-_OVERFETCH, _MIN_FETCH = 4, 200
-# Below this many chunks, joining the whole scope costs less than looking the best few
-# hundred up one by one (on a 675-turn conversation the lookups were 0-8% slower).
-_LOOKUP_MIN_SCOPE = 2_000
 
 # The rankings below are templates (``db.templates``): the owner, the model and the query
 # vector are the parameters ``tenant_id``, ``user_id``, ``model`` and ``q``.
@@ -277,15 +272,12 @@ def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
     )
 
 
-def _ann_page(
-    shape: tuple[str, ...], dims: int, fetch: int, ef_search: int, limit: int
+def _cut_page(
+    shape: tuple[str, ...], dims: int, fetch: int, limit: int, ef_search: int | None
 ) -> sa.Select[Any]:
-    best = _approximate(dims, fetch, ef_search)
-    return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
-
-
-def _exact_page(shape: tuple[str, ...], dims: int, fetch: int, limit: int) -> sa.Select[Any]:
-    best = _exact(dims, fetch)
+    """A page looked up by id from the nearest ``fetch`` memories: through the HNSW index
+    with ``ef_search``, exactly without."""
+    best = _exact(dims, fetch) if ef_search is None else _approximate(dims, fetch, ef_search)
     return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
 
 
