@@ -318,7 +318,7 @@ def owner_only(user_id: str) -> MemoryFilter:
 Conditions = Callable[[Any], list[sa.ColumnElement[bool]]]
 
 # A ranking of a scope larger than this first keeps its best ``lookup_fetch(limit)``
-# candidates and looks them up by id (``ranked_page(by_id=True)``), instead of joining the
+# candidates and looks them up by id (a page template's ``by_id``), instead of joining the
 # whole scope: below it the join costs less (on a 675-turn conversation the lookups were 0-8%
 # slower for vectors, 14% for keywords). Vector and keyword lists share both numbers.
 LOOKUP_MIN_SCOPE = 2_000
@@ -338,19 +338,17 @@ def ranked_page(
     limit: int,
     *,
     exclude_id: UUID | None = None,
-    by_id: bool = False,
 ) -> sa.Select[Any]:
     """The best ``limit`` of ``ranked`` (a materialised CTE of candidate ``memory_id``s and
     their score) that pass the filters, as memory rows with the score beside them as
-    ``rank``. ``by_id``: ``ranked`` was cut to a few hundred, look each up by id; otherwise
-    join them to the owner's memories, read once. Run it with :func:`fetch_ranked`."""
+    ``rank``, joined to the owner's memories (read once). Run it with :func:`fetch_ranked`."""
     return _ranked_page(
         lambda c: list_filters(tenant_id, filters, c, exclude_id=exclude_id),
         tenant_id,
         ranked,
         order,
         limit,
-        by_id,
+        by_id=False,
     )
 
 
@@ -363,10 +361,25 @@ def ranked_page_template(
     by_id: bool = False,
 ) -> sa.Select[Any]:
     """:func:`ranked_page` as a template: the filters named in ``shape`` take their values from
-    the parameters ``p0_<name>`` (``page_parameters``), the tenant from ``p0_tenant_id``."""
+    the parameters ``p0_<name>`` (``page_parameters``), the tenant from ``p0_tenant_id``.
+    ``by_id``: ``ranked`` was cut to a few hundred, look each up by id instead of joining the
+    owner's memories."""
+    return _page_template(shape, 0, ranked, order, limit, by_id)
+
+
+def _page_template(
+    shape: Sequence[str],
+    n: int,
+    ranked: sa.CTE,
+    order: sa.ColumnElement[Any],
+    limit: int,
+    by_id: bool,
+) -> sa.Select[Any]:
+    """Page ``n`` of a template: its tenant and filters from the parameters ``p<n>_…``."""
+    prefix = f"p{n}_"
     return _ranked_page(
-        functools.partial(filter_parameters, shape, "p0_"),
-        param("p0_tenant_id"),
+        functools.partial(filter_parameters, shape, prefix),
+        param(prefix + "tenant_id"),
         ranked,
         order,
         limit,
@@ -423,14 +436,9 @@ def ranked_pages_template(
     row tagged with its page's index as ``page``, with ``columns`` beside it; ``by_id`` as
     for :func:`ranked_page`. Read it with :func:`fetch_pages`."""
     branches = [
-        _ranked_page(
-            functools.partial(filter_parameters, shape, f"p{n}_"),
-            param(f"p{n}_tenant_id"),
-            ranked,
-            order,
-            limit,
-            by_id,
-        ).add_columns(sa.literal(n, sa.Integer).label("page"), *columns)
+        _page_template(shape, n, ranked, order, limit, by_id).add_columns(
+            sa.literal(n, sa.Integer).label("page"), *columns
+        )
         for n, shape in enumerate(shapes)
     ]
     return branches[0] if len(branches) == 1 else sa.union_all(*branches)
