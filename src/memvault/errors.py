@@ -28,7 +28,7 @@ the server's status and code on the instance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 
@@ -140,16 +140,50 @@ class ServerUnreachable(StoreUnavailable):
     code = "server_unreachable"
 
 
-def validation_problems(errors: Sequence[Any]) -> list[dict[str, str]]:
+def validation_problems(errors: Sequence[Any], known: Collection[str] = ()) -> list[dict[str, str]]:
     """Pydantic validation errors as the envelope lists them: the field's path and what is
-    wrong, never the value that was sent."""
-    return [
-        {
-            "field": ".".join(str(p) for p in err["loc"]) or "body",
-            "problem": str(err["msg"]).removeprefix("Value error, "),
-        }
-        for err in errors
-    ]
+    wrong, never the value that was sent nor a key the caller chose. A path names the schema:
+    a part that is no field of memvault's models (nor in ``known``, the route's parameters) is
+    a key of a free-form object, or a type tag, and shows as ``*``."""
+    names = _schema_names() | frozenset(known)
+    return [{"field": _path(err["loc"], names), "problem": _problem(err)} for err in errors]
+
+
+_PLACES = frozenset({"body", "query", "path", "header", "cookie", "[key]"})
+_names_of: dict[int, frozenset[str]] = {}
+
+
+def _schema_names() -> frozenset[str]:
+    """Every field name and alias of memvault's pydantic models loaded so far."""
+    from pydantic import BaseModel  # only when an error is reported
+
+    found, pending = [], list(BaseModel.__subclasses__())
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if model.__module__.startswith("memvault"):
+            found.append(model)
+    cached = _names_of.get(len(found))
+    if cached is None:
+        names = {n for m in found for n in m.model_fields}
+        names |= {f.alias for m in found for f in m.model_fields.values() if f.alias}
+        cached = _names_of[len(found)] = frozenset(names)
+    return cached
+
+
+def _path(loc: Sequence[Any], names: frozenset[str]) -> str:
+    parts: list[str] = []
+    for p in loc:
+        part = str(p) if isinstance(p, int) or p in names or p in _PLACES else "*"
+        if not (part == "*" and parts[-1:] == ["*"]):
+            parts.append(part)
+    return ".".join(parts) or "body"
+
+
+def _problem(err: Any) -> str:
+    message = str(err["msg"]).removeprefix("Value error, ")
+    # A parser's detail quotes the input ("..., found `S` at 1"): the kind is enough.
+    return message.split(", ", 1)[0] if str(err.get("type", "")).endswith("_parsing") else message
 
 
 def _subclasses(cls: type[MemvaultError]) -> list[type[MemvaultError]]:

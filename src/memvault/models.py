@@ -40,6 +40,14 @@ def _content(value: str) -> str:
     return value
 
 
+def _text(value: str) -> str:
+    """Free text as PostgreSQL stores it: line breaks and tabs are text, NUL is not."""
+    _encodable(value)
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
 def _utc(value: datetime) -> datetime:
     """A timestamp without a zone is taken as UTC, never as the server's local time; one that
     leaves the years 1-9999 once in UTC cannot be stored or compared, so it is refused."""
@@ -62,6 +70,17 @@ def _tags(values: list[str]) -> list[str]:
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_identifier)]
 Content = Annotated[str, AfterValidator(_content)]
+# Free text beside a memory (its length limited where it is used); docs/limits.md lists them.
+Text = Annotated[str, AfterValidator(_text)]
+# A title or a description: one line of meaning, not a document (documents are memories).
+Title = Annotated[str, Field(max_length=500), AfterValidator(_content)]
+Description = Annotated[str, Field(max_length=2_000), AfterValidator(_content)]
+# Why something was done, as the audit log records it: one short line.
+Reason = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_identifier)]
+# A duration a caller reports (a tool call's latency): at most 30 days, so sums and averages
+# over any number of them stay far inside a double.
+MAX_MILLISECONDS = 30 * 86_400_000
+Milliseconds = Annotated[float, Field(ge=0, le=MAX_MILLISECONDS, allow_inf_nan=False)]
 Tags = Annotated[
     list[Annotated[str, Field(max_length=100)]], Field(max_length=50), AfterValidator(_tags)
 ]

@@ -50,9 +50,21 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
             "unsupported_media_type",
             "Send the request body as JSON, with 'Content-Type: application/json'.",
         )
-    return envelope(
-        422, "invalid_input", "The request is not valid.", {"errors": validation_problems(errors)}
-    )
+    found = validation_problems(errors, _declared(request))
+    return envelope(422, "invalid_input", "The request is not valid.", {"errors": found})
+
+
+def _declared(request: Request) -> set[str]:
+    """The parameter names the route declares: a field path may name them."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    names: set[str] = set()
+    pending = [dependant] if dependant is not None else []
+    while pending:
+        current = pending.pop()
+        for param in (*current.path_params, *current.query_params, *current.header_params):
+            names.update((param.name, param.alias))
+        pending.extend(current.dependencies)
+    return names
 
 
 def _body_problem(errors: Sequence[Any]) -> bool:

@@ -11,7 +11,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, Field, model_validator
 
 from memvault.graph.claims import SELF, canonical_predicate
-from memvault.models import Entity, Fact, Identifier, Timestamp, _Input
+from memvault.models import Entity, Fact, Identifier, Reason, Timestamp, _encodable, _Input
 
 _PREDICATE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 EntityTypeName = Literal[
@@ -32,7 +32,7 @@ def _name(value: str) -> str:
         raise ValueError("must not be empty or whitespace")
     if any(ord(ch) < 32 for ch in value):
         raise ValueError("must not contain control characters")
-    value.encode("utf-8")
+    _encodable(value)
     return value.strip()
 
 
@@ -127,7 +127,7 @@ class MergeRequest(_Input):
 
 class PromoteRequest(_Input):
     user_id: Identifier
-    reason: str = Field(min_length=1, max_length=200, description="why, recorded in the audit log")
+    reason: Reason = Field(description="why, recorded in the audit log (one line)")
 
 
 class FactReview(BaseModel):

@@ -21,9 +21,11 @@ from memvault.db import graph_promotion as db
 from memvault.db.tenancy import scoped_to_tenant, tenant_scope
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
+from memvault.graph.models import PromoteRequest
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
 from memvault.models import Fact
+from memvault.validation import validated
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -137,14 +139,13 @@ class PromotionFace:
         """Copy a project-channel fact to the user's ``_global`` channel (linked
         PROMOTED_FROM); promoting it again answers the same copy."""
         ident = _uuid(fact_id)
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > MAX_REASON:
-            raise InvalidInput(f"reason: 1 to {MAX_REASON} characters.")
+        given = validated(PromoteRequest, user_id=user_id, reason=reason)
         promotion = await promote_fact(
             self._backend,
             self.tenant_id,
             ident,
-            user_id=user_id,
-            reason=reason.strip(),
+            user_id=given.user_id,
+            reason=given.reason.strip(),
             actor=self.actor,
         )
         return promotion.fact

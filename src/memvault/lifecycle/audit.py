@@ -4,9 +4,14 @@ so recording a search costs a list append, never a round trip.
 What is recorded depends on ``audit_level``: ``off`` nothing; ``writes`` every change (store,
 update, delete, promote, merge, decay, export, import, tier); ``reads`` also every retrieval;
 ``verbose`` also the query text, sealed like content (bound to the tenant and the audit row's
-id), never in plaintext. A batch that cannot be written is counted and logged and kept for the
-next flush, up to a bound; deletion receipts do not take this path: they are written in the
-deleting transaction (``row_for`` + ``db.audit.insert_rows``).
+id), never in plaintext. A batch that cannot be written while the store is away is counted and
+logged and kept for the next flush, up to a bound; deletion receipts do not take this path: they
+are written in the deleting transaction (``row_for`` + ``db.audit.insert_rows``).
+
+The log is shared by every tenant, so no row may stop it: each row is repaired on the way in
+(NUL and lone surrogates out of its text, non-finite numbers to null), and a batch the store
+refuses for its data is written row by row, a row still refused set aside alone (counted as
+``set_aside``, logged with its tenant and operation) while every other row goes in.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,6 +44,24 @@ READ_OPERATIONS = frozenset({"retrieve"})
 _LEVELS = ("off", "writes", "reads", "verbose")
 # Rows held while the store is away: beyond this the oldest are dropped (and counted).
 MAX_PENDING = 100_000
+
+
+def storable(value: Any) -> Any:
+    """``value`` as PostgreSQL takes it in a text or ``jsonb`` column: NUL removed, a lone
+    surrogate replaced, NaN and infinities as null (a row is repaired, never refused)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {storable(str(k)): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value
+
+
+# What says the store is away (kept for the next flush), as opposed to a row it refuses.
+_OUTAGE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError, OSError)
 
 
 def records(level: str, operation: str) -> bool:
@@ -140,7 +164,7 @@ class Audit:
 
     def row_for(self, event: AuditEvent) -> dict[str, Any]:
         values = {
-            k: getattr(event, k)
+            k: storable(getattr(event, k))
             for k in (
                 "tenant_id",
                 "at",
@@ -199,13 +223,45 @@ class Audit:
             batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
             try:
                 await self.write(batch)
-            except (sa.exc.SQLAlchemyError, OSError) as exc:
-                self._pending[:0] = batch  # kept for the next flush
-                AUDIT_ROWS.labels("failed").inc(len(batch))
-                log.warning("audit write failed: %s; %d rows kept", type(exc).__name__, len(batch))
+            except _OUTAGE as exc:
+                self._keep(batch, exc)
                 return written
+            except (sa.exc.SQLAlchemyError, ValueError):
+                # One row the store refuses must not hold back the others (any tenant's).
+                done, away = await self._row_by_row(batch)
+                written += done
+                if away:
+                    return written
+                continue
             written += len(batch)
         return written
+
+    def _keep(self, batch: list[dict[str, Any]], exc: BaseException) -> None:
+        self._pending[:0] = batch  # kept for the next flush
+        AUDIT_ROWS.labels("failed").inc(len(batch))
+        log.warning("audit write failed: %s; %d rows kept", type(exc).__name__, len(batch))
+
+    async def _row_by_row(self, batch: list[dict[str, Any]]) -> tuple[int, bool]:
+        """Write each row alone: (rows written, whether the store went away meanwhile, the
+        rest of the batch then kept for the next flush)."""
+        written = 0
+        for n, row in enumerate(batch):
+            try:
+                await self.write([row])
+            except _OUTAGE as exc:
+                self._keep(batch[n:], exc)
+                return written, True
+            except (sa.exc.SQLAlchemyError, ValueError) as exc:
+                AUDIT_ROWS.labels("set_aside").inc()
+                log.error(
+                    "audit row set aside (%s): tenant %r, operation %r",
+                    type(exc).__name__,
+                    row.get("tenant_id"),
+                    row.get("operation"),
+                )
+                continue
+            written += 1
+        return written, False
 
     async def write(self, rows: list[dict[str, Any]]) -> None:
         await self.ensure_days({r["at"].astimezone(UTC).date() for r in rows})
