@@ -16,7 +16,6 @@ import redis
 
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
-from memvault.embedding.service import cache_key
 from memvault.errors import NotFound
 from memvault.retrieval.terms import blind_terms
 from memvault.service import AsyncMemory
@@ -84,8 +83,11 @@ async def _signatures(
                 sigs[f"text:{text}"] = text
                 terms, _ = blind_terms(keyring, text)
                 sigs.update({f"term{n}:{t}": str(t) for t in terms if t not in shared})
-                model = store._backend.embeddings.primary.model_id
-                sigs[f"cache:{text}"] = cache_key(model, text).hex()
+                service = store._backend.embeddings
+                model = service.primary.model_id
+                for owner in (None, ("default", "ana")):
+                    (key,) = service.cache_keys(model, [text], owner)
+                    sigs[f"cache:{owner}:{text}"] = key.hex()
     return sigs
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -38,6 +39,7 @@ NONCE_BYTES = 12
 _KEY_ID_LABEL = b"memvault/key-id/v1"
 _HASH_KEY_LABEL = b"memvault/content-hash/v1"
 _INDEX_KEY_LABEL = b"memvault/blind-index/v1"
+_CACHE_KEY_LABEL = b"memvault/embedding-cache/v1"
 
 
 def _derive(secret: bytes, label: bytes) -> bytes:
@@ -166,6 +168,19 @@ class Keyring:
     def content_hashes(self, text: str) -> list[bytes]:
         """The hash under every key held: rows written before a rotation finished match too."""
         return [self.content_hash(text, key_id) for key_id in sorted(self._keys)]
+
+
+@functools.lru_cache(maxsize=64)
+def _cache_secret(secret: bytes) -> bytes:
+    return _derive(secret, _CACHE_KEY_LABEL)
+
+
+def cache_secrets(keyring: Keyring) -> list[bytes]:
+    """What the embedding cache keys its entries with (an HMAC, so the cache holds no digest
+    of a text that a guess could be checked against): the active key's first, then every
+    retired key's, for the entries made before a rotation."""
+    ordered = [keyring.active.key_id, *sorted(keyring.retired_ids)]
+    return [_cache_secret(keyring.key(k).secret) for k in ordered]
 
 
 def associated_data(*parts: str) -> bytes:

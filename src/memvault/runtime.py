@@ -19,7 +19,7 @@ from memvault.backend import Backend
 # job join the lifecycle wherever a backend is built (service, admin, worker, CLI).
 from memvault.cognitive import upkeep as _cognitive_upkeep  # noqa: F401
 from memvault.config import Settings
-from memvault.crypto import Keyring, KeyringSource, load_key_file, parse_key
+from memvault.crypto import Keyring, KeyringSource, cache_secrets, load_key_file, parse_key
 from memvault.db import store, tenant_keys
 from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
@@ -79,6 +79,7 @@ async def open_backend(settings: Settings) -> Backend:
         ddl_engine = create_engine(url, pool_size=1, as_app=False)
         keys, key_file = await _open_keys(engine, settings)
         embeddings = build_embedding_service(settings, engine)
+        embeddings.cache_secrets = lambda: cache_secrets(keys.current())
         if embeddings.primary.dimensions:
             await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
         backend = Backend(

@@ -47,3 +47,9 @@ async def delete_vectors(conn: AsyncConnection, keys: Sequence[bytes]) -> int:
     return (
         await conn.execute(embedding_cache.delete().where(_c.key.in_(list(keys))))
     ).rowcount or 0
+
+
+async def delete_owned(conn: AsyncConnection, tag: bytes) -> int:
+    """Forget every entry made for one owner (its keys start with the owner's tag)."""
+    starts = sa.func.substring(_c.key, 1, len(tag)) == tag
+    return (await conn.execute(embedding_cache.delete().where(starts))).rowcount or 0

@@ -133,3 +133,38 @@ async def insert_many(
     }
     if rows:
         await conn.execute(tables[table_name].insert(), list(rows))
+
+
+# --- what a deletion's cache clearing needs -------------------------------------------------
+
+
+async def derived_rows(
+    conn: AsyncConnection,
+    tenant_id: str,
+    memory_ids: Sequence[UUID],
+    user_id: str | None = None,
+) -> tuple[list[FactRow], list[EntityRow]]:
+    """The facts read from these memories and the entities they mention or name (every fact
+    and entity of ``user_id``, when given): whose texts the embedding cache may hold."""
+    ids = list(memory_ids)
+    sourced = sa.select(fact_sources.c.fact_id).where(
+        fact_sources.c.tenant_id == tenant_id, fact_sources.c.memory_id.in_(ids)
+    )
+    fact_where = _f.id.in_(sourced) if user_id is None else _f.user_id == user_id
+    found = await conn.execute(
+        sa.select(*FACT_COLUMNS).where(_f.tenant_id == tenant_id, fact_where)
+    )
+    fact_rows = records(FactRow, found)
+    named = {f.subject_id for f in fact_rows} | {f.object_id for f in fact_rows if f.object_id}
+    mentioned = sa.select(entity_mentions.c.entity_id).where(
+        entity_mentions.c.tenant_id == tenant_id, entity_mentions.c.memory_id.in_(ids)
+    )
+    entity_where = (
+        sa.or_(_e.id.in_(mentioned), _e.id.in_(sorted(named)))
+        if user_id is None
+        else _e.user_id == user_id
+    )
+    found = await conn.execute(
+        sa.select(*ENTITY_COLUMNS).where(_e.tenant_id == tenant_id, entity_where)
+    )
+    return fact_rows, records(EntityRow, found)

@@ -316,6 +316,23 @@ async def forget_audit_queries(conn: AsyncConnection, tenant_id: str, user_id: s
     return (await conn.execute(query)).rowcount or 0
 
 
+async def forget_audit_reasons(
+    conn: AsyncConnection, tenant_id: str, user_id: str | None, memory_ids: Sequence[UUID]
+) -> int:
+    """Drop the reasons promotions were given (the caller's words) for a user, or for the
+    promotions of facts read from these memories. Who promoted what, and when, stays."""
+    c = audit_log.c
+    about = [c.memory_ids.overlap(sa.cast(list(memory_ids), c.memory_ids.type))]
+    if user_id is not None:
+        about.append(c.user_id == user_id)
+    query = (
+        audit_log.update()
+        .where(c.tenant_id == tenant_id, c.promotion_rule.is_not(None), sa.or_(*about))
+        .values(promotion_rule=None)
+    )
+    return (await conn.execute(query)).rowcount or 0
+
+
 async def delete_tenant_rows(conn: AsyncConnection, table: sa.Table, tenant_id: str) -> int:
     return (await conn.execute(table.delete().where(table.c.tenant_id == tenant_id))).rowcount or 0
 

@@ -34,6 +34,17 @@ _SET = (
 # trip: one statement fewer per candidate list.
 _SET_FOR_RANKING = _SET + ", set_config('enable_nestloop', 'off', true)"
 _ranking: ContextVar[bool] = ContextVar("memvault_ranking_transaction", default=False)
+# The user a library call works for (its ``user_id``): what it embeds is cached under them, so
+# erasing the user takes those entries (queries included) with them.
+_user: ContextVar[str | None] = ContextVar("memvault_user_scope", default=None)
+
+
+def current_owner() -> tuple[str, str] | None:
+    """(tenant, user) of the call in progress, when it names one user of one tenant."""
+    scope, user = _scope.get(), _user.get()
+    return (scope, user) if isinstance(scope, str) and user is not None else None
+
+
 # Set on a connection's info for its current transaction: nested loops are off in it.
 NESTED_LOOPS_OFF = "memvault_nested_loops_off"
 
@@ -98,9 +109,14 @@ def scoped_to_tenant(
 
     @functools.wraps(method)
     async def scoped(view: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with tenant_scope(view.tenant_id), store_errors():
-            await view._backend.load_tenant_keys((view.tenant_id,))
-            return await method(view, *args, **kwargs)
+        user = kwargs.get("user_id")
+        token = _user.set(user if isinstance(user, str) else None)
+        try:
+            with tenant_scope(view.tenant_id), store_errors():
+                await view._backend.load_tenant_keys((view.tenant_id,))
+                return await method(view, *args, **kwargs)
+        finally:
+            _user.reset(token)
 
     return scoped
 

@@ -1,7 +1,9 @@
 """The embedding cache: Redis when configured, else an UNLOGGED PostgreSQL table.
 
 A failing cache degrades to a miss (counted in ``memvault_cache_errors_total``); it never fails
-a write. Keys are SHA-256 digests, so neither store holds any text.
+a write. Keys are HMACs under a secret derived from the store's key, led by a tag of the user
+whose call embedded the text (``embedding.service.cache_key``): neither store holds any text, a
+reader of either cannot confirm a guessed one, and an erased user's entries are found by tag.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class EmbeddingCache(Protocol):
 
     async def forget_many(self, keys: Sequence[bytes]) -> int: ...
 
+    async def forget_owned(self, tag: bytes) -> int: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -69,6 +73,11 @@ class PostgresCache:
         """Drop entries (a deleted memory's); unlike a read, a failure here is raised."""
         async with self._engine.begin() as conn:
             return await cache.delete_vectors(conn, keys)
+
+    async def forget_owned(self, tag: bytes) -> int:
+        """Drop every entry made for one owner (an erased user's); a failure is raised."""
+        async with self._engine.begin() as conn:
+            return await cache.delete_owned(conn, tag)
 
     async def purge_expired(self) -> None:
         async with self._engine.begin() as conn:
@@ -115,6 +124,11 @@ class RedisCache:
         if not keys:
             return 0
         return int(await self._redis.delete(*(self._name(k) for k in keys)))
+
+    async def forget_owned(self, tag: bytes) -> int:
+        """Drop every entry made for one owner (an erased user's); a failure is raised."""
+        names = [n async for n in self._redis.scan_iter(match=f"memvault:emb:{tag.hex()}*")]
+        return int(await self._redis.delete(*names)) if names else 0
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -8,8 +8,9 @@ and the result says which model made it so vectors of different models never mee
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tenacity import (
@@ -19,6 +20,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from memvault.db.tenancy import current_owner
 from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavailable
 from memvault.embedding.cache import EmbeddingCache
 from memvault.metrics import EMBEDDING_CACHE, EMBEDDING_ERRORS, EMBEDDING_FALLBACKS
@@ -34,8 +36,26 @@ class Embedded:
     fallback: bool
 
 
-def cache_key(model_id: str, text: str) -> bytes:
-    return hashlib.sha256(f"{model_id}\x00{text}".encode()).digest()
+# Every cache key starts with its owner's tag: the tag of no one (the worker's batches, which
+# serve many users) or an HMAC of (tenant, user), so a user's entries go when the user goes.
+OWNER_TAG_BYTES = 8
+NO_OWNER = bytes(OWNER_TAG_BYTES)
+
+
+def owner_tag(secret: bytes, owner: tuple[str, str] | None) -> bytes:
+    if owner is None:
+        return NO_OWNER
+    label = "\x00".join(("owner", *owner)).encode()
+    return hmac.new(secret, label, hashlib.sha256).digest()[:OWNER_TAG_BYTES]
+
+
+def cache_key(
+    model_id: str, text: str, secret: bytes = b"", owner: tuple[str, str] | None = None
+) -> bytes:
+    """The cache's key for a text: keyed (HMAC) with a secret derived from the store's key, so
+    a reader of the cache cannot confirm a guessed text; led by the owner's tag."""
+    digest = hmac.new(secret, f"{model_id}\x00{text}".encode(), hashlib.sha256).digest()
+    return owner_tag(secret, owner) + digest[: 32 - OWNER_TAG_BYTES]
 
 
 class EmbeddingService:
@@ -53,6 +73,18 @@ class EmbeddingService:
         self.cache = cache
         self.attempts = attempts
         self.retry_base_s = retry_base_s
+        # The secrets cache keys are made with: the first makes new keys; all of them (keys
+        # before a rotation) are what a deletion forgets. Set once the store's keys are open.
+        self.cache_secrets: Callable[[], list[bytes]] = lambda: [b""]
+
+    def cache_keys(
+        self, model_id: str, texts: Sequence[str], owner: tuple[str, str] | None
+    ) -> list[bytes]:
+        """Every key these texts may be cached under for ``owner`` (every secret held)."""
+        return [cache_key(model_id, t, s, owner) for s in self.cache_secrets() for t in texts]
+
+    def owner_tags(self, owner: tuple[str, str]) -> list[bytes]:
+        return [owner_tag(s, owner) for s in self.cache_secrets()]
 
     @property
     def active_model(self) -> str:
@@ -93,7 +125,8 @@ class EmbeddingService:
     async def _cached(
         self, embedder: Embedder, texts: Sequence[str], *, retry: bool
     ) -> list[list[float]]:
-        keys = [cache_key(embedder.model_id, t) for t in texts]
+        secret, owner = self.cache_secrets()[0], current_owner()
+        keys = [cache_key(embedder.model_id, t, secret, owner) for t in texts]
         found: list[list[float] | None] = (
             await self.cache.get_many(keys) if self.cache else [None] * len(texts)
         )

@@ -32,8 +32,8 @@ from memvault.db import lifecycle as db
 from memvault.db.records import DoomedMemory
 from memvault.db.tables import audit_log, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
-from memvault.embedding.service import cache_key
 from memvault.errors import NotFound, StoreUnavailable
+from memvault.graph import sealed
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.models import DeletionReceipt, DeletionScope
 from memvault.logs import request_id
@@ -60,6 +60,9 @@ class Targets:
     app_id: str | None = None
     # A user erased as a whole (not one app's memories): what is theirs beyond memories goes.
     whole_user: bool = False
+    # Texts derived from the memories (fact claims, entity names), by owner: the embedding
+    # cache may hold their vectors too.
+    derived: Sequence[tuple[str, str]] = ()
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -108,8 +111,10 @@ def register_derived(name: str, delete: InStore) -> None:
 
 
 async def _embedding_cache(backend: Backend, targets: Targets) -> int:
+    """The entries of the memories' texts, of what was derived from them, and (a user or a
+    tenant erased) every entry made for its users: their queries too."""
     cache = backend.embeddings.cache
-    if cache is None or not targets.texts:
+    if cache is None:
         return 0
     keys = {
         k
@@ -117,8 +122,13 @@ async def _embedding_cache(backend: Backend, targets: Targets) -> int:
         for text in targets.texts[row.id]
         for k in _cache_keys(backend, row, text, chunks=row.id in targets.chunked)
     }
+    for user_id, text in targets.derived:
+        keys.update(_text_keys(backend, targets.tenant_id, user_id, [text], None))
     try:
-        return await cache.forget_many(sorted(keys))
+        forgotten = await cache.forget_many(sorted(keys))
+        for tag in _owner_tags(backend, targets):
+            forgotten += await cache.forget_owned(tag)
+        return forgotten
     except Exception as exc:  # redis raises many unrelated types; any of them fails this
         raise StoreUnavailable(
             "The embedding cache could not be cleared, so nothing was deleted; try again.",
@@ -134,6 +144,36 @@ def register_outside(name: str, delete: Outside) -> None:
     OUTSIDE[name] = delete
 
 
+def _owner_tags(backend: Backend, targets: Targets) -> list[bytes]:
+    if targets.scope == "user" and targets.whole_user and targets.user_id is not None:
+        users = {targets.user_id}
+    elif targets.scope == "tenant":
+        users = {r.user_id for r in targets.rows} | {u for u, _ in targets.derived}
+    else:
+        return []
+    owners = [(targets.tenant_id, u) for u in sorted(users)]
+    return [tag for owner in owners for tag in backend.embeddings.owner_tags(owner)]
+
+
+def _text_keys(
+    backend: Backend, tenant_id: str, user_id: str, pieces: Sequence[str], model: str | None
+) -> set[bytes]:
+    """Keys of these texts for every model that may have embedded them, made by the user's
+    calls or by the worker's batches (no owner), under every secret held."""
+    limit = backend.settings.embedding_max_chars
+    service = backend.embeddings
+    models = {service.primary.model_id, *(f.model_id for f in service.fallbacks)}
+    if model:
+        models.add(model)
+    texts = sorted({*pieces, *(clean(p, limit) for p in pieces)})
+    return {
+        k
+        for m in models
+        for owner in (None, (tenant_id, user_id))
+        for k in service.cache_keys(m, texts, owner)
+    }
+
+
 def _cache_keys(backend: Backend, row: DoomedMemory, text: str, *, chunks: bool) -> set[bytes]:
     """Every key the embedding cache may hold this text's vectors under: the whole text and,
     for a memory embedded in chunks, each chunk the worker makes (only then is the tokenizer
@@ -145,10 +185,7 @@ def _cache_keys(backend: Backend, row: DoomedMemory, text: str, *, chunks: bool)
     if chunks:
         window = min(settings.chunk_tokens, primary.max_tokens)
         pieces.update(chunk(whole, primary.tokenizer(), window, settings.chunk_overlap))
-    models = {primary.model_id, *(f.model_id for f in backend.embeddings.fallbacks)}
-    if row.embedding_model:
-        models.add(row.embedding_model)
-    return {cache_key(model, piece) for model in models for piece in pieces}
+    return _text_keys(backend, row.tenant_id, row.user_id, sorted(pieces), row.embedding_model)
 
 
 async def _texts(
@@ -198,8 +235,18 @@ async def erase(
             raise NotFound("No such memory for this user.")
         texts = await _texts(backend, conn, tenant_id, rows)
         chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
+        whole = user_id if scope == "user" and whole_user else None
+        derived = await _derived_texts(backend, conn, tenant_id, [r.id for r in rows], whole)
         targets = Targets(
-            tenant_id, scope, user_id, rows, texts, chunked, app_id=app_id, whole_user=whole_user
+            tenant_id,
+            scope,
+            user_id,
+            rows,
+            texts,
+            chunked,
+            app_id=app_id,
+            whole_user=whole_user,
+            derived=derived,
         )
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
@@ -221,6 +268,8 @@ async def erase(
                 counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
             counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
+        # A promotion's reason is the caller's words about what goes: they go too.
+        counts["audit_reasons"] = await db.forget_audit_reasons(conn, tenant_id, whole, targets.ids)
         for name, delete_outside in OUTSIDE.items():
             counts[name] = await delete_outside(backend, targets)
         receipt = DeletionReceipt(
@@ -239,6 +288,26 @@ async def erase(
         tenant_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
     return receipt
+
+
+async def _derived_texts(
+    backend: Backend,
+    conn: AsyncConnection,
+    tenant_id: str,
+    memory_ids: list[uuid.UUID],
+    user_id: str | None,
+) -> list[tuple[str, str]]:
+    """Claims and entity names derived from the memories (all of the user's, when erasing a
+    user), by owner: texts the graph embedded, so the cache may hold them."""
+    if not memory_ids and user_id is None:
+        return []
+    fact_rows, entity_rows = await graph_admin.derived_rows(conn, tenant_id, memory_ids, user_id)
+    keyring = backend.keys.current(tenant_id)
+    texts = [(f.user_id, sealed.open_claim(keyring, f)[0]) for f in fact_rows]
+    for e in entity_rows:
+        opened = sealed.open_entity(keyring, e)
+        texts.extend((e.user_id, name) for name in (opened.name, *opened.aliases))
+    return texts
 
 
 async def _tenant_rest(conn: AsyncConnection, tenant_id: str) -> dict[str, int]:
