@@ -11,7 +11,8 @@ correction when the sentence says so ("actually…", "not X but Y").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memvault.graph import patterns as p
@@ -40,7 +41,6 @@ _SENTENCE_END = re.compile(
     rf"(?<=[.!?]){_NOT_AFTER_ABBREVIATION}\s+|\n+|\s+[-\u2013\u2014]\s+|;\s+"
 )
 _OPENER = re.compile(r"(?:^|[.!?:\"\n(]\s*)$")
-_COMMON_SUFFIX = re.compile(r"(?:ing|ed|ly|ness)$", re.IGNORECASE)
 _MOTION = p.words(
     "moved move moving went go going travel travelled traveled flew fly drove trip back "
     "relocated relocating headed heading came return returned"
@@ -57,8 +57,98 @@ _BE = re.compile(r"\b(?:am|is|are|was|were|been|be)\b")
 _NOT_A_JOB = p.words(
     """job position role offer lot bit fan father mother dad mom mum parent grandfather
     grandmother grandparent aunt uncle citizen vegetarian vegan member resident widow widower
-    homeowner friend regular"""
+    homeowner friend regular fan speaker person lover fanatic addict beginner mess genius
+    idiot fool joke nightmare pain fact problem question thing way kid child adult teenager
+    woman man girl boy guy lady human believer owl introvert extrovert perfectionist native
+    local foreigner tourist visitor guest twin mum mom wife husband pescatarian vegan
+    flexitarian sucker huge big bit little while"""
 )
+
+
+_NAME_SLOT = re.compile(
+    r"\b(?P<lead>in|at|for|from|joined|left|visited|(?:moved|moving|relocated|relocating|flying|"
+    r"heading|travelling|traveling|trip)\s+to)\s+(?P<words>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})"
+)
+_NOT_A_PLACE = p.words(
+    """home work school uni college church bed night noon lunch dinner breakfast myself
+    yourself years months weeks days hours minutes ages time times fun free sure least most
+    all once first love peace hope money mind general advance fact town bit lot while
+    example instance sale rent charge touch person public private good case"""
+)
+_PRONOUNS = frozenset({"i", "we", "you", "he", "she", "my", "our", "his", "her", "your"})
+# A chat line that opens with a verb has left out its "I" ("Moved to Lyon last month").
+_IMPLIED_AM = p.words(
+    """heading flying planning moving going off driving travelling traveling starting visiting
+    thinking hoping trying learning working living leaving based allergic married"""
+)
+_IMPLIED = re.compile(
+    r"^(?P<adv>(?:(?:just|recently|finally|also|actually|already|only)\s+)?)(?P<word>moved|"
+    r"relocated|got|became|went|left|quit|took|bought|sold|began|started|grew|spent|flew|came|"
+    r"joined|graduated|adopted|visited|finished|turned|switched|stopped|booked|"
+    + "|".join(sorted(_IMPLIED_AM))
+    + r")\b",
+    re.IGNORECASE,
+)
+_LATER_VERB = re.compile(r"\b(?:is|was|were|are|has|had|will|would|can|could|makes|made)\b")
+_MOVING = re.compile(r"\b(?:moved|moving|relocated|relocating|move)\b", re.IGNORECASE)
+_FINISHED = re.compile(r"\b(?:finished|completed|graduated|earned|got)\b", re.IGNORECASE)
+_YEARLESS = re.compile(
+    rf"\b(?:{p.MONTHS}|spring|summer|autumn|fall|winter|christmas|easter)\b", re.IGNORECASE
+)
+_FOR_MONTH = re.compile(rf"\bfor\s+(?=(?:{p.MONTHS})\b)", re.IGNORECASE)
+_BEHIND = re.compile(r"\b(?:last|ago|yesterday|previous|earlier)\b", re.IGNORECASE)
+_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
+_FAN = re.compile(r"^(?:(?:big|huge|massive|great|lifelong|die-hard)\s+)?fan\s+of\b", re.I)
+_STUDENT = frozenset({"student", "undergrad", "undergraduate", "pupil", "postgrad", "fresher"})
+_LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&|plus|as\s+well\s+as)\s+")
+# A value that opens with one of these is no thing liked, owned or planned ("I love it when…").
+_NOT_A_VALUE = p.words(
+    """it that this these those them him her you me us what when how why where who which
+    anything nothing everything something someone anyone everyone being to of not"""
+)
+# A title that says the job is not held ("a retired pilot") or not yet ("an aspiring actor").
+_NOT_NOW_A_JOB = frozenset(
+    {"retired", "former", "ex", "aspiring", "future", "wannabe", "unemployed"}
+)
+_DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
+_NUMBERS = {
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+}
+_BASE_FORM = {
+    "going": "go",
+    "getting": "get",
+    "moving": "move",
+    "having": "have",
+    "taking": "take",
+    "making": "make",
+    "writing": "write",
+    "changing": "change",
+    "retiring": "retire",
+    "proposing": "propose",
+    "living": "live",
+    "leaving": "leave",
+    "giving": "give",
+    "becoming": "become",
+    "driving": "drive",
+    "hiking": "hike",
+    "baking": "bake",
+    "using": "use",
+}
+_THING = re.compile(
+    r"^(?:(?P<det>a|an|the|some|my|our|his|her)\s+)?(?:(?P<n>\d+|two|three|four|five|six|seven|"
+    r"eight|nine|ten)\s+)?(?P<rest>\S.*)$",
+    re.IGNORECASE,
+)
+_AFTER_HEAD = re.compile(r"\s+(?:with|in|from|for|at|on|that|which|who|to|of|by|,)\s+")
 
 
 @dataclass
@@ -71,6 +161,7 @@ class _Reading:
     types: dict[str, EntityType] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # case-folded → first spelling
     last_person: str | None = None
+    sentence: str = ""  # the whole sentence being read, when a shape reads one clause
     facts: list[FactClaim] = field(default_factory=list)
     relations: list[RelationClaim] = field(default_factory=list)
 
@@ -94,7 +185,10 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
     reading = _start(speaker, reference_time)
     clean = normalise(text)
     whole_text_corrects = bool(p.CORRECTION.match(clean.lstrip()))
+    lower_case = not any(ch.isupper() for ch in clean)
     for sentence in _sentences(clean):
+        if lower_case:
+            sentence = _capitalised(sentence)
         _names(sentence, reading)
         _facts(sentence, reading, whole_text_corrects)
     entities = tuple(EntityMention(name, reading.types[name]) for name in reading.names.values())
@@ -129,6 +223,23 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in pieces if s.strip()]
 
 
+def _capitalised(sentence: str) -> str:
+    """A text typed all in lower case, with the words after "in", "at", "for", "moved to" …
+    capitalised as the names they usually are there ("i work for google")."""
+
+    def capital(match: re.Match[str]) -> str:
+        words = match["words"].split()
+        named = 0
+        for word in words:
+            if word in p.STOP_WORDS or word in _NOT_A_PLACE or word.endswith("ing"):
+                break
+            named += 1
+        words[:named] = [w[:1].upper() + w[1:] for w in words[:named]]
+        return f"{match['lead']} {' '.join(words)}"
+
+    return _NAME_SLOT.sub(capital, sentence)
+
+
 # --- entities --------------------------------------------------------------------------------
 
 
@@ -153,9 +264,15 @@ def _trim(raw: str) -> str | None:
 
 
 def _looks_like_an_opener(sentence: str, match: re.Match[str], name: str) -> bool:
-    """A lone capitalised word opening a sentence is usually just a word ("Moving was hard")."""
+    """A lone capitalised word opening a sentence is capitalised for its place, not as a name
+    ("Quick question", "Got it", "Moving was hard"); it is one when the text says so elsewhere
+    (a fact about it, its use mid-sentence, "Dana said") or it names a known tool."""
     at_start = bool(_OPENER.search(sentence[: match.start()])) and name == match[0]
-    return at_start and " " not in name and bool(_COMMON_SUFFIX.search(name))
+    if not at_start or " " in name:
+        return False
+    return name.casefold() not in p.DATABASE_NAMES and not _PERSON_AFTER.match(
+        sentence[match.end() :]
+    )
 
 
 def _context_type(sentence: str, match: re.Match[str], name: str) -> EntityType:
@@ -181,15 +298,31 @@ def _context_type(sentence: str, match: re.Match[str], name: str) -> EntityType:
 
 
 def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
+    reading.sentence = sentence
     corrects = whole_text_corrects or bool(
         p.CORRECTION.search(sentence)
         or p.NOT_BUT.search(sentence)
         or p.TRAILING_NOT.search(sentence)
     )
-    plain = p.TRAILING_NOT.sub("", p.NOT_BUT.sub("", sentence))
+    plain = _implied_subject(p.TRAILING_NOT.sub("", p.NOT_BUT.sub("", sentence)))
     certainty = _certainty(plain)
     sentence_when = _sentence_time(plain, reading.reference)
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
+
+    def read(shape: p.Shape, text: str, when: datetime | None) -> None:
+        if not shape.cue.search(text):
+            return
+        for match in shape.regex.finditer(text):
+            for fact in _claims(shape, match, text, reading, certainty, when, corrects):
+                key = (fact.subject, fact.predicate, (fact.object or fact.value or "").casefold())
+                if key not in seen:
+                    seen.add(key)
+                    reading.facts.append(fact)
+                    _relate(fact, reading)
+
+    for shape in p.SHAPES:
+        if shape.many:  # a list's "and" is no new clause
+            read(shape, plain, sentence_when)
     lead: str | None = None
     for clause in _CLAUSE.split(plain):
         # "Dana works at Acme and lives in Lyon": the second clause's subject is the first's.
@@ -197,37 +330,300 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
             clause = f"{lead} {clause}"
         when = _sentence_time(clause, reading.reference) or sentence_when
         for shape in p.SHAPES:
-            if not shape.cue.search(clause):
-                continue
-            for match in shape.regex.finditer(clause):
-                claim = _claim(shape, match, clause, reading, certainty, when, corrects)
-                if claim is None:
-                    continue
-                for fact in (claim, *_employer(shape, match, claim, reading)):
-                    if (fact.subject, fact.predicate) not in seen:
-                        seen.add((fact.subject, fact.predicate))
-                        reading.facts.append(fact)
-                        _relate(fact, reading)
+            if not shape.many:
+                read(shape, clause, when)
         lead = _lead(clause)
+
+
+def _implied_subject(sentence: str) -> str:
+    """A chat line that leaves out "I" ("Just moved to Denver!", "Heading to Rome in May") is
+    read with it; a gerund that is the subject ("Moving to Lyon was hard") is left alone."""
+    if sentence.rstrip().endswith("?"):
+        return sentence
+    if _FAN.match(sentence):
+        return f"I am a {sentence[:1].lower()}{sentence[1:]}"
+    match = _IMPLIED.match(sentence)
+    if match is None:
+        return sentence
+    rest = sentence[match.start("word") :]
+    rest = rest[:1].lower() + rest[1:]
+    adverb = match["adv"].strip().lower()
+    adverb = f"{adverb} " if adverb else ""
+    if match["word"].lower() in _IMPLIED_AM:
+        if _LATER_VERB.search(sentence[match.end() :]):
+            return sentence
+        return f"I am {adverb}{rest}"
+    return f"I {adverb}{rest}"
 
 
 def _lead(clause: str) -> str | None:
     """The clause's subject as written ("I", "Dana"), for the clause after "and"."""
     match = _LEAD.match(clause)
-    return _trim(match["lead"]) if match else None
+    if match is None:
+        return None
+    words = match["lead"].split()
+    if words[-1].casefold() in _PRONOUNS:
+        return words[-1]
+    return _trim(match["lead"])
 
 
-def _employer(
-    shape: p.Shape, match: re.Match[str], title: FactClaim, reading: _Reading
+def _claims(
+    shape: p.Shape,
+    match: re.Match[str],
+    sentence: str,
+    reading: _Reading,
+    certainty: Certainty,
+    when: datetime | None,
+    corrects: bool,
 ) -> list[FactClaim]:
-    """ "I am a nurse at St Mary's" says where as well as what: works_for beside job_title."""
-    raw = match.groupdict().get("obj")
-    name = _trim(raw) if shape.predicate == "job_title" and raw else None
-    if name is None:
+    """The facts one match states: one per value of a list, and those its other parts name
+    (the title beside an employer, the town a move left, the field beside a degree)."""
+    groups = match.groupdict()
+    aux = (groups.get("aux") or "").casefold()
+    if shape.needs_be and not _BE.search(aux):
         return []
-    employer = reading.mention(name, "organisation")
-    claim = _sentence_of(title.subject, "works_for", employer, title.temporal)
-    return [replace(title, predicate="works_for", object=employer, value=None, claim=claim)]
+    if shape.ahead and re.search(r"\b(?:was|were|had)\b", aux):
+        return []  # "I was going to call you": a plan given up
+    subject = _subject(groups, shape, reading)
+    if subject is None:
+        return []
+    when = None if shape.timeless else _done_by(when, match[0], reading.reference)
+    if shape.ahead:
+        when = _still_ahead(sentence, reading.reference)
+    temporal = _tense(shape, aux, match[0], sentence, when, reading.reference)
+    if shape.timeless and temporal is not None:
+        temporal = "current"  # "I was born on…" is no past birthday
+    if temporal is None:  # negated: "I don't live in Paris" states no fact to store
+        return []
+    said = _Said(subject, temporal, certainty, corrects, when, sentence)
+    facts = [
+        said.fact(
+            predicate, obj, value, *_validity(shape, predicate, temporal, sentence, when, reading)
+        )
+        for predicate, obj, value in _targets(shape, groups, sentence, reading)
+    ]
+    return facts + _extras(shape, groups, said, facts, reading)
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What the facts of one match share: who, when, how sure, whether it corrects."""
+
+    subject: str
+    temporal: Temporal
+    certainty: Certainty
+    corrects: bool
+    when: datetime | None
+    sentence: str
+
+    def fact(
+        self,
+        predicate: str,
+        obj: str | None,
+        value: str | None,
+        valid_from: datetime | None,
+        valid_until: datetime | None,
+        temporal: Temporal | None = None,
+    ) -> FactClaim:
+        temporal = temporal or self.temporal
+        return FactClaim(
+            subject=self.subject,
+            predicate=predicate,
+            claim=_sentence_of(self.subject, predicate, obj or value or "", temporal),
+            object=obj,
+            value=value,
+            certainty=self.certainty,
+            temporal=temporal,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            corrects=self.corrects,
+        )
+
+
+def _targets(
+    shape: p.Shape, groups: dict[str, str | None], sentence: str, reading: _Reading
+) -> list[tuple[str, str | None, str | None]]:
+    """(predicate, object entity, literal value) for each thing the match states."""
+    if groups.get("thing") is not None:
+        verb = (groups.get("verb") or "").casefold()
+        found = (_thing(item, verb, reading) for item in _items(groups["thing"] or ""))
+        return [t for t in found if t is not None]
+    predicate = _predicate(shape, groups)
+    if predicate is None:
+        return []
+    if shape.object_type is not None and predicate != "job_title" and groups.get("obj"):
+        name = _trim(groups["obj"] or "")
+        if name is None:
+            return []
+        kind = shape.object_type
+        if shape.ends and predicate == "works_for" and _MOVING.search(reading.sentence):
+            predicate, kind = "lives_in", "place"  # "we left Chicago and moved to Portland"
+        return [(predicate, reading.mention(name, kind), None)]
+    raw = groups.get("val") or ""
+    values = [_value(predicate, v, reading) for v in (_items(raw) if shape.many else [raw])]
+    return [(predicate, None, v) for v in values if v]
+
+
+def _extras(
+    shape: p.Shape,
+    groups: dict[str, str | None],
+    said: _Said,
+    facts: list[FactClaim],
+    reading: _Reading,
+) -> list[FactClaim]:
+    first = facts[0] if facts else None
+    since, until = (first.valid_from, first.valid_until) if first else (None, None)
+    extra: list[FactClaim] = []
+    title = _value("job_title", groups.get("title") or "", reading)
+    if title and first is not None:
+        extra.append(said.fact("job_title", None, title, since, until))
+    prev = _trim(groups.get("prev") or "")
+    if prev is not None and first is not None:
+        # Where a move left: lived there until the move.
+        left_at = first.valid_from or said.when or reading.reference
+        place = reading.mention(prev, "place")
+        extra.append(said.fact("lives_in", place, None, None, left_at, temporal="past"))
+    field_ = _value("field_of_study", groups.get("field") or "", reading)
+    if field_ and first is not None:
+        extra.append(said.fact("field_of_study", None, field_, since, until))
+    school = _trim(groups.get("school") or "")
+    if school is not None:
+        done = _FINISHED.search(groups.get("verb") or "") or _FINISHED.search(said.sentence)
+        name = reading.mention(school, "organisation")
+        if done:
+            ended = said.when or reading.reference
+            extra.append(said.fact("studies_at", name, None, None, ended, temporal="past"))
+        else:
+            extra.append(said.fact("studies_at", name, None, since, until))
+    employer = _trim(groups.get("obj") or "") if shape.predicate == "job_title" else None
+    if employer is not None:
+        # "I am a nurse at St Mary's" says where as well as what; a student's is a school.
+        raw_title = (groups.get("val") or "").casefold().split()
+        student = bool(raw_title) and raw_title[-1] in _STUDENT
+        if first is not None or student:
+            predicate = "studies_at" if student else "works_for"
+            kind: EntityType = "organisation"
+            place = reading.mention(employer, kind)
+            extra.append(said.fact(predicate, place, None, since, until))
+    return extra
+
+
+def _items(raw: str) -> list[str]:
+    """The items of a list value, the one it corrects away ("walnuts, not peanuts") dropped."""
+    items = [i.strip() for i in _LIST_SPLIT.split(raw)]
+    return [i for i in items if i and not re.match(r"(?i)not\b", i)]
+
+
+def _value(predicate: str, raw: str, reading: _Reading) -> str | None:
+    """A literal value as it is stored: without the time and filler words around it, and in
+    the one spelling its predicate uses (a condition's noun, a count in digits)."""
+    value = raw.strip().strip("\"'")
+    for _ in range(3 if predicate not in _DATED_VALUES else 0):
+        value = p.VALUE_TAIL.sub("", value).strip()
+    value = re.sub(r"(?i)^(?:a|an|some|just|really|also)\s+", "", value).strip()
+    if not value or len(value) > 80:
+        return None
+    folded = value.casefold()
+    first_word = folded.split()[0]
+    if first_word in _NOT_A_VALUE or folded in p.STOP_WORDS:
+        return None
+    special = _SPELLING.get(predicate)
+    return special(value, reading) if special is not None else value
+
+
+def _job(value: str, reading: _Reading) -> str | None:
+    words = value.casefold().split()
+    if not words or any(w in _NOT_A_JOB for w in words) or words[0] in _NOT_NOW_A_JOB:
+        return None
+    if words[-1] in _STUDENT:
+        return None  # a student's school is no employer (see ``_extras``)
+    return " ".join(words)
+
+
+def _condition(value: str, reading: _Reading) -> str | None:
+    return p.CONDITION_OF.get(value.casefold(), value)
+
+
+def _count(value: str, reading: _Reading) -> str | None:
+    return value if value.isdigit() else _NUMBERS.get(value.casefold())
+
+
+def _diet(value: str, reading: _Reading) -> str | None:
+    return re.sub(r"\s+", "-", value.casefold())
+
+
+def _language(value: str, reading: _Reading) -> str | None:
+    words = re.sub(
+        r"(?i)^(?:(?:a|bit|little|of|some|basic|fluent|conversational|native|the|decent|"
+        r"good|broken|passable|rusty)\s+)+",
+        "",
+        value,
+    )
+    words = re.sub(r"(?i)\s+(?:for|with|at|in|because|from|since|to)\b.*$", "", words)
+    words = re.sub(r"(?i)\s+(?:lessons?|classes|class|courses?|too|as\s+well)$", "", words)
+    if words.casefold() not in p.LANGUAGES:
+        return None
+    return words[:1].upper() + words[1:]
+
+
+def _hobby(value: str, reading: _Reading) -> str | None:
+    value = re.sub(
+        r"(?i)\s+(?:on|with|at|in|for|to|every|twice|once|online|when|whenever|most|a\s+lot)\b.*",
+        "",
+        value,
+    )
+    value = re.sub(r"(?i)^the\s+", "", value).strip()
+    if not value or len(value.split()) > 3:
+        return None
+    return p.HOBBY_VERBS.get(value.casefold(), value)
+
+
+def _plan(value: str, reading: _Reading) -> str | None:
+    words = value.split()
+    first = words[0].casefold()
+    if first.endswith("ing") and len(first) > 4:  # "thinking about going back"
+        words[0] = _BASE_FORM.get(first) or _unget(first)
+    return " ".join(words)
+
+
+def _unget(gerund: str) -> str:
+    stem = gerund[:-3]
+    if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+        return stem[:-1]  # "running" → "run"
+    return stem
+
+
+def _medicine(value: str, reading: _Reading) -> str | None:
+    return None if value.casefold() in p.NOT_A_DRUG else value
+
+
+def _age(value: str, reading: _Reading) -> str | None:
+    return value if value.isdigit() and 0 < int(value) <= 120 else None
+
+
+def _owned(value: str, reading: _Reading) -> str | None:
+    return re.sub(r"(?i)^(?:brand\s+)?(?:new|second-hand|used)\s+", "", value) or None
+
+
+def _day(value: str, reading: _Reading) -> str | None:
+    return _day_of(value, reading.reference)
+
+
+_SPELLING: dict[str, Callable[[str, _Reading], str | None]] = {
+    "job_title": _job,
+    "has_condition": _condition,
+    "has_children": _count,
+    "diet": _diet,
+    "speaks": _language,
+    "learning": _language,
+    "hobby": _hobby,
+    "plans_to": _plan,
+    "takes_medication": _medicine,
+    "age": _age,
+    "drives": _owned,
+    "owns": _owned,
+    "birthday": _day,
+}
 
 
 def _certainty(sentence: str) -> Certainty:
@@ -253,79 +649,28 @@ def _sentence_time(sentence: str, reference: datetime) -> datetime | None:
     return None
 
 
-def _claim(
-    shape: p.Shape,
-    match: re.Match[str],
-    sentence: str,
-    reading: _Reading,
-    certainty: Certainty,
-    when: datetime | None,
-    corrects: bool,
-) -> FactClaim | None:
-    groups = match.groupdict()
-    aux = (groups.get("aux") or "").casefold()
-    if shape.needs_be and not _BE.search(aux):
-        return None
-    subject = _subject(groups, shape, reading)
-    predicate = _predicate(shape, groups)
-    if subject is None or predicate is None:
-        return None
-    when = None if shape.timeless else _done_by(when, match[0], reading.reference)
-    temporal = _tense(shape, aux, match[0], sentence, when, reading.reference)
-    if shape.timeless and temporal is not None:
-        temporal = "current"  # "I was born on…" is no past birthday
-    if temporal is None:  # negated: "I don't live in Paris" states no fact to store
-        return None
-    target = _object(shape, groups, reading)
-    if target is None:
-        return None
-    obj, value = target
-    valid_from, valid_until = _validity(shape, predicate, temporal, sentence, when, reading)
-    return FactClaim(
-        subject=subject,
-        predicate=predicate,
-        claim=_sentence_of(subject, predicate, obj or value or "", temporal),
-        object=obj,
-        value=value,
-        certainty=certainty,
-        temporal=temporal,
-        valid_from=valid_from,
-        valid_until=valid_until,
-        corrects=corrects,
-    )
-
-
 def _subject(groups: dict[str, str | None], shape: p.Shape, reading: _Reading) -> str | None:
+    if groups.get("me") or groups.get("me2"):
+        return reading.me
     if groups.get("own"):
         return _pronoun(groups["own"] or "", reading)
     raw = groups.get("owner") or groups.get("subj") or groups.get("subj2")
     if raw is None:
         return None
-    pronoun = _pronoun(raw, reading)
-    if pronoun is not None or raw.casefold() in {
-        "i",
-        "you",
-        "he",
-        "she",
-        "my",
-        "his",
-        "her",
-        "your",
-    }:
-        if shape.subject_type == "project":
-            return None
-        return pronoun
+    words = raw.split()
+    if len(words) > 1 and words[-1].casefold() in _PRONOUNS:
+        raw = words[-1]  # "Actually I", "Honestly we": the discourse word is no name
+    if raw.casefold() in _PRONOUNS:
+        return None if shape.subject_type == "project" else _pronoun(raw, reading)
     name = _trim(raw)
     if name is None:
         return None
-    if name.casefold() in {"i", "you"}:
-        return _pronoun(name, reading)
     return reading.mention(name, shape.subject_type)
 
 
 def _pronoun(word: str, reading: _Reading) -> str | None:
     word = word.casefold()
-    if word in ("i", "my"):
+    if word in ("i", "my", "we", "our"):
         return reading.me
     if word in ("you", "your"):
         return reading.you
@@ -344,21 +689,70 @@ def _predicate(shape: p.Shape, groups: dict[str, str | None]) -> str | None:
     return None
 
 
-def _object(
-    shape: p.Shape, groups: dict[str, str | None], reading: _Reading
-) -> tuple[str | None, str | None] | None:
-    """(object entity, literal value): exactly one is set; None when the match has neither."""
-    if shape.object_type is not None and shape.predicate != "job_title" and groups.get("obj"):
-        name = _trim(groups["obj"] or "")
-        return None if name is None else (reading.mention(name, shape.object_type), None)
-    value = (groups.get("val") or "").strip()
-    if shape.predicate == "job_title":
-        value = value.casefold()
-        if not value or value.split()[-1] in _NOT_A_JOB:
-            return None
-    if shape.predicate == "birthday":
-        value = _day_of(value, reading.reference)
-    return (None, value) if value else None
+def _still_ahead(sentence: str, reference: datetime) -> datetime | None:
+    """When a plan or trip is for: a span running now ("this summer") is its part still
+    ahead, and a day, month or season with no year ("on Monday", "in April", said in June)
+    the next one, where ``event_time`` reads the nearest."""
+    text = _FOR_MONTH.sub("in ", sentence)
+    span = parse_time(text, reference)
+    after, before = (span.after, span.before) if span is not None else (None, None)
+    if after is not None and before is not None and after <= reference < before:
+        return reference + (before - reference) / 2
+    when = _sentence_time(text, reference)
+    if when is None or when >= reference - timedelta(days=1):
+        return when
+    if _BEHIND.search(text) or re.search(r"\b(?:19|20)\d\d\b", text):
+        return when
+    if _WEEKDAY.search(text):
+        return when + timedelta(days=7)
+    if not _YEARLESS.search(text):
+        return when
+    try:
+        return when.replace(year=when.year + 1)
+    except ValueError:  # 29 February
+        return None
+
+
+def _thing(item: str, verb: str, reading: _Reading) -> tuple[str, str | None, str | None] | None:
+    """What "I have / own / bought / sold …" says: a pet, a condition, or a thing owned; None
+    for what no one owns ("a lot of work", "a question")."""
+    text = item.strip()
+    for _ in range(3):
+        text = p.VALUE_TAIL.sub("", text).strip()
+    found = _THING.match(text)
+    if found is None:
+        return None
+    det = (found["det"] or "").casefold()
+    count = found["n"]
+    rest = found["rest"].strip()
+    named = re.match(rf"^(?P<kind>.*?),?\s+(?:named|called)\s+(?P<name>{p.NAME})", rest)
+    kind = named["kind"] if named else rest
+    head_part = _AFTER_HEAD.split(kind, maxsplit=1)[0].strip()
+    head_words = head_part.casefold().split()
+    if not head_words:
+        return None
+    head = head_words[-1]
+    if head in p.ANIMALS or (len(head_words) > 1 and head_words[-2] in p.ANIMALS):
+        if det in ("my", "our", "his", "her"):
+            return None  # "my dog Rex": the possessive pet shape reads it
+        if named is not None:
+            name = _trim(named["name"])
+            return None if name is None else ("has_pet", reading.mention(name, "other"), None)
+        return ("has_pet", None, head_part)
+    stative = verb in ("have", "has", "had", "got")
+    if stative and not det and p.CONDITION_PATTERN.fullmatch(text):
+        return ("has_condition", None, text)
+    if stative and det in ("a", "an") and p.CONDITION_PATTERN.fullmatch(text):
+        return ("has_condition", None, text)
+    if head in p.NOT_OWNED or any(w in p.NOT_OWNED for w in head_words):
+        return None
+    explicit = not stative or verb == "owned"
+    branded = bool(det or count) and any(re.search(r"[A-Z]", w) for w in head_part.split())
+    if not (explicit or branded or any(w in p.POSSESSIONS for w in head_words)):
+        return None
+    value = re.split(r"\s+(?:for|because|since|from|as)\b", kind, maxsplit=1)[0].strip()
+    value = _owned(f"{count} {value}" if count else value, reading)
+    return ("owns", None, value) if value else None
 
 
 def _day_of(text: str, reference: datetime) -> str:
@@ -400,7 +794,9 @@ def _tense(
         return "future"
     if shape.event or p.PERFECT.search(aux):
         return "current"
-    stative_past = p.STATIVE_PAST.search(aux) or re.search(r"\b(?:lived|worked|resided)\b", matched)
+    stative_past = p.STATIVE_PAST.search(aux) or re.search(
+        r"\b(?:lived|worked|resided|had|owned|studied)\b", matched
+    )
     return "past" if stative_past else "current"
 
 

@@ -44,6 +44,8 @@ STOP_WORDS = words(
     there here then now still since after before until in on at for to from with by of as if
     mr mrs ms dr prof sir madam mom mum dad grandma grandpa granny
     project team app service
+    sounds looks seems feels sure cool great perfect awesome please let lol haha yeah
+    yep nope hmm anyway whatever alright quick got
     """
 )
 
@@ -89,6 +91,10 @@ RELATIVES: dict[str, str] = {
 }
 _REL = "|".join(sorted(RELATIVES, key=len, reverse=True))
 
+MONTHS = (
+    r"January|February|March|April|May|June|July|August|September|October|November|"
+    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
+)
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|"
     r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
@@ -101,6 +107,14 @@ _DATE = (
 # --- contractions ----------------------------------------------------------------------------
 
 _CONTRACTIONS = [
+    # Chat spelling: apostrophes get dropped ("im", "dont").
+    (re.compile(r"\b([Ii])m\b"), r"I am"),
+    (re.compile(r"\b([Ii])ve\b"), r"I have"),
+    (re.compile(r"\b([Cc])ant\b"), r"\1annot"),
+    (
+        re.compile(r"\b((?:[Dd]o|[Dd]oes|[Dd]id|[Ii]s|[Aa]re|[Ww]as|[Ww]ere|[Hh]ave|[Hh]as)n)t\b"),
+        r"\1't",
+    ),
     (re.compile(r"\b([Cc])an't\b"), r"\1annot"),
     (re.compile(r"\b([Ww])on't\b"), r"\1ill not"),
     (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
@@ -110,6 +124,9 @@ _CONTRACTIONS = [
     (re.compile(r"\b(\w+)'ll\b"), r"\1 will"),
     (re.compile(r"\b(\w+)'d\b"), r"\1 would"),
     (re.compile(r"\b([Ii]t|[Hh]e|[Ss]he|[Tt]hat|[Ww]ho|[Tt]here)'s\b"), r"\1 is"),
+    (re.compile(r"\b(birthday|name)'s\b"), r"\1 is"),
+    # and a lone "i" is the pronoun
+    (re.compile(r"(?<![\w'.])i(?![\w'.])"), "I"),
 ]
 
 
@@ -157,15 +174,16 @@ PERFECT = re.compile(r"\b(?:have|has)\b")
 # --- fact shapes -----------------------------------------------------------------------------
 
 # Who a fact is about: "I", "you", a pronoun (the person named last), or a name.
-_SUBJ = rf"(?P<subj>\bI\b|\b[Yy]ou\b|\b[Hh]e\b|\b[Ss]he\b|{NAME})"
+_SUBJ = rf"(?P<subj>\bI\b|\b[Ww]e\b|\b[Yy]ou\b|\b[Hh]e\b|\b[Ss]he\b|{NAME})"
 # The possessor in "Dana's birthday", "my job title".
-_OWNER = rf"(?:(?P<owner>{NAME})'s|(?P<own>\b[Mm]y|\b[Hh]is|\b[Hh]er|\b[Yy]our))"
+_OWNER = rf"(?:(?P<owner>{NAME})'s|(?P<own>\b[Mm]y|\b[Oo]ur|\b[Hh]is|\b[Hh]er|\b[Yy]our))"
 # Auxiliaries, negations and adverbs between subject and verb; read again for tense.
 _AUX = (
     r"(?P<aux>(?:\s+(?:am|is|are|was|were|have|has|had|been|be|do|does|did|not|no|longer|"
-    r"used|to|will|would|going|gonna|about|still|now|just|actually|recently|finally|also|"
+    r"used|to|will|going|gonna|about|still|now|just|actually|recently|finally|also|"
     r"currently|officially|probably|maybe|soon|already|never|happily|back|really|then|"
-    r"eventually|got|get|gets)){0,8})"
+    r"eventually|got|get|gets|only|mostly|mainly|strictly|always|usually|generally|"
+    r"honestly|totally|definitely|all|both)){0,8})"
 )
 _ART = r"(?:(?:a|an|the|my|his|her|their|our)\s+)?"
 _OBJ = rf"(?:the\s+)?(?P<obj>{NAME})"
@@ -208,6 +226,12 @@ class Shape:
     # Kinship, birthdays, favourites: no tense or dates of their own; a date in the sentence
     # ("my cousin Emma had a baby in April") is about something else.
     timeless: bool = False
+    # The value is a list ("Spanish, French and a bit of Italian"): one fact per item. Such a
+    # shape reads the whole sentence, since "and" inside a list is no new clause.
+    many: bool = False
+    # About what lies ahead (a plan, a trip): a year-less date already gone is next year's,
+    # and a plan in the past tense ("I was going to call") is no plan.
+    ahead: bool = False
 
 
 def _shape(
@@ -221,6 +245,8 @@ def _shape(
     ends: bool = False,
     needs_be: bool = False,
     timeless: bool = False,
+    many: bool = False,
+    ahead: bool = False,
 ) -> Shape:
     return Shape(
         predicate,
@@ -232,6 +258,8 @@ def _shape(
         ends,
         needs_be,
         timeless,
+        many,
+        ahead,
     )
 
 
@@ -309,28 +337,12 @@ SHAPES: tuple[Shape, ...] = (
         "organisation",
         event=True,
     ),
-    _shape(
-        "left|quit|resigned",
-        "works_for",
-        rf"{_SUBJ}{_AUX}\s+(?:left|quit|resigned\s+from)\s+{_OBJ}",
-        "organisation",
-        event=True,
-        ends=True,
-    ),
     # --- lives_in
     _shape(
         "liv|resid",
         "lives_in",
         rf"{_SUBJ}{_AUX}\s+(?:live|lives|lived|living|reside|resides|resided|residing)\s+in\s+{_OBJ}",
         "place",
-    ),
-    _shape(
-        "mov|relocat",
-        "lives_in",
-        rf"{_SUBJ}{_AUX}\s+(?:moved|move|moves|moving|relocated|relocate|relocates|relocating)"
-        rf"\s+(?:(?:back|over|out|away)\s+)?(?:from\s+{NAME}\s+)?to\s+{_OBJ}",
-        "place",
-        event=True,
     ),
     _shape("based", "lives_in", rf"{_SUBJ}{_AUX}\s+based\s+(?:in|out\s+of)\s+{_OBJ}", "place"),
     _shape(
@@ -446,3 +458,724 @@ SHAPES: tuple[Shape, ...] = (
         subject_type="project",
     ),
 )
+
+# --- everyday wording: diet, health, likes, plans, trips, things, pets, school, languages ----
+
+# Where a literal value ends: punctuation, or a word that starts another thought.
+_END = (
+    r"(?=\s*(?:[,.;:!?)]|$)|\s+(?:but|because|since|so|though|although|while|when|if|which|"
+    r"who|as\s+well)\b|\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b)"
+)
+_VAL = rf"(?P<val>[^,.;:!?]{{1,80}}?){_END}"
+# A list value runs across commas ("English, Hindi and Tamil"); items are split later.
+_LIST_END = (
+    r"(?=\s*(?:[.;:!?)]|$)|,?\s+(?:but|because|since|so|though|although|while|when|if|which|"
+    r"who)\b|,?\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b)"
+)
+_LIST = rf"(?P<val>[^.;:!?]{{1,120}}?){_LIST_END}"
+_LIST_ITEMS = rf"[^.;:!?]{{1,120}}?{_LIST_END}"
+# A value item's own tail that is no part of it: when and how often, filler words.
+_TIME_WORD = (
+    rf"(?:{_MONTH}|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|week|month|year|"
+    r"spring|summer|autumn|fall|winter|christmas|easter|morning|mornings|evening|evenings|"
+    r"night|nights|day|days|afternoon|tonight|tomorrow|today|yesterday|(?:19|20)\d\d|"
+    r"\d{1,2}(?:st|nd|rd|th))"
+)
+_WHEN_WORD = r"(?:this|next|last|coming|every|each|most|one|some)"
+VALUE_TAIL = re.compile(
+    r"(?:\s+(?:(?:in|on|at|by|for|during|over|around|from|until|before|after)\s+(?:the\s+)?"
+    rf"(?:{_WHEN_WORD}\s+)?{_TIME_WORD}|{_WHEN_WORD}\s+{_TIME_WORD}|tonight|tomorrow|today|"
+    r"yesterday|weekends|mornings|evenings|nights)\b.*"
+    r"|\s+(?:twice|once|three\s+times|two\s+times)\s+a\s+\w+.*"
+    r"|\s+(?:for|over)\s+(?:about\s+|almost\s+|nearly\s+|over\s+)?(?:a\s+few|a\s+couple\s+of|"
+    r"several|many|\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:years|months|weeks)"
+    r".*"
+    r"|\s+(?:these\s+days|right\s+now|nowadays|lately|at\s+the\s+moment|someday|one\s+day|"
+    r"some\s+day|soon|eventually|a\s+lot|so\s+much|very\s+much|at\s+all|anymore|any\s+more|"
+    r"too|as\s+well|online|regularly|daily|weekly|for\s+years|for\s+fun|to\s+relax|"
+    r"with\s+(?:my\s+)?(?:friends|family|kids|mates)|every\s+so\s+often|from\s+time\s+to\s+time|"
+    r"again|though|honestly|really|here|there)\s*$)",
+    re.IGNORECASE,
+)
+
+_NEG_EAT = r"(?:(?:do|does|did)\s+not|never|cannot|can\s+not|will\s+not)"
+DIET = (
+    r"(?:vegetarian|vegan|pescatarian|pescetarian|flexitarian|keto|paleo|kosher|halal|"
+    r"gluten[- ]free|dairy[- ]free|plant[- ]based|lacto-vegetarian|low[- ]carb|raw\s+vegan)"
+)
+_CONDITION = (
+    r"(?:asthma|(?:type\s+(?:1|2|one|two)\s+)?diabetes|migraines?|epilepsy|arthritis|"
+    r"(?:high|low)\s+blood\s+pressure|hypertension|depression|anxiety|hay\s*fever|eczema|"
+    r"psoriasis|(?:a\s+)?bad\s+(?:back|knee|knees|hip)|(?:chronic\s+)?back\s+pain|ibs|"
+    r"crohn's(?:\s+disease)?|co?eliac(?:\s+disease)?|adhd|autism|dyslexia|insomnia|"
+    r"sleep\s+apno?ea|tinnitus|lupus|multiple\s+sclerosis|endometriosis|pcos|"
+    r"hypothyroidism|long\s+covid|(?:a\s+)?heart\s+condition|high\s+cholesterol|osteoporosis|"
+    r"fibromyalgia|gout|an(?:a)?emia|ptsd|ocd|bipolar(?:\s+disorder)?|chronic\s+fatigue|"
+    r"a\s+(?:nut|peanut|gluten|dairy|shellfish|egg)\s+intolerance)"
+)
+# An adjective for a condition, and the condition it names.
+CONDITION_OF: dict[str, str] = {
+    "diabetic": "diabetes",
+    "asthmatic": "asthma",
+    "epileptic": "epilepsy",
+    "lactose intolerant": "lactose intolerance",
+    "gluten intolerant": "gluten intolerance",
+    "anemic": "anemia",
+    "anaemic": "anaemia",
+    "autistic": "autism",
+    "dyslexic": "dyslexia",
+    "pregnant": "pregnant",
+    "coeliac": "coeliac disease",
+    "celiac": "celiac disease",
+    "colour-blind": "colour blindness",
+    "color-blind": "colour blindness",
+    "colourblind": "colour blindness",
+    "colorblind": "colour blindness",
+    "deaf": "deafness",
+    "insomniac": "insomnia",
+    "bipolar": "bipolar disorder",
+    "hypertensive": "hypertension",
+}
+CONDITION_PATTERN = re.compile(_CONDITION, re.IGNORECASE)
+_CONDITION_ADJ = "|".join(sorted((re.escape(k) for k in CONDITION_OF), key=len, reverse=True))
+_DRUG = (
+    r"(?:insulin|aspirin|ibuprofen|paracetamol|levothyroxine|the\s+pill|"
+    r"[a-z]{3,}(?:mab|zole|statin|cillin|mycin|pril|sartan|olol|oxetine|azepam|pam|lam|"
+    r"formin|amine|amol|idine|profen|pine|tide|xine|ide|one|ine))"
+)
+NOT_A_DRUG = words(
+    """online routine machine medicine magazine wine line engine gasoline marine cuisine
+    discipline shine pine fine mine nine none phone one someone everyone alone zone tone
+    stone bone anyone gone done iodine caffeine nicotine morphine side ride guide pride
+    everyone noone headline deadline timeline vaccine"""
+)
+ANIMALS = words(
+    """dog dogs cat cats kitten kittens puppy puppies rabbit rabbits bunny bunnies hamster
+    hamsters gerbil gerbils parrot parrots budgie budgies cockatiel bird birds fish goldfish
+    tortoise tortoises turtle turtles snake snakes lizard lizards gecko geckos iguana horse
+    horses pony ponies ferret ferrets chickens hens goat goats rat rats mice axolotl
+    retriever retrievers labrador lab collie poodle beagle dachshund terrier spaniel pug husky
+    bulldog shepherd greyhound whippet corgi chihuahua schnauzer rottweiler doberman
+    labradoodle cockapoo tabby siamese"""
+)
+_ANIMAL = "|".join(sorted(ANIMALS, key=len, reverse=True))
+# What "I have a …" may own; a capitalised product name ("a Kindle") is one too.
+POSSESSIONS = words(
+    """car cars bike bikes bicycle e-bike motorbike motorcycle scooter van truck boat sailboat
+    yacht caravan camper campervan house home flat apartment cabin cottage condo villa
+    garden allotment laptop computer pc phone smartphone tablet ipad iphone kindle camera
+    guitar guitars piano keyboard drums violin tv television console watch drone printer
+    telescope macbook playstation xbox ps5 switch honda toyota ford volvo bmw audi tesla
+    mini vw volkswagen fiat kia hyundai nissan mazda subaru peugeot renault skoda mercedes
+    porsche jeep lexus citroen jaguar prius civic golf polo corolla estate hatchback suv"""
+)
+# Nouns after "I have a …" that are no thing owned.
+NOT_OWNED = words(
+    """lot bit question idea feeling problem meeting appointment time job chance day week
+    cold flu headache fever cough baby boyfriend girlfriend husband wife partner friend
+    friends son daughter kids children brother sister feeling sense dream plan favour
+    favor minute moment look go try break rest word chat call deal way choice crush
+    class exam test party allergy intolerance degree phd masters doubt"""
+)
+_DEGREE = (
+    r"(?i:ph\.?d\.?|doctorate|master's|masters|master|mba|msc|m\.sc\.?|ma|ba|bsc|b\.sc\.?|"
+    r"bachelor's|bachelors|bachelor|diploma|llb|llm|md|degree)"
+)
+LANGUAGES = words(
+    """english spanish french german italian portuguese dutch polish russian ukrainian czech
+    slovak hungarian romanian bulgarian greek turkish arabic hebrew persian farsi urdu hindi
+    bengali punjabi tamil telugu marathi gujarati kannada malayalam mandarin cantonese
+    chinese japanese korean vietnamese thai indonesian malay tagalog filipino swahili
+    amharic yoruba igbo hausa zulu xhosa afrikaans swedish norwegian danish finnish
+    icelandic irish welsh gaelic catalan basque galician croatian serbian bosnian slovenian
+    albanian lithuanian latvian estonian georgian armenian nepali sinhala khmer lao burmese
+    mongolian latin esperanto asl"""
+)
+# Activities read from a bare verb ("I run every day"), as the hobby they name.
+HOBBY_VERBS: dict[str, str] = {
+    "run": "running",
+    "swim": "swimming",
+    "paint": "painting",
+    "draw": "drawing",
+    "knit": "knitting",
+    "sew": "sewing",
+    "bake": "baking",
+    "cook": "cooking",
+    "hike": "hiking",
+    "cycle": "cycling",
+    "surf": "surfing",
+    "ski": "skiing",
+    "dance": "dancing",
+    "sing": "singing",
+    "climb": "climbing",
+    "skate": "skating",
+    "row": "rowing",
+    "box": "boxing",
+    "garden": "gardening",
+    "fish": "fishing",
+    "sail": "sailing",
+    "crochet": "crocheting",
+    "jog": "jogging",
+    "golf": "golf",
+    "meditate": "meditation",
+}
+_HOBBY_VERB = "|".join(sorted(HOBBY_VERBS, key=len, reverse=True))
+_HOBBY_ING = "|".join(sorted(HOBBY_VERBS.values(), key=len, reverse=True))
+_HABIT = (
+    r"(?=\s*(?:[,.;!?]|$)|\s+(?:every|most|each|a\s+lot|regularly|daily|weekly|twice|once|"
+    r"on\s+(?:weekends|the\s+weekend|\w+days)|at\s+weekends|in\s+my\s+(?:free|spare)\s+time|"
+    r"for\s+fun|whenever|when\s+I\s+can|to\s+relax|as\s+a\s+hobby)\b)"
+)
+_DO_ACTIVITY = (
+    r"yoga|pilates|karate|judo|taekwondo|jiu[- ]jitsu|crossfit|ballet|tai\s+chi|meditation|"
+    r"zumba|kickboxing|boxing|aikido|kung\s+fu|parkour|archery|fencing|triathlons?|"
+    rf"{_HOBBY_ING}|woodworking|photography|pottery|calligraphy|origami|embroidery|"
+    r"bouldering|birdwatching|birding|martial\s+arts"
+)
+_EDU = r"(?:University|College|School|Academy|Institute|Polytechnic|Uni)"
+_EDU_NAME = rf"(?=(?:[^\s,.;!?]+\s+){{0,3}}?{_EDU}\b){NAME}"
+_MOVE_FROM = rf"(?:(?:from|out\s+of)\s+(?P<prev>{NAME})\s+)?"
+_TITLE = _JOB.replace("(?P<val>", "(?P<title>")
+_AS_TITLE = rf"(?:[^,.;!?]{{0,30}}?\s+as\s+(?:a|an|the)\s+{_TITLE})?"
+_LIKE_ADV = r"(?:(?:really|absolutely|totally|just|also|truly|genuinely|so|still|honestly)\s+)*"
+_DISLIKE = (
+    r"(?:hate|hates|dislike|dislikes|detest|detests|loathe|loathes|cannot\s+stand|"
+    r"can\s+not\s+stand|cannot\s+bear|(?:do|does)\s+not\s+(?:really\s+|much\s+|particularly\s+|"
+    r"especially\s+)?(?:like|enjoy|love|care\s+for)|(?:am|is|are)\s+not\s+(?:a\s+)?(?:big\s+|"
+    r"huge\s+|great\s+)?fan\s+of|(?:am|is|are)\s+not\s+(?:really\s+|very\s+|too\s+|that\s+)?"
+    r"(?:into|keen\s+on|fond\s+of))"
+)
+_PLAN_VERB = (
+    r"(?:(?:plan|plans|planning|planned)\s+(?:to|on)|(?:hope|hopes|hoping|intend|intends|"
+    r"intending|aim|aims|aiming|want|wants|would\s+like|would\s+love|going|decided|"
+    r"have\s+decided)\s+to|gonna|wanna)"
+)
+_VP = r"(?P<val>(?!the\b|a\b|an\b|my\b|our\b|be\b|be\s+in\b)[a-z][^,.;:!?]{0,80}?)"
+_TRAVEL = (
+    r"(?:going|flying|heading|driving|travelling|traveling|off|sailing|jetting\s+off|"
+    r"taking\s+the\s+train|coming)"
+)
+_TRIP = (
+    r"(?:a|an|our|my)\s+(?:(?:short|quick|long|weekend|family|work|business|little|big|"
+    r"road|ski|beach|city)\s+)?(?:trip|holiday|vacation|getaway|break|flight|flights|tickets?)"
+)
+
+EVERYDAY: tuple[Shape, ...] = (
+    # --- residence: moves, their origin, growing up, "home is"
+    _shape(
+        "mov|relocat",
+        "lives_in",
+        rf"{_SUBJ}{_AUX}\s+(?:moved|move|moves|moving|relocated|relocate|relocates|relocating)"
+        rf"\s+(?:(?:back|over|out|away|house)\s+)?{_MOVE_FROM}to\s+{_OBJ}",
+        "place",
+        event=True,
+    ),
+    _shape(
+        "grew", "grew_up_in", rf"{_SUBJ}{_AUX}\s+grew\s+up\s+in\s+{_OBJ}", "place", timeless=True
+    ),
+    _shape("home", "lives_in", rf"(?<![\w'])(?P<me>[Hh]ome)\s+is\s+(?:now\s+)?{_OBJ}", "place"),
+    # --- work: titles beside employers, plain titles, leaving a job
+    _shape(
+        "work|join|start|began",
+        "works_for",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:work|works|worked|working|started|start|starts|starting|began)"
+        r"(?:\s+(?:full-time|part-time|remotely))?\s+(?:at|for|with)|joined|join|joins|joining)"
+        rf"\s+{_OBJ}{_AS_TITLE}",
+        "organisation",
+    ),
+    _shape(
+        "at|for|with",
+        "job_title",
+        rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}\s+(?:at|for|with)\s+(?:(?:a|an)\s+[a-z]+\s+"
+        rf"(?:called|named)\s+)?{_OBJ}",
+        "organisation",
+        needs_be=True,
+    ),
+    _shape("a|an", "job_title", rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}", None, needs_be=True),
+    _shape(
+        "left|quit|resigned",
+        "works_for",
+        rf"{_SUBJ}{_AUX}\s+(?:left|quit|resigned\s+from)\s+(?:{_ART}(?:job|position|role)\s+"
+        rf"(?:at|with)\s+)?{_OBJ}",
+        "organisation",
+        event=True,
+        ends=True,
+    ),
+    # --- diet
+    _shape(
+        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "diet",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:a|an)\s+)?(?:(?:strict|full|proper|mostly)\s+)?"
+        rf"(?:on\s+(?:a|an)\s+)?(?P<val>{DIET})(?![\w-])(?!\s+(?:food|restaurants?|options?|"
+        r"meals?|recipes?|places?|cafes?|friends?))",
+        None,
+        needs_be=True,
+    ),
+    _shape(
+        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "diet",
+        rf"{_SUBJ}{_AUX}\s+(?:follow|follows|eat|eats|keep|keeps)\s+(?:(?:a|an)\s+)?"
+        rf"(?:strict\s+)?(?P<val>{DIET})(?![\w-])",
+        None,
+    ),
+    _shape(
+        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "diet",
+        rf"{_SUBJ}{_AUX}\s+(?:went|go|goes|gone|going|became|become|turned|switched\s+to)\s+"
+        rf"(?:(?:a|an)\s+)?(?:fully\s+)?(?P<val>{DIET})(?![\w-])",
+        None,
+        event=True,
+    ),
+    _shape(
+        "eat|drink|avoid",
+        "avoids_food",
+        rf"{_SUBJ}(?:\s+(?:really|also|just|generally|usually|strictly))?\s+(?:{_NEG_EAT}\s+"
+        rf"(?:really\s+|ever\s+)?(?:eat|drink|touch)|avoid|avoids|try\s+to\s+avoid)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "stopped",
+        "avoids_food",
+        rf"{_SUBJ}{_AUX}\s+(?:stopped|quit)\s+(?:eating|drinking)\s+{_LIST}",
+        None,
+        event=True,
+        many=True,
+    ),
+    # --- health
+    _shape(
+        "allergic",
+        "allergic_to",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:very|severely|really|mildly|slightly|deathly|super)\s+)?"
+        rf"allergic\s+to\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "allerg",
+        "allergic_to",
+        rf"{_SUBJ}{_AUX}\s+(?:have|has|got)\s+(?:a|an)\s+(?:(?:severe|mild|bad|serious)\s+)?"
+        r"(?P<val>[a-z\-]+(?:\s+[a-z\-]+)?)\s+allerg(?:y|ies)",
+        None,
+    ),
+    _shape(
+        "suffer|living|live|diagnosed",
+        "has_condition",
+        rf"{_SUBJ}{_AUX}\s+(?:suffer\s+from|suffers\s+from|suffering\s+from|living\s+with|"
+        rf"live\s+with|lives\s+with)\s+{_VAL}",
+        None,
+    ),
+    _shape(
+        "diagnosed",
+        "has_condition",
+        rf"{_SUBJ}{_AUX}\s+diagnosed\s+with\s+{_VAL}",
+        None,
+        event=True,
+    ),
+    _shape(
+        _CONDITION_ADJ,
+        "has_condition",
+        rf"{_SUBJ}{_AUX}\s+(?P<val>{_CONDITION_ADJ})\b",
+        None,
+        needs_be=True,
+    ),
+    _shape(
+        "take|taking|on",
+        "takes_medication",
+        rf"{_SUBJ}{_AUX}\s+(?:take|takes|taking|on)\s+(?P<val>{_DRUG})\b(?=\s*(?:[,.;!?]|$)|"
+        r"\s+(?:every|each|daily|twice|once|for|in\s+the|at\s+night|and|now|since|as)\b)",
+        None,
+    ),
+    # --- family: marriage, children, a possessive pet
+    _shape("married", "married_to", rf"{_SUBJ}{_AUX}\s+married\s+to\s+{_OBJ}", "person"),
+    _shape(
+        "kid|child|son|daughter|boy|girl",
+        "has_children",
+        rf"{_SUBJ}{_AUX}\s+(?:have|has|got)\s+(?P<val>\d{{1,2}}|one|two|three|four|five|six|"
+        r"seven|eight|nine|ten)\s+(?:(?:young|little|grown-up|grown|small|teenage)\s+)?"
+        r"(?:kids|children|sons|daughters|boys|girls|kid|child|son|daughter)\b",
+        None,
+    ),
+    # --- pets
+    _shape(
+        _ANIMAL,
+        "has_pet",
+        rf"{_OWNER}\s+(?:(?:old|new|little|baby|sweet|beloved)\s+)?(?:{_ANIMAL}),?\s+"
+        rf"(?P<obj>{NAME}),?\s+(?:died|passed\s+away|was\s+put\s+down)",
+        "other",
+        event=True,
+        ends=True,
+    ),
+    _shape(
+        _ANIMAL,
+        "has_pet",
+        rf"{_OWNER}\s+(?:(?:old|new|little|baby|sweet|beloved)\s+)?(?:{_ANIMAL})"
+        rf"(?:\s+is|'s\s+name\s+is|\s+is\s+(?:called|named)|,)?\s+(?P<obj>{NAME})",
+        "other",
+        timeless=True,
+    ),
+    # --- possessions and pets by "have", "own", "bought": the thing says which
+    _shape(
+        "have|has|had|own|got",
+        None,
+        rf"{_SUBJ}{_AUX}\s+(?P<verb>have|has|had|own|owns|owned|(?<=have\s)got|(?<=has\s)got)\s+"
+        r"(?P<thing>(?:a|an|the|some|two|three|four|five|\d+)\s+"
+        rf"{_LIST_ITEMS}|(?!a\b|an\b|my\b|our\b|the\b|had\b|got\b|been\b|to\b|no\b|any\b)"
+        rf"{_LIST_ITEMS})",
+        None,
+        many=True,
+    ),
+    _shape(
+        "bought|buy|adopted|rescued|got",
+        None,
+        rf"{_SUBJ}{_AUX}\s+(?P<verb>bought|adopted|rescued|got)\s+(?P<thing>(?:a|an|the|"
+        rf"some|two|three|four|five|\d+)\s+{_LIST_ITEMS})",
+        None,
+        event=True,
+        many=True,
+    ),
+    _shape(
+        "sold|gave|rid",
+        None,
+        rf"{_SUBJ}{_AUX}\s+(?P<verb>sold|gave\s+away|got\s+rid\s+of)\s+(?:(?:my|our|the)\s+)?"
+        rf"(?P<thing>{_LIST_ITEMS})",
+        None,
+        event=True,
+        ends=True,
+        many=True,
+    ),
+    _shape(
+        "drive|driving",
+        "drives",
+        rf"{_SUBJ}{_AUX}\s+(?:drive|drives|driving)\s+(?:(?:a|an|the)\s+)?(?P<val>(?:[a-z\-]+\s+|"
+        rf"\d{{4}}\s+){{0,2}}{NAME}(?:\s+\d+\w*)?)",
+        None,
+    ),
+    _shape(
+        "car",
+        "drives",
+        rf"{_OWNER}\s+car\s+is\s+(?:a|an)\s+(?P<val>(?:[a-z\-]+\s+){{0,2}}{NAME}(?:\s+\d+\w*)?)",
+        None,
+    ),
+    # --- likes and dislikes
+    _shape(
+        "love|like|enjoy|adore",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+{_LIKE_ADV}(?:love|loves|like|likes|enjoy|enjoys|adore|adores)\s+"
+        rf"(?:to\s+)?{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "into|obsessed|passionate|crazy",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:really|so|very|totally|quite|big|heavily|super)\s+)*"
+        rf"(?:into|obsessed\s+with|passionate\s+about|crazy\s+about)\s+{_LIST}",
+        None,
+        needs_be=True,
+        many=True,
+    ),
+    _shape(
+        "fan",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:a|an)\s+)?(?:(?:big|huge|massive|great|real|lifelong|die-hard)"
+        rf"\s+)?fan\s+of\s+{_LIST}",
+        None,
+        needs_be=True,
+        many=True,
+    ),
+    _shape(
+        "fan",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+(?:(?:big|huge|massive|great|real|lifelong|die-hard)\s+)?"
+        rf"(?P<val>{NAME})\s+fan\b",
+        None,
+        needs_be=True,
+    ),
+    _shape(
+        "prefer",
+        "prefers",
+        rf"{_SUBJ}{_AUX}\s+(?:prefer|prefers)\s+(?P<val>[^,.;:!?]{{1,60}}?)(?:\s+(?:over|to|"
+        r"rather\s+than|instead\s+of)\s+[^,.;:!?]+)?(?=\s*(?:[,.;:!?]|$))",
+        None,
+    ),
+    _shape(
+        "hate|dislike|detest|loathe|stand|bear|like|enjoy|love|fan|into|keen|fond|care",
+        "dislikes",
+        rf"{_SUBJ}(?:\s+(?:really|just|also|honestly|absolutely|totally|still|truly|actually))*"
+        rf"\s+{_DISLIKE}\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    # --- plans
+    _shape(
+        "plan|hop|intend|aim|want|would|going|gonna|wanna|trying|decided",
+        "plans_to",
+        rf"{_SUBJ}{_AUX}\s+(?:(?:really|also|still|definitely|kind\s+of|seriously)\s+)?"
+        rf"{_PLAN_VERB}\s+{_VP}{_END}",
+        None,
+        ahead=True,
+    ),
+    _shape(
+        "thinking",
+        "plans_to",
+        rf"{_SUBJ}{_AUX}\s+(?:seriously\s+)?(?:thinking|thought)\s+(?:about|of)\s+"
+        rf"(?P<val>[a-z]+ing\b[^,.;:!?]{{0,80}}?){_END}",
+        None,
+        ahead=True,
+    ),
+    _shape(
+        "goal|plan|dream|aim|resolution",
+        "plans_to",
+        rf"{_OWNER}\s+(?:(?:big|main|new)\s+)?(?:goal|plan|dream|aim|resolution)\s+"
+        rf"(?:for\s+[a-z ]+\s+)?is\s+to\s+{_VP}{_END}",
+        None,
+        ahead=True,
+    ),
+    # --- trips ahead, and places visited
+    _shape(
+        "going|flying|heading|driving|travel|off|sailing|coming",
+        "travels_to",
+        rf"{_SUBJ}{_AUX}\s+{_TRAVEL}\s+(?:back\s+)?(?:(?:on\s+(?:holiday|vacation|a\s+trip)|"
+        r"away|abroad)\s+)?to\s+(?![a-z])(?:the\s+)?(?P<obj>"
+        rf"{NAME})",
+        "place",
+        ahead=True,
+    ),
+    _shape(
+        "will",
+        "travels_to",
+        rf"{_SUBJ}\s+will\s+be\s+(?:in|visiting)\s+{_OBJ}",
+        "place",
+        ahead=True,
+    ),
+    _shape(
+        "trip|holiday|vacation|getaway|break|flight|ticket",
+        "travels_to",
+        rf"{_SUBJ}{_AUX}\s+(?:booked|booking|planning|planned|organising|organizing|have|"
+        rf"got|bought)\s+{_TRIP}\s+(?:to|in)\s+{_OBJ}",
+        "place",
+        ahead=True,
+    ),
+    _shape(
+        "visiting",
+        "travels_to",
+        rf"{_SUBJ}{_AUX}\s+visiting\s+(?:(?:my|our|his|her)\s+[a-z]+|{NAME})\s+in\s+{_OBJ}",
+        "place",
+        ahead=True,
+    ),
+    _shape(
+        "visit|went|travel|flew|been|was|were|back|spent|took",
+        "visited",
+        rf"{_SUBJ}{_AUX}\s+(?:visited|went\s+(?:back\s+)?to|travelled\s+to|traveled\s+to|"
+        r"flew\s+to|been\s+to|was\s+in|were\s+in|got\s+back\s+from|came\s+back\s+from|"
+        r"returned\s+from|spent\s+[^,.;!?]{1,30}?\s+in|took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to)"
+        rf"\s+(?!{_EDU_NAME}){_OBJ}",
+        "place",
+        event=True,
+    ),
+    # --- education
+    _shape(
+        "have|has|got|earned|finished|completed|doing|did|hold|getting|studying",
+        "degree",
+        rf"{_SUBJ}{_AUX}\s+(?P<verb>have|has|got|earned|finished|completed|doing|did|hold|holds|"
+        r"getting|studying\s+for)\s+(?:(?:a|an|my|the|his|her)\s+)?(?P<val>"
+        rf"{_DEGREE})(?:\s+degree)?(?:\s+(?:in|of)\s+(?P<field>[a-z][a-z\- ]{{1,40}}?))?"
+        rf"(?:\s+(?:at|from)\s+(?P<school>{NAME}))?(?=\s*(?:[,.;:!?]|$)|\s+(?:last|this|next|"
+        r"in|since|and|but|two|three|a|\d))",
+        None,
+    ),
+    _shape(
+        "stud|major",
+        "field_of_study",
+        rf"{_SUBJ}{_AUX}\s+(?:study|studies|studied|studying|majored\s+in|major\s+in|"
+        r"majoring\s+in)\s+(?!at\b|for\b|hard\b|a\s+lot\b)(?P<val>[a-z][a-z\- ]{1,40}?)"
+        rf"(?:\s+at\s+(?P<school>{NAME}))?{_END}",
+        None,
+    ),
+    _shape(
+        "stud",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+(?:study|studies|studied|studying)\s+at\s+{_OBJ}",
+        "organisation",
+    ),
+    _shape(
+        "graduated",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+graduated\s+(?:from\s+)?{_OBJ}",
+        "organisation",
+        event=True,
+        ends=True,
+    ),
+    _shape(
+        "go|went|attend|enrolled",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+(?:go|goes|went|attend|attends|attended|attending|enrolled\s+(?:at|in))"
+        rf"\s+(?:to\s+)?(?:the\s+)?(?P<obj>{_EDU_NAME})",
+        "organisation",
+    ),
+    _shape(
+        "year",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+in\s+(?:my|his|her|their)\s+(?:first|second|third|fourth|final|last)"
+        rf"\s+year\s+(?:at|of)\s+{_OBJ}",
+        "organisation",
+    ),
+    _shape(
+        "start|began",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+(?:started|start|starting|began)\s+(?:uni|university|college|school|"
+        rf"studying|my\s+(?:degree|studies|phd|master's|masters))\s+at\s+{_OBJ}",
+        "organisation",
+        event=True,
+    ),
+    _shape(
+        "undergrad|degree|studies|postgrad",
+        "studies_at",
+        rf"{_SUBJ}{_AUX}\s+(?:did|do|doing|completed|finished)\s+(?:my|a|his|her)\s+"
+        r"(?:undergrad|undergraduate|degree|studies|postgrad|postgraduate)(?:\s+degree)?\s+"
+        rf"(?:at|in)\s+{_OBJ}",
+        "organisation",
+    ),
+    # --- languages
+    _shape(
+        "speak|fluent|bilingual|conversational",
+        "speaks",
+        rf"{_SUBJ}{_AUX}\s+(?:speak|speaks|speaking|can\s+speak|fluent\s+in|bilingual\s+in|"
+        rf"conversational\s+in)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "native|first|mother",
+        "speaks",
+        rf"{_OWNER}\s+(?:native|first|mother)\s+(?:language|tongue)s?\s+(?:is|are)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "native",
+        "speaks",
+        rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+native\s+(?P<val>[A-Za-z]+)\s+speaker",
+        None,
+        needs_be=True,
+    ),
+    _shape(
+        "learn|lesson|class|course",
+        "learning",
+        rf"{_SUBJ}{_AUX}\s+(?:learning|learn|learns|started\s+learning|trying\s+to\s+learn|"
+        rf"picking\s+up|taking|studying)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    # --- hobbies
+    _shape(
+        "play",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:play|plays|playing|played)\s+(?!with\b|it\b|them\b|a\b|an\b|"
+        r"games?\s+with|the\s+(?:role|part|fool|field|lottery|game)\b|along\b|around\b)"
+        rf"{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "go",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:go|goes)\s+(?P<val>[a-z]+ing)\b(?!\s+to\b)",
+        None,
+    ),
+    _shape(
+        "do",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:do|does)\s+(?:(?:a\s+lot\s+of|lots\s+of|some|a\s+bit\s+of)\s+)?"
+        rf"(?P<val>{_DO_ACTIVITY})\b",
+        None,
+    ),
+    _shape(
+        _HOBBY_VERB,
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?P<val>{_HOBBY_VERB}){_HABIT}",
+        None,
+    ),
+    _shape(
+        "been",
+        "hobby",
+        rf"{_SUBJ}\s+(?:have|has)\s+been\s+(?P<val>{_HOBBY_ING})\b",
+        None,
+    ),
+    _shape(
+        "hobby|hobbies|pastime",
+        "hobby",
+        rf"{_OWNER}\s+(?:favou?rite\s+)?(?:hobby|hobbies|pastimes?)\s+(?:is|are|include)\s+"
+        rf"{_LIST}",
+        None,
+        timeless=True,
+        many=True,
+    ),
+    _shape(
+        "up",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:took|take|taken|taking)\s+up\s+{_LIST}",
+        None,
+        event=True,
+        many=True,
+    ),
+    # --- who: name, origin, age in a few more words
+    _shape("name", "name", rf"{_OWNER}\s+name\s+is\s+(?P<val>{NAME})", None, timeless=True),
+    _shape(
+        "call|am",
+        "name",
+        rf"(?:(?<![\w'])(?P<me>[Cc]all\s+me)|(?P<me2>(?:[Hh]i|[Hh]ello|[Hh]ey)[,!]?\s+I\s+am))\s+"
+        rf"(?P<val>{NAME})",
+        None,
+        timeless=True,
+    ),
+    _shape(
+        "way|btw|meet",
+        "name",
+        rf"(?P<subj>\bI)\s+am\s+(?P<val>{NAME}),?\s+(?:by\s+the\s+way|btw|nice\s+to\s+meet\s+you)",
+        None,
+        timeless=True,
+    ),
+    _shape(
+        "born",
+        "birth_year",
+        rf"{_SUBJ}{_AUX}\s+born\s+in\s+(?P<val>(?:19|20)\d\d)\b",
+        None,
+        timeless=True,
+    ),
+    _shape(
+        "born",
+        "born_in",
+        rf"{_SUBJ}{_AUX}\s+born\s+(?:and\s+(?:raised|bred)\s+)?in\s+{_OBJ}",
+        "place",
+        timeless=True,
+    ),
+    _shape(
+        "from",
+        "comes_from",
+        rf"{_SUBJ}(?P<aux>\s+(?:am|is|are))\s+(?:originally\s+|also\s+)?from\s+{_OBJ}",
+        "place",
+        needs_be=True,
+        timeless=True,
+    ),
+    _shape(
+        "am|is|are|was",
+        "age",
+        rf"{_SUBJ}{_AUX}\s+(?P<val>\d{{1,3}})(?=\s*(?:[,.;!?]|$)|\s+(?:now|next|this|in|and|but|"
+        r"so|today|already)\b)",
+        None,
+        needs_be=True,
+    ),
+    _shape(
+        "year",
+        "age",
+        rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+(?P<val>\d{{1,3}})[- ]year[- ]old\b",
+        None,
+        needs_be=True,
+    ),
+)
+
+# The everyday shapes read after the original ones, so a fact both find keeps the first
+# reading's dates.
+SHAPES = SHAPES + EVERYDAY
