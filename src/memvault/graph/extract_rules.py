@@ -79,14 +79,13 @@ _PRONOUNS = frozenset({"i", "we", "you", "he", "she", "my", "our", "his", "her",
 # A chat line that opens with a verb has left out its "I" ("Moved to Lyon last month").
 _IMPLIED_AM = p.words(
     """heading flying planning moving going off driving travelling traveling starting visiting
-    thinking hoping trying learning working living leaving based allergic married"""
+    thinking hoping trying learning working living leaving based allergic married back"""
 )
 _IMPLIED = re.compile(
     r"^(?P<adv>(?:(?:just|recently|finally|also|actually|already|only)\s+)?)(?P<word>moved|"
     r"relocated|got|became|went|left|quit|took|bought|sold|began|started|grew|spent|flew|came|"
-    r"joined|graduated|adopted|visited|finished|turned|switched|stopped|booked|"
-    + "|".join(sorted(_IMPLIED_AM))
-    + r")\b",
+    r"joined|graduated|adopted|visited|finished|turned|switched|stopped|booked|been|love|"
+    r"like|hate|enjoy|adore|prefer|" + "|".join(sorted(_IMPLIED_AM)) + r")\b",
     re.IGNORECASE,
 )
 _LATER_VERB = re.compile(r"\b(?:is|was|were|are|has|had|will|would|can|could|makes|made)\b")
@@ -98,13 +97,15 @@ _YEARLESS = re.compile(
 _FOR_MONTH = re.compile(rf"\bfor\s+(?=(?:{p.MONTHS})\b)", re.IGNORECASE)
 _BEHIND = re.compile(r"\b(?:last|ago|yesterday|previous|earlier)\b", re.IGNORECASE)
 _WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
-_FAN = re.compile(r"^(?:(?:big|huge|massive|great|lifelong|die-hard)\s+)?fan\s+of\b", re.I)
+_FAN = re.compile(
+    r"^(?:not\s+)?(?:a\s+)?(?:(?:big|huge|massive|great|lifelong|die-hard)\s+)?fan\s+of\b", re.I
+)
 _STUDENT = frozenset({"student", "undergrad", "undergraduate", "pupil", "postgrad", "fresher"})
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&|plus|as\s+well\s+as)\s+")
 # A value that opens with one of these is no thing liked, owned or planned ("I love it when…").
 _NOT_A_VALUE = p.words(
     """it that this these those them him her you me us what when how why where who which
-    anything nothing everything something someone anyone everyone being to of not"""
+    anything nothing everything something someone anyone everyone being to of not i"""
 )
 # A title that says the job is not held ("a retired pilot") or not yet ("an aspiring actor").
 _NOT_NOW_A_JOB = frozenset(
@@ -333,6 +334,11 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
             if not shape.many:
                 read(shape, clause, when)
         lead = _lead(clause)
+    # What a clause split cut in two ("I was born and raised in Glasgow"), read whole; the
+    # clauses went first, so a fact both find keeps its own clause's date.
+    for shape in p.SHAPES:
+        if not shape.many:
+            read(shape, plain, sentence_when)
 
 
 def _implied_subject(sentence: str) -> str:
@@ -341,7 +347,8 @@ def _implied_subject(sentence: str) -> str:
     if sentence.rstrip().endswith("?"):
         return sentence
     if _FAN.match(sentence):
-        return f"I am a {sentence[:1].lower()}{sentence[1:]}"
+        opening = sentence[:1].lower() + sentence[1:]
+        return f"I am {opening}" if re.match(r"(?i)not\b|a\b", sentence) else f"I am a {opening}"
     match = _IMPLIED.match(sentence)
     if match is None:
         return sentence
@@ -349,6 +356,8 @@ def _implied_subject(sentence: str) -> str:
     rest = rest[:1].lower() + rest[1:]
     adverb = match["adv"].strip().lower()
     adverb = f"{adverb} " if adverb else ""
+    if match["word"].lower() == "been":
+        return f"I have {adverb}{rest}"
     if match["word"].lower() in _IMPLIED_AM:
         if _LATER_VERB.search(sentence[match.end() :]):
             return sentence
@@ -445,9 +454,9 @@ def _targets(
 ) -> list[tuple[str, str | None, str | None]]:
     """(predicate, object entity, literal value) for each thing the match states."""
     if groups.get("thing") is not None:
-        verb = (groups.get("verb") or "").casefold()
-        found = (_thing(item, verb, reading) for item in _items(groups["thing"] or ""))
-        return [t for t in found if t is not None]
+        return _things(
+            _items(groups["thing"] or ""), (groups.get("verb") or "").casefold(), reading
+        )
     predicate = _predicate(shape, groups)
     if predicate is None:
         return []
@@ -461,7 +470,30 @@ def _targets(
         return [(predicate, reading.mention(name, kind), None)]
     raw = groups.get("val") or ""
     values = [_value(predicate, v, reading) for v in (_items(raw) if shape.many else [raw])]
+    if groups.get("collected"):
+        values = [f"collecting {v}" for v in values if v]
     return [(predicate, None, v) for v in values if v]
+
+
+def _things(
+    items: list[str], verb: str, reading: _Reading
+) -> list[tuple[str, str | None, str | None]]:
+    """Each item of "I have …": names right after a kind of animal are its names ("two dogs,
+    Bella and Rocky"), and then the kind is no separate pet."""
+    found: list[tuple[str, str | None, str | None]] = []
+    animal: tuple[str, str | None, str | None] | None = None
+    for item in items:
+        name = _trim(item) if re.fullmatch(p.NAME, item) else None
+        if animal is not None and name is not None:
+            if animal in found:
+                found.remove(animal)
+            found.append(("has_pet", reading.mention(name, "other"), None))
+            continue
+        thing = _thing(item, verb, reading)
+        animal = thing if thing is not None and thing[0] == "has_pet" and thing[2] else None
+        if thing is not None:
+            found.append(thing)
+    return found
 
 
 def _extras(
@@ -484,7 +516,7 @@ def _extras(
         place = reading.mention(prev, "place")
         extra.append(said.fact("lives_in", place, None, None, left_at, temporal="past"))
     field_ = _value("field_of_study", groups.get("field") or "", reading)
-    if field_ and first is not None:
+    if field_:
         extra.append(said.fact("field_of_study", None, field_, since, until))
     school = _trim(groups.get("school") or "")
     if school is not None:
@@ -549,7 +581,16 @@ def _count(value: str, reading: _Reading) -> str | None:
 
 
 def _diet(value: str, reading: _Reading) -> str | None:
-    return re.sub(r"\s+", "-", value.casefold())
+    diet = re.sub(r"\s+", "-", value.casefold())
+    return "vegetarian" if diet == "veggie" else diet
+
+
+def _degree(value: str, reading: _Reading) -> str | None:
+    degree = value.casefold().replace(".", "")
+    degree = {"masters": "master's", "master": "master's", "bachelors": "bachelor's"}.get(
+        degree, degree
+    )
+    return None if degree == "degree" else degree
 
 
 def _language(value: str, reading: _Reading) -> str | None:
@@ -559,7 +600,9 @@ def _language(value: str, reading: _Reading) -> str | None:
         "",
         value,
     )
-    words = re.sub(r"(?i)\s+(?:for|with|at|in|because|from|since|to)\b.*$", "", words)
+    words = re.sub(
+        r"(?i)\s+(?:for|with|at|in|because|from|since|to|on|via|through|using)\b.*$", "", words
+    )
     words = re.sub(r"(?i)\s+(?:lessons?|classes|class|courses?|too|as\s+well)$", "", words)
     if words.casefold() not in p.LANGUAGES:
         return None
@@ -623,6 +666,7 @@ _SPELLING: dict[str, Callable[[str, _Reading], str | None]] = {
     "drives": _owned,
     "owns": _owned,
     "birthday": _day,
+    "degree": _degree,
 }
 
 

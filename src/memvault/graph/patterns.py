@@ -191,7 +191,7 @@ _JOB = (
     r"(?P<val>[a-zA-Z][\w\-]*(?:\s+[a-zA-Z][\w\-]*){0,3}?)"
     r"(?=\s+(?:at|for|with|in|since|from|starting|on|last|next|this|yesterday|today|"
     r"tomorrow|recently|now|currently|these\s+days|nowadays|a|one|two|three|four|five|six|few|"
-    r"couple|several|\d+)\b"
+    r"couple|several|while|until|and|but|because|when|so|though|\d+)\b"
     r"|\s*[,.;!?)]|\s*$)"
 )
 _DB = rf"(?P<obj>\b(?:{DATABASES})\b)"
@@ -399,7 +399,7 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "turn",
         "age",
-        rf"{_SUBJ}{_AUX}\s+(?:turned|turns|turning)\s+(?P<val>\d{{1,3}})\b",
+        rf"{_SUBJ}{_AUX}\s+(?:turned|turn|turns|turning)\s+(?P<val>\d{{1,3}})\b",
         None,
         event=True,
     ),
@@ -499,8 +499,12 @@ VALUE_TAIL = re.compile(
 )
 
 _NEG_EAT = r"(?:(?:do|does|did)\s+not|never|cannot|can\s+not|will\s+not)"
+FOODS = (
+    r"gluten|dairy|meat|red\s+meat|fish|pork|beef|chicken|eggs|nuts|peanuts|sugar|alcohol|"
+    r"caffeine|coffee|lactose|shellfish|seafood|soy|wheat|carbs|spicy\s+food|booze"
+)
 DIET = (
-    r"(?:vegetarian|vegan|pescatarian|pescetarian|flexitarian|keto|paleo|kosher|halal|"
+    r"(?:veggie|vegetarian|vegan|pescatarian|pescetarian|flexitarian|keto|paleo|kosher|halal|"
     r"gluten[- ]free|dairy[- ]free|plant[- ]based|lacto-vegetarian|low[- ]carb|raw\s+vegan)"
 )
 _CONDITION = (
@@ -637,7 +641,10 @@ _EDU_NAME = rf"(?=(?:[^\s,.;!?]+\s+){{0,3}}?{_EDU}\b){NAME}"
 _MOVE_FROM = rf"(?:(?:from|out\s+of)\s+(?P<prev>{NAME})\s+)?"
 _TITLE = _JOB.replace("(?P<val>", "(?P<title>")
 _AS_TITLE = rf"(?:[^,.;!?]{{0,30}}?\s+as\s+(?:a|an|the)\s+{_TITLE})?"
-_LIKE_ADV = r"(?:(?:really|absolutely|totally|just|also|truly|genuinely|so|still|honestly)\s+)*"
+_LIKE_ADV = (
+    r"(?:(?:really|absolutely|totally|just|also|truly|genuinely|so|still|honestly|quite|rather|"
+    r"kinda|kind\s+of|actually|pretty\s+much|very\s+much|do)\s+)*"
+)
 _DISLIKE = (
     r"(?:hate|hates|dislike|dislikes|detest|detests|loathe|loathes|cannot\s+stand|"
     r"can\s+not\s+stand|cannot\s+bear|(?:do|does)\s+not\s+(?:really\s+|much\s+|particularly\s+|"
@@ -674,13 +681,21 @@ EVERYDAY: tuple[Shape, ...] = (
         "grew", "grew_up_in", rf"{_SUBJ}{_AUX}\s+grew\s+up\s+in\s+{_OBJ}", "place", timeless=True
     ),
     _shape("home", "lives_in", rf"(?<![\w'])(?P<me>[Hh]ome)\s+is\s+(?:now\s+)?{_OBJ}", "place"),
+    _shape("home", "lives_in", rf"{_SUBJ}{_AUX}\s+(?:call|calls)\s+{_OBJ}\s+home\b", "place"),
     # --- work: titles beside employers, plain titles, leaving a job
     _shape(
         "work|join|start|began",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:(?:work|works|worked|working|started|start|starts|starting|began)"
-        r"(?:\s+(?:full-time|part-time|remotely))?\s+(?:at|for|with)|joined|join|joins|joining)"
+        r"(?:\s+(?:full-time|part-time|remotely))?(?:\s+in\s+[a-z]+(?:\s+[a-z]+)?)?\s+"
+        r"(?:at|for|with)|joined|join|joins|joining)"
         rf"\s+{_OBJ}{_AS_TITLE}",
+        "organisation",
+    ),
+    _shape(
+        "been",
+        "works_for",
+        rf"{_SUBJ}\s+(?:have|has)\s+been\s+(?:at|with)\s+{_OBJ}(?=\s+(?:for|since)\b)",
         "organisation",
     ),
     _shape(
@@ -693,17 +708,17 @@ EVERYDAY: tuple[Shape, ...] = (
     ),
     _shape("a|an", "job_title", rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}", None, needs_be=True),
     _shape(
-        "left|quit|resigned",
+        "left|quit|resigned|stopped",
         "works_for",
-        rf"{_SUBJ}{_AUX}\s+(?:left|quit|resigned\s+from)\s+(?:{_ART}(?:job|position|role)\s+"
-        rf"(?:at|with)\s+)?{_OBJ}",
+        rf"{_SUBJ}{_AUX}\s+(?:left|quit|resigned\s+from|stopped\s+working\s+(?:at|for))\s+"
+        rf"(?:{_ART}(?:job|position|role)\s+(?:at|with)\s+)?{_OBJ}",
         "organisation",
         event=True,
         ends=True,
     ),
     # --- diet
     _shape(
-        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "veg|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
         "diet",
         rf"{_SUBJ}{_AUX}\s+(?:(?:a|an)\s+)?(?:(?:strict|full|proper|mostly)\s+)?"
         rf"(?:on\s+(?:a|an)\s+)?(?P<val>{DIET})(?![\w-])(?!\s+(?:food|restaurants?|options?|"
@@ -712,14 +727,14 @@ EVERYDAY: tuple[Shape, ...] = (
         needs_be=True,
     ),
     _shape(
-        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "veg|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
         "diet",
         rf"{_SUBJ}{_AUX}\s+(?:follow|follows|eat|eats|keep|keeps)\s+(?:(?:a|an)\s+)?"
         rf"(?:strict\s+)?(?P<val>{DIET})(?![\w-])",
         None,
     ),
     _shape(
-        "vegetarian|vegan|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
+        "veg|pesc|flexitarian|keto|paleo|kosher|halal|free|based|carb",
         "diet",
         rf"{_SUBJ}{_AUX}\s+(?:went|go|goes|gone|going|became|become|turned|switched\s+to)\s+"
         rf"(?:(?:a|an)\s+)?(?:fully\s+)?(?P<val>{DIET})(?![\w-])",
@@ -731,6 +746,14 @@ EVERYDAY: tuple[Shape, ...] = (
         "avoids_food",
         rf"{_SUBJ}(?:\s+(?:really|also|just|generally|usually|strictly))?\s+(?:{_NEG_EAT}\s+"
         rf"(?:really\s+|ever\s+)?(?:eat|drink|touch)|avoid|avoids|try\s+to\s+avoid)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
+        "have|do",
+        "avoids_food",
+        rf"{_SUBJ}\s+{_NEG_EAT}\s+(?:have|do)\s+(?P<val>(?:{FOODS})(?:\s+(?:or|and)\s+"
+        rf"(?:{FOODS}))*)\b",
         None,
         many=True,
     ),
@@ -759,10 +782,24 @@ EVERYDAY: tuple[Shape, ...] = (
         None,
     ),
     _shape(
+        "allerg",
+        "allergic_to",
+        rf"{_SUBJ}{_AUX}\s+(?:have|has|got)\s+(?:a|an)\s+(?:(?:severe|mild|bad|serious)\s+)?"
+        rf"allerg(?:y|ies)\s+to\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    _shape(
         "suffer|living|live|diagnosed",
         "has_condition",
         rf"{_SUBJ}{_AUX}\s+(?:suffer\s+from|suffers\s+from|suffering\s+from|living\s+with|"
         rf"live\s+with|lives\s+with)\s+{_VAL}",
+        None,
+    ),
+    _shape(
+        "get",
+        "has_condition",
+        rf"{_SUBJ}{_AUX}\s+(?:get|gets)\s+(?P<val>{_CONDITION})\b",
         None,
     ),
     _shape(
@@ -937,7 +974,7 @@ EVERYDAY: tuple[Shape, ...] = (
         "going|flying|heading|driving|travel|off|sailing|coming",
         "travels_to",
         rf"{_SUBJ}{_AUX}\s+{_TRAVEL}\s+(?:back\s+)?(?:(?:on\s+(?:holiday|vacation|a\s+trip)|"
-        r"away|abroad)\s+)?to\s+(?![a-z])(?:the\s+)?(?P<obj>"
+        r"away|abroad)\s+)?to\s+(?:the\s+)?(?=[A-ZÀ-ÖØ-Þ])(?P<obj>"
         rf"{NAME})",
         "place",
         ahead=True,
@@ -969,7 +1006,8 @@ EVERYDAY: tuple[Shape, ...] = (
         "visited",
         rf"{_SUBJ}{_AUX}\s+(?:visited|went\s+(?:back\s+)?to|travelled\s+to|traveled\s+to|"
         r"flew\s+to|been\s+to|was\s+in|were\s+in|got\s+back\s+from|came\s+back\s+from|"
-        r"returned\s+from|spent\s+[^,.;!?]{1,30}?\s+in|took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to)"
+        r"returned\s+from|back\s+from(?:\s+[^,.;!?]{1,30}?\s+in)?|spent\s+[^,.;!?]{1,30}?\s+in|"
+        r"took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to)"
         rf"\s+(?!{_EDU_NAME}){_OBJ}",
         "place",
         event=True,
@@ -983,6 +1021,14 @@ EVERYDAY: tuple[Shape, ...] = (
         rf"{_DEGREE})(?:\s+degree)?(?:\s+(?:in|of)\s+(?P<field>[a-z][a-z\- ]{{1,40}}?))?"
         rf"(?:\s+(?:at|from)\s+(?P<school>{NAME}))?(?=\s*(?:[,.;:!?]|$)|\s+(?:last|this|next|"
         r"in|since|and|but|two|three|a|\d))",
+        None,
+    ),
+    _shape(
+        "with",
+        "degree",
+        rf"{_SUBJ}{_AUX}\s+(?:graduated|finished|left)\b[^,.;!?]{{0,30}}?\s+with\s+(?:a|an)\s+"
+        rf"(?P<val>{_DEGREE})(?:\s+degree)?\s+(?:in|of)\s+(?P<field>[a-z][a-z\- ]{{1,40}}?)"
+        r"(?=\s*(?:[,.;:!?]|$)|\s+(?:from|at|in|and|but)\b)",
         None,
     ),
     _shape(
@@ -1042,7 +1088,7 @@ EVERYDAY: tuple[Shape, ...] = (
         "speak|fluent|bilingual|conversational",
         "speaks",
         rf"{_SUBJ}{_AUX}\s+(?:speak|speaks|speaking|can\s+speak|fluent\s+in|bilingual\s+in|"
-        rf"conversational\s+in)\s+{_LIST}",
+        rf"conversational\s+in|grew\s+up\s+speaking)\s+{_LIST}",
         None,
         many=True,
     ),
@@ -1052,6 +1098,13 @@ EVERYDAY: tuple[Shape, ...] = (
         rf"{_OWNER}\s+(?:native|first|mother)\s+(?:language|tongue)s?\s+(?:is|are)\s+{_LIST}",
         None,
         many=True,
+    ),
+    _shape(
+        "language|tongue",
+        "speaks",
+        rf"(?P<val>{NAME})\s+is\s+(?P<own>[Mm]y)\s+(?:native|first|second|third|mother|main)\s+"
+        r"(?:language|tongue)\b",
+        None,
     ),
     _shape(
         "native",
@@ -1064,7 +1117,7 @@ EVERYDAY: tuple[Shape, ...] = (
         "learn|lesson|class|course",
         "learning",
         rf"{_SUBJ}{_AUX}\s+(?:learning|learn|learns|started\s+learning|trying\s+to\s+learn|"
-        rf"picking\s+up|taking|studying)\s+{_LIST}",
+        rf"picking\s+up|taking|studying)\s+(?:to\s+play\s+(?:the\s+)?)?{_LIST}",
         None,
         many=True,
     ),
@@ -1095,6 +1148,12 @@ EVERYDAY: tuple[Shape, ...] = (
         _HOBBY_VERB,
         "hobby",
         rf"{_SUBJ}{_AUX}\s+(?P<val>{_HOBBY_VERB}){_HABIT}",
+        None,
+    ),
+    _shape(
+        "collect",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?P<collected>collect|collects|collecting)\s+{_VAL}",
         None,
     ),
     _shape(
