@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import DoomedMemory, ScheduledRunRow, UserShare
@@ -77,6 +78,40 @@ async def latest_runs(conn: AsyncConnection) -> dict[str, ScheduledRunRow]:
     ranked = sa.select(scheduled_runs, newest.label("newest")).subquery()
     query = sa.select(*(ranked.c[c.name] for c in scheduled_runs.c)).where(ranked.c.newest == 1)
     return {r.job: ScheduledRunRow.from_row(r) for r in await conn.execute(query)}
+
+
+async def skipped_for(conn: AsyncConnection, tenant_id: str, user_id: str) -> dict[str, list[str]]:
+    """Per job, the error codes of the user's records its latest real run skipped."""
+    newest = sa.func.row_number().over(
+        partition_by=_r.job, order_by=(_r.started_at.desc(), _r.id.desc())
+    )
+    latest = (
+        sa.select(_r.job, _r.counts, newest.label("newest"))
+        .where(_r.dry_run.is_(False), _r.outcome != "running")
+        .subquery()
+    )
+    listed = sa.case(
+        (
+            sa.func.jsonb_typeof(latest.c.counts["skipped_records"]) == "array",
+            latest.c.counts["skipped_records"],
+        ),
+        else_=sa.cast(sa.literal("[]"), JSONB),
+    )
+    entry = sa.func.jsonb_array_elements(listed).table_valued(sa.column("value", JSONB))
+    entry = entry.alias("entry")
+    query = (
+        sa.select(latest.c.job, entry.c.value["error_code"].astext)
+        .select_from(latest.join(entry, sa.true()))
+        .where(
+            latest.c.newest == 1,
+            entry.c.value["tenant_id"].astext == tenant_id,
+            entry.c.value["user_id"].astext == user_id,
+        )
+    )
+    found: dict[str, list[str]] = {}
+    for job, code in await conn.execute(query):
+        found.setdefault(job, []).append(code)
+    return found
 
 
 async def runs(conn: AsyncConnection, job: str | None, limit: int) -> list[ScheduledRunRow]:

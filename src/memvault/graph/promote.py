@@ -23,7 +23,14 @@ from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
 from memvault.graph.models import PromoteRequest
 from memvault.lifecycle.audit import AuditEvent
-from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
+from memvault.lifecycle.schedule import (
+    OUTAGES,
+    Outcome,
+    RunContext,
+    ScheduledJob,
+    register,
+    skipped,
+)
 from memvault.models import Fact
 from memvault.validation import validated
 
@@ -185,21 +192,27 @@ async def promote_prominent(ctx: RunContext) -> Outcome:
     counts: dict[str, Any] = {"candidates": len(found), "would_promote": len(prominent)}
     if ctx.dry_run:
         return Outcome(counts)
-    promoted = 0
+    promoted, passed = 0, []
     for c in prominent:
-        with tenant_scope(c.tenant_id):
-            await backend.load_tenant_keys((c.tenant_id,))
-            done = await promote_fact(
-                backend,
-                c.tenant_id,
-                c.fact_id,
-                user_id=c.user_id,
-                reason="prominent",
-                actor="lifecycle:promote",
-                score=c.confidence,
-            )
+        try:
+            with tenant_scope(c.tenant_id):
+                await backend.load_tenant_keys((c.tenant_id,))
+                done = await promote_fact(
+                    backend,
+                    c.tenant_id,
+                    c.fact_id,
+                    user_id=c.user_id,
+                    reason="prominent",
+                    actor="lifecycle:promote",
+                    score=c.confidence,
+                )
+        except OUTAGES:
+            raise
+        except Exception as exc:  # one tenant's fact stops no one: reported, not swallowed
+            passed.append(skipped(c.tenant_id, c.user_id, c.fact_id, exc))
+            continue
         promoted += done.created
-    return Outcome({**counts, "promoted": promoted}, changed={"promoted": promoted})
+    return Outcome({**counts, "promoted": promoted}, changed={"promoted": promoted}, skipped=passed)
 
 
 register(

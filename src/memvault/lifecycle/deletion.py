@@ -17,6 +17,8 @@ content; ``purge`` removes the rows.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from memvault.db import lifecycle as db
 from memvault.db.records import DoomedMemory
 from memvault.db.tables import audit_log, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
-from memvault.errors import NotFound, StoreUnavailable
+from memvault.errors import KeyMismatch, NotFound, StoreUnavailable
 from memvault.graph import sealed
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.models import DeletionReceipt, DeletionScope
@@ -42,6 +44,8 @@ from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -191,18 +195,34 @@ def _cache_keys(backend: Backend, row: DoomedMemory, text: str, *, chunks: bool)
 async def _texts(
     backend: Backend, conn: AsyncConnection, tenant_id: str, rows: Sequence[DoomedMemory]
 ) -> dict[uuid.UUID, list[str]]:
-    texts: dict[uuid.UUID, set[str]] = {
-        r.id: {open_content(backend.keys, r.tenant_id, r.id, r.ciphertext, r.nonce, r.key_id)}
-        for r in rows
-    }
+    texts: dict[uuid.UUID, set[str]] = {r.id: set() for r in rows}
+    for r in rows:
+        texts[r.id].update(_opened(backend, r.tenant_id, r.id, r.ciphertext, r.nonce, r.key_id))
     if rows:
         for memory_id, ciphertext, nonce, key_id in await db.history_contents(
             conn, tenant_id, list(texts)
         ):
-            texts[memory_id].add(
-                open_content(backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
+            texts[memory_id].update(
+                _opened(backend, tenant_id, memory_id, ciphertext, nonce, key_id)
             )
     return {k: sorted(v) for k, v in texts.items()}
+
+
+def _opened(
+    backend: Backend,
+    tenant_id: str,
+    memory_id: uuid.UUID,
+    ciphertext: bytes,
+    nonce: bytes,
+    key_id: str,
+) -> list[str]:
+    """A text for the caches, or none when it cannot be opened (altered, or under a key no
+    longer held): such a memory is deleted all the same, its cache entries by owner only."""
+    try:
+        return [open_content(backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)]
+    except KeyMismatch:
+        log.warning("deleting a memory of tenant %r whose text cannot be opened", tenant_id)
+        return []
 
 
 async def erase(
@@ -303,10 +323,14 @@ async def _derived_texts(
         return []
     fact_rows, entity_rows = await graph_admin.derived_rows(conn, tenant_id, memory_ids, user_id)
     keyring = backend.keys.current(tenant_id)
-    texts = [(f.user_id, sealed.open_claim(keyring, f)[0]) for f in fact_rows]
+    texts = []
+    for f in fact_rows:
+        with contextlib.suppress(KeyMismatch):  # unreadable: its entries go by owner only
+            texts.append((f.user_id, sealed.open_claim(keyring, f)[0]))
     for e in entity_rows:
-        opened = sealed.open_entity(keyring, e)
-        texts.extend((e.user_id, name) for name in (opened.name, *opened.aliases))
+        with contextlib.suppress(KeyMismatch):
+            opened = sealed.open_entity(keyring, e)
+            texts.extend((e.user_id, name) for name in (opened.name, *opened.aliases))
     return texts
 
 

@@ -21,11 +21,13 @@ from memvault.db import audit
 from memvault.db import lifecycle as db
 from memvault.db.records import UserShare
 from memvault.db.tables import memories
-from memvault.lifecycle import graph_jobs
+from memvault.lifecycle import graph_jobs, health
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
+from memvault.lifecycle.models import DeletionReceipt, HealthFinding
 from memvault.lifecycle.schedule import (
     JOBS,
+    OUTAGES,
     Outcome,
     RunContext,
     ScheduledJob,
@@ -33,6 +35,7 @@ from memvault.lifecycle.schedule import (
     register,
     run_due,
     run_job,
+    skipped,
     statuses,
     undo,
 )
@@ -87,26 +90,61 @@ async def cleanup(ctx: RunContext) -> Outcome:
     if stopped := _over_share(ctx, per_user):
         return Outcome({"would_delete": sum(r.touched for r in per_user)}, stopped)
     counts: dict[str, int] = {}
+    passed: list[dict[str, str]] = []
     if ctx.dry_run:
         counts["would_delete"] = sum(r.touched for r in per_user)
     else:
         for tenant_id in sorted({r.tenant_id for r in per_user}):
-            receipt = await erase(
-                ctx.backend,
-                tenant_id,
-                sa.and_(memories.c.tenant_id == tenant_id, condition),
-                scope="expired",
-                user_id=None,
-                actor="lifecycle:cleanup",
-                now=ctx.now,
-            )
-            for store, n in receipt.counts.items():
-                counts[store] = counts.get(store, 0) + n
+            where = sa.and_(memories.c.tenant_id == tenant_id, condition)
+            for receipt in await _erase_isolated(ctx, tenant_id, where, passed):
+                for store, n in receipt.counts.items():
+                    counts[store] = counts.get(store, 0) + n
         counts["deleted"] = counts.get("memories", 0)
     for name, step in CLEANUP_STEPS.items():
         for key, n in (await step(ctx)).items():
             counts[f"{name}.{key}"] = n
-    return Outcome(counts, changed={"deleted": counts.get("deleted", 0)})
+    return Outcome(counts, changed={"deleted": counts.get("deleted", 0)}, skipped=passed)
+
+
+async def _erase_isolated(
+    ctx: RunContext,
+    tenant_id: str,
+    where: sa.ColumnElement[bool],
+    passed: list[dict[str, str]],
+) -> list[DeletionReceipt]:
+    """The tenant's expired memories in one deletion; if that fails, one deletion per memory,
+    so one that cannot go is skipped (and reported) and the others go."""
+    try:
+        return [await _erase_expired(ctx, tenant_id, where)]
+    except OUTAGES:
+        raise
+    except Exception:  # narrowed below, memory by memory
+        async with ctx.backend.engine.connect() as conn:
+            doomed = [(r.id, r.user_id) for r in await db.pick_for_deletion(conn, where)]
+    receipts = []
+    for memory_id, user_id in doomed:
+        try:
+            one = sa.and_(where, memories.c.id == memory_id)
+            receipts.append(await _erase_expired(ctx, tenant_id, one))
+        except OUTAGES:
+            raise
+        except Exception as exc:  # reported in the run and the owner's memory health
+            passed.append(skipped(tenant_id, user_id, memory_id, exc))
+    return receipts
+
+
+async def _erase_expired(
+    ctx: RunContext, tenant_id: str, where: sa.ColumnElement[bool]
+) -> DeletionReceipt:
+    return await erase(
+        ctx.backend,
+        tenant_id,
+        where,
+        scope="expired",
+        user_id=None,
+        actor="lifecycle:cleanup",
+        now=ctx.now,
+    )
 
 
 # --- tiers -------------------------------------------------------------------------------------
@@ -245,6 +283,27 @@ register(graph_jobs.CONSOLIDATE)
 for _name, (_apply, _undo) in graph_jobs.DECAY.items():
     DECAY_TARGETS[_name] = DecayTarget(lambda _ctx: None, _apply, _undo)
 CLEANUP_STEPS["entities"] = graph_jobs.forget_entities
+
+# --- what the jobs skipped, in memory health ----------------------------------------------
+
+
+async def skipped_probe(backend: Backend, tenant_id: str, user_id: str) -> HealthFinding | None:
+    """The user's records the latest run of each job went past (it could not handle them)."""
+    async with backend.engine.connect() as conn:
+        found = await db.skipped_for(conn, tenant_id, user_id)
+    if not found:
+        return None
+    jobs = ", ".join(f"{job} ({', '.join(sorted(set(codes)))})" for job, codes in found.items())
+    return HealthFinding(
+        kind="skipped_by_jobs",
+        count=sum(len(codes) for codes in found.values()),
+        recommendation=f"Scheduled jobs went past records of this user they could not handle: "
+        f"{jobs}. The job's run lists them (`memvault jobs schedule history`); a record that "
+        "cannot be read was altered or is under a key no longer held: delete it.",
+    )
+
+
+health.PROBES["skipped_by_jobs"] = skipped_probe
 
 # The scheduler's entry points, from here so that whoever runs jobs has the table filled.
 __all__ = [

@@ -1,6 +1,11 @@
 """The scheduler: named jobs, each with its interval setting, run when due by whichever worker
 process gets its advisory lock first, and recorded in ``scheduled_runs``.
 
+A job serves every tenant, so no tenant's record may stop it: a record it cannot handle is
+skipped (``Outcome.skipped``, made by ``skipped``), reported in the run's counts as
+``skipped_records`` and in its owner's memory health, and the job goes on; only the store
+being away (``OUTAGES``) fails a run.
+
 A run takes ``pg_try_advisory_lock`` on the job's name on a connection of its own, then checks
 again, under the lock, that the job is still due: two workers that wake together run it once,
 and a worker that wakes just after the other finished finds it no longer due. The lock is a
@@ -16,10 +21,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from memvault.db import lifecycle as db
 from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants
-from memvault.errors import InvalidInput, NotFound
+from memvault.errors import InvalidInput, NotFound, StoreUnavailable
 from memvault.lifecycle.models import JobStatus, ScheduledRun
 from memvault.metrics import LIFECYCLE_CHANGES, SCHEDULED_DURATION, SCHEDULED_RUNS
 
@@ -58,6 +65,26 @@ class Outcome:
     stopped: list[dict[str, Any]] = field(default_factory=list)
     # Per change kind, for the metrics (e.g. {"deleted": 3}); dry runs are not counted.
     changed: dict[str, int] = field(default_factory=dict)
+    # The records it could not handle and went past (``skipped``): owner, record, error code.
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+# What says the store is away: a run fails on these instead of skipping every record.
+OUTAGES = (StoreUnavailable, sa.exc.OperationalError, sa.exc.InterfaceError, OSError)
+# At most this many skipped records are listed in a run's counts (all are counted).
+MAX_REPORTED = 100
+
+
+def skipped(tenant_id: str, user_id: str | None, record: object, exc: Exception) -> dict[str, str]:
+    """A record a job went past, as its run reports it (never its content), and logged."""
+    code = str(getattr(exc, "code", type(exc).__name__))
+    log.warning("a scheduled job skipped a record of tenant %r: %s", tenant_id, code)
+    return {
+        "tenant_id": tenant_id,
+        "user_id": user_id or "",
+        "record": str(record),
+        "error_code": code,
+    }
 
 
 @dataclass(frozen=True)
@@ -136,6 +163,9 @@ async def _run_locked(
         counts = dict(outcome.counts)
         if report:
             counts["stopped_users"] = report
+        if outcome.skipped:
+            counts["skipped_records"] = outcome.skipped[:MAX_REPORTED]
+            counts["skipped_count"] = len(outcome.skipped)
         values = {
             "outcome": "stopped" if report else "ok",
             "error_code": "safety_stop" if report else None,
