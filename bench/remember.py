@@ -1,7 +1,7 @@
 """remember(): latency over HTTP with every kind populated, and its episodic recall on LoCoMo.
 
     .venv/bin/python bench/remember.py latency [--turns 10000] [--facts 2000]
-        [--strategies 200] [--goals 20] [--requests 200]
+        [--strategies 200] [--goals 20] [--tool-calls 200] [--requests 200]
     .venv/bin/python bench/remember.py locomo [--data PATH] [--budgets 64 256 1024]
 
 ``latency`` starts one private PostgreSQL and ``memvault serve`` on it (auth off, embedding
@@ -9,7 +9,9 @@ cache off, so every query is embedded), and fills one user through the HTTP API:
 conversation turns (synthetic texts, 50 per conversation, half in a project channel),
 ``--facts`` facts stated through ``POST /v1/facts`` (about the corpus's 20 people and the
 things they like, use and visit: their entities come with them), ``--strategies``
-strategies, ``--goals`` goals, a profile and one live session's working memory. Then it
+strategies, ``--goals`` goals (half of them completed, with a result), ``--tool-calls`` tool
+calls (a third in the live session, a quarter failed), a profile and one live session's
+working memory. Then it
 asks ``--requests`` distinct questions, alternating
 ``POST /v1/remember`` (project channel, with the session) and ``POST /v1/memories/search``
 (the episodic part's own search, for comparison), one at a time. Reports p50/p95/p99 of
@@ -97,7 +99,25 @@ async def populate(server: Server, args: argparse.Namespace) -> str:
         (await client.post("/v1/strategies", json=body)).raise_for_status()
     for n, text in enumerate(corpus(args.goals, seed=13)):
         body = {"user_id": USER, "channel": PROJECT, "description": text, "priority": 1 + n % 10}
-        (await client.post("/v1/goals", json=body)).raise_for_status()
+        goal = await client.post("/v1/goals", json=body)
+        goal.raise_for_status()
+        if n % 2:  # half are done: what happened lately
+            done = {"user_id": USER, "result": f"done: {text[:60]}"}
+            (
+                await client.post(f"/v1/goals/{goal.json()['id']}/complete", json=done)
+            ).raise_for_status()
+    for n in range(args.tool_calls):
+        body = {
+            "user_id": USER,
+            "channel": PROJECT if n % 2 else "_global",
+            "tool_name": tools[n % 7],
+            "tool_input": {"query": f"input {n}"},
+            "tool_output": {"result": f"output {n}", "items": list(range(n % 5))},
+            "success": n % 4 != 0,
+            "latency_ms": 10.0 + n % 50,
+            **({"conversation_id": session} if n % 3 == 0 else {}),
+        }
+        (await client.post("/v1/tools/invocations", json=body)).raise_for_status()
     await client.patch(
         "/v1/profile",
         json={"user_id": USER, "communication_style": "brief", "expertise": ["python", "sql"]},
@@ -286,6 +306,7 @@ if __name__ == "__main__":
     lat.add_argument("--facts", type=int, default=2000)
     lat.add_argument("--strategies", type=int, default=200)
     lat.add_argument("--goals", type=int, default=20)
+    lat.add_argument("--tool-calls", type=int, default=200)
     lat.add_argument("--requests", type=int, default=200)
     loc = sub.add_parser("locomo")
     loc.add_argument("--data", type=Path, default=DATA)

@@ -70,8 +70,11 @@ def test_remember_answers_the_bundle_and_its_prompt(client: MemoryClient) -> Non
     bundle = client.remember("Lisbon trip", user_id="ann", conversation_id=str(convo.id))
     assert isinstance(bundle, MemoryBundle)
     assert [g.id for g in bundle.goals] == [goal.id]
-    assert any("Lisbon in May" in item.content for item in bundle.episodic)
-    assert "Lisbon in May" in bundle.as_prompt()
+    # The session's turn is shown once, under the session, not recalled again.
+    assert bundle.working is not None
+    assert any("Lisbon in May" in turn["content"] for turn in bundle.working.turns)
+    assert not any("Lisbon in May" in item.content for item in bundle.episodic)
+    assert bundle.as_prompt().count("Lisbon in May") == 1
     assert client.get_conversation(convo.id, user_id="ann").turns == turns
     assert [c.id for c in client.list_conversations(user_id="ann")] == [convo.id]
     with pytest.raises(InvalidInput):

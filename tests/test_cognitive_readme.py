@@ -36,5 +36,8 @@ def test_the_readme_agent_loop_runs(
     block = printed.getvalue()
     assert "## Profile" in block and "style: short answers, code first" in block
     assert "Run `make deploy`" in block
-    assert "deploy the landing page -> shell (0 ok, 0 failed)" in block
-    assert "ship the new landing page" not in block  # completed: no longer an active goal
+    assert "deploy the landing page: 1. shell (no outcomes recorded yet)" in block
+    # Completed: no longer an active goal, but what happened, with its result.
+    assert "## Active goals" not in block
+    assert "ship the new landing page -> live since Friday" in block
+    assert "[tool shell succeeded " in block

@@ -66,9 +66,14 @@ async def test_remember_brings_every_kind_from_the_channel_and_global(memory: As
         "which port does the database use?", user_id="ann", channel="proj", conversation_id=convo
     )
     turns = {i.content: i.channel for i in bundle.episodic}
-    assert turns["The staging database runs on port 5433"] == "proj"
     assert turns["My database backups run nightly at 2am"] == "_global"
     assert "The other database lives on port 6000" not in turns
+    # This session's turns are under "This session", not recalled a second time.
+    assert "The staging database runs on port 5433" not in turns
+    assert bundle.working is not None
+    assert [t["content"] for t in bundle.working.turns][0] == (
+        "The staging database runs on port 5433"
+    )
     assert [s.detail["tool_sequence"] for s in bundle.procedural] == [["psql", "alembic"]]
     assert [g.description for g in bundle.goals] == ["migrate staging to PostgreSQL 16"]
     assert bundle.profile is not None and bundle.profile.communication_style == "terse"
@@ -91,7 +96,7 @@ async def test_remember_brings_every_kind_from_the_channel_and_global(memory: As
         "## Active goals",
         "OPS-42",
         "port 5433",
-        "psql > alembic",
+        "connect to a database and run a migration: 1. psql 2. alembic",
     ):
         assert text in prompt
     assert bundle.tokens == _tokens(memory, prompt) <= bundle.budget_tokens
@@ -328,4 +333,10 @@ def test_fit_never_exceeds_the_budget(scores: list[float], words: list[int], bud
     count = lambda text: len(text.split())  # noqa: E731 - a tokenizer for the test
     cut = fit(bundle, count)
     assert cut.tokens == count(cut.as_prompt()) <= budget
-    assert len(cut.episodic) + cut.diagnostics.budget_dropped == len(items)
+    diagnostics = cut.diagnostics
+    assert len(cut.episodic) + diagnostics.budget_dropped + diagnostics.duplicates_dropped == len(
+        items
+    )
+    # Items of the same length say the same words here: each is shown once.
+    body = cut.as_prompt().splitlines()[1:]
+    assert len(body) == len(set(body))

@@ -3,9 +3,14 @@ block it renders, cut to a token budget.
 
 Scoring is data: each recalled item scores ``weights[kind] x relevance + weights["recency"] x
 recency``, relevance in 0..1 within its kind, recency halving every half-life. Context that is
-not ranked (profile, active goals, the live session) comes first in the prompt; ranked items
-fill what budget is left, best first. A line that does not fit is left out whole, and the
-prompt is exactly the lines counted, so ``tokens`` is the prompt's length in the model's
+not ranked (profile, active goals, the live session, what happened lately) comes first in the
+prompt; ranked items fill what budget is left, best first.
+
+Each text is shown once: a line whose text (or memory, or conversation turn) an earlier line
+already shows is left out, and a fact carries the memory it was learned from under it instead of
+that memory being a second item. The budget is counted on what is shown, after that: a line
+that does not fit is left out whole (a fact whose source does not fit is shown without it), and
+the prompt is exactly the lines counted, so ``tokens`` is the prompt's length in the model's
 tokens and never exceeds the budget.
 """
 
@@ -13,14 +18,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from memvault.cognitive.models import Goal, Profile, WorkingContext
+from memvault.cognitive.procedural import strategy_text
+from memvault.text import WORD, fold
 
 ItemKind = Literal["episodic", "facts", "entities", "procedural"]
 DEFAULT_WEIGHTS = {
@@ -31,8 +38,14 @@ DEFAULT_WEIGHTS = {
     "recency": 0.10,
 }
 MAX_ITEM_CHARS = 1_000
+# A tool's output is evidence of what happened, not something to read whole in a prompt.
+MAX_OUTCOME_CHARS = 200
 # What a turn past its conversation's share is worth, relative to its own score.
 DIVERSITY_PENALTY = 0.5
+# What happened: how far back, and how much of it, the bundle shows.
+RECENT_DAYS = 30
+RECENT_GOALS = 3
+RECENT_TOOL_CALLS = 5
 
 
 class BundleItem(BaseModel):
@@ -47,6 +60,19 @@ class BundleItem(BaseModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+class ToolOutcome(BaseModel):
+    """A tool call lately made, and how it went."""
+
+    id: str
+    tool_name: str
+    channel: str
+    conversation_id: str | None
+    success: bool
+    summary: str = Field(description="the output (or, when it failed, the error), shortened")
+    latency_ms: float | None
+    created_at: datetime
+
+
 class BundleDiagnostics(BaseModel):
     timings_ms: dict[str, float] = Field(description="wall time per kind, and total")
     candidates: dict[str, int] = Field(description="what each kind offered before the cut")
@@ -54,6 +80,14 @@ class BundleDiagnostics(BaseModel):
         description="turns past the per-conversation share, their scores scaled down"
     )
     budget_dropped: int = Field(description="lines that did not fit the token budget")
+    duplicates_dropped: int = Field(
+        default=0, description="lines left out because an earlier line shows the same text"
+    )
+    entities_below_bar: int = Field(
+        default=0,
+        description="entities left out: no current fact about them and mentioned by fewer "
+        "than two memories",
+    )
     degraded: list[str] = Field(
         default=[], description="kinds left out because their store was unavailable"
     )
@@ -70,6 +104,12 @@ class MemoryBundle(BaseModel):
     )
     procedural: list[BundleItem] = []
     goals: list[Goal] = []
+    finished_goals: list[Goal] = Field(
+        default=[], description="goals completed or abandoned lately, with their results"
+    )
+    tool_outcomes: list[ToolOutcome] = Field(
+        default=[], description="tool calls lately made: this session's first, then the latest"
+    )
     profile: Profile | None = None
     working: WorkingContext | None = None
     weights: dict[str, float]
@@ -92,7 +132,7 @@ class MemoryBundle(BaseModel):
         return sorted(merged, key=lambda i: (-i.score, i.kind, i.id))
 
     def as_prompt(self) -> str:
-        return "\n".join(line for _, line, _ in _entries(self))
+        return "\n".join(_cut(_lines(self), lambda _: 0, 0).shown)
 
 
 # --- scoring -----------------------------------------------------------------------------------
@@ -136,34 +176,90 @@ def diversify(
     return sorted(reranked, key=lambda i: (-i.score, i.id)), demoted
 
 
+def attach_sources(
+    semantic: list[BundleItem], episodic: list[BundleItem]
+) -> tuple[list[BundleItem], list[BundleItem]]:
+    """A fact and the memory it was learned from are one item, the fact first: a recalled
+    memory that is a recalled fact's source moves under the fact (``detail["sources"]``), and
+    the fact ranks as the better of the two. Returns (semantic, episodic)."""
+    recalled = {i.id: i for i in episodic}
+    moved: set[str] = set()
+    merged: list[BundleItem] = []
+    for item in semantic:
+        found = [recalled[m] for m in item.detail.get("memory_ids", []) if m in recalled]
+        if item.kind != "facts" or not found:
+            merged.append(item)
+            continue
+        moved.update(s.id for s in found)
+        best = max([item, *found], key=lambda i: i.score)
+        sources = [
+            {
+                "id": s.id,
+                "content": s.content,
+                "channel": s.channel,
+                "conversation_id": s.conversation_id,
+                "turn_index": s.detail.get("turn_index"),
+                "occurred_at": s.occurred_at,
+            }
+            for s in found
+        ]
+        merged.append(
+            item.model_copy(
+                update={
+                    "score": best.score,
+                    "scores": {**item.scores, "source_score": max(s.score for s in found)},
+                    "detail": {**item.detail, "sources": sources},
+                }
+            )
+        )
+    merged.sort(key=lambda i: (-i.score, i.kind, i.id))
+    return merged, [i for i in episodic if i.id not in moved]
+
+
 # --- the prompt and the budget -----------------------------------------------------------------
 
 HEADERS = {
     "profile": "## Profile",
     "goals": "## Active goals",
     "working": "## This session",
+    "happened": "## What happened",
     "memories": "## Relevant memories",
 }
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= MAX_ITEM_CHARS else flat[: MAX_ITEM_CHARS - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def same_text(text: str) -> tuple[str, str]:
+    """What two texts are compared by: their words, case folded (punctuation, spacing and
+    capitals do not make a text new)."""
+    return ("text", " ".join(WORD.findall(fold(text))))
+
+
 def item_line(item: BundleItem) -> str:
+    """An item's line, without the sources a fact may carry under it (``source_line``)."""
     if item.kind == "procedural":
-        steps = " > ".join(item.detail.get("tool_sequence", []))
-        done, failed = item.detail.get("success_count", 0), item.detail.get("failure_count", 0)
-        record = f"{done} ok, {failed} failed"
-        return f"- [strategy, {item.channel}] {_clip(item.content)} -> {steps} ({record})"
+        text = strategy_text(
+            item.content,
+            item.detail.get("tool_sequence", []),
+            item.detail.get("success_count", 0),
+            item.detail.get("failure_count", 0),
+        )
+        return f"- [strategy, {item.channel}] {_clip(text)}"
     when = f" {item.occurred_at:%Y-%m-%d}" if item.occurred_at else ""
     label = {"episodic": "turn", "facts": "fact", "entities": "entity"}[item.kind]
     return f"- [{label}, {item.channel}{when}] {_clip(item.content)}"
+
+
+def source_line(source: dict[str, Any]) -> str:
+    """A memory a fact was learned from, shown under the fact (part of its line)."""
+    return f"\n  source: {_clip(source['content'])}"
 
 
 def goal_line(goal: Goal) -> str:
@@ -172,89 +268,203 @@ def goal_line(goal: Goal) -> str:
     return f"- {_clip(goal.description)} (priority {goal.priority}{due}{state})"
 
 
-# An entry: (section, line, what it renders) — the same list drives the cut and the prompt.
-Entry = tuple[str, str, tuple[str, Any]]
+def finished_line(goal: Goal) -> str:
+    when = f" {goal.completed_at:%Y-%m-%d}" if goal.completed_at else ""
+    result = f" -> {_clip(goal.result)}" if goal.result else ""
+    return f"- [goal {goal.status}{when}] {_clip(goal.description)}{result}"
 
 
-def _profile_entries(profile: Profile | None) -> list[Entry]:
+def outcome_line(outcome: ToolOutcome) -> str:
+    how = "succeeded" if outcome.success else "failed"
+    said = f": {outcome.summary}" if outcome.summary else ""
+    return f"- [tool {outcome.tool_name} {how} {outcome.created_at:%Y-%m-%d %H:%M}]{said}"
+
+
+def outcome_summary(output: Any, error: str | None, success: bool) -> str:
+    """What a prompt needs of a call: its output, or why it failed, shortened."""
+    said = error if not success and error else output
+    if said is None or said == "":
+        return ""
+    return _clip(_value(said), MAX_OUTCOME_CHARS)
+
+
+Keys = frozenset[Hashable]
+
+
+@dataclass(frozen=True)
+class _Source:
+    id: str
+    text: str
+    keys: Keys
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One line of the prompt: its section, what it renders (``ref``), its text, and the
+    identities of what it shows (``keys``). A fact's line carries along the memories it was
+    learned from (``sources``) that no earlier line shows, budget allowing."""
+
+    section: str
+    ref: tuple[str, Any]
+    text: str
+    keys: Keys
+    sources: tuple[_Source, ...] = ()
+
+
+def _profile_lines(profile: Profile | None) -> list[_Line]:
     if profile is None:
         return []
-    found: list[Entry] = []
+    found: list[tuple[str, tuple[str, Any]]] = []
     if profile.communication_style:
-        found.append(("profile", f"style: {_clip(profile.communication_style)}", ("style", None)))
+        found.append((f"style: {_clip(profile.communication_style)}", ("style", None)))
     if profile.expertise:
-        found.append(("profile", f"expertise: {', '.join(profile.expertise)}", ("expertise", None)))
+        found.append((f"expertise: {', '.join(profile.expertise)}", ("expertise", None)))
     for key, value in sorted(profile.preferences.items()):
-        found.append(("profile", f"prefers: {key} = {_clip(_value(value))}", ("preference", key)))
-    return found
+        found.append((f"prefers: {key} = {_clip(_value(value))}", ("preference", key)))
+    return [_Line("profile", ref, text, frozenset({ref})) for text, ref in found]
 
 
-def _working_entries(working: WorkingContext | None) -> list[Entry]:
+def _working_lines(working: WorkingContext | None) -> list[_Line]:
     if working is None:
         return []
-    found: list[Entry] = []
+    found: list[_Line] = []
     if working.active_goal:
-        found.append(("working", f"goal now: {_clip(working.active_goal)}", ("goal", None)))
+        found.append(
+            _Line(
+                "working",
+                ("goal", None),
+                f"goal now: {_clip(working.active_goal)}",
+                frozenset({same_text(working.active_goal)}),
+            )
+        )
     for n, thought in enumerate(working.thoughts):
-        found.append(("working", f"thought: {_clip(thought)}", ("thought", n)))
+        found.append(
+            _Line(
+                "working",
+                ("thought", n),
+                f"thought: {_clip(thought)}",
+                frozenset({same_text(thought)}),
+            )
+        )
     for key, value in sorted(working.values.items()):
-        found.append(("working", f"{key}: {_clip(_value(value))}", ("value", key)))
+        ref = ("value", key)
+        found.append(_Line("working", ref, f"{key}: {_clip(_value(value))}", frozenset({ref})))
     for n, turn in enumerate(working.turns):
-        text = f"{turn.get('role', '?')}: {_clip(str(turn.get('content', '')))}"
-        found.append(("working", text, ("turn", n)))
+        content = str(turn.get("content", ""))
+        keys: set[Hashable] = {same_text(content)}
+        if isinstance(turn.get("index"), int):
+            keys.add(("turn", working.conversation_id, turn["index"]))
+        text = f"{turn.get('role', '?')}: {_clip(content)}"
+        found.append(_Line("working", ("turn", n), text, frozenset(keys)))
     return found
 
 
-def _entries(bundle: MemoryBundle) -> list[Entry]:
-    """Every line the bundle renders, in prompt order, headers included."""
-    body: list[Entry] = [
-        *_profile_entries(bundle.profile),
-        *(("goals", goal_line(g), ("goal", n)) for n, g in enumerate(bundle.goals)),
-        *_working_entries(bundle.working),
-        *(("memories", item_line(i), ("item", i.id)) for i in bundle.items),
+def _item_keys(item: BundleItem) -> set[Hashable]:
+    keys: set[Hashable] = {(item.kind, item.id), same_text(item.content)}
+    if item.kind == "episodic":
+        keys.add(("memory", item.id))
+        if item.conversation_id is not None and item.detail.get("turn_index") is not None:
+            keys.add(("turn", item.conversation_id, item.detail["turn_index"]))
+    return keys
+
+
+def _item_lines(item: BundleItem) -> _Line:
+    sources = []
+    for source in item.detail.get("sources", []):
+        keys: set[Hashable] = {("memory", source["id"]), same_text(source["content"])}
+        if source.get("conversation_id") is not None and source.get("turn_index") is not None:
+            keys.add(("turn", source["conversation_id"], source["turn_index"]))
+        sources.append(_Source(source["id"], source_line(source), frozenset(keys)))
+    return _Line(
+        "memories", ("item", item.id), item_line(item), frozenset(_item_keys(item)), tuple(sources)
+    )
+
+
+def _lines(bundle: MemoryBundle) -> list[_Line]:
+    """Every line the bundle may render, in prompt order, before duplicates and the budget."""
+    return [
+        *_profile_lines(bundle.profile),
+        *(
+            _Line(
+                "goals",
+                ("goal", n),
+                goal_line(g),
+                frozenset({("goal", g.id), same_text(g.description)}),
+            )
+            for n, g in enumerate(bundle.goals)
+        ),
+        *_working_lines(bundle.working),
+        *(
+            _Line(
+                "happened",
+                ("finished", n),
+                finished_line(g),
+                frozenset({("goal", g.id), same_text(g.description)}),
+            )
+            for n, g in enumerate(bundle.finished_goals)
+        ),
+        *(
+            _Line("happened", ("tool", n), outcome_line(o), frozenset({("tool", o.id)}))
+            for n, o in enumerate(bundle.tool_outcomes)
+        ),
+        *(_item_lines(i) for i in bundle.items),
     ]
-    lines: list[Entry] = []
-    opened: set[str] = set()
-    for section, line, ref in body:
-        if section not in opened:
-            opened.add(section)
-            lines.append((section, HEADERS[section], ("header", section)))
-        lines.append((section, line, ref))
-    return lines
 
 
 @dataclass
 class _Cut:
-    kept: set[tuple[str, Any]]
-    tokens: int
-    dropped: int
+    kept: dict[tuple[str, Any], set[str]] = field(default_factory=dict)  # ref: sources shown
+    shown: list[str] = field(default_factory=list)  # the prompt's lines, headers included
+    tokens: int = 0
+    dropped: int = 0
+    duplicates: int = 0
 
 
-def _cut(entries: list[Entry], count: Callable[[str], int], budget: int) -> _Cut:
-    """Greedy in prompt order: a line goes in when it (and its section's header, the first
-    time) still fits."""
-    kept: set[tuple[str, Any]] = set()
-    total = dropped = 0
-    header_cost: dict[str, int] = {}
-    for section, line, ref in entries:
-        if ref[0] == "header":
-            header_cost[section] = count(line)
+def _cut(lines: list[_Line], count: Callable[[str], int], budget: int) -> _Cut:
+    """Greedy in prompt order: a line that shows nothing already shown goes in when it (and
+    its section's header, the first time) still fits; a fact goes in with its sources that no
+    earlier line shows, or, when they do not fit, without them."""
+    cut = _Cut()
+    seen: set[Hashable] = set()
+    opened: set[str] = set()
+    for line in lines:
+        if line.keys & seen:
+            cut.duplicates += 1
             continue
-        opening = ("header", section) not in kept
-        cost = count(line) + (header_cost[section] if opening else 0)
-        if total + cost > budget:
-            dropped += 1
+        header = 0 if line.section in opened else count(HEADERS[line.section])
+        carried: list[_Source] = []
+        known = set(seen)
+        for source in line.sources:
+            if not source.keys & known:
+                carried.append(source)
+                known |= source.keys
+        forms = [carried, []] if carried else [[]]
+        chosen: tuple[str, list[_Source], int] | None = None
+        for form in forms:
+            text = line.text + "".join(s.text for s in form)
+            cost = header + count(text)
+            if cut.tokens + cost <= budget:
+                chosen = (text, form, cost)
+                break
+        if chosen is None:
+            cut.dropped += 1
             continue
-        total += cost
-        kept.add(ref)
-        if opening:
-            kept.add(("header", section))
-    return _Cut(kept, total, dropped)
+        text, form, cost = chosen
+        if line.section not in opened:
+            opened.add(line.section)
+            cut.shown.append(HEADERS[line.section])
+        cut.shown.append(text)
+        cut.tokens += cost
+        cut.kept[line.ref] = {s.id for s in form}
+        seen |= line.keys
+        for source in form:
+            seen |= source.keys
+    return cut
 
 
 def fit(bundle: MemoryBundle, count: Callable[[str], int]) -> MemoryBundle:
-    """The bundle with only what fits its budget, and its prompt's token count."""
-    cut = _cut(_entries(bundle), count, bundle.budget_tokens)
+    """The bundle with only what it shows within its budget, and its prompt's token count."""
+    cut = _cut(_lines(bundle), count, bundle.budget_tokens)
     keep = cut.kept
     profile = bundle.profile
     if profile is not None:
@@ -281,14 +491,31 @@ def fit(bundle: MemoryBundle, count: Callable[[str], int]) -> MemoryBundle:
         )
 
     def kept_items(items: list[BundleItem]) -> list[BundleItem]:
-        return [i for i in items if ("item", i.id) in keep]
+        found = []
+        for item in items:
+            ref = ("item", item.id)
+            if ref not in keep:
+                continue
+            if item.detail.get("sources"):
+                # Only the sources shown under it: the others are shown elsewhere, or did not
+                # fit (``memory_ids`` still names them all).
+                shown = [s for s in item.detail["sources"] if s["id"] in keep[ref]]
+                item = item.model_copy(update={"detail": {**item.detail, "sources": shown}})
+            found.append(item)
+        return found
 
-    diagnostics = bundle.diagnostics.model_copy(update={"budget_dropped": cut.dropped})
+    diagnostics = bundle.diagnostics.model_copy(
+        update={"budget_dropped": cut.dropped, "duplicates_dropped": cut.duplicates}
+    )
     return bundle.model_copy(
         update={
             "profile": profile,
             "working": working,
             "goals": [g for n, g in enumerate(bundle.goals) if ("goal", n) in keep],
+            "finished_goals": [
+                g for n, g in enumerate(bundle.finished_goals) if ("finished", n) in keep
+            ],
+            "tool_outcomes": [o for n, o in enumerate(bundle.tool_outcomes) if ("tool", n) in keep],
             "episodic": kept_items(bundle.episodic),
             "semantic": kept_items(bundle.semantic),
             "procedural": kept_items(bundle.procedural),

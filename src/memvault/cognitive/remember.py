@@ -7,18 +7,24 @@ import asyncio
 import builtins
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
 from memvault._sync import takes
 from memvault.cognitive.base import recall_channels
 from memvault.cognitive.bundle import (
+    RECENT_DAYS,
+    RECENT_GOALS,
+    RECENT_TOOL_CALLS,
     BundleDiagnostics,
     BundleItem,
     MemoryBundle,
+    ToolOutcome,
+    attach_sources,
     diversify,
     fit,
+    outcome_summary,
     recency,
     weighted,
 )
@@ -33,18 +39,24 @@ from memvault.cognitive.models import (
     TurnHit,
     WorkingContext,
 )
-from memvault.cognitive.procedural import ProceduralFace
+from memvault.cognitive.procedural import INVOCATIONS, ProceduralFace
 from memvault.cognitive.session import WorkingFace
 from memvault.db import cognitive as db
+from memvault.db import remember as recent
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
 from memvault.graph.recall import recall
-from memvault.models import SearchRequest
+from memvault.models import EntityHit, FactHit, SearchRequest
 from memvault.retrieval.search import embed_query
+from memvault.text import STOP_WORDS, fold
 from memvault.validation import validated
 
 T = TypeVar("T")
+
+# An entity is worth a line when something stands behind it: a current fact about it, or
+# mentions by this many memories (a word picked up once, "Quick" of "Quick question", is not).
+ENTITY_MIN_MENTIONS = 2
 
 
 class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileFace):
@@ -54,9 +66,10 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
     @takes(RememberRequest, positional=("query",))
     async def remember(self, /, query: str, **fields: Any) -> MemoryBundle:
         """Recall for a prompt: relevant turns, facts and entities, strategies, active goals,
-        the profile and the live session, in ``channel`` and _global; scored by weights that are
-        data, at most N turns per conversation, cut to ``budget_tokens`` of the model's
-        tokenizer. ``bundle.as_prompt()`` is the block to put before the question."""
+        the profile, the live session and what happened lately (goals finished, tool calls
+        and how they went), in ``channel`` and _global; scored by weights that are data, at
+        most N turns per conversation, each text shown once, cut to ``budget_tokens`` of the
+        model's tokenizer. ``bundle.as_prompt()`` is the block to put before the question."""
         request = validated(RememberRequest, query=query, **fields)
         settings = self._backend.settings
         weights = check_weights(
@@ -87,10 +100,18 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             )
         )
         no_hits: builtins.list[TurnHit] = []
-        no_strategies: builtins.list[Strategy] = []
-        no_items: builtins.list[BundleItem] = []
-        no_goals: builtins.list[Goal] = []
-        hits, strategies, semantic, goals, profile, working = await asyncio.gather(
+        no_strategies: tuple[builtins.list[Strategy], builtins.list[ToolOutcome]] = ([], [])
+        no_semantic: tuple[builtins.list[BundleItem], int] = ([], 0)
+        no_goals: tuple[builtins.list[Goal], builtins.list[Goal]] = ([], [])
+        now = request.reference_time or datetime.now(UTC)
+        (
+            hits,
+            (strategies, outcomes),
+            (semantic, below_bar),
+            (goals, finished),
+            profile,
+            working,
+        ) = await asyncio.gather(
             timed(
                 "episodic",
                 "episodic" in kinds,
@@ -100,16 +121,16 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             timed(
                 "procedural",
                 "procedural" in kinds,
-                lambda: self._procedural(request, query_vector),
+                lambda: self._procedural(request, channels, now, query_vector),
                 no_strategies,
             ),
             timed(
                 "semantic",
                 bool(kinds & {"facts", "entities"}),
                 lambda: self._semantic(request, channels, weights, query_vector),
-                no_items,
+                no_semantic,
             ),
-            timed("goals", "goals" in kinds, lambda: self._active_goals(request), no_goals),
+            timed("goals", "goals" in kinds, lambda: self._goals(request, channels, now), no_goals),
             timed("profile", "profile" in kinds, lambda: self._profile(request), None),
             timed(
                 "working",
@@ -118,12 +139,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                 None,
             ),
         )
-        now = request.reference_time or datetime.now(UTC)
         half_life = settings.remember_half_life_days
         episodic, diversity_demoted = diversify(
             self._turn_items(hits, weights, now, half_life),
             request.per_conversation or settings.remember_per_conversation,
         )
+        semantic, episodic = attach_sources(semantic, episodic)
         bundle = MemoryBundle(
             query=request.query,
             user_id=request.user_id,
@@ -133,6 +154,8 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             semantic=semantic,
             procedural=self._strategy_items(strategies, weights, now, half_life),
             goals=goals,
+            finished_goals=finished,
+            tool_outcomes=outcomes,
             profile=profile,
             working=working,
             weights=weights,
@@ -145,9 +168,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                     "procedural": len(strategies),
                     "semantic": len(semantic),
                     "goals": len(goals),
+                    "finished_goals": len(finished),
+                    "tool_outcomes": len(outcomes),
                 },
                 diversity_demoted=diversity_demoted,
                 budget_dropped=0,
+                entities_below_bar=below_bar,
                 degraded=degraded,
             ),
         )
@@ -201,14 +227,57 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         ]
 
     async def _procedural(
-        self, request: RememberRequest, query_vector: Awaitable[Embedded | None]
-    ) -> builtins.list[Strategy]:
-        embedded = await query_vector
-        if embedded is None:
-            return []
-        return await self._strategies_near(
-            embedded, request.user_id, request.channel, min(request.limit, 5)
-        )
+        self,
+        request: RememberRequest,
+        channels: builtins.list[str],
+        now: datetime,
+        query_vector: Awaitable[Embedded | None],
+    ) -> tuple[builtins.list[Strategy], builtins.list[ToolOutcome]]:
+        async def near() -> builtins.list[Strategy]:
+            embedded = await query_vector
+            if embedded is None:
+                return []
+            return await self._strategies_near(
+                embedded, request.user_id, request.channel, min(request.limit, 5)
+            )
+
+        return await asyncio.gather(near(), self._tool_outcomes(request, channels, now))
+
+    async def _tool_outcomes(
+        self, request: RememberRequest, channels: builtins.list[str], now: datetime
+    ) -> builtins.list[ToolOutcome]:
+        """The session's latest tool calls first, then the user's latest, and how they went."""
+        async with self._backend.engine.connect() as conn:
+            rows = await recent.recent_tool_calls(
+                conn,
+                self.tenant_id,
+                request.user_id,
+                channels,
+                request.conversation_id,
+                now - timedelta(days=RECENT_DAYS),
+                now,
+                min(request.limit, RECENT_TOOL_CALLS),
+            )
+        outcomes = []
+        for row in rows:
+            payload = self._open_row(INVOCATIONS, (row.id,), row)
+            outcomes.append(
+                ToolOutcome(
+                    id=str(row.id),
+                    tool_name=row.tool_name,
+                    channel=row.channel,
+                    conversation_id=None
+                    if row.conversation_id is None
+                    else str(row.conversation_id),
+                    success=row.success,
+                    summary=outcome_summary(
+                        payload.get("output"), payload.get("error"), row.success
+                    ),
+                    latency_ms=row.latency_ms,
+                    created_at=row.created_at,
+                )
+            )
+        return outcomes
 
     async def _semantic(
         self,
@@ -216,10 +285,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         channels: builtins.list[str],
         weights: dict[str, float],
         query_vector: Awaitable[Embedded | None],
-    ) -> builtins.list[BundleItem]:
+    ) -> tuple[builtins.list[BundleItem], int]:
         """Facts and entities with their graph neighbourhood (two hops from the entities the
         query names), from the channel and _global, as ``BundleItem``s of kind "facts" /
-        "entities" scored with ``weighted`` (relevance 0..1 within the kind, recency)."""
+        "entities" scored with ``weighted`` (relevance 0..1 within the kind, recency); entities
+        only above the bar (``_worth_showing``). Returns the items and how many entities
+        fell below the bar."""
         wanted = [k for k in ("facts", "entities") if k in set(request.include or ALL_KINDS)]
         search = SearchRequest(
             query=request.query,
@@ -254,10 +325,12 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                         "object": fact.object if fact.object is not None else fact.value,
                         "confidence": fact.confidence,
                         "temporal": fact.temporal,
+                        "memory_ids": [str(m) for m in fact.memory_ids],
                     },
                 )
             )
-        entities = found.entities or []
+        found_entities = found.entities or []
+        entities = await self._worth_showing(found_entities, facts)
         best = max((e.score for e in entities), default=0.0)
         for entity in entities:
             fresh = recency(entity.last_accessed or entity.first_seen, now, half_life)
@@ -275,12 +348,54 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                     detail={"type": entity.type, "aliases": entity.aliases},
                 )
             )
-        return sorted(items, key=lambda i: (-i.score, i.kind, i.id))
+        ranked = sorted(items, key=lambda i: (-i.score, i.kind, i.id))
+        return ranked, len(found_entities) - len(entities)
 
-    async def _active_goals(self, request: RememberRequest) -> builtins.list[Goal]:
-        return await self.list_goals(
+    async def _worth_showing(
+        self, entities: builtins.list[EntityHit], facts: builtins.list[FactHit]
+    ) -> builtins.list[EntityHit]:
+        """Entities with something behind them: a current fact about them (one recalled here, or
+        any in the graph), or mentions by ``ENTITY_MIN_MENTIONS`` memories; never a name that is
+        only a stop word."""
+        named = [e for e in entities if fold(e.name).strip() not in STOP_WORDS]
+        in_facts = {i for f in facts for i in (f.subject_id, f.object_id) if i is not None}
+        unsure = [e.id for e in named if e.id not in in_facts]
+        support: dict[UUID, recent.Support] = {}
+        if unsure:
+            async with self._backend.engine.connect() as conn:
+                support = await recent.entity_support(conn, self.tenant_id, unsure)
+        return [
+            e
+            for e in named
+            if e.id in in_facts
+            or (
+                e.id in support
+                and (support[e.id].facts > 0 or support[e.id].mentions >= ENTITY_MIN_MENTIONS)
+            )
+        ]
+
+    async def _goals(
+        self, request: RememberRequest, channels: builtins.list[str], now: datetime
+    ) -> tuple[builtins.list[Goal], builtins.list[Goal]]:
+        """Active goals, and those finished lately with their results."""
+
+        async def finished() -> builtins.list[Goal]:
+            async with self._backend.engine.connect() as conn:
+                rows = await recent.finished_goals(
+                    conn,
+                    self.tenant_id,
+                    request.user_id,
+                    channels,
+                    now - timedelta(days=RECENT_DAYS),
+                    now,
+                    min(request.limit, RECENT_GOALS),
+                )
+            return [self._goal(r) for r in rows]
+
+        active = self.list_goals(
             user_id=request.user_id, status="active", channel=request.channel, limit=request.limit
         )
+        return await asyncio.gather(active, finished())
 
     async def _profile(self, request: RememberRequest) -> Profile | None:
         profile = await self.get_profile(user_id=request.user_id, channel=request.channel)
@@ -360,6 +475,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
     def _reinforce(self, bundle: MemoryBundle) -> None:
         """Recalled memories count as accessed (written in the background, as search does)."""
         recalled = [UUID(i.id) for i in bundle.episodic]
+        recalled += [UUID(s["id"]) for i in bundle.semantic for s in i.detail.get("sources", [])]
         if recalled:
             self._backend.access.record(self.tenant_id, recalled)
 
