@@ -119,13 +119,17 @@ async def test_conversations_list_and_belong_to_their_owner(memory: AsyncMemory)
     assert {c.id for c in await memory.list_conversations(user_id="ann", channel="proj")} == {a.id}
     for call in (
         memory.get_conversation(a.id, user_id="bob"),
-        memory.add_turns(a.id, TALK, user_id="bob"),
         memory.for_tenant("other").get_conversation(a.id, user_id="ann"),
+        memory.get_conversation("not-a-uuid", user_id="ann"),
     ):
         with pytest.raises(NotFound):
             await call
+    # Ids are per user: bob's turns under ann's id make bob's own conversation, not ann's.
+    await memory.add_turns(a.id, TALK[:1], user_id="bob")
+    assert (await memory.get_conversation(a.id, user_id="ann")).turn_count == 0
+    assert (await memory.get_conversation(a.id, user_id="bob")).turn_count == 1
     with pytest.raises(InvalidInput):
-        await memory.get_conversation("not-a-uuid", user_id="ann")
+        await memory.get_conversation("", user_id="ann")
 
 
 async def test_search_takes_several_channels(memory: AsyncMemory) -> None:

@@ -66,15 +66,21 @@ LIFECYCLE_CHANGES = Counter(
     ["job", "change"],
 )
 AUDIT_ROWS = Counter(
-    "memvault_audit_rows_total", "Audit rows by fate (written, failed, dropped)", ["result"]
+    "memvault_audit_rows_total",
+    "Audit rows by fate (written, failed: kept for retry, dropped, set_aside: refused alone)",
+    ["result"],
 )
 DELETION_RECEIPTS = Counter(
     "memvault_deletion_receipts_total", "Deletion receipts issued, by scope", ["scope"]
 )
 # Graph lifecycle: how far consolidation lags (set by each consolidate run).
 CONSOLIDATION_BACKLOG = Gauge(
-    "memvault_consolidation_backlog", "Conversations not consolidated into the graph yet"
+    "memvault_consolidation_backlog", "Conversations with turns not consolidated into the graph yet"
 )
 CONSOLIDATION_LAG = Gauge(
-    "memvault_consolidation_lag_seconds", "Age of the oldest conversation not consolidated yet"
+    "memvault_consolidation_lag_seconds", "Age of the oldest turn not consolidated yet"
+)
+CONSOLIDATION_SKIPPED = Counter(
+    "memvault_consolidation_skipped_total",
+    "Conversations a consolidate run skipped because a record of theirs failed",
 )

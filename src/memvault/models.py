@@ -241,11 +241,20 @@ class AddResult(MemoryRecord):
 
     dedup: DedupInfo
     pii: PIIInfo
+    conversation_id: str | None = Field(
+        default=None, description="a conversation turn's conversation"
+    )
+    turn_index: int | None = Field(default=None, description="a conversation turn's place")
     sources: dict[str, FieldSource] = Field(
         description="which path produced importance, memory_type/valid_until and categories; "
         "occurred_at: 'given' by the caller, or read from a date in the text ('rules'/'llm') "
         "when the caller gave none (absent: the time it was stored)"
     )
+
+
+# The source of a memory that is a conversation turn: what someone said, kept verbatim (never
+# deduplicated into, merged or rewritten; only deleting it removes it).
+TURN_SOURCE = "conversation"
 
 
 class Message(_Input):
@@ -256,29 +265,52 @@ class Message(_Input):
     )
     content: Content
     name: Identifier | None = Field(default=None, description="the speaker's name, if known")
+    model: Identifier | None = Field(default=None, description="the model that spoke it")
 
 
 class MessagesRequest(_Input):
-    """Body of POST /v1/messages: a conversation (or part of one) to remember turn by turn."""
+    """Body of POST /v1/messages: a conversation (or part of one), stored turn by turn."""
 
     messages: list[Message] = Field(min_length=1)
     user_id: Identifier
     app_id: Identifier = "default"
-    channel: Identifier = Field(default="_global", description="_global or a project channel")
-    session_id: Identifier | None = None
+    channel: Identifier = Field(
+        default="_global",
+        description="_global or a project channel (a conversation keeps the one it began in)",
+    )
+    conversation_id: Identifier | None = Field(
+        default=None,
+        description="your own id for the conversation: created on first use, appended to "
+        "afterwards (default: a new conversation with a UUID for its id)",
+    )
+    session_id: Identifier | None = Field(
+        default=None, description="the same as conversation_id (its older name)"
+    )
+    title: Content | None = Field(default=None, description="a new conversation's title")
     occurred_at: Timestamp | None = Field(
         default=None, description="when the conversation took place (default: now)"
     )
     infer: bool = Field(
         default=False,
-        description="false stores the turns verbatim; true runs dedup and enrichment on them too",
+        description="turns are always kept verbatim (never deduplicated) and learned from by "
+        "the offline extractor; true also enriches them with the configured LLM",
     )
     first_turn: int = Field(
         default=0,
         ge=0,
-        description="the turn number of the first message (a session sent in parts continues "
-        "its numbering)",
+        deprecated=True,
+        description="ignored: turns are numbered by their conversation",
     )
+
+    @model_validator(mode="after")
+    def _one_conversation(self) -> MessagesRequest:
+        if self.conversation_id and self.session_id and self.conversation_id != self.session_id:
+            raise ValueError("conversation_id and session_id name two conversations")
+        return self
+
+    @property
+    def conversation(self) -> str | None:
+        return self.conversation_id or self.session_id
 
 
 class BatchRequest(_Input):
@@ -498,6 +530,14 @@ class HistoryEntry(BaseModel):
     new_metadata: dict[str, Any] | None
     actor: str
     created_at: datetime
+    claimed_actor: str | None = Field(
+        default=None,
+        description="brought in by an import: who the export said made the change (actor and "
+        "created_at are then who imported it, and when)",
+    )
+    claimed_at: datetime | None = Field(
+        default=None, description="brought in by an import: when the export said it happened"
+    )
 
 
 class HistoryPage(BaseModel):

@@ -23,7 +23,7 @@ from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.errors import ContentTooLong, InvalidInput, NotFound
+from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
 from memvault.graph.face import GraphFace
 from memvault.graph.recall import recall as graph_recall
@@ -31,6 +31,7 @@ from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.face import LifecycleFace
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
+    TURN_SOURCE,
     AddResult,
     DedupInfo,
     HistoryEntry,
@@ -167,6 +168,16 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         if not 0 < len(items) <= cap:
             raise InvalidInput(f"A batch holds 1 to {cap} memories.", details={"limit": cap})
         checked = [i if isinstance(i, MemoryInput) else validated(MemoryInput, **i) for i in items]
+        return await self._ingest(checked, wait=wait, background=background)
+
+    async def _ingest(
+        self,
+        checked: builtins.list[MemoryInput],
+        *,
+        wait: bool,
+        background: bool = False,
+        verbatim: bool = False,
+    ) -> builtins.list[AddResult]:
         for index, item in enumerate(checked):
             self._check_length(item.content, index=index)
         pipeline = Pipeline(self._backend, self._backend.judge, self.tenant_id, self.actor)
@@ -177,7 +188,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             source_channel=checked[0].channel,
             session_id=session if isinstance(session, str) else None,
         ) as event:
-            results = await pipeline.ingest(checked, background=background)
+            results = await pipeline.ingest(checked, background=background, verbatim=verbatim)
             event.memory_ids, event.result_count = [r.id for r in results], len(results)
             # How each was stored: new, folded into a duplicate, merged, replaced, kept.
             event.details = {"dedup": dict(Counter(r.dedup.action for r in results))}
@@ -199,31 +210,47 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         wait: bool = False,
         **fields: Any,
     ) -> builtins.list[AddResult]:
-        """Store a conversation turn by turn, each with its role, speaker, session and turn
-        index in its metadata, in one batch (PII protection applies to every turn).
-
-        Turns are numbered from ``first_turn``: pass the count so far when a session arrives
-        in parts, so ``search(context_window=n)`` finds its neighbours across the parts."""
+        """Store a conversation (or the next part of one) turn by turn, under your own
+        ``conversation_id`` (created on first use, appended to afterwards; without one, a new
+        conversation). Each turn is kept verbatim as a turn of that conversation and as a
+        searchable memory, enters the session's working memory, and is learned from at once
+        (the offline extractor's facts are there when this returns). PII protection applies to
+        every turn; an invalid turn stores none of them."""
         request = validated(MessagesRequest, messages=messages, **fields)
+        return await self._append_turns(request, wait=wait)
+
+    async def _store_turns(
+        self,
+        request: MessagesRequest,
+        conversation_id: str,
+        channel: str,
+        first_turn: int,
+        *,
+        wait: bool,
+    ) -> builtins.list[AddResult]:
+        """The turns' memories (see ``EpisodicFace._append_turns``, which numbers them)."""
         items = [
             MemoryInput(
                 content=m.content,
                 user_id=request.user_id,
                 app_id=request.app_id,
-                channel=request.channel,
-                source="conversation",
+                channel=channel,
+                source=TURN_SOURCE,
                 occurred_at=request.occurred_at,
                 infer=request.infer,
                 metadata={
                     "role": m.role,
                     "speaker": m.name or m.role,
                     "turn": turn,
-                    **({"session_id": request.session_id} if request.session_id else {}),
+                    "session_id": conversation_id,
                 },
             )
-            for turn, m in enumerate(request.messages, start=request.first_turn)
+            for turn, m in enumerate(request.messages, start=first_turn)
         ]
-        return await self.add_many(list(items), wait=wait)
+        cap = self._backend.settings.max_batch_items
+        if len(items) > cap:
+            raise InvalidInput(f"A batch holds 1 to {cap} turns.", details={"limit": cap})
+        return await self._ingest(items, wait=wait, verbatim=True)
 
     @scoped_to_tenant
     async def _waited(self, result: AddResult) -> AddResult:
@@ -340,6 +367,12 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
             values = self._edits(old, new_text, metadata)
+            if "ciphertext" in values and old.source == TURN_SOURCE:
+                raise Conflict(
+                    "This memory is a conversation turn: what was said is kept as it was said. "
+                    "Store the correction as a new memory or turn, or delete the turn.",
+                    details={"id": str(ident), "source": TURN_SOURCE},
+                )
             event.result_count = 1 if values else 0
             if not values:
                 return self._record(old)
@@ -423,6 +456,8 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             new_metadata=_bounded(row.new_metadata),
             actor=row.actor,
             created_at=row.created_at,
+            claimed_actor=row.claimed_actor,
+            claimed_at=row.claimed_at,
         )
 
     # --- search -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from memvault.errors import InvalidInput, validation_problems
 from memvault.models import AddResult, Identifier, SearchResult
 
 if TYPE_CHECKING:
-    from memvault.models import Message
+    from memvault.models import Message, MessagesRequest
 
 
 class _Checked(BaseModel):
@@ -64,6 +64,16 @@ class CognitiveBase:
             *,
             wait: bool = False,
             **fields: Any,
+        ) -> builtins.list[AddResult]: ...
+
+        async def _store_turns(
+            self,
+            request: MessagesRequest,
+            conversation_id: str,
+            channel: str,
+            first_turn: int,
+            *,
+            wait: bool,
         ) -> builtins.list[AddResult]: ...
 
     def _seal_row(self, table: str, key: tuple[Any, ...], payload: Any) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """Episodic memory: conversations and their turns.
 
-A turn is stored through the message import, so it is an ordinary memory (sealed, embedded,
-searchable, deleted like any other); the ``conversation_turns`` row holds only its place in
-the conversation (index, role, model, token count) and the memory's id. FOLLOWED_BY is the
-turn order: each turn names the index of the one after it.
+A conversation is named by the caller (any identifier, unique per user) and grows through one
+operation, ``add_messages``. A turn is an ordinary memory too (sealed, embedded, searchable,
+deleted like any other) but kept verbatim: dedup never folds into it and no edit rewrites it.
+The ``conversation_turns`` row holds only its place in the conversation (index, role, model,
+token count) and the memory's id. FOLLOWED_BY is the turn order: each turn names the index of
+the one after it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,8 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import UUID
 
-from memvault.cognitive.base import CognitiveBase, checked_id, parse_uuid, recall_channels
+from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Conversation,
@@ -24,14 +25,13 @@ from memvault.cognitive.models import (
     RecentTurn,
     Turn,
     TurnHit,
-    TurnsRequest,
 )
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
-from memvault.errors import InvalidInput, NotFound
-from memvault.models import Message, SearchHit, SearchRequest
+from memvault.errors import Conflict, InvalidInput, NotFound
+from memvault.models import AddResult, MessagesRequest, SearchHit, SearchRequest
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
 from memvault.sealing import open_content
@@ -49,11 +49,29 @@ class EpisodicFace(CognitiveBase):
         channel: str = GLOBAL_CHANNEL,
         title: str | None = None,
         started_at: datetime | None = None,
+        conversation_id: str | None = None,
     ) -> Conversation:
+        """A new, empty conversation (with a title, a channel or a start time); naming it is
+        optional: ``add_messages`` creates a conversation on its first turn."""
         start = validated(
-            ConversationStart, user_id=user_id, channel=channel, title=title, started_at=started_at
+            ConversationStart,
+            user_id=user_id,
+            channel=channel,
+            title=title,
+            started_at=started_at,
+            conversation_id=conversation_id,
         )
-        ident = uuid.uuid4()
+        ident = start.conversation_id or str(uuid.uuid4())
+        async with self._backend.engine.begin() as conn:
+            row = await db.insert_conversation(conn, self._new_conversation(start, ident))
+        if row is None:
+            raise Conflict(
+                "This user already has a conversation by that id; add turns to it.",
+                details={"field": "conversation_id"},
+            )
+        return self._conversation(row, None)
+
+    def _new_conversation(self, start: ConversationStart, ident: str) -> dict[str, Any]:
         values = {
             "tenant_id": self.tenant_id,
             "id": ident,
@@ -63,42 +81,66 @@ class EpisodicFace(CognitiveBase):
         }
         if start.started_at is not None:
             values["started_at"] = start.started_at
-        async with self._backend.engine.begin() as conn:
-            row = await db.insert_conversation(conn, values)
-        return self._conversation(row, None)
+        return values
 
     @scoped_to_tenant
     async def add_turns(
         self,
-        conversation_id: UUID | str,
+        conversation_id: str,
         turns: builtins.list[Turn | dict[str, Any]],
         *,
         user_id: str,
         occurred_at: datetime | None = None,
         wait: bool = False,
     ) -> builtins.list[ConversationTurn]:
-        """Store turns at the end of a conversation: each a searchable memory in the
-        conversation's channel, linked to its place; the session's working memory keeps the
-        latest of them."""
-        ident = parse_uuid(conversation_id, "conversation_id")
-        request = validated(TurnsRequest, user_id=user_id, turns=turns, occurred_at=occurred_at)
-        when = request.occurred_at or datetime.now(UTC)
-        async with self._backend.engine.begin() as conn:  # reserve the indices
-            convo = await db.fetch_conversation(
-                conn, self.tenant_id, ident, request.user_id, lock=True
-            )
-            if convo is None:
-                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
-            await db.advance_conversation(conn, self.tenant_id, ident, len(request.turns), when)
-        stored = await self.add_messages(
-            [Message(role=t.role, content=t.content, name=t.name) for t in request.turns],
-            user_id=request.user_id,
-            channel=convo.channel,
-            session_id=str(ident),
-            first_turn=convo.turn_count,
-            occurred_at=when,
-            wait=wait,
+        """``add_messages`` to one conversation, answered as its turns (the older way to
+        append: the same operation)."""
+        request = validated(
+            MessagesRequest,
+            messages=turns,
+            user_id=user_id,
+            occurred_at=occurred_at,
+            conversation_id=checked_id(str(conversation_id), "conversation_id"),
         )
+        stored = await self._append_turns(request, wait=wait)
+        return [
+            ConversationTurn(
+                index=s.turn_index or 0,
+                role=m.role,
+                content=s.content,
+                memory_id=s.id,
+                occurred_at=s.occurred_at or s.created_at,
+                token_count=self._count_tokens(s.content),
+                model=m.model,
+            )
+            for s, m in zip(stored, request.messages, strict=True)
+        ]
+
+    async def _append_turns(
+        self, request: MessagesRequest, *, wait: bool
+    ) -> builtins.list[AddResult]:
+        """The one way a conversation grows: its next indices reserved (the conversation made
+        on first use), each turn stored verbatim as a memory and a turn row, then shown to the
+        session's working memory."""
+        ident = request.conversation or str(uuid.uuid4())
+        when = request.occurred_at or datetime.now(UTC)
+        start = ConversationStart(user_id=request.user_id, channel=request.channel)
+        start = start.model_copy(update={"title": request.title, "started_at": when})
+        async with self._backend.engine.begin() as conn:
+            convo, created = await db.claim_turns(
+                conn, self._new_conversation(start, ident), len(request.messages), when
+            )
+        try:
+            stored = await self._store_turns(
+                request, ident, convo.channel, convo.turn_count, wait=wait
+            )
+        except BaseException:
+            if created:  # nothing a refused call sent may stay behind
+                async with self._backend.engine.begin() as conn:
+                    await db.forget_empty_conversation(
+                        conn, self.tenant_id, request.user_id, ident
+                    )
+            raise
         rows = [
             {
                 "tenant_id": self.tenant_id,
@@ -107,27 +149,19 @@ class EpisodicFace(CognitiveBase):
                 "user_id": request.user_id,
                 "channel": convo.channel,
                 "memory_id": result.id,
-                "role": turn.role,
-                "model": turn.model,
+                "role": message.role,
+                "model": message.model,
                 "token_count": self._count_tokens(result.content),
                 "occurred_at": when,
             }
-            for n, (turn, result) in enumerate(zip(request.turns, stored, strict=True))
+            for n, (message, result) in enumerate(zip(request.messages, stored, strict=True))
         ]
         async with self._backend.engine.begin() as conn:
             await db.insert_turns(conn, rows)
-        await self._remember_in_session(request.user_id, convo.channel, str(ident), stored, rows)
+        await self._remember_in_session(request.user_id, convo.channel, ident, stored, rows)
         return [
-            ConversationTurn(
-                index=r["turn_index"],
-                role=r["role"],
-                content=s.content,
-                memory_id=s.id,
-                occurred_at=when,
-                token_count=r["token_count"],
-                model=r["model"],
-            )
-            for r, s in zip(rows, stored, strict=True)
+            result.model_copy(update={"conversation_id": ident, "turn_index": row["turn_index"]})
+            for result, row in zip(stored, rows, strict=True)
         ]
 
     async def _remember_in_session(
@@ -137,15 +171,17 @@ class EpisodicFace(CognitiveBase):
 
     @scoped_to_tenant
     async def get_conversation(
-        self, conversation_id: UUID | str, *, user_id: str, turns: bool = True
+        self, conversation_id: str, *, user_id: str, turns: bool = True
     ) -> Conversation:
-        ident = parse_uuid(conversation_id, "conversation_id")
+        ident = checked_id(str(conversation_id), "conversation_id")
         user_id = checked_id(user_id, "user_id")
         async with self._backend.engine.connect() as conn:
             row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=False)
             if row is None:
-                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
-            turn_rows = await db.fetch_turns(conn, self.tenant_id, ident) if turns else None
+                raise NotFound("No such conversation for this user.", details={"id": ident})
+            turn_rows = (
+                await db.fetch_turns(conn, self.tenant_id, user_id, ident) if turns else None
+            )
         return self._conversation(row, turn_rows)
 
     @scoped_to_tenant
@@ -169,15 +205,17 @@ class EpisodicFace(CognitiveBase):
 
     @scoped_to_tenant
     async def archive_conversation(
-        self, conversation_id: UUID | str, *, user_id: str, archived: bool = True
+        self, conversation_id: str, *, user_id: str, archived: bool = True
     ) -> Conversation:
-        ident = parse_uuid(conversation_id, "conversation_id")
+        ident = checked_id(str(conversation_id), "conversation_id")
         user_id = checked_id(user_id, "user_id")
         async with self._backend.engine.begin() as conn:
             row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=True)
             if row is None:
-                raise NotFound("No such conversation for this user.", details={"id": str(ident)})
-            await db.set_conversation(conn, self.tenant_id, ident, {"archived": archived})
+                raise NotFound("No such conversation for this user.", details={"id": ident})
+            await db.set_conversation(
+                conn, self.tenant_id, user_id, ident, {"archived": archived}
+            )
         return self._conversation(row, None).model_copy(update={"archived": archived})
 
     @scoped_to_tenant
@@ -216,7 +254,7 @@ class EpisodicFace(CognitiveBase):
         channel: str = GLOBAL_CHANNEL,
         after: datetime | None = None,
         before: datetime | None = None,
-        conversation_id: UUID | str | None = None,
+        conversation_id: str | None = None,
         limit: int = 10,
     ) -> builtins.list[TurnHit]:
         """Conversation turns relevant to ``query`` within a time window (``occurred_at`` in
@@ -224,7 +262,7 @@ class EpisodicFace(CognitiveBase):
         options: dict[str, Any] = {"source": "conversation", "limit": limit}
         if conversation_id is not None:
             options["metadata"] = {
-                "session_id": str(parse_uuid(conversation_id, "conversation_id"))
+                "session_id": checked_id(str(conversation_id), "conversation_id")
             }
         hits = await self._channel_search(query, user_id, channel, after, before, options)
         return await self._with_turns(hits, limit)
@@ -318,10 +356,11 @@ class EpisodicFace(CognitiveBase):
             user_id=row.user_id,
             channel=row.channel,
             title=payload.get("title"),
-            turn_count=row.turn_count,
+            turn_count=row.turns_present,
             started_at=row.started_at,
             last_turn_at=row.last_turn_at,
             consolidated_at=row.consolidated_at,
+            consolidated_turns=row.consolidated_turns,
             archived=row.archived,
             turns=turns,
         )

@@ -14,7 +14,16 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from memvault import jsonvalues
-from memvault.models import Content, Identifier, Message, Metadata, Timestamp
+from memvault.models import (
+    Content,
+    Description,
+    Identifier,
+    Message,
+    Metadata,
+    Milliseconds,
+    Timestamp,
+    Title,
+)
 
 
 def _storable(value: Any) -> Any:
@@ -55,7 +64,10 @@ class _Owned(_Input):
 
 
 class ConversationStart(_Owned):
-    title: Content | None = None
+    conversation_id: Identifier | None = Field(
+        default=None, description="your own id for it (default: a new UUID)"
+    )
+    title: Title | None = None
     started_at: Timestamp | None = None
 
 
@@ -66,7 +78,7 @@ class Turn(Message):
 
 
 class TurnsRequest(_Input):
-    """Body of POST /v1/conversations/{id}/turns."""
+    """Body of POST /v1/conversations/{id}/turns (``add_messages`` under another name)."""
 
     user_id: Identifier
     turns: list[Turn] = Field(min_length=1)
@@ -87,19 +99,24 @@ class ConversationTurn(BaseModel):
 
 
 class RecentTurn(ConversationTurn):
-    conversation_id: UUID
+    conversation_id: str
     channel: str
 
 
 class Conversation(BaseModel):
-    id: UUID
+    id: str = Field(description="the caller's id for it (or the UUID the store gave it)")
     user_id: str
     channel: str
     title: str | None
-    turn_count: int
+    turn_count: int = Field(description="turns it holds (a deleted turn is not counted)")
     started_at: datetime
     last_turn_at: datetime | None
     consolidated_at: datetime | None
+    consolidated_turns: int = Field(
+        default=0,
+        description="turns consolidated into the knowledge graph so far (by turn index); the "
+        "turns after them wait for the next consolidate run",
+    )
     archived: bool
     turns: list[ConversationTurn] | None = None
 
@@ -116,7 +133,7 @@ class TurnHit(BaseModel):
     score: float
     channel: str
     occurred_at: datetime
-    conversation_id: UUID | None
+    conversation_id: str | None
     turn_index: int | None
     session_id: str | None = Field(default=None, description="the session its metadata names")
 
@@ -151,9 +168,9 @@ class ToolUse(_Owned):
     tool_input: JSONValue = None
     tool_output: JSONValue = None
     success: bool
-    latency_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    latency_ms: Milliseconds | None = None
     error: Text | None = Field(default=None, max_length=10_000)
-    conversation_id: UUID | None = None
+    conversation_id: Identifier | None = None
     turn_index: int | None = Field(default=None, ge=0, le=2**31 - 1)  # an INTEGER column
 
 
@@ -161,7 +178,7 @@ class ToolInvocation(BaseModel):
     id: UUID
     user_id: str
     channel: str
-    conversation_id: UUID | None
+    conversation_id: str | None
     turn_index: int | None
     tool_name: str
     tool_input: Any
@@ -184,9 +201,9 @@ class ToolStats(BaseModel):
 class StrategyInput(_Owned):
     """Body of POST /v1/strategies: learned from a conversation's tool sequence, or given."""
 
-    description: Content
+    description: Description
     context_pattern: Text | None = Field(default=None, max_length=2_000)
-    conversation_id: UUID | None = None
+    conversation_id: Identifier | None = None
     tool_sequence: list[Identifier] | None = Field(default=None, max_length=100)
 
     @model_validator(mode="after")
@@ -226,7 +243,7 @@ class Reinforcement(_Input):
 class GoalInput(_Owned):
     """Body of POST /v1/goals."""
 
-    description: Content
+    description: Description
     priority: int = Field(default=5, ge=1, le=10)
     deadline: Timestamp | None = None
     parent_id: UUID | None = None

@@ -19,13 +19,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.cognitive.procedural import STRATEGIES, learned_sequence
 from memvault.cognitive.sealed import seal_payload
-from memvault.cognitive.working import RedisWorkingStore, open_store
+from memvault.cognitive.session import TURNS
+from memvault.cognitive.working import RedisWorkingStore, WorkingMemory, list_of, open_store
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationToolCall
 from memvault.db.tables import conversation_turns
 from memvault.lifecycle.deletion import InStore, Targets, register_derived, register_outside
 from memvault.lifecycle.jobs import CLEANUP_STEPS
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
+from memvault.models import TURN_SOURCE
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -72,9 +74,45 @@ async def _redis_working_memory(backend: Backend, targets: Targets) -> int:
     return await store.forget(targets.tenant_id, user_id)
 
 
+async def _deleted_turns_in_sessions(backend: Backend, targets: Targets) -> int:
+    """A deleted turn's words leave its session's working memory as well (an erased user's
+    or tenant's sessions go whole, by the steps above)."""
+    takes, _ = _owner(targets)
+    sessions: dict[tuple[str, str, str], set[int]] = defaultdict(set)
+    for row in targets.rows:
+        session, turn = row.metadata.get("session_id"), row.metadata.get("turn")
+        if row.source == TURN_SOURCE and isinstance(session, str) and isinstance(turn, int):
+            sessions[(row.user_id, row.channel, session)].add(turn)
+    if takes or not sessions:
+        return 0
+    settings = backend.settings
+    if backend.working is None:
+        backend.working = open_store(settings, backend.engine)
+    working = WorkingMemory(
+        backend.working,
+        backend.keys,
+        ttl_s=settings.working_ttl_s,
+        max_turns=settings.working_max_turns,
+        max_thoughts=settings.working_max_thoughts,
+    )
+    removed = 0
+    for session, gone in sessions.items():
+        held = list_of(await working.read(targets.tenant_id, session, TURNS, ""), TURNS)
+        kept = [t for t in held if not (isinstance(t, dict) and t.get("index") in gone)]
+        if len(kept) == len(held):
+            continue
+        removed += len(held) - len(kept)
+        if kept:
+            await working.put(targets.tenant_id, session, TURNS, "", kept)
+        else:
+            await working.store.delete(targets.tenant_id, session, TURNS, "")
+    return removed
+
+
 for _table in db.OWNED_TABLES:
     register_derived(_table.name, _owned_rows(_table))
 register_outside("working_memory_redis", _redis_working_memory)
+register_outside("working_memory_turns", _deleted_turns_in_sessions)
 
 
 # --- cleanup -----------------------------------------------------------------------------------
@@ -103,7 +141,7 @@ CLEANUP_STEPS["working_memory"] = purge_working_memory
 
 # --- patterns ----------------------------------------------------------------------------------
 
-Conversation = tuple[str, str, str, uuid.UUID]  # tenant, user, channel, conversation
+Conversation = tuple[str, str, str, str]  # tenant, user, channel, conversation
 
 
 def worked(calls: list[ConversationToolCall], min_steps: int) -> list[str] | None:
@@ -136,11 +174,11 @@ async def patterns(ctx: RunContext) -> Outcome:
             for owner, found in by_conversation.items()
             if (sequence := worked(found, settings.patterns_min_steps)) is not None
         }
-        known = await db.learned_sequences(conn, sorted({(t, c) for t, _, _, c in taught}))
+        known = await db.learned_sequences(conn, sorted({(t, u, c) for t, u, _, c in taught}))
     new = {
         owner: sequence
         for owner, sequence in sorted(taught.items())
-        if (owner[0], owner[3], tuple(sequence)) not in known
+        if (owner[0], owner[1], owner[3], tuple(sequence)) not in known
     }
     if ctx.dry_run:
         return Outcome({"would_learn": len(new), "conversations": len(by_conversation)})

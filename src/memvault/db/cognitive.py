@@ -7,6 +7,7 @@ policies of migration 0008 hold the line when one forgets).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,31 +61,77 @@ _m = memories.c
 
 @dataclass(frozen=True)
 class SealedRow:
-    """A row's sealed payload and the primary key it is bound to."""
+    """A row's sealed payload, the key it is bound to, and its primary key."""
 
     table: str
     key: tuple[Any, ...]
     ciphertext: bytes
     nonce: bytes
     key_id: str
+    row_key: tuple[Any, ...]
 
 
 # --- conversations and turns ------------------------------------------------------------------
 
 
-async def insert_conversation(conn: AsyncConnection, values: dict[str, Any]) -> ConversationRow:
-    statement = conversations.insert().values(values).returning(conversations)
-    return ConversationRow.from_row((await conn.execute(statement)).one())
+def _present_turns() -> sa.ScalarSelect[Any]:
+    """How many of a conversation's turns are there now: a deleted turn's index is never
+    reused, so ``turn_count`` (the next index) may be higher."""
+    return (
+        sa.select(sa.func.count())
+        .where(_t.tenant_id == _c.tenant_id, _t.user_id == _c.user_id, _t.conversation_id == _c.id)
+        .scalar_subquery()
+    )
+
+
+_NO_TURNS = sa.literal(0).label("turns_present")  # a row just written: not counted
+# In an upsert's RETURNING: true when the row was inserted (PostgreSQL's xmax is 0 then).
+_INSERTED: sa.Label[bool] = sa.literal_column("xmax = 0", sa.Boolean).label("inserted")
+
+
+def _conversation_columns() -> list[Any]:
+    return [*(col for col in conversations.c), _present_turns().label("turns_present")]
+
+
+async def insert_conversation(
+    conn: AsyncConnection, values: dict[str, Any]
+) -> ConversationRow | None:
+    """A new conversation; ``None`` when this user already has one by that id."""
+    statement = (
+        insert(conversations)
+        .values(values)
+        .on_conflict_do_nothing()
+        .returning(*conversations.c, _NO_TURNS)
+    )
+    row = (await conn.execute(statement)).one_or_none()
+    return None if row is None else ConversationRow.from_row(row)
+
+
+async def claim_turns(
+    conn: AsyncConnection, values: dict[str, Any], turns: int, at: datetime
+) -> tuple[ConversationRow, bool]:
+    """The conversation named in ``values`` (created from them on first use) with the next
+    ``turns`` indices reserved for the caller: the row as it was before the reservation, so
+    its ``turn_count`` is the first reserved index, and whether this call created it. One
+    statement, so two writers to one conversation never take the same index."""
+    new = insert(conversations).values({**values, "turn_count": turns, "last_turn_at": at})
+    statement = new.on_conflict_do_update(
+        constraint="pk_conversations",
+        set_={"turn_count": _c.turn_count + turns, "last_turn_at": at},
+    ).returning(*conversations.c, _NO_TURNS, _INSERTED)
+    row = (await conn.execute(statement)).one()
+    after = ConversationRow.from_row(row)
+    return dataclasses.replace(after, turn_count=after.turn_count - turns), bool(row.inserted)
 
 
 async def fetch_conversation(
-    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, user_id: str, *, lock: bool
+    conn: AsyncConnection, tenant_id: str, conversation_id: str, user_id: str, *, lock: bool
 ) -> ConversationRow | None:
-    query = sa.select(conversations).where(
+    query = sa.select(*_conversation_columns()).where(
         _c.tenant_id == tenant_id, _c.id == conversation_id, _c.user_id == user_id
     )
     if lock:
-        query = query.with_for_update()
+        query = query.with_for_update(of=conversations)
     row = (await conn.execute(query)).one_or_none()
     return None if row is None else ConversationRow.from_row(row)
 
@@ -103,28 +150,42 @@ async def list_conversations(
     if not include_archived:
         where.append(_c.archived.is_(False))
     query = (
-        sa.select(conversations).where(*where).order_by(_c.started_at.desc(), _c.id).limit(limit)
+        sa.select(*_conversation_columns())
+        .where(*where)
+        .order_by(_c.started_at.desc(), _c.id)
+        .limit(limit)
     )
     return [ConversationRow.from_row(row) for row in await conn.execute(query)]
 
 
-async def advance_conversation(
-    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, turns: int, at: datetime
+async def set_conversation(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    conversation_id: str,
+    values: dict[str, Any],
 ) -> None:
     await conn.execute(
         conversations.update()
-        .where(_c.tenant_id == tenant_id, _c.id == conversation_id)
-        .values(turn_count=_c.turn_count + turns, last_turn_at=at)
+        .where(_c.tenant_id == tenant_id, _c.user_id == user_id, _c.id == conversation_id)
+        .values(values)
     )
 
 
-async def set_conversation(
-    conn: AsyncConnection, tenant_id: str, conversation_id: UUID, values: dict[str, Any]
+async def forget_empty_conversation(
+    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: str
 ) -> None:
+    """A conversation made for turns that were then refused (PII, limits) goes again, unless
+    turns reached it meanwhile."""
+    has_turns = (
+        sa.select(sa.literal(1))
+        .where(_t.tenant_id == _c.tenant_id, _t.user_id == _c.user_id, _t.conversation_id == _c.id)
+        .exists()
+    )
     await conn.execute(
-        conversations.update()
-        .where(_c.tenant_id == tenant_id, _c.id == conversation_id)
-        .values(values)
+        conversations.delete().where(
+            _c.tenant_id == tenant_id, _c.user_id == user_id, _c.id == conversation_id, ~has_turns
+        )
     )
 
 
@@ -143,11 +204,13 @@ def _turns_with_content() -> sa.Select[Any]:
 
 
 async def fetch_turns(
-    conn: AsyncConnection, tenant_id: str, conversation_id: UUID
+    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: str
 ) -> list[TurnWithContent]:
     query = (
         _turns_with_content()
-        .where(_t.tenant_id == tenant_id, _t.conversation_id == conversation_id)
+        .where(
+            _t.tenant_id == tenant_id, _t.user_id == user_id, _t.conversation_id == conversation_id
+        )
         .order_by(_t.turn_index)
     )
     return [TurnWithContent.from_row(row) for row in await conn.execute(query)]
@@ -277,7 +340,7 @@ async def insert_invocation(conn: AsyncConnection, values: dict[str, Any]) -> To
 
 
 async def conversation_tools(
-    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: UUID
+    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: str
 ) -> list[ToolStep]:
     query = (
         sa.select(_i.tool_name, _i.success)
@@ -503,28 +566,39 @@ def _primary_key(table: sa.Table) -> list[sa.Column[Any]]:
     return list(table.primary_key.columns)
 
 
+def _sealing_key(table: sa.Table) -> list[sa.Column[Any]]:
+    """The columns a row's payload is bound to: its primary key, but for a conversation,
+    bound to (tenant, id) since before ids were per user (its key took the user later)."""
+    if table is conversations:
+        return [_c.tenant_id, _c.id]
+    return _primary_key(table)
+
+
 async def claim_sealed_to_reseal(
     conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[SealedRow]:
     """Cognitive rows still sealed under an old key; rows a writer holds are skipped."""
     found: list[SealedRow] = []
     for table in SEALED_COGNITIVE:
-        key = _primary_key(table)
+        key, primary = _sealing_key(table), _primary_key(table)
         query = (
-            sa.select(*key, table.c.ciphertext, table.c.nonce, table.c.key_id)
+            sa.select(*key, *primary, table.c.ciphertext, table.c.nonce, table.c.key_id)
             .where(stale.where(table.c.key_id))
             .limit(batch)
             .with_for_update(skip_locked=True)
         )
         for row in await conn.execute(query):
-            parts = tuple(row[: len(key)])
-            found.append(SealedRow(table.name, parts, row.ciphertext, row.nonce, row.key_id))
+            bound = tuple(row[: len(key)])
+            where = tuple(row[len(key) : len(key) + len(primary)])
+            found.append(
+                SealedRow(table.name, bound, row.ciphertext, row.nonce, row.key_id, where)
+            )
     return found
 
 
 async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) -> None:
     table = next(t for t in SEALED_COGNITIVE if t.name == row.table)
-    where = [c == v for c, v in zip(_primary_key(table), row.key, strict=True)]
+    where = [c == v for c, v in zip(_primary_key(table), row.row_key, strict=True)]
     await conn.execute(table.update().where(*where).values(values))
 
 
@@ -601,7 +675,7 @@ async def tool_calls_of_recent_conversations(
     """Every tool call, in order, of the conversations (every tenant's) with one since
     ``since``: what the patterns job learns strategies from."""
     recent = (
-        sa.select(_i.tenant_id, _i.conversation_id)
+        sa.select(_i.tenant_id, _i.user_id, _i.conversation_id)
         .where(_i.conversation_id.is_not(None), _i.created_at >= since)
         .distinct()
         .subquery()
@@ -613,24 +687,28 @@ async def tool_calls_of_recent_conversations(
         .join(
             recent,
             sa.and_(
-                recent.c.tenant_id == _i.tenant_id, recent.c.conversation_id == _i.conversation_id
+                recent.c.tenant_id == _i.tenant_id,
+                recent.c.user_id == _i.user_id,
+                recent.c.conversation_id == _i.conversation_id,
             ),
         )
-        .order_by(_i.tenant_id, _i.conversation_id, _i.created_at, _i.id)
+        .order_by(_i.tenant_id, _i.user_id, _i.conversation_id, _i.created_at, _i.id)
     )
     return [ConversationToolCall.from_row(row) for row in await conn.execute(query)]
 
 
 async def learned_sequences(
-    conn: AsyncConnection, conversation_ids: Sequence[tuple[str, UUID]]
-) -> set[tuple[str, UUID, tuple[str, ...]]]:
-    """(tenant, conversation, tool sequence) of the strategies already learned from these."""
-    if not conversation_ids:
+    conn: AsyncConnection, conversations: Sequence[tuple[str, str, str]]
+) -> set[tuple[str, str, str, tuple[str, ...]]]:
+    """(tenant, user, conversation, tool sequence) of the strategies already learned from
+    these (tenant, user, conversation)."""
+    if not conversations:
         return set()
-    query = sa.select(_s.tenant_id, _s.source_conversation_id, _s.tool_sequence).where(
-        sa.tuple_(_s.tenant_id, _s.source_conversation_id).in_(list(conversation_ids))
-    )
+    key = sa.tuple_(_s.tenant_id, _s.user_id, _s.source_conversation_id)
+    query = sa.select(
+        _s.tenant_id, _s.user_id, _s.source_conversation_id, _s.tool_sequence
+    ).where(key.in_(list(conversations)))
     return {
-        (row.tenant_id, row.source_conversation_id, tuple(row.tool_sequence))
+        (row.tenant_id, row.user_id, row.source_conversation_id, tuple(row.tool_sequence))
         for row in await conn.execute(query)
     }

@@ -19,7 +19,7 @@ class ConversationRow(_Record):
     """A row of ``conversations``; the payload holds the title."""
 
     tenant_id: str
-    id: UUID
+    id: str
     user_id: str
     channel: str
     ciphertext: bytes
@@ -29,7 +29,9 @@ class ConversationRow(_Record):
     started_at: datetime
     last_turn_at: datetime | None
     consolidated_at: datetime | None
+    consolidated_turns: int
     archived: bool
+    turns_present: int  # turns there now (deleted ones are not)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class TurnRow(_Record):
     """A row of ``conversation_turns``: order and provenance, no words."""
 
     tenant_id: str
-    conversation_id: UUID
+    conversation_id: str
     turn_index: int
     user_id: str
     channel: str
@@ -81,7 +83,7 @@ class ToolInvocationRow(_Record):
     id: UUID
     user_id: str
     channel: str
-    conversation_id: UUID | None
+    conversation_id: str | None
     turn_index: int | None
     tool_name: str
     ciphertext: bytes
@@ -107,7 +109,7 @@ class ConversationToolCall(ToolStep):
     tenant_id: str
     user_id: str
     channel: str
-    conversation_id: UUID
+    conversation_id: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -133,7 +135,7 @@ class StrategyRow(_Record):
     nonce: bytes
     key_id: str
     tool_sequence: list[str]
-    source_conversation_id: UUID | None
+    source_conversation_id: str | None
     success_count: int
     failure_count: int
     last_used: datetime | None

@@ -44,8 +44,12 @@ GUESSED = ("inferred", "uncertain")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PendingConversation(_Record):
+    """A conversation with turns past its consolidation watermark."""
+
     tenant_id: str
-    id: UUID
+    user_id: str
+    id: str
+    consolidated_turns: int
     turn_count: int
     started_at: datetime
 
@@ -68,46 +72,75 @@ class FactlessTurn(_Record):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsolidationLag(_Record):
-    count: int
-    oldest: datetime | None
+    count: int  # conversations with turns waiting
+    turns: int  # turns waiting
+    oldest: datetime | None  # when the oldest waiting turn was said
 
 
 # --- consolidation -----------------------------------------------------------------------------
+# A conversation's watermark, ``consolidated_turns``, is the index below which its turns went
+# through the extractor; turns appended later lie above it and wait for the next run.
 
 
 def _unconsolidated() -> sa.ColumnElement[bool]:
-    return _c.consolidated_at.is_(None)
+    return _c.consolidated_turns < _c.turn_count
+
+
+_ORDER = (_c.started_at, _c.tenant_id, _c.user_id, _c.id)
 
 
 async def pending_conversations(
-    conn: AsyncConnection, limit: int, after: PendingConversation | None = None
+    conn: AsyncConnection,
+    limit: int,
+    after: PendingConversation | None = None,
+    owner: tuple[str, str] | None = None,
 ) -> list[PendingConversation]:
-    """Conversations not consolidated yet, oldest first, from just past ``after`` (a run
-    walks them once even when one stays unconsolidated)."""
-    order = (_c.started_at, _c.tenant_id, _c.id)
-    query = sa.select(_c.tenant_id, _c.id, _c.turn_count, _c.started_at).where(_unconsolidated())
+    """Conversations with turns past their watermark (of one (tenant, user) ``owner``, or
+    all), oldest first, from just past ``after`` (a run walks them once even when one stays
+    pending)."""
+    query = sa.select(
+        _c.tenant_id, _c.user_id, _c.id, _c.consolidated_turns, _c.turn_count, _c.started_at
+    ).where(_unconsolidated())
+    if owner is not None:
+        query = query.where(_c.tenant_id == owner[0], _c.user_id == owner[1])
     if after is not None:
-        query = query.where(sa.tuple_(*order) > sa.tuple_(*_key(after)))
-    query = query.order_by(*order).limit(limit)
+        key = (after.started_at, after.tenant_id, after.user_id, after.id)
+        query = query.where(sa.tuple_(*_ORDER) > sa.tuple_(*(sa.literal(k) for k in key)))
+    query = query.order_by(*_ORDER).limit(limit)
     return [PendingConversation.from_row(r) for r in await conn.execute(query)]
 
 
-def _key(p: PendingConversation) -> tuple[sa.ColumnElement[Any], ...]:
-    return (sa.literal(p.started_at), sa.literal(p.tenant_id), sa.literal(p.id))
+def _waiting(pending: Sequence[PendingConversation]) -> sa.ColumnElement[bool]:
+    """The turns of these conversations between each one's watermark and its count as read."""
+    return sa.or_(
+        *(
+            sa.and_(
+                _t.tenant_id == p.tenant_id,
+                _t.user_id == p.user_id,
+                _t.conversation_id == p.id,
+                _t.turn_index >= p.consolidated_turns,
+                _t.turn_index < p.turn_count,
+            )
+            for p in pending
+        )
+    )
 
 
-async def factless_turns(
-    conn: AsyncConnection, pending: Sequence[PendingConversation]
+async def waiting_turns(
+    conn: AsyncConnection, pending: Sequence[PendingConversation], *, factless_only: bool
 ) -> list[FactlessTurn]:
-    """The turn memories of these conversations that no fact names as its source."""
+    """The turn memories of these conversations past their watermark; ``factless_only``:
+    only those no fact names as its source yet."""
     if not pending:
         return []
-    keys = sa.tuple_(_t.tenant_id, _t.conversation_id).in_([(p.tenant_id, p.id) for p in pending])
-    has_fact = (
-        sa.select(sa.literal(1))
-        .where(fact_sources.c.tenant_id == _m.tenant_id, fact_sources.c.memory_id == _m.id)
-        .exists()
-    )
+    where = [_waiting(pending)]
+    if factless_only:
+        has_fact = (
+            sa.select(sa.literal(1))
+            .where(fact_sources.c.tenant_id == _m.tenant_id, fact_sources.c.memory_id == _m.id)
+            .exists()
+        )
+        where.append(~has_fact)
     query = (
         sa.select(
             _m.tenant_id,
@@ -122,67 +155,69 @@ async def factless_turns(
             _m.occurred_at,
         )
         .join(conversation_turns, sa.and_(_t.tenant_id == _m.tenant_id, _t.memory_id == _m.id))
-        .where(keys, ~has_fact)
-        .order_by(_t.tenant_id, _t.conversation_id, _t.turn_index)
+        .where(*where)
+        .order_by(_t.tenant_id, _t.user_id, _t.conversation_id, _t.turn_index)
     )
     return [FactlessTurn.from_row(r) for r in await conn.execute(query)]
 
 
-async def count_factless_turns(conn: AsyncConnection) -> int:
-    """How many turn memories of unconsolidated conversations have no fact yet (a dry run's
-    count, without reading them)."""
-    has_fact = (
-        sa.select(sa.literal(1))
-        .where(fact_sources.c.tenant_id == _t.tenant_id, fact_sources.c.memory_id == _t.memory_id)
-        .exists()
-    )
-    query = (
-        sa.select(sa.func.count())
-        .select_from(conversation_turns)
-        .join(conversations, sa.and_(_c.tenant_id == _t.tenant_id, _c.id == _t.conversation_id))
-        .where(_unconsolidated(), ~has_fact)
-    )
-    return int(await conn.scalar(query) or 0)
+async def count_waiting_turns(conn: AsyncConnection) -> int:
+    """How many turns wait past their conversation's watermark (a dry run's count)."""
+    query = sa.select(sa.func.coalesce(sa.func.sum(_c.turn_count - _c.consolidated_turns), 0))
+    return int(await conn.scalar(query.where(_unconsolidated())) or 0)
 
 
 async def mark_consolidated(
-    conn: AsyncConnection, pending: Sequence[PendingConversation], at: datetime
+    conn: AsyncConnection, pending: PendingConversation, at: datetime
 ) -> int:
-    """Mark these conversations consolidated, each only if no turn arrived since it was read
-    (a newer turn leaves it for the next run)."""
-    marked = 0
-    for p in pending:
-        query = (
-            conversations.update()
-            .where(
-                _c.tenant_id == p.tenant_id,
-                _c.id == p.id,
-                _c.turn_count == p.turn_count,
-                _unconsolidated(),
-            )
-            .values(consolidated_at=at)
+    """Move a conversation's watermark up to the turns read (never down: a concurrent run
+    may have moved it further)."""
+    query = (
+        conversations.update()
+        .where(
+            _c.tenant_id == pending.tenant_id,
+            _c.user_id == pending.user_id,
+            _c.id == pending.id,
+            _c.consolidated_turns < pending.turn_count,
         )
-        marked += (await conn.execute(query)).rowcount or 0
-    return marked
+        .values(consolidated_turns=pending.turn_count, consolidated_at=at)
+    )
+    return (await conn.execute(query)).rowcount or 0
+
+
+def _lag(where: list[sa.ColumnElement[bool]]) -> sa.Select[Any]:
+    """Conversations and turns waiting, and when the oldest waiting turn was said."""
+    oldest = (
+        sa.select(sa.func.min(_t.occurred_at))
+        .join(
+            conversations,
+            sa.and_(
+                _c.tenant_id == _t.tenant_id, _c.user_id == _t.user_id, _c.id == _t.conversation_id
+            ),
+        )
+        .where(_unconsolidated(), _t.turn_index >= _c.consolidated_turns, *where)
+        .correlate(None)
+        .scalar_subquery()
+    )
+    return sa.select(
+        sa.func.count().label("count"),
+        sa.func.coalesce(sa.func.sum(_c.turn_count - _c.consolidated_turns), 0).label("turns"),
+        oldest.label("oldest"),
+    ).where(_unconsolidated(), *where)
 
 
 async def consolidation_lag(
     conn: AsyncConnection, tenant_id: str | None = None
 ) -> ConsolidationLag:
-    """How many conversations await consolidation, and when the oldest began."""
-    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
-    query = query.where(_unconsolidated())
-    if tenant_id is not None:
-        query = query.where(_c.tenant_id == tenant_id)
-    return ConsolidationLag.from_row((await conn.execute(query)).one())
+    where = [] if tenant_id is None else [_c.tenant_id == tenant_id]
+    return ConsolidationLag.from_row((await conn.execute(_lag(where))).one())
 
 
 async def user_consolidation_lag(
     conn: AsyncConnection, tenant_id: str, user_id: str
 ) -> ConsolidationLag:
-    query = sa.select(sa.func.count().label("count"), sa.func.min(_c.started_at).label("oldest"))
-    query = query.where(_unconsolidated(), _c.tenant_id == tenant_id, _c.user_id == user_id)
-    return ConsolidationLag.from_row((await conn.execute(query)).one())
+    where = [_c.tenant_id == tenant_id, _c.user_id == user_id]
+    return ConsolidationLag.from_row((await conn.execute(_lag(where))).one())
 
 
 # --- decay -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import FailedJob, HistoryRow, MemoryRow
 from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
+from memvault.models import TURN_SOURCE
 
 _m = memories.c
 _h = memory_history.c
@@ -47,8 +48,14 @@ def not_recalled_since(before: datetime) -> sa.ColumnElement[bool]:
 
 
 def low_importance_unrecalled(floor: int, before: datetime) -> sa.ColumnElement[bool]:
-    """At or below the decay floor, never recalled, and written before ``before``."""
-    return sa.and_(_m.importance <= floor, _m.access_count == 0, _m.created_at < before)
+    """At or below the decay floor, never recalled, and written before ``before``; never a
+    conversation turn (what was said is not noise to delete)."""
+    return sa.and_(
+        _m.importance <= floor,
+        _m.access_count == 0,
+        _m.created_at < before,
+        _m.source.is_distinct_from(TURN_SOURCE),
+    )
 
 
 def vectorless(before: datetime) -> sa.ColumnElement[bool]:
@@ -71,8 +78,9 @@ _NEAR = sa.text(
     """
     WITH recent AS (
         SELECT c.memory_id, c.embedding FROM memory_chunks c
+        JOIN memories m ON m.tenant_id = c.tenant_id AND m.id = c.memory_id
         WHERE c.tenant_id = :tenant AND c.user_id = :user AND c.model = :model
-          AND c.chunk_index = 0
+          AND c.chunk_index = 0 AND m.source IS DISTINCT FROM :turn
         ORDER BY c.created_at DESC LIMIT :scan
     )
     SELECT a.memory_id AS a, b.memory_id AS b
@@ -102,6 +110,7 @@ async def near_duplicate_pairs(
         "distance": 1 - similarity,
         "scan": scan,
         "pairs": pairs,
+        "turn": TURN_SOURCE,  # turns are never merged: what was said stays as said
     }
     return [(r.a, r.b) for r in await conn.execute(_NEAR, params)]
 

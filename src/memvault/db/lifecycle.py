@@ -248,6 +248,9 @@ async def pick_for_deletion(
             _m.nonce,
             _m.key_id,
             _m.embedding_model,
+            _m.channel,
+            _m.source,
+            _m.metadata,
         )
         .where(where)
         .with_for_update()

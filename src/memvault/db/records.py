@@ -212,6 +212,10 @@ class DoomedMemory(_Record):
     nonce: bytes
     key_id: str
     embedding_model: str | None
+    # Where a conversation turn sits (its session's working memory holds its words too).
+    channel: str
+    source: str | None
+    metadata: dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

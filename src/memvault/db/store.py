@@ -36,7 +36,7 @@ from memvault.db.tables import (
     memory_history,
 )
 from memvault.db.templates import param
-from memvault.models import MemoryFilter
+from memvault.models import TURN_SOURCE, MemoryFilter
 
 _m = memories.c
 _h = memory_history.c
@@ -171,7 +171,7 @@ async def find_by_hash(
     exclude: UUID | None = None,
 ) -> MemoryRow | None:
     """A live memory of this owner (other than ``exclude``) whose keyed content hash is one of
-    ``hashes``."""
+    ``hashes``, conversation turns aside: what someone said is never folded into."""
     query = (
         sa.select(memories)
         .where(
@@ -180,6 +180,7 @@ async def find_by_hash(
             _m.app_id == app_id,
             _m.content_hash.in_(list(hashes)),
             _m.id != exclude if exclude is not None else sa.true(),
+            _m.source.is_distinct_from(TURN_SOURCE),
             _live,
         )
         .order_by(_m.created_at)
@@ -235,11 +236,16 @@ _CONDITIONS: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
     "occurred_after": lambda c, v: c.occurred_at >= v,
     "occurred_before": lambda c, v: c.occurred_at < v,
     "exclude_id": lambda c, v: c.id != v,
+    "not_source": lambda c, v: c.source.is_distinct_from(v),
 }
 
 
 def filter_values(
-    tenant_id: str, f: MemoryFilter, exclude_id: UUID | None = None
+    tenant_id: str,
+    f: MemoryFilter,
+    exclude_id: UUID | None = None,
+    *,
+    derived_only: bool = False,
 ) -> dict[str, Any]:
     """The values of the filters that are set, by condition name (the keys are the shape of
     the conditions, the values their parameters). Each field of ``MemoryFilter`` is here."""
@@ -252,6 +258,8 @@ def filter_values(
             values[name] = list(getattr(f, name))
     if exclude_id is not None:
         values["exclude_id"] = exclude_id
+    if derived_only:  # conversation turns aside (dedup never rewrites what was said)
+        values["not_source"] = TURN_SOURCE
     return values
 
 

@@ -377,16 +377,20 @@ conversations = Table(
     "conversations",
     metadata,
     Column("tenant_id", Text, nullable=False),
-    Column("id", Uuid, nullable=False),
+    # The caller's own identifier for it, unique per user (a UUID the store minted is one).
+    Column("id", Text, nullable=False),
     Column("user_id", Text, nullable=False),
     Column("channel", Text, nullable=False, server_default="_global"),
     *_sealed_columns(),  # {"title": ...}
+    # Turns so far; also the next turn's index (indices are never reused).
     Column("turn_count", Integer, nullable=False, server_default="0"),
     Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("last_turn_at", DateTime(timezone=True)),
     Column("consolidated_at", DateTime(timezone=True)),
+    # The consolidation watermark: turns with a lower index went through the extractor.
+    Column("consolidated_turns", Integer, nullable=False, server_default="0"),
     Column("archived", Boolean, nullable=False, server_default=text("false")),
-    PrimaryKeyConstraint("tenant_id", "id", name="pk_conversations"),
+    PrimaryKeyConstraint("tenant_id", "user_id", "id", name="pk_conversations"),
     Index("ix_conversations_owner", "tenant_id", "user_id", "channel", "started_at"),
     Index("ix_conversations_key", "key_id"),
 )
@@ -397,7 +401,7 @@ conversation_turns = Table(
     "conversation_turns",
     metadata,
     Column("tenant_id", Text, nullable=False),
-    Column("conversation_id", Uuid, nullable=False),
+    Column("conversation_id", Text, nullable=False),
     Column("turn_index", Integer, nullable=False),
     Column("user_id", Text, nullable=False),
     Column("channel", Text, nullable=False, server_default="_global"),
@@ -407,11 +411,11 @@ conversation_turns = Table(
     Column("token_count", Integer, nullable=False, server_default="0"),
     Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint(
-        "tenant_id", "conversation_id", "turn_index", name="pk_conversation_turns"
+        "tenant_id", "user_id", "conversation_id", "turn_index", name="pk_conversation_turns"
     ),
     ForeignKeyConstraint(
-        ["tenant_id", "conversation_id"],
-        ["conversations.tenant_id", "conversations.id"],
+        ["tenant_id", "user_id", "conversation_id"],
+        ["conversations.tenant_id", "conversations.user_id", "conversations.id"],
         ondelete="CASCADE",
         name="fk_conversation_turns_conversation",
     ),
@@ -460,7 +464,7 @@ tool_invocations = Table(
     Column("id", Uuid, nullable=False),
     Column("user_id", Text, nullable=False),
     Column("channel", Text, nullable=False, server_default="_global"),
-    Column("conversation_id", Uuid),
+    Column("conversation_id", Text),
     Column("turn_index", Integer),
     Column("tool_name", Text, nullable=False),
     *_sealed_columns(),  # {"input": ..., "output": ..., "error": ...}, PII-filtered first
@@ -483,7 +487,7 @@ strategies = Table(
     Column("channel", Text, nullable=False, server_default="_global"),
     *_sealed_columns(),  # {"description": ..., "context_pattern": ...}
     Column("tool_sequence", ARRAY(Text), nullable=False, server_default="{}"),
-    Column("source_conversation_id", Uuid),
+    Column("source_conversation_id", Text),
     Column("success_count", Integer, nullable=False, server_default="0"),
     Column("failure_count", Integer, nullable=False, server_default="0"),
     Column("last_used", DateTime(timezone=True)),

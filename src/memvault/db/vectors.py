@@ -161,6 +161,7 @@ async def nearest(
     ef_search: int,
     exclude_id: UUID | None = None,
     sizes: ScopeSizes | None = None,
+    derived_only: bool = False,
 ) -> list[list[RankedMemory]]:
     """One owner's memories by their best chunk's cosine distance, nearest first, one page for
     each filter set (a question, and the question narrowed to the time it names): the pages an
@@ -184,7 +185,7 @@ async def nearest(
             sizes.put(tenant_id, owner, model, scope)
     if scope == 0:
         return [[] for _ in pages]
-    values = [filter_values(tenant_id, f, exclude_id) for f in pages]
+    values = [filter_values(tenant_id, f, exclude_id, derived_only=derived_only) for f in pages]
     ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": _vector_text(query)}
     fetch = lookup_fetch(limit)
     found: list[list[RankedMemory]] = []

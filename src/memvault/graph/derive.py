@@ -22,6 +22,7 @@ from memvault.graph.store import GraphWriter, Owner, Prepared, prepare_many
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+    from memvault.llm.base import LLM
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +87,13 @@ async def derive(
     return derived
 
 
-async def derive_many(backend: Backend, sources: list[Source]) -> list[Derivation | None]:
+async def derive_many(
+    backend: Backend, sources: list[Source], *, offline: bool = False
+) -> list[Derivation | None]:
     """What each text claims: the extractions at once, then one embedding call for all their
     names and claims. A text whose extraction failed gets ``None`` (its memory is stored all
-    the same, and the failure logged)."""
-    pending = await extract_many(backend, sources)
+    the same, and the failure logged). ``offline``: the rules even when an LLM is set."""
+    pending = await extract_many(backend, sources, offline=offline)
     found = [p.claimed for p in pending if p.claimed is not None]
     return finish(backend, pending, iter(await prepare_many(backend, found)))
 
@@ -111,10 +114,14 @@ class Pending:
         )
 
 
-async def extract_many(backend: Backend, sources: list[Source]) -> list[Pending]:
+async def extract_many(
+    backend: Backend, sources: list[Source], *, offline: bool = False
+) -> list[Pending]:
+    """Each text's extraction: the LLM's when one is configured, unless ``offline``."""
     references = [s.occurred_at or datetime.now(UTC) for s in sources]
+    llm = None if offline else backend.judge.llm
     extractions = await asyncio.gather(
-        *(_extract(backend, s, r) for s, r in zip(sources, references, strict=True))
+        *(_extract(s, r, llm) for s, r in zip(sources, references, strict=True))
     )
     return [Pending(*p) for p in zip(sources, references, extractions, strict=True)]
 
@@ -135,13 +142,10 @@ def finish(
     return derived
 
 
-async def _extract(backend: Backend, source: Source, reference: datetime) -> Extraction | None:
+async def _extract(source: Source, reference: datetime, llm: LLM | None) -> Extraction | None:
     try:
         return await extract(
-            source.text,
-            speaker=speaker_of(source.metadata),
-            reference_time=reference,
-            llm=backend.judge.llm,
+            source.text, speaker=speaker_of(source.metadata), reference_time=reference, llm=llm
         )
     except MemvaultError as exc:
         log.warning("graph extraction failed (%s); the memory is stored without it", exc.code)

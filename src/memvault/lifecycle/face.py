@@ -13,7 +13,7 @@ from memvault.db import health as health_db
 from memvault.db import jobs as jobs_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput
-from memvault.lifecycle import deletion, health, portable
+from memvault.lifecycle import deletion, graph_jobs, health, portable
 from memvault.lifecycle.audit import AuditEvent, query_aad
 from memvault.lifecycle.models import (
     AuditEntry,
@@ -167,6 +167,11 @@ class LifecycleFace:
             request = HealthActionRequest.model_validate(request)
         owner = _identifier(request.user_id, "user_id")
         ids = list(dict.fromkeys(request.memory_ids))
+        if request.action == "consolidate":
+            with self._audit("update", owner, details={"via": "consolidate"}) as event:
+                counts = await graph_jobs.consolidate_user(self._backend, self.tenant_id, owner)
+                event.result_count = counts["turns_extracted"]
+            return HealthActionResult(action="consolidate", changed=counts["conversations"])
         if request.action != "retry_jobs" and not ids:
             raise InvalidInput("Name the memories to act on.", details={"field": "memory_ids"})
         if request.action == "merge":

@@ -6,19 +6,22 @@ reviews. ``lifecycle.jobs`` and ``lifecycle.health`` plug them into their extens
 
 from __future__ import annotations
 
-from datetime import timedelta
+import logging
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memvault.db import graph_lifecycle as db
 from memvault.graph.derive import Source, derive_many, lock_names
 from memvault.graph.store import Owner
-from memvault.lifecycle.models import HealthAction, HealthFinding
+from memvault.lifecycle.models import HEALTH_ACTIONS, HealthAction, HealthFinding
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
-from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG
+from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG, CONSOLIDATION_SKIPPED
 from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+
+log = logging.getLogger(__name__)
 
 _DAY_S = 86_400.0
 # Conversations read per pass; their factless turns are extracted consolidate_batch at a time.
@@ -28,15 +31,15 @@ _CONVERSATIONS_PER_PASS = 100
 # --- consolidate -------------------------------------------------------------------------------
 
 
-async def _derive_turns(ctx: RunContext, turns: list[db.FactlessTurn]) -> int:
-    """The same path as ``infer`` at write time: extract and embed outside the transaction,
+async def _derive_turns(backend: Backend, turns: list[db.FactlessTurn], *, offline: bool) -> int:
+    """The same path as extraction at write time: extract and embed outside the transaction,
     then write each turn's claims in one transaction per batch."""
-    keys = ctx.backend.keys
-    batch = ctx.settings.consolidate_batch
+    keys = backend.keys
+    batch = backend.settings.consolidate_batch
     written = 0
     for start in range(0, len(turns), batch):
         part = turns[start : start + batch]
-        await ctx.backend.load_tenant_keys({t.tenant_id for t in part})
+        await backend.load_tenant_keys({t.tenant_id for t in part})
         sources = [
             Source(
                 Owner(t.tenant_id, t.user_id, t.app_id, t.channel),
@@ -46,8 +49,8 @@ async def _derive_turns(ctx: RunContext, turns: list[db.FactlessTurn]) -> int:
             )
             for t in part
         ]
-        derived = await derive_many(ctx.backend, sources)
-        async with ctx.backend.engine.begin() as conn:
+        derived = await derive_many(backend, sources, offline=offline)
+        async with backend.engine.begin() as conn:
             await lock_names(conn, derived)
             for turn, derivation in zip(part, derived, strict=True):
                 if derivation is not None:
@@ -64,29 +67,68 @@ async def _set_lag_metrics(backend: Backend, ctx: RunContext) -> db.Consolidatio
     return lag
 
 
+async def _consolidate_one(
+    backend: Backend, pending: db.PendingConversation, now: datetime
+) -> tuple[int, int]:
+    """One conversation's waiting turns through the extractor, then its watermark moved up:
+    (turns read, turns that gave facts). Offline, only turns without facts are read again
+    (extraction at write took the others); with an LLM, every waiting turn goes to it."""
+    offline = backend.judge.llm is None
+    async with backend.engine.connect() as conn:
+        turns = await db.waiting_turns(conn, [pending], factless_only=offline)
+    with_facts = await _derive_turns(backend, turns, offline=offline)
+    async with backend.engine.begin() as conn:
+        await db.mark_consolidated(conn, pending, now)
+    return len(turns), with_facts
+
+
+async def _consolidate_all(
+    backend: Backend, now: datetime, owner: tuple[str, str] | None = None
+) -> dict[str, int]:
+    """Every waiting conversation (of one user, with ``owner``). One that fails (a record the
+    store refuses) is skipped, logged and counted, and keeps its watermark; every other
+    conversation, of every tenant, goes on."""
+    counts = {"conversations": 0, "turns_extracted": 0, "turns_with_facts": 0, "skipped": 0}
+    last: db.PendingConversation | None = None
+    while True:
+        async with backend.engine.connect() as conn:
+            pending = await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS, last, owner)
+        if not pending:
+            return counts
+        last = pending[-1]
+        for conversation in pending:
+            try:
+                read, with_facts = await _consolidate_one(backend, conversation, now)
+            except Exception as exc:  # isolated: one tenant's bad record stops no one else
+                counts["skipped"] += 1
+                CONSOLIDATION_SKIPPED.inc()
+                log.warning(
+                    "consolidate: skipped a conversation of tenant %s (%s)",
+                    conversation.tenant_id,
+                    type(exc).__name__,
+                )
+                continue
+            counts["conversations"] += 1
+            counts["turns_extracted"] += read
+            counts["turns_with_facts"] += with_facts
+
+
+async def consolidate_user(backend: Backend, tenant_id: str, user_id: str) -> dict[str, int]:
+    """A user's waiting turns consolidated now (memory health's "consolidate" action)."""
+    return await _consolidate_all(backend, datetime.now(UTC), (tenant_id, user_id))
+
+
 async def consolidate(ctx: RunContext) -> Outcome:
-    """Every conversation not consolidated yet: the turns with no facts go through the graph
-    extractor, then the conversation is marked. Only adds what a turn claims, so the safety
-    stop (a share of a user's memories changed) has nothing to weigh; a second run finds
-    nothing to do."""
+    """Every conversation's turns past its watermark go through the graph extractor, then the
+    watermark moves up, so turns added later are taken by the next run. Only adds what a turn
+    claims, so the safety stop (a share of a user's memories changed) has nothing to weigh.
+    A conversation that fails is skipped and reported (``skipped``); the rest go on."""
     if ctx.dry_run:
         async with ctx.backend.engine.connect() as conn:
             lag = await db.consolidation_lag(conn)
-            factless = await db.count_factless_turns(conn)
-        return Outcome({"would_consolidate": lag.count, "would_extract": factless})
-    counts = {"conversations": 0, "turns_extracted": 0, "turns_with_facts": 0}
-    last: db.PendingConversation | None = None
-    while True:
-        async with ctx.backend.engine.connect() as conn:
-            pending = await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS, last)
-            turns = await db.factless_turns(conn, pending)
-        if not pending:
-            break
-        last = pending[-1]
-        counts["turns_with_facts"] += await _derive_turns(ctx, turns)
-        counts["turns_extracted"] += len(turns)
-        async with ctx.backend.engine.begin() as conn:
-            counts["conversations"] += await db.mark_consolidated(conn, pending, ctx.now)
+            waiting = await db.count_waiting_turns(conn)
+        return Outcome({"would_consolidate": lag.count, "would_extract": waiting})
+    counts = await _consolidate_all(ctx.backend, ctx.now)
     await _set_lag_metrics(ctx.backend, ctx)
     return Outcome(
         counts,
@@ -169,12 +211,18 @@ async def consolidation_probe(
         lag = await db.user_consolidation_lag(conn, tenant_id, user_id)
     if not lag.count:
         return None
+    since = f", the oldest said {lag.oldest:%Y-%m-%d %H:%M} UTC" if lag.oldest else ""
     return HealthFinding(
         kind="consolidation_lag",
-        count=lag.count,
-        recommendation=f"{lag.count} conversation(s) not consolidated into the knowledge graph "
-        f"yet, the oldest started {lag.oldest:%Y-%m-%d %H:%M} UTC; the consolidate job takes "
-        "them at its next run (or now: `memvault jobs schedule run consolidate`).",
+        count=lag.turns,
+        recommendation=f"{lag.turns} turn(s) in {lag.count} conversation(s) not consolidated "
+        f"into the knowledge graph yet{since}; the consolidate job takes them at its next "
+        "run, or consolidate them now (this finding's action).",
+        action=HealthAction(
+            method="POST",
+            path=HEALTH_ACTIONS,
+            body={"user_id": user_id, "action": "consolidate", "memory_ids": []},
+        ),
     )
 
 

@@ -15,12 +15,12 @@ from uuid import UUID
 
 from memvault.db import health as db
 from memvault.lifecycle import graph_jobs
+from memvault.lifecycle.models import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.models import HealthAction, HealthFinding, MemoryHealth
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
 
-ACTIONS = "/v1/health/memory/actions"
 Probe = Callable[["Backend", str, str], Awaitable[HealthFinding | None]]
 # Consolidation lag (graph) and contradictions awaiting review (graph) register here.
 PROBES: dict[str, Probe] = {**graph_jobs.PROBES}

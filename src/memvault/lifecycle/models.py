@@ -117,13 +117,18 @@ class MemoryHealth(BaseModel):
     findings: list[HealthFinding]
 
 
+# Where a health finding's action is sent.
+HEALTH_ACTIONS = "/v1/health/memory/actions"
+
+
 class HealthActionRequest(BaseModel):
     """An action a health finding recommends: merge near-duplicates into the first id,
-    archive (tier cold), delete, or retry failed embedding jobs."""
+    archive (tier cold), delete, retry failed embedding jobs, or consolidate the user's
+    waiting conversation turns into the knowledge graph now."""
 
     model_config = ConfigDict(extra="forbid")
     user_id: Identifier
-    action: Literal["merge", "archive", "delete", "retry_jobs"]
+    action: Literal["merge", "archive", "delete", "retry_jobs", "consolidate"]
     memory_ids: list[UUID] = Field(default=[], max_length=1000)
 
 

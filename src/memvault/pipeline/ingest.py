@@ -88,10 +88,15 @@ class Pipeline:
         # The model that embeds this batch; a fallback model replaces these in _embed.
         self.model = backend.embeddings.active_model
         self.dims = backend.embeddings.primary.dimensions or 0
+        self.verbatim = False
 
     async def ingest(
-        self, items: list[MemoryInput], *, background: bool = False
+        self, items: list[MemoryInput], *, background: bool = False, verbatim: bool = False
     ) -> list[AddResult]:
+        """``verbatim``: the items are conversation turns, what someone said: each is stored
+        as it came (never folded into another memory, never deduplicated) and still learned
+        from (the offline extractor's facts are written with it)."""
+        self.verbatim = verbatim
         drafts = [self._protect(i, item) for i, item in enumerate(items)]
         inline = [d for d in drafts if not background and self._fits_one_chunk(d.text)]
         deferred = [d for d in drafts if d not in inline]
@@ -115,10 +120,15 @@ class Pipeline:
         """The offline extractor's claims (0.3 ms a text), taken before embedding so their
         names and claims share the memories' one embedding call. An LLM extraction is a paid
         call: it waits until dedup knows which texts are new (see :meth:`_derive`)."""
-        if self.backend.judge.llm is not None:
+        if self.verbatim:  # learned from at once, offline; an LLM takes them at consolidation
+            wanted = drafts
+        elif self.backend.judge.llm is not None:
             return {}
-        wanted = [d for d in drafts if d.item.infer]
-        pending = await extract_many(self.backend, [self._source(d) for d in wanted])
+        else:
+            wanted = [d for d in drafts if d.item.infer]
+        pending = await extract_many(
+            self.backend, [self._source(d) for d in wanted], offline=self.verbatim
+        )
         return {d.index: p for d, p in zip(wanted, pending, strict=True)}
 
     async def _derive(
@@ -131,7 +141,11 @@ class Pipeline:
         (long texts and background adds: the worker does it once it has settled them). A text
         extracted early and left as it was keeps that extraction and its vectors; one that
         dedup rewrote is extracted again."""
-        wanted = [d for d in drafts if d.item.infer and d.dedup.action != "duplicate_exact"]
+        wanted = [
+            d
+            for d in drafts
+            if (d.item.infer or self.verbatim) and d.dedup.action != "duplicate_exact"
+        ]
         kept = [d for d in wanted if d.index in early and d.final_text == d.text]
         pending = [early[d.index] for d in kept]
         prepared = [
@@ -196,7 +210,7 @@ class Pipeline:
         keyring = self.backend.keys.current(self.tenant_id)
         first_of: dict[tuple[str, str, bytes], Draft] = {}
         for draft in drafts:
-            if not draft.item.infer:
+            if not draft.item.infer or self.verbatim:
                 continue
             key = (*draft.scope, keyring.content_hash(draft.text))
             if key in first_of:  # the same text twice in one batch: one memory
@@ -252,6 +266,7 @@ class Pipeline:
                 ef_search=self.settings.hnsw_ef_search,
                 exclude_id=exclude,
                 sizes=self.backend.scope_sizes,
+                derived_only=True,
             )
         if not nearest:
             return

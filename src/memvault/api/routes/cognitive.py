@@ -69,7 +69,12 @@ async def get_conversation(
     return await memory.get_conversation(conversation_id, user_id=owner.user_id)
 
 
-@router.post("/conversations/{conversation_id}/turns", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/conversations/{conversation_id}/turns",
+    status_code=status.HTTP_201_CREATED,
+    deprecated=True,
+    summary="Add turns to a conversation (POST /v1/messages does the same)",
+)
 async def add_turns(
     conversation_id: str,
     body: TurnsRequest,
