@@ -3,6 +3,7 @@
     .venv/bin/python bench/remember.py latency [--turns 10000] [--facts 2000]
         [--strategies 200] [--goals 20] [--tool-calls 200] [--requests 200]
     .venv/bin/python bench/remember.py locomo [--data PATH] [--budgets 64 256 1024]
+    .venv/bin/python bench/remember.py example [--query TEXT] [--budget 400]
 
 ``latency`` starts one private PostgreSQL and ``memvault serve`` on it (auth off, embedding
 cache off, so every query is embedded), and fills one user through the HTTP API: ``--turns``
@@ -23,6 +24,10 @@ category 1-4 question through ``search`` (hybrid, limit 10) and through ``rememb
 (episodic only, limit 10, a large budget), each scored as evidence recall@10, side by side;
 and checks at each ``--budgets`` value that the rendered prompt is exactly ``bundle.tokens``
 long in the model's tokenizer and no longer than the budget.
+
+``example`` stores one user's agent loop (a past conversation, a live one, goals, tool calls,
+a strategy) through the library and prints the bundle ``remember()`` gives back: the example
+in docs/remember.md.
 """
 
 from __future__ import annotations
@@ -298,6 +303,67 @@ async def budgets(memory: AsyncMemory, questions: list[Any], sizes: list[int]) -
         )
 
 
+async def example(args: argparse.Namespace) -> None:
+    """One user's agent loop, stored through the library, and the bundle it gets back: the
+    example in docs/remember.md."""
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = await AsyncMemory.open(Settings(data_dir=Path(tmp) / "data", run_worker=False))
+        user = "kate"
+        await memory.update_profile(user_id=user, communication_style="short answers")
+        earlier = await memory.start_conversation(user_id=user, title="moving")
+        await memory.add_turns(
+            earlier.id,
+            [{"role": "user", "content": "I live in Munich and I work for Acme."}],
+            user_id=user,
+            wait=True,
+        )
+        trip = await memory.start_conversation(user_id=user, title="Lisbon")
+        await memory.add_turns(
+            trip.id,
+            [
+                {"role": "user", "content": "Find me a hotel in Alfama for the first week of May."},
+                {"role": "assistant", "content": "Memmo Alfama has river views; shall I book it?"},
+                {"role": "user", "content": "Yes, book the Memmo Alfama."},
+            ],
+            user_id=user,
+            wait=True,
+        )
+        goal = await memory.add_goal("Book a hotel in Lisbon", user_id=user, priority=8)
+        await memory.add_goal("Plan the days in Lisbon", user_id=user, priority=6)
+        await memory.record_tool_use(
+            "hotel_search",
+            user_id=user,
+            conversation_id=trip.id,
+            tool_input={"area": "Alfama", "from": "2026-05-01"},
+            tool_output=[{"name": "Memmo Alfama", "price": 240}, {"name": "Solar do Castelo"}],
+            success=True,
+        )
+        await memory.record_tool_use(
+            "book_hotel",
+            user_id=user,
+            conversation_id=trip.id,
+            tool_output={"hotel": "Memmo Alfama", "confirmation": "MA-2291"},
+            success=True,
+        )
+        await memory.complete_goal(goal.id, user_id=user, result="booked Memmo Alfama")
+        strategy = await memory.learn_strategy(
+            "Book a hotel", user_id=user, tool_sequence=["hotel_search", "book_hotel"]
+        )
+        for success in (True, True, True, False):
+            await memory.reinforce_strategy(strategy.id, user_id=user, success=success)
+        bundle = await memory.remember(
+            args.query, user_id=user, conversation_id=str(trip.id), budget_tokens=args.budget
+        )
+        print(bundle.as_prompt())
+        d = bundle.diagnostics
+        print(
+            f"\n(tokens {bundle.tokens} of {bundle.budget_tokens}; duplicates left out "
+            f"{d.duplicates_dropped}, over budget {d.budget_dropped}, entities below the bar "
+            f"{d.entities_below_bar})"
+        )
+        await memory.close()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -311,5 +377,9 @@ if __name__ == "__main__":
     loc = sub.add_parser("locomo")
     loc.add_argument("--data", type=Path, default=DATA)
     loc.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
+    ex = sub.add_parser("example")
+    ex.add_argument("--query", default="Where am I staying in Lisbon, and where do I live?")
+    ex.add_argument("--budget", type=int, default=400)
     parsed = parser.parse_args()
-    asyncio.run(latency(parsed) if parsed.mode == "latency" else locomo(parsed))
+    modes = {"latency": latency, "locomo": locomo, "example": example}
+    asyncio.run(modes[parsed.mode](parsed))

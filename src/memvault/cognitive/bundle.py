@@ -180,18 +180,23 @@ def attach_sources(
     semantic: list[BundleItem], episodic: list[BundleItem]
 ) -> tuple[list[BundleItem], list[BundleItem]]:
     """A fact and the memory it was learned from are one item, the fact first: a recalled
-    memory that is a recalled fact's source moves under the fact (``detail["sources"]``), and
-    the fact ranks as the better of the two. Returns (semantic, episodic)."""
+    memory that is a recalled fact's source moves under the fact (``detail["sources"]``).
+    The best of the facts learned from a memory carries it, and ranks as the better of the
+    two; the others keep their own score. Returns (semantic, episodic)."""
     recalled = {i.id: i for i in episodic}
-    moved: set[str] = set()
+    facts = [i for i in semantic if i.kind == "facts"]
+    carrier: dict[str, str] = {}  # memory id: the fact that ranks with it
+    for fact in sorted(facts, key=lambda i: (-i.score, i.id)):
+        for m in fact.detail.get("memory_ids", []):
+            if m in recalled:
+                carrier.setdefault(m, fact.id)
     merged: list[BundleItem] = []
     for item in semantic:
         found = [recalled[m] for m in item.detail.get("memory_ids", []) if m in recalled]
         if item.kind != "facts" or not found:
             merged.append(item)
             continue
-        moved.update(s.id for s in found)
-        best = max([item, *found], key=lambda i: i.score)
+        carried = [s.score for s in found if carrier[s.id] == item.id]
         sources = [
             {
                 "id": s.id,
@@ -201,19 +206,15 @@ def attach_sources(
                 "turn_index": s.detail.get("turn_index"),
                 "occurred_at": s.occurred_at,
             }
-            for s in found
+            for s in sorted(found, key=lambda s: carrier[s.id] != item.id)
         ]
-        merged.append(
-            item.model_copy(
-                update={
-                    "score": best.score,
-                    "scores": {**item.scores, "source_score": max(s.score for s in found)},
-                    "detail": {**item.detail, "sources": sources},
-                }
-            )
-        )
+        update: dict[str, Any] = {"detail": {**item.detail, "sources": sources}}
+        if carried and max(carried) > item.score:
+            update["score"] = max(carried)
+            update["scores"] = {**item.scores, "source": max(carried)}
+        merged.append(item.model_copy(update=update))
     merged.sort(key=lambda i: (-i.score, i.kind, i.id))
-    return merged, [i for i in episodic if i.id not in moved]
+    return merged, [i for i in episodic if i.id not in carrier]
 
 
 # --- the prompt and the budget -----------------------------------------------------------------
