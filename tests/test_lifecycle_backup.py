@@ -7,9 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from memvault import ConfigurationError, InvalidInput, Memory, Settings
 from memvault.admin import Admin
+from memvault.cli import app
+from memvault.crypto import generate_key
+from memvault.errors import KeyMismatch
 from memvault.lifecycle.backup import restore_sync
 
 
@@ -28,12 +32,25 @@ def test_a_backup_restored_into_a_fresh_data_dir_works_at_once(tmp_path: Path) -
         assert admin.backup(dump) > 0
     assert b"behind the mill" not in dump.read_bytes()  # sealed in the dump as in the store
 
-    # Without the key the restored store refuses to start, saying where the key must come
-    # from, and makes no new key that could never read it.
-    restore_sync(_settings(tmp_path / "keyless"), dump)
+    # Without the key a restore stops before it touches the data directory, saying where the
+    # key must come from, and makes no new key that could never read it.
+    keyless = _settings(tmp_path / "keyless")
     with pytest.raises(ConfigurationError, match="Restore the key file"):
-        Memory(_settings(tmp_path / "keyless"))
-    assert not _settings(tmp_path / "keyless").key_file.exists()
+        restore_sync(keyless, dump)
+    assert not keyless.data_dir.exists()
+    result = CliRunner().invoke(
+        app,
+        ["restore", str(dump)],
+        env={"MEMVAULT_DATA_DIR": str(keyless.data_dir), "MEMVAULT_EMBEDDING_PROVIDER": "hash"},
+    )
+    assert result.exit_code == 1 and not result.output.startswith("restored")
+    assert "Restore the key file" in " ".join(result.output.split())
+    assert not keyless.data_dir.exists()
+    # Another key: refused the same way, naming the key the backup needs.
+    other = _settings(tmp_path / "other", encryption_key=generate_key())
+    with pytest.raises(KeyMismatch, match="Nothing was restored"):
+        restore_sync(other, dump)
+    assert not other.data_dir.exists()
 
     fresh.data_dir.mkdir(parents=True)
     shutil.copy(first.key_file, fresh.key_file)  # the key, restored from its own backup

@@ -50,6 +50,42 @@ def dump(url: str, file: Path) -> None:
     )
 
 
+def key_ids(file: Path) -> set[str]:
+    """The ids of the keys the dump's content is sealed under: the keys its store registered
+    (``encryption_keys``) and those that wrap its tenants' data keys (``tenant_keys``), read
+    from the file alone (no server)."""
+    done = subprocess.run(
+        [
+            _tool("pg_restore"),
+            "--data-only",
+            "--table=encryption_keys",
+            "--table=tenant_keys",
+            "--file=-",
+            str(file),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ConfigurationError(
+            f"{file} is not a backup pg_restore can read: {done.stderr.strip()[-500:]}",
+            details={"tool": "pg_restore"},
+        )
+    found: set[str] = set()
+    column: int | None = None
+    for line in done.stdout.splitlines():
+        if line.startswith("COPY "):
+            names = line[line.index("(") + 1 : line.index(")")].split(", ")
+            wanted = "key_id" if "encryption_keys" in line.split(" (")[0] else "master_key_id"
+            column = names.index(wanted)
+        elif line == "\\.":
+            column = None
+        elif column is not None:
+            found.add(line.split("\t")[column])
+    return found
+
+
 def has_memories(url: str) -> bool:
     with psycopg.connect(url) as conn:
         found = conn.execute("SELECT to_regclass('public.memories') IS NOT NULL").fetchone()

@@ -113,6 +113,8 @@ class HistoryRow(_Record):
     new_metadata: dict[str, Any] | None
     actor: str
     created_at: datetime
+    claimed_actor: str | None
+    claimed_at: datetime | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

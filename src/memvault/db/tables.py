@@ -112,6 +112,10 @@ memory_history = Table(
     Column("new_metadata", JSONB),
     Column("actor", Text, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # Set on rows an import brought in: who and when the export said (actor and created_at
+    # are then the import's own).
+    Column("claimed_actor", Text),
+    Column("claimed_at", DateTime(timezone=True)),
     PrimaryKeyConstraint("tenant_id", "id", name="pk_memory_history"),
     CheckConstraint("action IN ('ADD', 'UPDATE', 'DELETE')", name="ck_memory_history_action"),
     Index("ix_memory_history_memory", "tenant_id", "memory_id", "id"),

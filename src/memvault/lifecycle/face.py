@@ -228,8 +228,9 @@ class LifecycleFace:
 
     @scoped_to_tenant
     async def export_memories(self, *, user_id: str) -> list[dict[str, Any]]:
-        """Every memory of a user as JSON-ready dicts (one per line of an export file): ids,
-        content, fields, history and vectors."""
+        """A user's whole memory as JSON-ready dicts, one per line of an export file (format
+        2, docs/export-format.md): memories with history and vectors, the graph, conversations
+        and turns, tool invocations, strategies, goals and profiles."""
         owner = _identifier(user_id, "user_id")
         with self._audit("export", owner) as event:
             lines = await portable.export_user(self._backend, self.tenant_id, owner)
@@ -237,17 +238,18 @@ class LifecycleFace:
         return lines
 
     @scoped_to_tenant
-    async def import_memories(self, lines: list[dict[str, Any]]) -> dict[str, int]:
-        """Load exported memories (ids, history and vectors kept) into this tenant; ids it
-        has already are skipped. Everything is checked before anything is stored."""
-        items = [portable.parse_line(item, n) for n, item in enumerate(lines)]
-        users = sorted({i.user_id for i in items})
-        with self._audit("import", users[0] if len(users) == 1 else None) as event:
-            if not items:
-                event.result_count = 0
-                return {"imported": 0, "skipped": 0, "queued_for_embedding": 0}
-            counts = await portable.import_memories(
-                self._backend, self.tenant_id, items, self.actor
-            )
+    async def import_memories(self, lines: list[Any]) -> dict[str, int]:
+        """Load an export (format 2, or 1) into this tenant, ids kept; rows the user has
+        already are skipped, so an import can run twice. Every line is checked before anything
+        is written, and a problem anywhere (named by line and field) imports nothing."""
+        owners = sorted(
+            {
+                i["user_id"]
+                for i in lines
+                if isinstance(i, dict) and isinstance(i.get("user_id"), str)
+            }
+        )
+        with self._audit("import", owners[0] if len(owners) == 1 else None) as event:
+            counts = await portable.import_lines(self._backend, self.tenant_id, lines, self.actor)
             event.result_count, event.details = counts["imported"], dict(counts)
         return counts

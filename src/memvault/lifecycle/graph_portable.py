@@ -1,178 +1,258 @@
-"""The ``graph`` part of an export line: the facts read from that memory (current and
-superseded, with both time axes, their ids and vectors) and the entities they name. Import
-seals them again under the importing store's key and tenant and rebuilds their blind
-postings; a row whose id the tenant has already is left as it is, so a fact or entity named by
-several memories comes in once and an import can run twice.
+"""The knowledge graph's lines of an export: entities (with the memories that mention them),
+facts current and superseded with both time axes (with the memories they were read from),
+relations (with theirs) and open fact reviews, each with its id and, for entities and facts,
+its vector. Facts stated directly (no source memory) are there too.
 
-Facts stated directly (``POST /v1/facts``, no source memory) are not in a memory's line and so
-are not exported.
+Import seals every text again under the importing store's key and tenant and rebuilds the
+blind postings. A vector made by this store's model is kept (its size checked before); one
+of another model is made again here, as the graph would make it (a name, a claim).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import graph as graph_db
-from memvault.db import graph_lifecycle as db
+from memvault.db import portable as db
+from memvault.db.tables import (
+    entity_mentions,
+    fact_reviews,
+    fact_sources,
+    relation_sources,
+)
+from memvault.embedding.chunking import clean
+from memvault.errors import MemvaultError
 from memvault.graph import sealed
-from memvault.models import Identifier
+from memvault.graph.claims import SELF
+from memvault.lifecycle.portable_format import (
+    FORMAT,
+    EntityLine,
+    FactLine,
+    FactReviewLine,
+    Line,
+    RelationLine,
+    StrategyLine,
+)
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.crypto import KeyringSource
+    from memvault.lifecycle.portable import Plan, _Read
+
+# (kind, id) -> (model, vector) for the rows an import embeds or keeps the vector of.
+Vectors = dict[tuple[str, Any], tuple[str | None, list[float] | None]]
 
 
-class ExportedEntity(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: UUID
-    user_id: Identifier
-    app_id: Identifier
-    channel: Identifier
-    type: str
-    name: str
-    aliases: list[str] = []
-    description: str | None = None
-    salience: float = Field(ge=0, le=1)
-    access_count: int = Field(ge=0)
-    last_accessed: datetime | None
-    first_seen: datetime
-    properties: dict[str, Any] = {}
-    embedding: list[float] | None = None
-    embedding_model: str | None = None
-
-
-class ExportedFact(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: UUID
-    user_id: Identifier
-    app_id: Identifier
-    channel: Identifier
-    subject_id: UUID
-    predicate: str
-    object_id: UUID | None
-    claim: str
-    value: str | None
-    confidence: float = Field(ge=0, le=1)
-    certainty: str
-    temporal: str
-    source: str | None
-    valid_from: datetime | None
-    valid_until: datetime | None
-    recorded_at: datetime
-    superseded_at: datetime | None
-    superseded_by: UUID | None
-    access_count: int = Field(ge=0)
-    last_accessed: datetime | None
-    embedding: list[float] | None = None
-    embedding_model: str | None = None
-
-
-class ExportedGraph(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    entities: list[ExportedEntity]
-    facts: list[ExportedFact]
-
-
-def _entity(keys: KeyringSource, found: db.VectoredEntity) -> ExportedEntity:
-    row = found.row
-    opened = sealed.open_entity(keys.current(row.tenant_id), row)
-    return ExportedEntity(
-        id=row.id,
-        user_id=row.user_id,
-        app_id=row.app_id,
-        channel=row.channel,
-        type=row.type,
-        name=opened.name,
-        aliases=opened.aliases,
-        description=opened.description,
-        salience=row.salience,
-        access_count=row.access_count,
-        last_accessed=row.last_accessed,
-        first_seen=row.first_seen,
-        properties=row.properties,
-        embedding=found.embedding,
-        embedding_model=found.embedding_model,
-    )
-
-
-def _fact(keys: KeyringSource, found: db.SourcedFact) -> ExportedFact:
-    row = found.row
-    claim, value = sealed.open_claim(keys.current(row.tenant_id), row)
-    return ExportedFact(
-        id=row.id,
-        user_id=row.user_id,
-        app_id=row.app_id,
-        channel=row.channel,
-        subject_id=row.subject_id,
-        predicate=row.predicate,
-        object_id=row.object_id,
-        claim=claim,
-        value=value,
-        confidence=row.confidence,
-        certainty=row.certainty,
-        temporal=row.temporal,
-        source=row.source,
-        valid_from=row.valid_from,
-        valid_until=row.valid_until,
-        recorded_at=row.recorded_at,
-        superseded_at=row.superseded_at,
-        superseded_by=row.superseded_by,
-        access_count=row.access_count,
-        last_accessed=row.last_accessed,
-        embedding=found.embedding,
-        embedding_model=found.embedding_model,
-    )
-
-
-async def export_part(
-    backend: Backend, conn: AsyncConnection, tenant_id: str, memory_ids: list[UUID]
-) -> dict[UUID, Any]:
-    found = await db.facts_of_memories(conn, tenant_id, memory_ids)
-    named = {i for f in found for i in (f.row.subject_id, f.row.object_id) if i is not None}
-    ents = {e.row.id: e for e in await db.entities_by_id(conn, tenant_id, sorted(named))}
-    lines: dict[UUID, tuple[dict[UUID, Any], list[Any]]] = {}
-    for f in found:
-        named_here, facts_here = lines.setdefault(f.memory_id, ({}, []))
-        facts_here.append(_fact(backend.keys, f).model_dump(mode="json"))
-        for ident in (f.row.subject_id, f.row.object_id):
-            if ident is not None and ident in ents and ident not in named_here:
-                named_here[ident] = _entity(backend.keys, ents[ident]).model_dump(mode="json")
-    return {m: {"entities": list(e.values()), "facts": fs} for m, (e, fs) in lines.items()}
-
-
-async def import_part(
-    backend: Backend, conn: AsyncConnection, tenant_id: str, memory_id: UUID, data: Any
-) -> None:
-    graph = ExportedGraph.model_validate(data)
+async def export_lines(
+    backend: Backend, conn: AsyncConnection, tenant_id: str, rows: dict[str, list[dict[str, Any]]]
+) -> list[Line]:
     keyring = backend.keys.current(tenant_id)
+    eids = [r["id"] for r in rows["entity"]]
+    fids = [r["id"] for r in rows["fact"]]
+    rids = [r["id"] for r in rows["relation"]]
+    mentions = _sources(await db.children(conn, entity_mentions, tenant_id, "entity_id", eids))
+    facts_from = _sources(await db.children(conn, fact_sources, tenant_id, "fact_id", fids))
+    relations_from = _sources(
+        await db.children(conn, relation_sources, tenant_id, "relation_id", rids)
+    )
+    known = set(eids)
+    lines: list[Line] = []
+    for r in rows["entity"]:
+        opened = sealed.open_entity(keyring, graph_db.EntityRow(**_columns(graph_db.EntityRow, r)))
+        lines.append(
+            EntityLine(
+                memvault_export=FORMAT,
+                kind="entity",
+                name=opened.name,
+                aliases=opened.aliases,
+                description=opened.description,
+                memory_ids=mentions.get(r["id"], []),
+                **_fields(EntityLine, r, {"merged_into"}),
+                merged_into=r["merged_into"] if r["merged_into"] in known else None,
+            )
+        )
+    exported = set(fids)
+    for r in rows["fact"]:
+        claim, value = sealed.open_claim(keyring, graph_db.FactRow(**_columns(graph_db.FactRow, r)))
+        lines.append(
+            FactLine(
+                memvault_export=FORMAT,
+                kind="fact",
+                claim=claim,
+                value=value,
+                memory_ids=facts_from.get(r["id"], []),
+                **_fields(FactLine, r, {"superseded_by", "value"}),
+                superseded_by=r["superseded_by"] if r["superseded_by"] in exported else None,
+            )
+        )
+    for r in rows["relation"]:
+        row = graph_db.RelationRow(**_columns(graph_db.RelationRow, r))
+        lines.append(
+            RelationLine(
+                memvault_export=FORMAT,
+                kind="relation",
+                properties=sealed.open_relation_properties(keyring, row),
+                memory_ids=relations_from.get(r["id"], []),
+                **_fields(RelationLine, r, {"properties"}),
+            )
+        )
+    for r in rows["fact_review"]:
+        lines.append(
+            FactReviewLine(memvault_export=FORMAT, kind="fact_review", **_fields(FactReviewLine, r))
+        )
+    return lines
+
+
+def _columns(record: type[Any], row: dict[str, Any]) -> dict[str, Any]:
+    names = record.__dataclass_fields__
+    return {k: v for k, v in row.items() if k in names}
+
+
+def _fields(model: type[Any], row: dict[str, Any], skip: set[str] | None = None) -> dict[str, Any]:
+    wanted = set(model.model_fields) - {"memvault_export", "kind"} - (skip or set())
+    return {k: v for k, v in row.items() if k in wanted}
+
+
+def _sources(rows: list[dict[str, Any]]) -> dict[Any, list[Any]]:
+    found: dict[Any, list[Any]] = {}
+    for row in rows:
+        parent = next(row[k] for k in ("entity_id", "fact_id", "relation_id") if k in row)
+        found.setdefault(parent, []).append(row["memory_id"])
+    return found
+
+
+async def missing_vectors(backend: Backend, found: _Read) -> Vectors:
+    """The vector each entity, fact and strategy line gets here: its own when this store's
+    model made it (its size was checked), else one made now from the text the store embeds
+    for it. A row nothing could embed is kept without one, as the graph keeps it."""
     active = backend.embeddings.active_model
-    for e in graph.entities:
-        values = e.model_dump(exclude={"name", "aliases", "description", "embedding"})
-        values |= sealed.entity_columns(keyring, tenant_id, e.id, e.name, e.aliases, e.description)
-        if e.properties.get("self"):
+    kept: Vectors = {}
+    texts: dict[tuple[str, Any], str] = {}
+    limit = backend.settings.embedding_max_chars
+    for kind in ("entity", "fact", "strategy"):
+        for _, line in found.lines(kind):
+            if line.embedding is not None and line.embedding_model == active:
+                kept[(kind, line.id)] = (active, line.embedding)
+            elif isinstance(line, EntityLine):
+                texts[(kind, line.id)] = line.name
+            elif isinstance(line, FactLine):
+                texts[(kind, line.id)] = line.claim
+            elif isinstance(line, StrategyLine):
+                pattern = f"\n{line.context_pattern}" if line.context_pattern else ""
+                texts[(kind, line.id)] = line.description + pattern
+    if texts:
+        try:
+            embedded = await backend.embeddings.embed_batch(
+                [clean(t, limit) for t in texts.values()]
+            )
+        except MemvaultError:
+            return kept | {key: (None, None) for key in texts}
+        for key, vector in zip(texts, embedded.vectors, strict=True):
+            kept[key] = (embedded.model_id, vector)
+    return kept
+
+
+async def import_lines(
+    backend: Backend,
+    conn: AsyncConnection,
+    where: Plan,
+    found: _Read,
+    vectors_for: Vectors,
+    counts: dict[str, int],
+) -> None:
+    tenant_id, user_id = where.tenant_id, where.user_id
+    keyring = backend.keys.current(tenant_id)
+    mentions: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    relation_from: list[dict[str, Any]] = []
+    for _, e in found.lines("entity"):
+        ident = where.id("entity", e.id)
+        mentions.extend(
+            {"tenant_id": tenant_id, "memory_id": where.ref("memory", m), "entity_id": ident,
+             "user_id": user_id}
+            for m in e.memory_ids
+        )  # fmt: skip
+        if not where.new("entity", e.id):
+            continue
+        values = e.model_dump(
+            exclude={"memvault_export", "kind", "name", "aliases", "description", "embedding",
+                     "embedding_model", "memory_ids"}
+        )  # fmt: skip
+        values |= sealed.entity_columns(keyring, tenant_id, ident, e.name, e.aliases, e.description)
+        if e.name == SELF or e.properties.get("self"):
             values["name_key"] = sealed.self_key(keyring)
-        values.update(_vector_columns(e.embedding, e.embedding_model, active))
-        if await db.insert_new(conn, "entities", {"tenant_id": tenant_id, **values}):
+        model, vector = vectors_for.get(("entity", e.id), (None, None))
+        values.update(
+            tenant_id=tenant_id,
+            id=ident,
+            merged_into=where.ref("entity", e.merged_into),
+            embedding=vector,
+            embedding_model=model if vector is not None else None,
+        )
+        if await db.insert_new(conn, db.TABLES["entity"], [values]):
+            counts["entities"] += 1
             terms = sealed.entity_terms(keyring, e.name, e.aliases)
-            await graph_db.replace_terms(conn, tenant_id, "entity", {e.id: (e.user_id, terms)})
-    for f in graph.facts:
-        values = f.model_dump(exclude={"claim", "value", "embedding"})
-        values |= sealed.fact_columns(keyring, tenant_id, f.id, f.claim, f.value)
-        values.update(_vector_columns(f.embedding, f.embedding_model, active))
-        if await db.insert_new(conn, "facts", {"tenant_id": tenant_id, **values}):
-            terms = sealed.text_terms(keyring, f.claim)
-            await graph_db.replace_terms(conn, tenant_id, "fact", {f.id: (f.user_id, terms)})
-        source = {"fact_id": f.id, "memory_id": memory_id, "user_id": f.user_id}
-        await db.insert_new(conn, "fact_sources", {"tenant_id": tenant_id, **source})
-
-
-def _vector_columns(vector: list[float] | None, model: str | None, active: str) -> dict[str, Any]:
-    # Another model's vector could not be compared with this store's: left for re-embedding.
-    if vector is None or model != active:
-        return {"embedding": None, "embedding_model": None}
-    return {"embedding": vector, "embedding_model": model}
+            await graph_db.replace_terms(conn, tenant_id, "entity", {ident: (user_id, terms)})
+    for _, f in found.lines("fact"):
+        ident = where.id("fact", f.id)
+        sources.extend(
+            {"tenant_id": tenant_id, "fact_id": ident, "memory_id": where.ref("memory", m),
+             "user_id": user_id}
+            for m in f.memory_ids
+        )  # fmt: skip
+        if not where.new("fact", f.id):
+            continue
+        values = f.model_dump(
+            exclude={"memvault_export", "kind", "claim", "value", "embedding", "embedding_model",
+                     "memory_ids"}
+        )  # fmt: skip
+        values |= sealed.fact_columns(keyring, tenant_id, ident, f.claim, f.value)
+        terms = sealed.text_terms(keyring, f.claim)
+        model, vector = vectors_for.get(("fact", f.id), (None, None))
+        values.update(
+            tenant_id=tenant_id,
+            id=ident,
+            subject_id=where.ref("entity", f.subject_id),
+            object_id=where.ref("entity", f.object_id),
+            superseded_by=where.ref("fact", f.superseded_by),
+            term_count=sum(terms.values()),
+            embedding=vector,
+            embedding_model=model if vector is not None else None,
+        )
+        if await db.insert_new(conn, db.TABLES["fact"], [values]):
+            counts["facts"] += 1
+            await graph_db.replace_terms(conn, tenant_id, "fact", {ident: (user_id, terms)})
+    for _, r in found.lines("relation"):
+        ident = where.id("relation", r.id)
+        relation_from.extend(
+            {"tenant_id": tenant_id, "relation_id": ident, "memory_id": where.ref("memory", m),
+             "user_id": user_id}
+            for m in r.memory_ids
+        )  # fmt: skip
+        if not where.new("relation", r.id):
+            continue
+        values = r.model_dump(exclude={"memvault_export", "kind", "properties", "memory_ids"})
+        values |= sealed.relation_columns(keyring, tenant_id, ident, r.properties)
+        values.update(
+            tenant_id=tenant_id,
+            id=ident,
+            source_id=where.ref("entity", r.source_id),
+            target_id=where.ref("entity", r.target_id),
+        )
+        counts["relations"] += await db.insert_new(conn, db.TABLES["relation"], [values])
+    reviews = [
+        {
+            **v.model_dump(exclude={"memvault_export", "kind"}),
+            "tenant_id": tenant_id,
+            "id": where.id("fact_review", v.id),
+            "fact_id": where.ref("fact", v.fact_id),
+            "conflicts_with": where.ref("fact", v.conflicts_with),
+        }
+        for _, v in found.lines("fact_review")
+        if where.new("fact_review", v.id)
+    ]
+    counts["fact_reviews"] += await db.insert_new(conn, fact_reviews, reviews)
+    await db.insert_new(conn, entity_mentions, mentions)
+    await db.insert_new(conn, fact_sources, sources)
+    await db.insert_new(conn, relation_sources, relation_from)

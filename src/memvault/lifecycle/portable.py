@@ -1,257 +1,809 @@
-"""Export and import of a user's memories as JSON lines: ids, content, every field, the
-history (each version's text) and the vectors, so an import into another store (or tenant)
-needs no re-embedding and keeps its history. Content is sealed again under the importing
-store's key and tenant; keyword postings are rebuilt from the text.
+"""Export and import of a user's whole memory as JSON lines (format 2, docs/export-format.md):
+memories with their history and vectors, the knowledge graph (entities, facts and relations
+with both time axes, their sources and mentions, open reviews), conversations with their
+turns, tool invocations, strategies, goals with their blockers, and the profile.
 
-Facts and entities join through ``PARTS`` once the graph's tables exist.
+Export opens every sealed text; import seals it again under the importing store's key and
+tenant and rebuilds the keyword postings, so a file moves between stores and tenants.
+
+Import is as strict as the routes it stands in for, and all or nothing:
+
+* every line is checked first (the models of ``portable_format``, the content limit and PII
+  policy of an add, vectors against the store's models); any problem answers 422 listing each
+  line and field, and nothing is written;
+* ids are kept, a row the user has already is left as it is (an import can run twice), and an
+  id another user of the tenant holds is replaced by one derived from it (the same each time,
+  so a second run finds the first's rows); every reference (a fact's entities, a turn's memory,
+  a goal's blockers, …) must name a row of the file or one the user has already, so no line
+  can reach another user's rows;
+* history keeps what the file says happened, marked as imported: ``actor`` and ``created_at``
+  are the import's, the file's are kept as ``claimed_actor`` and ``claimed_at``;
+* everything is written in one transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import health as db
+from memvault.cognitive.procedural import scrub
+from memvault.cognitive.sealed import open_payload, seal_payload
 from memvault.db import jobs, keywords, vectors
-from memvault.errors import InvalidInput, validation_problems
-from memvault.models import (
-    Content,
-    HistoryAction,
-    Identifier,
-    MemoryType,
-    Metadata,
-    Tier,
-    Timestamp,
+from memvault.db import portable as db
+from memvault.db.tables import (
+    conversation_turns,
+    conversations,
+    goal_blockers,
+    goals,
+    memory_chunks,
+    memory_history,
+    strategies,
+    tool_invocations,
+    user_profiles,
 )
+from memvault.errors import InvalidInput, PIIRejected
+from memvault.lifecycle import graph_portable
+from memvault.lifecycle.portable_format import (
+    FORMAT,
+    MAX_ERRORS,
+    ConversationLine,
+    EntityLine,
+    ExportedTurn,
+    ExportedVersion,
+    FactLine,
+    FactReviewLine,
+    GoalLine,
+    Line,
+    MemoryLine,
+    ProfileLine,
+    RelationLine,
+    StrategyLine,
+    ToolInvocationLine,
+    VectorSet,
+    problem,
+    read_line,
+)
+from memvault.models import PIIPolicy
+from memvault.pipeline import pii
 from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.db.records import HistoryRow, MemoryRow
 
-FORMAT = 1
-# Extra parts of an exported line (the graph's facts): export fills, import reads. Each gets
-# the store for its keys (a part's text is sealed like a memory's).
-PartExport = Callable[["Backend", AsyncConnection, str, list[UUID]], Awaitable[dict[UUID, Any]]]
-PartImport = Callable[["Backend", AsyncConnection, str, UUID, Any], Awaitable[None]]
-PARTS: dict[str, tuple[PartExport, PartImport]] = {}
-
-_FIELDS = (
-    "id",
-    "user_id",
-    "app_id",
-    "project_id",
-    "environment",
-    "channel",
-    "source",
-    "tags",
-    "metadata",
-    "categories",
-    "importance",
-    "memory_type",
-    "valid_until",
-    "tier",
-    "embedding_model",
-    "access_count",
-    "last_accessed",
-    "occurred_at",
-    "created_at",
-    "updated_at",
-    "expires_at",
+# Namespace of the ids an import mints for rows whose id another user holds.
+_REMAP = uuid.UUID("6d656d76-6175-4c74-8000-696d706f7274")
+# Kinds whose rows carry a UUID the tenant shares among its users (conversations are keyed
+# per user, profiles by channel: neither can collide with another user's).
+_SHARED_IDS = ("memory", "entity", "fact", "relation", "fact_review", "tool_invocation",
+               "strategy", "goal")  # fmt: skip
+COUNTED = (
+    "memories",
+    "entities",
+    "facts",
+    "relations",
+    "fact_reviews",
+    "conversations",
+    "turns",
+    "tool_invocations",
+    "strategies",
+    "goals",
+    "profiles",
 )
+_PLURAL = {
+    "memory": "memories",
+    "entity": "entities",
+    "fact": "facts",
+    "relation": "relations",
+    "fact_review": "fact_reviews",
+    "conversation": "conversations",
+    "tool_invocation": "tool_invocations",
+    "strategy": "strategies",
+    "goal": "goals",
+    "profile": "profiles",
+}
 
 
-class ExportedVersion(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    action: HistoryAction
-    old_content: Content | None = None
-    new_content: Content | None = None
-    old_metadata: Metadata | None = None
-    new_metadata: Metadata | None = None
-    actor: Identifier
-    created_at: Timestamp
+def empty_counts() -> dict[str, int]:
+    return {"imported": 0, "skipped": 0, "remapped": 0, "queued_for_embedding": 0} | {
+        name: 0 for name in COUNTED
+    }
 
 
-class ExportedMemory(BaseModel):
-    """One line of an export."""
-
-    model_config = ConfigDict(extra="forbid")
-    memvault_export: int = Field(ge=FORMAT, le=FORMAT)
-    id: UUID
-    content: Content
-    user_id: Identifier
-    app_id: Identifier
-    project_id: Identifier | None
-    environment: Identifier | None
-    channel: Identifier
-    source: Identifier | None
-    tags: list[Identifier]
-    metadata: Metadata
-    categories: list[Identifier]
-    importance: int | None = Field(ge=1, le=10)
-    memory_type: MemoryType
-    valid_until: Timestamp | None
-    tier: Tier
-    embedding_model: Identifier | None
-    access_count: int = Field(ge=0, le=2**31 - 1)
-    last_accessed: Timestamp | None
-    occurred_at: Timestamp
-    created_at: Timestamp
-    updated_at: Timestamp
-    expires_at: Timestamp | None
-    history: list[ExportedVersion] = Field(max_length=10_000)
-    vectors: dict[Identifier, list[list[float]]]
-    parts: dict[str, Any] = {}
-
-
-def _open(backend: Backend, tenant_id: str, memory_id: UUID, sealed: tuple[Any, ...]) -> str | None:
-    ciphertext, nonce, key_id = sealed
-    if ciphertext is None:
-        return None
-    return open_content(backend.keys, tenant_id, memory_id, ciphertext, nonce, key_id)
+# --- export ------------------------------------------------------------------------------------
 
 
 async def export_user(backend: Backend, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
+    """Every line of the user's export, as JSON-ready dicts: memories first, then the graph,
+    then conversations, tool use, strategies, goals and profiles."""
     async with backend.engine.connect() as conn:
-        rows = await db.user_memories(conn, tenant_id, user_id)
-        ids = [r.id for r in rows]
-        histories = await db.histories(conn, tenant_id, ids)
-        chunks = await db.chunks(conn, tenant_id, ids)
-        parts = {name: await out(backend, conn, tenant_id, ids) for name, (out, _) in PARTS.items()}
-    return [_exported(backend, r, histories, chunks, parts) for r in rows]
-
-
-def _exported(
-    backend: Backend,
-    row: MemoryRow,
-    histories: dict[UUID, list[HistoryRow]],
-    chunks: dict[UUID, dict[str, list[list[float]]]],
-    parts: dict[str, dict[UUID, Any]],
-) -> dict[str, Any]:
-    history = [
-        ExportedVersion(
-            action=h.action,
-            old_content=_open(
-                backend, h.tenant_id, h.memory_id, (h.old_ciphertext, h.old_nonce, h.old_key_id)
+        rows = {k: await db.owned(conn, t, tenant_id, user_id) for k, t in db.TABLES.items()}
+        mids = [r["id"] for r in rows["memory"]]
+        history = _grouped(await db.children(conn, memory_history, tenant_id, "memory_id", mids))
+        chunks = _grouped(await db.children(conn, memory_chunks, tenant_id, "memory_id", mids))
+        graph = await graph_portable.export_lines(backend, conn, tenant_id, rows)
+        cids = [r["id"] for r in rows["conversation"]]
+        turns = _grouped(
+            await db.children(
+                conn, conversation_turns, tenant_id, "conversation_id", cids, user_id=user_id
             ),
-            new_content=_open(
-                backend, h.tenant_id, h.memory_id, (h.new_ciphertext, h.new_nonce, h.new_key_id)
-            ),
-            old_metadata=h.old_metadata,
-            new_metadata=h.new_metadata,
-            actor=h.actor,
-            created_at=h.created_at,
+            "conversation_id",
         )
-        for h in histories.get(row.id, [])
-    ]
-    line = ExportedMemory(
+        gids = [r["id"] for r in rows["goal"]]
+        blockers = _grouped(
+            await db.children(conn, goal_blockers, tenant_id, "goal_id", gids), "goal_id"
+        )
+    keys = backend.keys
+    lines: list[Line] = [_memory_line(backend, r, history, chunks) for r in rows["memory"]]
+    lines.extend(graph)
+    exported = {str(c) for c in cids}
+    for r in rows["conversation"]:
+        payload = open_payload(keys, conversations.name, (tenant_id, r["id"]), _Sealed(r))
+        lines.append(
+            ConversationLine(
+                memvault_export=FORMAT,
+                kind="conversation",
+                id=str(r["id"]),
+                title=payload.get("title"),
+                turns=[
+                    ExportedTurn(index=t["turn_index"], **_fields(ExportedTurn, t))
+                    for t in turns.get(r["id"], [])
+                ],
+                **_fields(ConversationLine, r, skip={"id", "title", "turns"}),
+            )
+        )
+    for r in rows["tool_invocation"]:
+        payload = open_payload(keys, tool_invocations.name, (tenant_id, r["id"]), _Sealed(r))
+        convo = r["conversation_id"]
+        lines.append(
+            ToolInvocationLine(
+                memvault_export=FORMAT,
+                kind="tool_invocation",
+                input=payload.get("input"),
+                output=payload.get("output"),
+                error=payload.get("error"),
+                **_fields(ToolInvocationLine, r, skip={"conversation_id"}),
+                conversation_id=str(convo)
+                if convo is not None and str(convo) in exported
+                else None,
+            )
+        )
+    for r in rows["strategy"]:
+        payload = open_payload(keys, strategies.name, (tenant_id, r["id"]), _Sealed(r))
+        source = r["source_conversation_id"]
+        lines.append(
+            StrategyLine(
+                memvault_export=FORMAT,
+                kind="strategy",
+                description=payload["description"],
+                context_pattern=payload.get("context_pattern"),
+                embedding_model=r["model"],
+                **_fields(StrategyLine, r, skip={"source_conversation_id"}),
+                source_conversation_id=str(source)
+                if source is not None and str(source) in exported
+                else None,
+            )
+        )
+    for r in rows["goal"]:
+        payload = open_payload(keys, goals.name, (tenant_id, r["id"]), _Sealed(r))
+        lines.append(
+            GoalLine(
+                memvault_export=FORMAT,
+                kind="goal",
+                description=payload["description"],
+                result=payload.get("result"),
+                blocked_by=[b["blocker_id"] for b in blockers.get(r["id"], [])],
+                **_fields(GoalLine, r),
+            )
+        )
+    for r in rows["profile"]:
+        key = (tenant_id, r["user_id"], r["channel"])
+        payload = open_payload(keys, user_profiles.name, key, _Sealed(r))
+        lines.append(
+            ProfileLine(
+                memvault_export=FORMAT,
+                kind="profile",
+                preferences=payload.get("preferences") or {},
+                expertise=payload.get("expertise") or [],
+                communication_style=payload.get("communication_style"),
+                **_fields(ProfileLine, r),
+            )
+        )
+    return [line.model_dump(mode="json") for line in lines]
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    """A row's sealed payload columns, as ``open_payload`` reads them."""
+
+    ciphertext: bytes
+    nonce: bytes
+    key_id: str
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        object.__setattr__(self, "ciphertext", row["ciphertext"])
+        object.__setattr__(self, "nonce", row["nonce"])
+        object.__setattr__(self, "key_id", row["key_id"])
+
+
+def _grouped(rows: list[dict[str, Any]], column: str = "memory_id") -> dict[Any, list[Any]]:
+    found: dict[Any, list[Any]] = {}
+    for row in rows:
+        found.setdefault(row[column], []).append(row)
+    return found
+
+
+def _fields(model: type[Any], row: dict[str, Any], skip: set[str] | None = None) -> dict[str, Any]:
+    """The row's columns that are fields of the line (the owner and the kind are the line's)."""
+    wanted = set(model.model_fields) - {"memvault_export", "kind"} - (skip or set())
+    return {k: v for k, v in row.items() if k in wanted}
+
+
+def _memory_line(
+    backend: Backend,
+    row: dict[str, Any],
+    history: dict[Any, list[dict[str, Any]]],
+    chunks: dict[Any, list[dict[str, Any]]],
+) -> MemoryLine:
+    tenant_id, ident = row["tenant_id"], row["id"]
+
+    def opened(prefix: str, h: dict[str, Any]) -> str | None:
+        if h[f"{prefix}ciphertext"] is None:
+            return None
+        return open_content(
+            backend.keys,
+            tenant_id,
+            ident,
+            h[f"{prefix}ciphertext"],
+            h[f"{prefix}nonce"],
+            h[f"{prefix}key_id"],
+        )
+
+    by_model: dict[str, list[list[float]]] = {}
+    for c in chunks.get(ident, []):
+        by_model.setdefault(c["model"], []).append(c["embedding"])
+    return MemoryLine(
         memvault_export=FORMAT,
-        content=_open(backend, row.tenant_id, row.id, (row.ciphertext, row.nonce, row.key_id))
-        or "",
-        history=history,
-        vectors=chunks.get(row.id, {}),
-        parts={name: found[row.id] for name, found in parts.items() if row.id in found},
-        **{f: getattr(row, f) for f in _FIELDS},
+        kind="memory",
+        content=opened("", row) or "",
+        history=[
+            ExportedVersion(
+                old_content=opened("old_", h),
+                new_content=opened("new_", h),
+                **_fields(ExportedVersion, h, skip={"old_content", "new_content"}),
+            )
+            for h in history.get(ident, [])
+        ],
+        vectors=[VectorSet(model=m, chunks=c) for m, c in sorted(by_model.items())],
+        **_fields(MemoryLine, row, skip={"content", "history", "vectors"}),
     )
-    return line.model_dump(mode="json")
 
 
-# The graph's facts and entities (lifecycle/graph_portable.py).
-from memvault.lifecycle import graph_portable  # noqa: E402
-
-PARTS["graph"] = (graph_portable.export_part, graph_portable.import_part)
+# --- import: reading and checking --------------------------------------------------------------
 
 
-def parse_line(item: dict[str, Any], line: int) -> ExportedMemory:
-    try:
-        return ExportedMemory.model_validate(item)
-    except ValidationError as exc:
-        found = validation_problems(exc.errors(include_input=False, include_url=False))
-        raise InvalidInput(
-            "An exported memory is not valid.", details={"errors": found, "index": line}
-        ) from None
+@dataclass
+class _Read:
+    """The file's lines, by kind, each with the line number it came from."""
+
+    by_kind: dict[str, dict[Any, tuple[int, Any]]] = field(default_factory=dict)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, number: int, line: Line) -> None:
+        kind = line.kind
+        key = line.channel if isinstance(line, ProfileLine) else line.id
+        found = self.by_kind.setdefault(kind, {})
+        if key not in found:
+            found[key] = (number, line)
+            return
+        first, earlier = found[key]
+        if isinstance(line, EntityLine | FactLine) and isinstance(earlier, EntityLine | FactLine):
+            # Format 1 repeats an entity or fact in each memory it came from.
+            sources = list(dict.fromkeys([*earlier.memory_ids, *line.memory_ids]))
+            found[key] = (first, earlier.model_copy(update={"memory_ids": sources}))
+            return
+        self.problems.append(problem(number, "id", f"the same {kind} is on line {first} too"))
+
+    def lines(self, kind: str) -> list[tuple[int, Any]]:
+        return list(self.by_kind.get(kind, {}).values())
 
 
-async def import_memories(
-    backend: Backend, tenant_id: str, items: list[ExportedMemory], actor: str
-) -> dict[str, int]:
-    """Insert exported memories with their ids, history and vectors, in one transaction;
-    an id this tenant has already is skipped (an import can be run twice)."""
-    counts = {"imported": 0, "skipped": 0, "queued_for_embedding": 0}
-    active = backend.embeddings.active_model
-    items = [_usable_vectors(backend, item) for item in items]
-    async with backend.engine.begin() as conn:
-        for item in items:
-            if not await _insert(backend, conn, tenant_id, item, actor):
-                counts["skipped"] += 1
+def read(items: Sequence[Any]) -> _Read:
+    """Every line checked against its kind's model, one user for the whole file."""
+    found = _Read()
+    owner: str | None = None
+    for number, item in enumerate(items, start=1):
+        lines, problems = read_line(item, number)
+        found.problems.extend(problems)
+        for line in lines:
+            owner = owner or line.user_id
+            if line.user_id != owner:
+                found.problems.append(
+                    problem(number, "user_id", "an import holds one user's lines only")
+                )
                 continue
-            counts["imported"] += 1
-            for name, (_, into) in PARTS.items():
-                if name in item.parts:
-                    await into(backend, conn, tenant_id, item.id, item.parts[name])
-            if active not in item.vectors:
-                await jobs.enqueue(conn, tenant_id, [item.id])
-                counts["queued_for_embedding"] += 1
-    backend.analyzer.wrote(counts["imported"])
+            found.add(number, line)
+    return found
+
+
+def _check_texts(backend: Backend, found: _Read) -> None:
+    """Contents and tool logs pass the store's PII policy and content limit, as an add does."""
+    policy = backend.settings.pii_policy
+    limit = backend.settings.max_content_chars
+    for kind, entries in list(found.by_kind.items()):
+        for key, (number, line) in list(entries.items()):
+            try:
+                if isinstance(line, MemoryLine):
+                    line = _protected_memory(line, policy, limit, number, found)
+                elif isinstance(line, ToolInvocationLine):
+                    seen: dict[str, int] = {}
+                    line = line.model_copy(
+                        update={
+                            "input": scrub(line.input, policy, seen),
+                            "output": scrub(line.output, policy, seen),
+                            "error": scrub(line.error, policy, seen),
+                        }
+                    )
+            except PIIRejected:
+                found.problems.append(
+                    problem(number, "content", "holds personal data this store's policy rejects")
+                )
+                continue
+            entries[key] = (number, line)
+        found.by_kind[kind] = entries
+
+
+def _protected_memory(
+    line: MemoryLine, policy: PIIPolicy, limit: int, number: int, found: _Read
+) -> MemoryLine:
+    def protect(text: str | None, where: str) -> str | None:
+        if text is None:
+            return None
+        kept = pii.apply_policy(text, policy).text
+        if len(kept) > limit:
+            found.problems.append(
+                problem(number, where, f"is longer than this store's limit of {limit} characters")
+            )
+        return kept
+
+    content = protect(line.content, "content") or line.content
+    history = [
+        v.model_copy(
+            update={
+                "old_content": protect(v.old_content, f"history.{n}.old_content"),
+                "new_content": protect(v.new_content, f"history.{n}.new_content"),
+            }
+        )
+        for n, v in enumerate(line.history)
+    ]
+    update: dict[str, Any] = {"content": content, "history": history}
+    if content != line.content:  # redacted: the vectors were of the text before
+        update["vectors"] = []
+    return line.model_copy(update=update)
+
+
+def _check_vectors(backend: Backend, found: _Read) -> None:
+    """A vector that names one of this store's models must have that model's size; one of
+    another model is dropped (the row is embedded again here)."""
+    sizes = {f.model_id: f.dimensions for f in backend.embeddings.fallbacks}
+    sizes[backend.embeddings.primary.model_id] = backend.embeddings.primary.dimensions
+
+    def wrong(model: str | None, vector: list[float] | None) -> int | None:
+        if model is None or vector is None or model not in sizes:
+            return None
+        return sizes[model] if len(vector) != sizes[model] else None
+
+    for number, line in [*found.lines("memory")]:
+        for n, given in enumerate(line.vectors):
+            for c, chunk in enumerate(given.chunks):
+                if (size := wrong(given.model, chunk)) is not None:
+                    found.problems.append(
+                        problem(number, f"vectors.{n}.chunks.{c}", f"must have {size} numbers")
+                    )
+    for kind in ("entity", "fact", "strategy"):
+        for number, line in found.lines(kind):
+            if (size := wrong(line.embedding_model, line.embedding)) is not None:
+                found.problems.append(problem(number, "embedding", f"must have {size} numbers"))
+
+
+def _refuse(problems: list[dict[str, Any]]) -> None:
+    problems = sorted(problems, key=lambda p: (p["line"], p["field"]))
+    raise InvalidInput(
+        f"The import has {len(problems)} problem(s); nothing was imported.",
+        details={"errors": problems[:MAX_ERRORS], "line": problems[0]["line"]},
+    )
+
+
+# --- import: ids and references ----------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """Where each line's row goes: its id here (kept, or derived when another user holds it),
+    and whether it is there already."""
+
+    tenant_id: str
+    user_id: str
+    ids: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    present: dict[str, set[Any]] = field(default_factory=dict)
+    # Rows the user has already that a line names without carrying them.
+    theirs: dict[str, set[Any]] = field(default_factory=dict)
+    remapped: int = 0
+
+    def new(self, kind: str, key: Any) -> bool:
+        return key not in self.present.get(kind, set())
+
+    def id(self, kind: str, key: Any) -> Any:
+        return self.ids.get(kind, {}).get(key, key)
+
+    def ref(self, kind: str, key: Any) -> Any:
+        if key is None:
+            return None
+        return self.ids.get(kind, {}).get(key, key)
+
+
+def _references(line: Any) -> list[tuple[str, str, Any]]:
+    """(field, kind, id) for every row of the user a line points at."""
+    refs: list[tuple[str, str, Any]] = []
+
+    def each(name: str, kind: str, values: Sequence[Any]) -> None:
+        refs.extend((f"{name}.{n}", kind, v) for n, v in enumerate(values))
+
+    if isinstance(line, EntityLine):
+        refs.append(("merged_into", "entity", line.merged_into))
+        each("memory_ids", "memory", line.memory_ids)
+    elif isinstance(line, FactLine):
+        refs += [("subject_id", "entity", line.subject_id), ("object_id", "entity", line.object_id)]
+        refs.append(("superseded_by", "fact", line.superseded_by))
+        each("memory_ids", "memory", line.memory_ids)
+    elif isinstance(line, RelationLine):
+        refs += [("source_id", "entity", line.source_id), ("target_id", "entity", line.target_id)]
+        each("memory_ids", "memory", line.memory_ids)
+    elif isinstance(line, FactReviewLine):
+        refs += [("fact_id", "fact", line.fact_id), ("conflicts_with", "fact", line.conflicts_with)]
+    elif isinstance(line, ConversationLine):
+        refs.extend(
+            (f"turns.{n}.memory_id", "memory", t.memory_id) for n, t in enumerate(line.turns)
+        )
+    elif isinstance(line, ToolInvocationLine):
+        refs.append(("conversation_id", "conversation", line.conversation_id))
+    elif isinstance(line, StrategyLine):
+        refs.append(("source_conversation_id", "conversation", line.source_conversation_id))
+    elif isinstance(line, GoalLine):
+        refs.append(("parent_id", "goal", line.parent_id))
+        each("blocked_by", "goal", line.blocked_by)
+    return [r for r in refs if r[2] is not None]
+
+
+async def plan(conn: AsyncConnection, tenant_id: str, found: _Read) -> Plan:
+    """Each line's id here, and each reference resolved to a row of the file or of the user;
+    a reference to anything else is a problem of its line."""
+    user = next(line.user_id for e in found.by_kind.values() for _, line in e.values())
+    result = Plan(tenant_id, user)
+    for kind in _SHARED_IDS:
+        ids = list(found.by_kind.get(kind, {}))
+        table = db.TABLES[kind]
+        held = await db.owners(conn, table, tenant_id, ids)
+        mapping: dict[Any, Any] = {}
+        present: set[Any] = set()
+        for ident in ids:
+            if user in held.get(ident, set()):
+                present.add(ident)
+            elif held.get(ident):
+                mapping[ident] = uuid.uuid5(_REMAP, f"{tenant_id}\x00{user}\x00{kind}\x00{ident}")
+        again = await db.owners(conn, table, tenant_id, list(mapping.values()))
+        for ident, derived in mapping.items():
+            if user in again.get(derived, set()):
+                present.add(ident)
+        result.ids[kind], result.present[kind] = mapping, present
+        result.remapped += len(mapping)
+    cids = list(found.by_kind.get("conversation", {}))
+    result.present["conversation"] = await db.conversation_ids(conn, tenant_id, user, cids)
+    channels = list(found.by_kind.get("profile", {}))
+    result.present["profile"] = await db.profile_channels(conn, tenant_id, user, channels)
+
+    outside: dict[str, set[Any]] = {}
+    for entries in found.by_kind.values():
+        for _, line in entries.values():
+            for _, kind, ident in _references(line):
+                if ident not in found.by_kind.get(kind, {}):
+                    outside.setdefault(kind, set()).add(ident)
+    for kind, idents in outside.items():
+        if kind == "conversation":
+            result.theirs[kind] = await db.conversation_ids(conn, tenant_id, user, sorted(idents))
+        else:
+            held = await db.owners(conn, db.TABLES[kind], tenant_id, sorted(idents, key=str))
+            result.theirs[kind] = {i for i, users in held.items() if user in users}
+    for entries in found.by_kind.values():
+        for number, line in entries.values():
+            for name, kind, ident in _references(line):
+                if ident not in found.by_kind.get(kind, {}) and ident not in result.theirs.get(
+                    kind, set()
+                ):
+                    found.problems.append(
+                        problem(number, name, f"names no {kind} of this user, in the file or here")
+                    )
+    return result
+
+
+# --- import: writing ---------------------------------------------------------------------------
+
+
+async def import_lines(
+    backend: Backend, tenant_id: str, items: Sequence[Any], actor: str
+) -> dict[str, int]:
+    """Check every line, then write them all in one transaction (see the module's notes)."""
+    found = read(items)
+    if found.problems:
+        _refuse(found.problems)
+    _check_texts(backend, found)
+    _check_vectors(backend, found)
+    if found.problems:
+        _refuse(found.problems)
+    counts = empty_counts()
+    if not found.by_kind:
+        return counts
+    vectors_for = await graph_portable.missing_vectors(backend, found)
+    async with backend.engine.begin() as conn:
+        where = await plan(conn, tenant_id, found)
+        if found.problems:
+            _refuse(found.problems)
+        counts["remapped"] = where.remapped
+        writer = _Writer(backend, conn, where, actor, counts)
+        await writer.memories(found.lines("memory"))
+        await graph_portable.import_lines(backend, conn, where, found, vectors_for, counts)
+        await writer.conversations(found.lines("conversation"))
+        await writer.tool_invocations(found.lines("tool_invocation"))
+        await writer.strategies(found.lines("strategy"), vectors_for)
+        await writer.goals(found.lines("goal"))
+        await writer.profiles(found.lines("profile"))
+    backend.analyzer.wrote(counts["memories"])
+    for kind, plural in _PLURAL.items():
+        counts["skipped"] += len(found.by_kind.get(kind, {})) - counts[plural]
+    counts["imported"] = sum(counts[p] for p in _PLURAL.values())
     return counts
 
 
-def _usable_vectors(backend: Backend, item: ExportedMemory) -> ExportedMemory:
-    """Only the active model's vectors, and only of its size, are kept; the rest would be
-    re-made by the worker anyway (the memory is queued for it)."""
-    size = backend.embeddings.primary.dimensions
-    vectors = item.vectors.get(backend.embeddings.active_model)
-    usable = bool(vectors) and all(len(v) == size for v in vectors or [])
-    kept = {backend.embeddings.active_model: vectors} if usable and vectors else {}
-    return item.model_copy(update={"vectors": kept})
+class _Writer:
+    def __init__(
+        self,
+        backend: Backend,
+        conn: AsyncConnection,
+        where: Plan,
+        actor: str,
+        counts: dict[str, int],
+    ) -> None:
+        self.backend, self.conn, self.where, self.actor = backend, conn, where, actor
+        self.counts = counts
+        self.tenant_id, self.user_id = where.tenant_id, where.user_id
+        self.now = datetime.now(UTC)
+
+    def _seal(self, table: str, key: tuple[Any, ...], payload: Any) -> dict[str, Any]:
+        return seal_payload(self.backend.keys, table, (self.tenant_id, *key), payload)
+
+    async def memories(self, lines: list[tuple[int, MemoryLine]]) -> None:
+        active = self.backend.embeddings.active_model
+        for _, line in lines:
+            if not self.where.new("memory", line.id):
+                continue
+            ident = self.where.id("memory", line.id)
+            chunks = next((v.chunks for v in line.vectors if v.model == active), None)
+            values = line.model_dump(
+                exclude={"memvault_export", "kind", "content", "history", "vectors"}
+            )
+            terms, length = blind_terms(self.backend.keys.current(self.tenant_id), line.content)
+            values.update(
+                tenant_id=self.tenant_id,
+                id=ident,
+                embedded=chunks is not None,
+                embedding_model=active if chunks is not None else None,
+                term_count=length,
+                **seal_content(self.backend.keys, self.tenant_id, ident, line.content),
+            )
+            await db.insert_new(self.conn, db.TABLES["memory"], [values])
+            await db.insert_new(
+                self.conn, memory_history, [self._version(ident, v) for v in line.history]
+            )
+            if chunks is not None:
+                await vectors.replace_chunks(
+                    self.conn, self.tenant_id, {ident: (self.user_id, chunks)}, active
+                )
+            else:
+                await jobs.enqueue(self.conn, self.tenant_id, [ident])
+                self.counts["queued_for_embedding"] += 1
+            await keywords.replace_terms(
+                self.conn, self.tenant_id, {ident: (self.user_id, terms, length)}
+            )
+            self.counts["memories"] += 1
+
+    def _version(self, ident: UUID, version: ExportedVersion) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "tenant_id": self.tenant_id,
+            "memory_id": ident,
+            "user_id": self.user_id,
+            "action": version.action,
+            "old_metadata": version.old_metadata,
+            "new_metadata": version.new_metadata,
+            # Who imported it and when; what the file says is kept as its claim.
+            "actor": self.actor,
+            "created_at": self.now,
+            "claimed_actor": version.claimed_actor or version.actor,
+            "claimed_at": version.claimed_at or version.created_at,
+        }
+        for side in ("old", "new"):
+            text = getattr(version, f"{side}_content")
+            sealed = (
+                seal_content(self.backend.keys, self.tenant_id, ident, text)
+                if text is not None
+                else {}
+            )
+            row[f"{side}_ciphertext"] = sealed.get("ciphertext")
+            row[f"{side}_nonce"] = sealed.get("nonce")
+            row[f"{side}_key_id"] = sealed.get("key_id")
+        return row
+
+    async def conversations(self, lines: list[tuple[int, ConversationLine]]) -> None:
+        rows, turns = [], []
+        for _, line in lines:
+            if self.where.new("conversation", line.id):
+                values = line.model_dump(exclude={"memvault_export", "kind", "title", "turns"})
+                if "consolidated_turns" not in conversations.c:
+                    values.pop("consolidated_turns")
+                rows.append(
+                    {
+                        **values,
+                        "tenant_id": self.tenant_id,
+                        **self._seal(conversations.name, (line.id,), {"title": line.title}),
+                    }
+                )
+            for turn in line.turns:
+                memory_id = self.where.ref("memory", turn.memory_id)
+                turns.append(
+                    {
+                        "tenant_id": self.tenant_id,
+                        "conversation_id": line.id,
+                        "turn_index": turn.index,
+                        "user_id": self.user_id,
+                        "channel": line.channel,
+                        "memory_id": memory_id,
+                        "role": turn.role,
+                        "model": turn.model,
+                        "token_count": turn.token_count,
+                        "occurred_at": turn.occurred_at,
+                    }
+                )
+        self.counts["conversations"] += await db.insert_new(self.conn, conversations, rows)
+        self.counts["turns"] += await db.insert_new(self.conn, conversation_turns, turns)
+
+    async def tool_invocations(self, lines: list[tuple[int, ToolInvocationLine]]) -> None:
+        rows = []
+        for _, line in lines:
+            if not self.where.new("tool_invocation", line.id):
+                continue
+            ident = self.where.id("tool_invocation", line.id)
+            payload = {"input": line.input, "output": line.output, "error": line.error}
+            values = line.model_dump(
+                exclude={"memvault_export", "kind", "input", "output", "error"}
+            )
+            rows.append(
+                {
+                    **values,
+                    "tenant_id": self.tenant_id,
+                    "id": ident,
+                    **self._seal(tool_invocations.name, (ident,), payload),
+                }
+            )
+        self.counts["tool_invocations"] += await db.insert_new(self.conn, tool_invocations, rows)
+
+    async def strategies(
+        self, lines: list[tuple[int, StrategyLine]], vectors_for: graph_portable.Vectors
+    ) -> None:
+        rows = []
+        for _, line in lines:
+            if not self.where.new("strategy", line.id):
+                continue
+            ident = self.where.id("strategy", line.id)
+            model, vector = vectors_for.get(("strategy", line.id), (None, None))
+            if vector is None:  # nothing could embed it: the worker's sweep cannot either
+                raise InvalidInput(
+                    "No embedding model could embed a strategy; try again.",
+                    details={"field": "embedding"},
+                )
+            payload = {"description": line.description, "context_pattern": line.context_pattern}
+            values = line.model_dump(
+                exclude={
+                    "memvault_export",
+                    "kind",
+                    "description",
+                    "context_pattern",
+                    "embedding",
+                    "embedding_model",
+                }
+            )
+            rows.append(
+                {
+                    **values,
+                    "tenant_id": self.tenant_id,
+                    "id": ident,
+                    "model": model,
+                    "embedding": vector,
+                    **self._seal(strategies.name, (ident,), payload),
+                }
+            )
+        self.counts["strategies"] += await db.insert_new(self.conn, strategies, rows)
+
+    async def goals(self, lines: list[tuple[int, GoalLine]]) -> None:
+        rows: list[dict[str, Any]] = []
+        blockers: list[dict[str, Any]] = []
+        for _, line in lines:
+            ident = self.where.id("goal", line.id)
+            blockers.extend(
+                {
+                    "tenant_id": self.tenant_id,
+                    "goal_id": ident,
+                    "blocker_id": self.where.ref("goal", b),
+                }
+                for b in line.blocked_by
+            )
+            if not self.where.new("goal", line.id):
+                continue
+            payload = {"description": line.description, "result": line.result}
+            values = line.model_dump(
+                exclude={"memvault_export", "kind", "description", "result", "blocked_by"}
+            )
+            rows.append(
+                {
+                    **values,
+                    "tenant_id": self.tenant_id,
+                    "id": ident,
+                    "parent_id": self.where.ref("goal", line.parent_id),
+                    **self._seal(goals.name, (ident,), payload),
+                }
+            )
+        # Parents before their subgoals (a batch of rows may end between them).
+        self.counts["goals"] += await db.insert_new(self.conn, goals, _parents_first(rows))
+        await db.insert_new(self.conn, goal_blockers, blockers)
+
+    async def profiles(self, lines: list[tuple[int, ProfileLine]]) -> None:
+        rows = []
+        for _, line in lines:
+            if not self.where.new("profile", line.channel):
+                continue
+            payload = {
+                "preferences": line.preferences,
+                "expertise": line.expertise,
+                "communication_style": line.communication_style,
+            }
+            key = (self.user_id, line.channel)
+            rows.append(
+                {
+                    "tenant_id": self.tenant_id,
+                    "user_id": self.user_id,
+                    "channel": line.channel,
+                    "updated_at": line.updated_at,
+                    **self._seal(user_profiles.name, key, payload),
+                }
+            )
+        self.counts["profiles"] += await db.insert_new(self.conn, user_profiles, rows)
 
 
-async def _insert(
-    backend: Backend, conn: AsyncConnection, tenant_id: str, item: ExportedMemory, actor: str
-) -> bool:
-    active = backend.embeddings.active_model
-    values = {f: getattr(item, f) for f in _FIELDS}
-    terms, length = blind_terms(backend.keys.current(tenant_id), item.content)
-    values.update(
-        tenant_id=tenant_id,
-        embedded=active in item.vectors,
-        embedding_model=active if active in item.vectors else None,
-        term_count=length,
-        **seal_content(backend.keys, tenant_id, item.id, item.content),
-    )
-    if not await db.insert_exported(conn, values):
-        return False
-    await db.insert_history(conn, [_version(backend, tenant_id, item, v) for v in item.history])
-    if active in item.vectors:
-        await vectors.replace_chunks(
-            conn, tenant_id, {item.id: (item.user_id, item.vectors[active])}, active
-        )
-    await keywords.replace_terms(conn, tenant_id, {item.id: (item.user_id, terms, length)})
-    return True
-
-
-def _version(
-    backend: Backend, tenant_id: str, item: ExportedMemory, version: ExportedVersion
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "tenant_id": tenant_id,
-        "memory_id": item.id,
-        "user_id": item.user_id,
-        "action": version.action,
-        "old_metadata": version.old_metadata,
-        "new_metadata": version.new_metadata,
-        "actor": version.actor,
-        "created_at": version.created_at,
-    }
-    for side in ("old", "new"):
-        text = getattr(version, f"{side}_content")
-        sealed = seal_content(backend.keys, tenant_id, item.id, text) if text is not None else {}
-        row[f"{side}_ciphertext"] = sealed.get("ciphertext")
-        row[f"{side}_nonce"] = sealed.get("nonce")
-        row[f"{side}_key_id"] = sealed.get("key_id")
-    return row
+def _parents_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ids = {r["id"] for r in rows}
+    placed: set[Any] = set()
+    ordered: list[dict[str, Any]] = []
+    pending = rows
+    while pending:
+        ready = [r for r in pending if r["parent_id"] not in ids or r["parent_id"] in placed]
+        if not ready:  # a cycle: the foreign key refuses it as it would any other way
+            ordered.extend(pending)
+            break
+        ordered.extend(ready)
+        placed.update(r["id"] for r in ready)
+        pending = [r for r in pending if r["id"] not in placed]
+    return ordered

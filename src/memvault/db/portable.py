@@ -1,0 +1,175 @@
+"""SQL of the portable export: every row a user owns, table by table, out as column mappings
+(the format carries each column, so a typed record per table would only repeat the schema), and
+back in with its key kept, a row already there left as it is.
+
+Which tables hold a user's rows is ``OWNED`` below: what export reads and import writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import (
+    conversation_turns,
+    conversations,
+    entities,
+    entity_mentions,
+    fact_reviews,
+    fact_sources,
+    facts,
+    goal_blockers,
+    goals,
+    memories,
+    memory_chunks,
+    memory_history,
+    relation_sources,
+    relations,
+    strategies,
+    tool_invocations,
+    user_profiles,
+)
+
+Row = dict[str, Any]
+
+# Each kind of a user's data and its table; child tables (turns, sources, blockers, mentions)
+# travel inside their parent's line.
+TABLES: dict[str, sa.Table] = {
+    "memory": memories,
+    "entity": entities,
+    "fact": facts,
+    "relation": relations,
+    "fact_review": fact_reviews,
+    "conversation": conversations,
+    "tool_invocation": tool_invocations,
+    "strategy": strategies,
+    "goal": goals,
+    "profile": user_profiles,
+}
+# The user's rows of these tables are what an export holds (the schema test can compare this
+# with every table that has a user_id column).
+OWNED = (
+    *TABLES.values(),
+    memory_history,
+    memory_chunks,
+    conversation_turns,
+    goal_blockers,
+    fact_sources,
+    relation_sources,
+    entity_mentions,
+)
+_ORDER = {
+    "memories": ("created_at", "id"),
+    "entities": ("first_seen", "id"),
+    "facts": ("recorded_at", "id"),
+    "relations": ("recorded_at", "id"),
+    "fact_reviews": ("created_at", "id"),
+    "conversations": ("started_at", "id"),
+    "tool_invocations": ("created_at", "id"),
+    "strategies": ("created_at", "id"),
+    "goals": ("created_at", "id"),
+    "user_profiles": ("channel",),
+}
+
+
+def _plain(value: Any) -> Any:
+    # pgvector hands vectors back as numpy arrays.
+    if hasattr(value, "tolist") and not isinstance(value, list | str | bytes):
+        return [float(v) for v in value.tolist()]
+    return value
+
+
+def _row(found: Any) -> Row:
+    return {k: _plain(v) for k, v in found._mapping.items()}
+
+
+async def owned(conn: AsyncConnection, table: sa.Table, tenant_id: str, user_id: str) -> list[Row]:
+    """Every row of ``table`` the user owns, oldest first."""
+    c = table.c
+    query = (
+        sa.select(table)
+        .where(c.tenant_id == tenant_id, c.user_id == user_id)
+        .order_by(*(c[name] for name in _ORDER[table.name]))
+    )
+    return [_row(r) for r in await conn.execute(query)]
+
+
+async def children(
+    conn: AsyncConnection,
+    table: sa.Table,
+    tenant_id: str,
+    column: str,
+    parents: Sequence[Any],
+    *,
+    user_id: str | None = None,
+) -> list[Row]:
+    """Rows of a child table (history, chunks, turns, sources, blockers) of these parents
+    (and of this user, where parents are keyed per user)."""
+    if not parents:
+        return []
+    c = table.c
+    where = [c.tenant_id == tenant_id, c[column].in_(list(parents))]
+    if user_id is not None:
+        where.append(c.user_id == user_id)
+    order = [col for col in c if col.name not in ("tenant_id", "embedding")]
+    query = sa.select(table).where(*where).order_by(*order)
+    return [_row(r) for r in await conn.execute(query)]
+
+
+async def owners(
+    conn: AsyncConnection, table: sa.Table, tenant_id: str, ids: Sequence[Any]
+) -> dict[Any, set[str]]:
+    """Which users hold a row of ``table`` under each of these ids in the tenant."""
+    if not ids:
+        return {}
+    c = table.c
+    query = sa.select(c.id, c.user_id).where(c.tenant_id == tenant_id, c.id.in_(list(ids)))
+    found: dict[Any, set[str]] = {}
+    for ident, user in await conn.execute(query):
+        found.setdefault(ident, set()).add(user)
+    return found
+
+
+async def conversation_ids(
+    conn: AsyncConnection, tenant_id: str, user_id: str, ids: Sequence[Any]
+) -> set[Any]:
+    """Which of these conversations the user has."""
+    if not ids:
+        return set()
+    c = conversations.c
+    query = sa.select(c.id).where(
+        c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(list(ids))
+    )
+    return {r[0] for r in await conn.execute(query)}
+
+
+async def profile_channels(
+    conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str]
+) -> set[str]:
+    c = user_profiles.c
+    query = sa.select(c.channel).where(
+        c.tenant_id == tenant_id, c.user_id == user_id, c.channel.in_(list(channels))
+    )
+    return {r[0] for r in await conn.execute(query)}
+
+
+def _batches(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    # One statement binds at most 65,535 parameters.
+    size = max(1, 30_000 // max(1, len(table.c)))
+    return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
+
+
+async def insert_new(
+    conn: AsyncConnection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+) -> int:
+    """Insert the rows whose key is free; says how many went in."""
+    done = 0
+    for batch in _batches(table, rows):
+        key = next(iter(table.primary_key.columns))
+        query = insert(table).values(batch).on_conflict_do_nothing().returning(key)
+        done += len((await conn.execute(query)).all())
+    return done
