@@ -65,6 +65,9 @@ _NOT_A_JOB = p.words(
 )
 
 
+# A sentence's first word in a verb's or adverb's form ("Moving", "Finished", "Sadly") is
+# capitalised for its place: read in lower case, it never joins the name after it.
+_OPENING_FORM = re.compile(r"^\W*[A-Z][a-z]+(?:ing|ed|ly)\b(?!')")
 _NAME_SLOT = re.compile(
     r"\b(?P<lead>in|at|for|from|joined|left|visited|(?:moved|moving|relocated|relocating|flying|"
     r"heading|travelling|traveling|trip)\s+to)\s+(?P<words>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})"
@@ -190,6 +193,7 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
     for sentence in _sentences(clean):
         if lower_case:
             sentence = _capitalised(sentence)
+        sentence = _OPENING_FORM.sub(lambda m: m[0].lower(), sentence, count=1)
         _names(sentence, reading)
         _facts(sentence, reading, whole_text_corrects)
     entities = tuple(EntityMention(name, reading.types[name]) for name in reading.names.values())
@@ -268,7 +272,7 @@ def _looks_like_an_opener(sentence: str, match: re.Match[str], name: str) -> boo
     """A lone capitalised word opening a sentence is capitalised for its place, not as a name
     ("Quick question", "Got it", "Moving was hard"); it is one when the text says so elsewhere
     (a fact about it, its use mid-sentence, "Dana said") or it names a known tool."""
-    at_start = bool(_OPENER.search(sentence[: match.start()])) and name == match[0]
+    at_start = bool(_OPENER.search(sentence[: match.start()])) and match[0].startswith(name)
     if not at_start or " " in name:
         return False
     return name.casefold() not in p.DATABASE_NAMES and not _PERSON_AFTER.match(

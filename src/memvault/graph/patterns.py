@@ -45,7 +45,11 @@ STOP_WORDS = words(
     mr mrs ms dr prof sir madam mom mum dad grandma grandpa granny
     project team app service
     sounds looks seems feels sure cool great perfect awesome please let lol haha yeah
-    yep nope hmm anyway whatever alright quick got
+    yep nope hmm anyway whatever alright quick got wow basically literally seriously
+    honestly apparently luckily sadly unfortunately fortunately obviously clearly besides
+    meanwhile however interesting totally definitely certainly hopefully frankly naturally
+    anyways btw fyi random funny weird guess turns lately currently somebody everything
+    nothing right
     """
 )
 
