@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memvault import AsyncMemory
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.extract_rules import extract_offline
+from memvault.models import Fact
 
 # A Sunday; every relative date below can be checked against a calendar by hand.
 SAID = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
@@ -91,8 +92,8 @@ def test_a_word_that_only_opens_a_sentence_is_no_entity(text: str) -> None:
 SAID_IN_2025 = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
 
 
-def objects(facts: list[object]) -> set[str | None]:
-    return {getattr(f, "object", None) or getattr(f, "value", None) for f in facts}
+def objects(facts: list[Fact]) -> set[str | None]:
+    return {f.object or f.value for f in facts}
 
 
 async def test_a_move_stored_answers_where_the_user_lived_then_and_lives_now(
@@ -140,11 +141,14 @@ async def test_diet_employer_and_title_are_stored_from_one_line_each(memory: Asy
         ("i live in porto", {(SELF, "lives_in", "Porto")}),
         ("I grew up in Tallinn.", {(SELF, "grew_up_in", "Tallinn")}),
         # work
-        ("I'm a pharmacist at Boots.", {(SELF, "job_title", "pharmacist"), (SELF, "works_for", "Boots")}),
-        ("Joined Canva in March as a designer.", {(SELF, "works_for", "Canva"), (SELF, "job_title", "designer")}),
+        ("I'm a pharmacist at Boots.",
+         {(SELF, "job_title", "pharmacist"), (SELF, "works_for", "Boots")}),
+        ("Joined Canva in March as a designer.",
+         {(SELF, "works_for", "Canva"), (SELF, "job_title", "designer")}),
         # diet and health
         ("I'm strictly vegan.", {(SELF, "diet", "vegan")}),
-        ("I don't eat beef or lamb.", {(SELF, "avoids_food", "beef"), (SELF, "avoids_food", "lamb")}),
+        ("I don't eat beef or lamb.",
+         {(SELF, "avoids_food", "beef"), (SELF, "avoids_food", "lamb")}),
         ("I'm allergic to wasps.", {(SELF, "allergic_to", "wasps")}),
         ("I'm asthmatic.", {(SELF, "has_condition", "asthma")}),
         # family
@@ -161,7 +165,8 @@ async def test_diet_employer_and_title_are_stored_from_one_line_each(memory: Asy
         ("I own a Brompton.", {(SELF, "owns", "Brompton")}),
         ("I have a rabbit called Clover.", {(SELF, "has_pet", "Clover")}),
         # education and languages
-        ("I'm studying physics at Durham.", {(SELF, "field_of_study", "physics"), (SELF, "studies_at", "Durham")}),
+        ("I'm studying physics at Durham.",
+         {(SELF, "field_of_study", "physics"), (SELF, "studies_at", "Durham")}),
         ("I speak Dutch and Frisian.", {(SELF, "speaks", "Dutch")}),
         ("I'm learning Welsh.", {(SELF, "learning", "Welsh")}),
         # hobbies and who
@@ -220,17 +225,19 @@ def test_an_assistant_turn_states_nothing_about_the_user_in_its_own_first_person
 # --- properties -------------------------------------------------------------------------------
 
 # Words people open a chat line with; none of them is a name.
-OPENERS = (
+_OPENING_WORDS = (
     "Quick Got Sure Thanks Great Moving Honestly Basically Also Anyway Just Maybe Well Okay "
     "Sounds Looks Yesterday Today Perfect Cool Interesting Seriously Apparently Luckily Sadly "
     "Unfortunately Finally Actually Wow Hey Hmm Right Still Obviously Guess Funny Weird "
     "Nothing Everything Lately Currently"
-).split()
-_TAIL = (
+)
+OPENERS = _OPENING_WORDS.split()
+_TAIL_WORDS = (
     "I i we my Dana Acme Lyon Berlin is am work at in moved to from live love hate vegan a "
     "the dog named Rex have own sister Maria speak Spanish play tennis not don't anymore "
     "last year next month actually and but , . ! ? : 3 years old"
-).split()
+)
+_TAIL = _TAIL_WORDS.split()
 
 
 @settings(deadline=None, max_examples=400)
