@@ -75,7 +75,11 @@ def test_messages_are_one_conversation_api_under_the_callers_id(client: TestClie
     user = {"user_id": "sam"}
     first = client.post(
         "/v1/messages",
-        json={**user, "conversation_id": "sess-42", "messages": [{"role": "user", "content": "hi"}]},
+        json={
+            **user,
+            "conversation_id": "sess-42",
+            "messages": [{"role": "user", "content": "hi"}],
+        },
     )
     assert first.status_code == 201, first.text
     second = client.post(
@@ -114,7 +118,9 @@ def test_messages_are_one_conversation_api_under_the_callers_id(client: TestClie
     listed = client.get("/v1/conversations", params=user).json()["results"]
     assert [c["id"] for c in listed] == ["sess-42"]
     # Without an id, the turns start a conversation of their own and say which.
-    fresh = client.post("/v1/messages", json={**user, "messages": [{"role": "user", "content": "x"}]})
+    fresh = client.post(
+        "/v1/messages", json={**user, "messages": [{"role": "user", "content": "x"}]}
+    )
     new_id = fresh.json()["results"][0]["conversation_id"]
     assert new_id and new_id != "sess-42"
     assert client.get(f"/v1/conversations/{new_id}", params=user).json()["turn_count"] == 1
@@ -215,3 +221,17 @@ async def test_start_conversation_takes_the_callers_id(memory: AsyncMemory) -> N
         pass
     else:
         raise AssertionError("a second conversation by the same id was made")
+
+
+async def test_a_correction_supersedes_the_fact_and_keeps_both_turns(memory: AsyncMemory) -> None:
+    for said in ("I live in Berlin.", "Actually I moved to Hamburg."):
+        await memory.add_messages(
+            [{"role": "user", "content": said}], user_id="kim", conversation_id="k", wait=True
+        )
+    current = await memory.facts(user_id="kim", predicate="lives_in")
+    assert [f.object for f in current] == ["Hamburg"]
+    history = await memory.facts(user_id="kim", predicate="lives_in", include_superseded=True)
+    assert {f.object for f in history} == {"Berlin", "Hamburg"}
+    convo = await memory.get_conversation("k", user_id="kim")
+    assert convo.turns is not None
+    assert [t.content for t in convo.turns] == ["I live in Berlin.", "Actually I moved to Hamburg."]
