@@ -26,7 +26,7 @@ class ListParams(MemoryQuery):
         if self.metadata is not None:
             try:
                 values["metadata"] = json.loads(self.metadata)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past the parser's depth too
                 raise InvalidInput(
                     "metadata must be a JSON object.", details={"field": "metadata"}
                 ) from None
