@@ -286,7 +286,7 @@ class MessagesRequest(_Input):
     session_id: Identifier | None = Field(
         default=None, description="the same as conversation_id (its older name)"
     )
-    title: Content | None = Field(default=None, description="a new conversation's title")
+    title: Title | None = Field(default=None, description="a new conversation's title")
     occurred_at: Timestamp | None = Field(
         default=None, description="when the conversation took place (default: now)"
     )
