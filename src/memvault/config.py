@@ -33,7 +33,10 @@ class Settings(BaseSettings):
         default=None,
         description="postgresql:// URL of a server with pgvector; unset starts the embedded one.",
     )
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="embedded database, key file and exported ONNX model",
+    )
     encryption_key: SecretStr | None = Field(
         default=None,
         description="Active AES-256 key, base64 of 32 bytes. Unset in embedded mode: a key file "
@@ -48,19 +51,29 @@ class Settings(BaseSettings):
         description="seal each tenant's content under its own data key (wrapped by the "
         "encryption key), so a tenant can be crypto-shredded; off: one key for every tenant",
     )
-    redis_url: SecretStr | None = None
-    host: str = "127.0.0.1"
-    port: int = Field(default=8765, ge=1, le=65535)
-    log_level: LogLevel = "INFO"
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="redis:// URL: working memory, the embedding cache and rate-limit buckets "
+        "live in Redis; unset: in PostgreSQL (UNLOGGED tables)",
+    )
+    host: str = Field(default="127.0.0.1", description="address `memvault serve` listens on")
+    port: int = Field(default=8765, ge=1, le=65535, description="port `memvault serve` listens on")
+    log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR")
     workers: int = Field(
         default=1, ge=1, le=64, description="server processes of `memvault serve` (--workers)"
     )
 
-    max_content_chars: int = Field(default=32_000, ge=1)
-    max_body_bytes: int = Field(default=1_048_576, ge=1024)
-    max_page_size: int = Field(default=100, ge=1)
+    max_content_chars: int = Field(
+        default=32_000, ge=1, description="longest memory content accepted (422 content_too_long)"
+    )
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        description="largest request body accepted (413 payload_too_large)",
+    )
+    max_page_size: int = Field(default=100, ge=1, description="largest `limit` of a list or search")
     max_query_chars: int = Field(default=2_000, ge=1, description="longest search query")
-    pool_size: int = Field(default=10, ge=1)
+    pool_size: int = Field(default=10, ge=1, description="database connections per process")
 
     # --- the HTTP API ---
     auth: Literal["required", "off"] = Field(
@@ -91,7 +104,11 @@ class Settings(BaseSettings):
     )
 
     # --- embeddings ---
-    embedding_provider: EmbeddingProviderName = "local"
+    embedding_provider: EmbeddingProviderName = Field(
+        default="local",
+        description="local (the bundled all-MiniLM-L6-v2), openai (any OpenAI-compatible "
+        "/embeddings: OpenAI, Azure, Ollama, vLLM, LM Studio) or hash",
+    )
     embedding_model: str = Field(
         default="all-MiniLM-L6-v2",
         description="model name; for `local` the bundled all-MiniLM-L6-v2",
@@ -111,18 +128,33 @@ class Settings(BaseSettings):
     embedding_base_url: str = Field(
         default="https://api.openai.com/v1", description="OpenAI-compatible API root (openai)"
     )
-    embedding_api_key: SecretStr | None = None
-    embedding_dimensions: int | None = Field(default=None, ge=1, le=16_000)
-    embedding_timeout_s: float = Field(default=30.0, gt=0)
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="API key of the openai embedding provider"
+    )
+    embedding_dimensions: int | None = Field(
+        default=None,
+        ge=1,
+        le=16_000,
+        description="vector size asked of the openai provider; unset: the model's",
+    )
+    embedding_timeout_s: float = Field(default=30.0, gt=0, description="per embedding call")
     embedding_attempts: int = Field(default=5, ge=1, description="tries before falling back")
-    embedding_retry_base_s: float = Field(default=0.5, ge=0)
+    embedding_retry_base_s: float = Field(
+        default=0.5, ge=0, description="first backoff between embedding tries (doubles each try)"
+    )
     embedding_fallback: bool = Field(
         default=True, description="fall back to the local model, then hash vectors"
     )
-    embedding_max_chars: int = Field(default=8_000, ge=1)
-    embedding_cache_ttl_s: int = Field(default=3_600, ge=0)
-    chunk_tokens: int = Field(default=256, ge=16, le=8_192)
-    chunk_overlap: int = Field(default=32, ge=0)
+    embedding_max_chars: int = Field(
+        default=8_000, ge=1, description="text beyond this is not embedded (it is still stored)"
+    )
+    embedding_cache_ttl_s: int = Field(
+        default=3_600, ge=0, description="embedding cache lifetime (0 turns the cache off)"
+    )
+    chunk_tokens: int = Field(
+        default=256, ge=16, le=8_192, description="chunk window in tokens (capped at the model's)"
+    )
+    chunk_overlap: int = Field(default=32, ge=0, description="tokens two neighbouring chunks share")
 
     # --- LLM (optional: every feature has an offline path) ---
     llm_provider: LLMProviderName | None = Field(
@@ -130,28 +162,67 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(default="", description="required with an LLM provider")
     llm_base_url: str | None = Field(default=None, description="API root; unset: the vendor's")
-    llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=20.0, gt=0)
-    llm_attempts: int = Field(default=3, ge=1)
-    llm_retry_base_s: float = Field(default=0.5, ge=0)
+    llm_api_key: SecretStr | None = Field(default=None, description="API key of the LLM provider")
+    llm_timeout_s: float = Field(default=20.0, gt=0, description="per LLM call")
+    llm_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="tries (exponential backoff on timeouts, 429 and 5xx) before the offline "
+        "rules decide",
+    )
+    llm_retry_base_s: float = Field(
+        default=0.5, ge=0, description="first backoff between LLM tries (doubles each try)"
+    )
 
     # --- write pipeline ---
-    pii_policy: PIIPolicyName = "redact"
-    dedup_duplicate_threshold: float = Field(default=0.98, gt=0, le=1)
-    dedup_similar_threshold: float = Field(default=0.70, gt=0, le=1)
-    max_batch_items: int = Field(default=1_000, ge=1)
+    pii_policy: PIIPolicyName = Field(
+        default="redact", description="default PII policy of a write: redact, reject (422) or allow"
+    )
+    dedup_duplicate_threshold: float = Field(
+        default=0.98,
+        gt=0,
+        le=1,
+        description="cosine at or above which a new memory is a duplicate (the rules still check "
+        "changed values)",
+    )
+    dedup_similar_threshold: float = Field(
+        default=0.70,
+        gt=0,
+        le=1,
+        description="cosine at or above which the LLM (or the rules) decide merge, replace or "
+        "keep both",
+    )
+    max_batch_items: int = Field(default=1_000, ge=1, description="largest batch add")
 
     # --- worker ---
     run_worker: bool | None = Field(
         default=None, description="run the embedding worker in-process; unset: in embedded mode"
     )
-    worker_concurrency: int = Field(default=1, ge=1)
-    worker_batch_size: int = Field(default=64, ge=1)
-    worker_batch_wait_ms: int = Field(default=10, ge=0)
-    worker_max_attempts: int = Field(default=5, ge=1)
-    worker_backoff_base_s: float = Field(default=2.0, ge=0)
-    worker_lease_s: float = Field(default=120.0, gt=0)
-    worker_sweep_interval_s: float = Field(default=30.0, gt=0)
+    worker_concurrency: int = Field(default=1, ge=1, description="embedding workers per process")
+    worker_batch_size: int = Field(
+        default=64, ge=1, description="jobs claimed and embedded in one provider call"
+    )
+    worker_batch_wait_ms: int = Field(
+        default=10, ge=0, description="how long a worker waits to fill a batch"
+    )
+    worker_max_attempts: int = Field(
+        default=5, ge=1, description="tries before a job is dead-lettered"
+    )
+    worker_backoff_base_s: float = Field(
+        default=2.0, ge=0, description="first backoff of a failed job (doubles each try)"
+    )
+    worker_lease_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="a claimed job returns to the queue when its worker has not finished in this "
+        "long",
+    )
+    worker_sweep_interval_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="how often a worker re-queues memories a fallback embedded, once the provider "
+        "answers",
+    )
     wait_timeout_s: float = Field(default=30.0, gt=0, description="longest add(wait=True)")
 
     # --- search ---
@@ -160,7 +231,9 @@ class Settings(BaseSettings):
         ge=0,
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )
-    hnsw_ef_search: int = Field(default=400, ge=1, le=1000)
+    hnsw_ef_search: int = Field(
+        default=400, ge=1, le=1000, description="HNSW candidate list size (recall against speed)"
+    )
     analyze_after_rows: int = Field(
         default=200,
         ge=0,
@@ -190,7 +263,7 @@ class Settings(BaseSettings):
     mcp_host: str = Field(default="127.0.0.1", description="bind address of `memvault mcp --http`")
     mcp_port: int = Field(default=8766, ge=1, le=65535, description="port of `mcp --http`")
 
-    # --- lifecycle and audit (issue 15: scheduled jobs, audit log, deletion, health) ---
+    # --- lifecycle and audit: scheduled jobs, audit log, deletion, health ---
     schedule_enabled: bool = Field(
         default=True, description="the worker runs the scheduled lifecycle jobs when due"
     )
@@ -255,7 +328,7 @@ class Settings(BaseSettings):
     health_duplicate_similarity: float = Field(
         default=0.95, gt=0, le=1, description="memory health: near-duplicate cosine similarity"
     )
-    # --- knowledge graph (issue 13) ---
+    # --- knowledge graph ---
     graph_contradiction_policy: Literal["prefer_new", "prefer_old", "flag_review"] = Field(
         default="prefer_new",
         description="a new value of a functional predicate: prefer_new supersedes the current "
@@ -307,7 +380,9 @@ class Settings(BaseSettings):
     working_max_turns: int = Field(
         default=20, ge=1, le=1_000, description="recent turns kept in a session's working memory"
     )
-    working_max_thoughts: int = Field(default=50, ge=1, le=1_000)
+    working_max_thoughts: int = Field(
+        default=50, ge=1, le=1_000, description="thoughts kept on a session's thought stack"
+    )
     promotion_min_confidence: float = Field(
         default=0.85, ge=0, le=1, description="a project fact at least this confident…"
     )
