@@ -49,6 +49,12 @@ _PERSON_AFTER = re.compile(
     r"^(?:'s\s+(?:birthday|wife|husband|sister|brother|mother|father)"
     r"|\s+(?:said|says|told|and I)\b)"
 )
+# A verb right after a sentence's first word makes that word its subject, a name.
+_ACTS = re.compile(
+    r"\s+(?:[a-z]+ed|is|was|has|had|said|says|told|tells|went|goes|lives|works|loves|likes|"
+    r"moves|wants|will|would|can|could|does|did|gets|thinks|thought|calls|asks|came|comes|"
+    r"just|also|never|always)\b"
+)
 _RELATION_OF = {"works_for": "WORKS_FOR", "lives_in": "LOCATED_IN"}
 _CLAUSE = re.compile(r",?\s+(?:and|but|then|so)\s+(?=[a-z])")
 _LEAD = re.compile(rf"^\W*(?P<lead>{p.NAME}|[Hh]e\b|[Ss]he\b)")
@@ -270,14 +276,14 @@ def _trim(raw: str) -> str | None:
 
 def _looks_like_an_opener(sentence: str, match: re.Match[str], name: str) -> bool:
     """A lone capitalised word opening a sentence is capitalised for its place, not as a name
-    ("Quick question", "Got it", "Moving was hard"); it is one when the text says so elsewhere
-    (a fact about it, its use mid-sentence, "Dana said") or it names a known tool."""
+    ("Quick question", "Got it", "Moving was hard"); it is one when a verb follows it ("Jon
+    visited", "Dana said"), the text uses it mid-sentence or in a fact, or it names a tool."""
     at_start = bool(_OPENER.search(sentence[: match.start()])) and match[0].startswith(name)
     if not at_start or " " in name:
         return False
-    return name.casefold() not in p.DATABASE_NAMES and not _PERSON_AFTER.match(
-        sentence[match.end() :]
-    )
+    after = sentence[match.end() :]
+    known = name.casefold() in p.DATABASE_NAMES
+    return not (known or _PERSON_AFTER.match(after) or _ACTS.match(after))
 
 
 def _context_type(sentence: str, match: re.Match[str], name: str) -> EntityType:
