@@ -175,3 +175,13 @@ def test_query_parameters_and_paths_are_not_echoed_either(api: TestClient) -> No
         answered = api.get(path, params={"user_id": "u"})
         assert answered.status_code in (404, 422), answered.text
         assert "Secret" not in answered.text
+
+
+def test_a_query_has_a_limit(api: TestClient) -> None:
+    _refused(api.post("/v1/memories/search", json={"query": HUGE, "user_id": "q"}), "query")
+    _refused(api.post("/v1/remember", json={"query": HUGE, "user_id": "q"}), "query")
+    # MEMVAULT_MAX_QUERY_CHARS (2,000) holds; no setting lets one pass 32,000 characters.
+    at_limit = {"query": "word " * 400, "user_id": "q"}
+    for path in ("/v1/memories/search", "/v1/remember"):
+        answer = api.post(path, json=at_limit)
+        assert answer.status_code == 200, answer.text[:300]

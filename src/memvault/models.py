@@ -75,6 +75,10 @@ Text = Annotated[str, AfterValidator(_text)]
 # A title or a description: one line of meaning, not a document (documents are memories).
 Title = Annotated[str, Field(max_length=500), AfterValidator(_content)]
 Description = Annotated[str, Field(max_length=2_000), AfterValidator(_content)]
+# A question to search or recall by: as long as the longest memory by default (a memory's
+# whole text is a fair query), no longer.
+MAX_QUERY_CHARS = 32_000
+Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS), AfterValidator(_content)]
 # Why something was done, as the audit log records it: one short line.
 Reason = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_identifier)]
 # A duration a caller reports (a tool call's latency): at most 30 days, so sums and averages
@@ -446,7 +450,7 @@ class SearchResult(BaseModel):
 class SearchRequest(MemoryFilter):
     """Body of POST /v1/memories/search: the question, the filters, and how to search."""
 
-    query: Content
+    query: Query
     limit: int = Field(default=10, ge=1, le=100)
     recipe: Literal["hybrid", "vector", "keyword", "recent"] = Field(
         default="hybrid",

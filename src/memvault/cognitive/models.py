@@ -15,12 +15,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from memvault import jsonvalues
 from memvault.models import (
-    Content,
     Description,
     Identifier,
     Message,
     Metadata,
     Milliseconds,
+    Query,
     Timestamp,
     Title,
 )
@@ -309,7 +309,7 @@ class TimeWindow(_Input):
 class RememberRequest(_Input):
     """Body of POST /v1/remember."""
 
-    query: Content
+    query: Query
     user_id: Identifier
     channel: Identifier = GLOBAL_CHANNEL
     conversation_id: Identifier | None = Field(
