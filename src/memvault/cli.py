@@ -435,9 +435,8 @@ def import_(
 
     from rich.progress import Progress
 
-    exported = _exported_lines(path)
-    if exported is not None:
-        cli_lifecycle.import_export_file(exported)
+    if cli_lifecycle.is_export_file(path):
+        cli_lifecycle.import_export_file(path)
         return
     lines = _read_jsonl(path)
     actions: Counter[str] = Counter()
@@ -469,18 +468,6 @@ def import_(
         f"imported {len(lines)} lines: "
         + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
     )
-
-
-def _exported_lines(path: Path) -> list[dict[str, Any]] | None:
-    """The lines of a file `memvault export` wrote (ids, history, vectors kept), or None."""
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
-    try:
-        first = json.loads(lines[0]) if lines else None
-    except ValueError:
-        return None
-    if not isinstance(first, dict) or "memvault_export" not in first:
-        return None
-    return [json.loads(line) for line in lines]
 
 
 def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:

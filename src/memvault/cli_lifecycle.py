@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from memvault.admin import Admin
@@ -249,23 +251,61 @@ def restore(
 
 @lifecycle_app.command("export")
 def export(
-    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memory")],
     tenant: TenantOpt = "default",
 ) -> None:
-    """Write a user's memories (ids, history, vectors) as JSON lines to stdout; `memvault
-    import FILE` loads them back."""
+    """Write a user's whole memory (memories with history and vectors, the knowledge graph,
+    conversations, tool use, strategies, goals, profile) as JSON lines to stdout, in the format
+    of docs/export-format.md; `memvault import FILE` loads it back."""
     with _memory(tenant) as memory:
         lines = _call(lambda: memory.export_memories(user_id=user))
     for line in lines:
-        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
-    err.print(f"exported {len(lines)} memories of {user!r}")
+        sys.stdout.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n")
+    kinds = Counter(str(line["kind"]) for line in lines)
+    err.print(
+        f"exported {len(lines)} lines of {user!r}: "
+        + (", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "nothing")
+    )
 
 
-def import_export_file(items: list[dict[str, Any]], tenant: str = "default") -> None:
-    """What ``memvault import`` does with a file written by ``memvault export``."""
+def is_export_file(path: Path) -> bool:
+    """Whether the file's first line is a line `memvault export` wrote."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for text in handle:
+            if text.strip():
+                try:
+                    first = json.loads(text)
+                except ValueError:
+                    return False
+                return isinstance(first, dict) and "memvault_export" in first
+    return False
+
+
+def import_export_file(path: Path, tenant: str = "default") -> None:
+    """What ``memvault import`` does with a file written by ``memvault export``: every line
+    checked first; each problem is printed as FILE:LINE: field: problem, and nothing is
+    imported unless there is none."""
+    numbers: list[int] = []
+    items: list[Any] = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            items.append(json.loads(text))
+        except ValueError:
+            items.append(None)  # refused as "not a JSON object", with its line
+        numbers.append(number)
     with _memory(tenant) as memory:
-        counts = _call(lambda: memory.import_memories(items))
-    out.print(", ".join(f"{n} {what}" for what, n in counts.items()))
+        try:
+            counts = memory.import_memories(items)
+        except MemvaultError as exc:
+            for found in exc.details.get("errors", []):
+                at = numbers[found["line"] - 1] if 0 < found["line"] <= len(numbers) else "?"
+                where = escape(f"{path}:{at}: {found['field']}: {found['problem']}")
+                err.print(f"[red]error:[/red] {where}", highlight=False)
+            _fail(exc)
+            raise  # unreachable: _fail always exits
+    out.print(", ".join(f"{n} {what}" for what, n in counts.items() if n))
 
 
 def memory_doctor(user: str, tenant: str = "default") -> bool:

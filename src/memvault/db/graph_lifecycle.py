@@ -15,10 +15,8 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.graph import ENTITY_COLUMNS, FACT_COLUMNS, EntityRow, FactRow
 from memvault.db.records import _Record
 from memvault.db.tables import (
     conversation_turns,
@@ -27,7 +25,6 @@ from memvault.db.tables import (
     entities,
     fact_reviews,
     fact_sources,
-    facts,
     memories,
 )
 
@@ -367,72 +364,3 @@ async def open_reviews(conn: AsyncConnection, tenant_id: str, user_id: str) -> i
         fact_reviews.c.tenant_id == tenant_id, fact_reviews.c.user_id == user_id
     )
     return int(await conn.scalar(query) or 0)
-
-
-# --- export and import -------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class SourcedFact:
-    """A fact (current or superseded) read from one of the exported memories, with its
-    vector."""
-
-    memory_id: UUID
-    row: FactRow
-    embedding: list[float] | None
-    embedding_model: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class VectoredEntity:
-    row: EntityRow
-    embedding: list[float] | None
-    embedding_model: str | None
-
-
-def _vector(value: Any) -> list[float] | None:
-    return None if value is None else [float(v) for v in value]
-
-
-async def facts_of_memories(
-    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
-) -> list[SourcedFact]:
-    _f, _s = facts.c, fact_sources.c
-    query = (
-        sa.select(_s.memory_id, *FACT_COLUMNS, _f.embedding, _f.embedding_model)
-        .join(fact_sources, sa.and_(_s.tenant_id == _f.tenant_id, _s.fact_id == _f.id))
-        .where(_f.tenant_id == tenant_id, _s.memory_id.in_(list(memory_ids)))
-        .order_by(_f.recorded_at, _f.id)
-    )
-    found = []
-    for r in await conn.execute(query):
-        values = r._mapping
-        row = FactRow(*(values[c.name] for c in FACT_COLUMNS))
-        found.append(
-            SourcedFact(
-                values["memory_id"], row, _vector(values["embedding"]), values["embedding_model"]
-            )
-        )
-    return found
-
-
-async def entities_by_id(
-    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
-) -> list[VectoredEntity]:
-    query = sa.select(*ENTITY_COLUMNS, _e.embedding, _e.embedding_model).where(
-        _e.tenant_id == tenant_id, _e.id.in_(list(ids))
-    )
-    found = []
-    for r in await conn.execute(query):
-        values = r._mapping
-        row = EntityRow(*(values[c.name] for c in ENTITY_COLUMNS))
-        found.append(VectoredEntity(row, _vector(values["embedding"]), values["embedding_model"]))
-    return found
-
-
-async def insert_new(conn: AsyncConnection, table_name: str, values: dict[str, Any]) -> bool:
-    """Insert a graph row unless its key is taken (an import names a row more than once, and
-    can be run twice); says whether it was inserted."""
-    table = {"entities": entities, "facts": facts, "fact_sources": fact_sources}[table_name]
-    query = pg_insert(table).values(**values).on_conflict_do_nothing()
-    return bool((await conn.execute(query)).rowcount)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.records import FailedJob, HistoryRow, MemoryRow
+from memvault.db.records import FailedJob
 from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
 from memvault.models import TURN_SOURCE
 
@@ -124,61 +122,6 @@ async def set_tier(
         .values(tier=tier)
     )
     return (await conn.execute(query)).rowcount or 0
-
-
-# --- export / import ---------------------------------------------------------------------------
-
-
-async def user_memories(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[MemoryRow]:
-    query = sa.select(memories).where(*_owner(tenant_id, user_id)).order_by(_m.created_at, _m.id)
-    return [MemoryRow.from_row(r) for r in await conn.execute(query)]
-
-
-async def histories(
-    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
-) -> dict[UUID, list[HistoryRow]]:
-    query = (
-        sa.select(memory_history)
-        .where(_h.tenant_id == tenant_id, _h.memory_id.in_(list(ids)))
-        .order_by(_h.id)
-    )
-    found: dict[UUID, list[HistoryRow]] = {}
-    for row in await conn.execute(query):
-        found.setdefault(row.memory_id, []).append(HistoryRow.from_row(row))
-    return found
-
-
-async def chunks(
-    conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]
-) -> dict[UUID, dict[str, list[list[float]]]]:
-    """Vectors by memory, then model, in chunk order."""
-    query = (
-        sa.select(_c.memory_id, _c.model, _c.embedding)
-        .where(_c.tenant_id == tenant_id, _c.memory_id.in_(list(ids)))
-        .order_by(_c.memory_id, _c.model, _c.chunk_index)
-    )
-    found: dict[UUID, dict[str, list[list[float]]]] = {}
-    for row in await conn.execute(query):
-        found.setdefault(row.memory_id, {}).setdefault(row.model, []).append(
-            [float(x) for x in row.embedding]
-        )
-    return found
-
-
-async def insert_exported(conn: AsyncConnection, values: dict[str, Any]) -> bool:
-    """A memory as exported, its id kept; False when this tenant has that id already."""
-    query = (
-        insert(memories)
-        .values(values)
-        .on_conflict_do_nothing(index_elements=["tenant_id", "id"])
-        .returning(_m.id)
-    )
-    return (await conn.execute(query)).first() is not None
-
-
-async def insert_history(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    if rows:
-        await conn.execute(memory_history.insert(), list(rows))
 
 
 async def owned_unembedded(

@@ -19,6 +19,8 @@ from memvault.db.tables import (
     conversations,
     entities,
     entity_mentions,
+    entity_merges,
+    fact_promotions,
     fact_reviews,
     fact_sources,
     facts,
@@ -44,6 +46,8 @@ TABLES: dict[str, sa.Table] = {
     "fact": facts,
     "relation": relations,
     "fact_review": fact_reviews,
+    "entity_merge": entity_merges,
+    "fact_promotion": fact_promotions,
     "conversation": conversations,
     "tool_invocation": tool_invocations,
     "strategy": strategies,
@@ -62,12 +66,24 @@ OWNED = (
     relation_sources,
     entity_mentions,
 )
+# The rest of the tables with a user's rows, and why an export leaves them out.
+REBUILT = {
+    "memory_terms": "keyword postings: made again from the text on import",
+    "fact_terms": "keyword postings: made again from the claim on import",
+    "entity_terms": "keyword postings: made again from the names on import",
+}
+LEFT_OUT = {
+    "working_memory": "a live session's scratch space, expiring within hours: not kept memory",
+    "audit_log": "the store's own record of who did what: it stays with the store",
+}
 _ORDER = {
     "memories": ("created_at", "id"),
     "entities": ("first_seen", "id"),
     "facts": ("recorded_at", "id"),
     "relations": ("recorded_at", "id"),
     "fact_reviews": ("created_at", "id"),
+    "entity_merges": ("created_at", "id"),
+    "fact_promotions": ("promoted_at", "fact_id"),
     "conversations": ("started_at", "id"),
     "tool_invocations": ("created_at", "id"),
     "strategies": ("created_at", "id"),

@@ -18,6 +18,8 @@ from memvault.db import graph as graph_db
 from memvault.db import portable as db
 from memvault.db.tables import (
     entity_mentions,
+    entity_merges,
+    fact_promotions,
     fact_reviews,
     fact_sources,
     relation_sources,
@@ -29,7 +31,9 @@ from memvault.graph.claims import SELF
 from memvault.lifecycle.portable_format import (
     FORMAT,
     EntityLine,
+    EntityMergeLine,
     FactLine,
+    FactPromotionLine,
     FactReviewLine,
     Line,
     RelationLine,
@@ -101,7 +105,32 @@ async def export_lines(
         lines.append(
             FactReviewLine(memvault_export=FORMAT, kind="fact_review", **_fields(FactReviewLine, r))
         )
+    relations = set(rids)
+    for r in rows["entity_merge"]:
+        if r["merged_id"] not in known or r["into_id"] not in known:
+            continue
+        lines.append(
+            EntityMergeLine(
+                memvault_export=FORMAT,
+                kind="entity_merge",
+                # What a merge moved and is gone since has nothing left to move back.
+                subject_facts=[i for i in r["subject_facts"] if i in exported],
+                object_facts=[i for i in r["object_facts"] if i in exported],
+                source_relations=[i for i in r["source_relations"] if i in relations],
+                target_relations=[i for i in r["target_relations"] if i in relations],
+                **_fields(EntityMergeLine, r, _MOVED),
+            )
+        )
+    for r in rows["fact_promotion"]:
+        lines.append(
+            FactPromotionLine(
+                memvault_export=FORMAT, kind="fact_promotion", **_fields(FactPromotionLine, r)
+            )
+        )
     return lines
+
+
+_MOVED = {"subject_facts", "object_facts", "source_relations", "target_relations"}
 
 
 def _columns(record: type[Any], row: dict[str, Any]) -> dict[str, Any]:
@@ -253,6 +282,33 @@ async def import_lines(
         if where.new("fact_review", v.id)
     ]
     counts["fact_reviews"] += await db.insert_new(conn, fact_reviews, reviews)
+    merges = []
+    for _, m in found.lines("entity_merge"):
+        if not where.new("entity_merge", m.id):
+            continue
+        values = m.model_dump(exclude={"memvault_export", "kind", *_MOVED})
+        values.update(
+            tenant_id=tenant_id,
+            id=where.id("entity_merge", m.id),
+            merged_id=where.ref("entity", m.merged_id),
+            into_id=where.ref("entity", m.into_id),
+            subject_facts=[where.ref("fact", i) for i in m.subject_facts],
+            object_facts=[where.ref("fact", i) for i in m.object_facts],
+            source_relations=[where.ref("relation", i) for i in m.source_relations],
+            target_relations=[where.ref("relation", i) for i in m.target_relations],
+        )
+        merges.append(values)
+    counts["entity_merges"] += await db.insert_new(conn, entity_merges, merges)
+    promotions = [
+        {
+            **p.model_dump(exclude={"memvault_export", "kind"}),
+            "tenant_id": tenant_id,
+            "fact_id": where.ref("fact", p.fact_id),
+            "promoted_from": where.ref("fact", p.promoted_from),
+        }
+        for _, p in found.lines("fact_promotion")
+    ]
+    counts["fact_promotions"] += await db.insert_new(conn, fact_promotions, promotions)
     await db.insert_new(conn, entity_mentions, mentions)
     await db.insert_new(conn, fact_sources, sources)
     await db.insert_new(conn, relation_sources, relation_from)

@@ -54,9 +54,11 @@ from memvault.lifecycle.portable_format import (
     MAX_ERRORS,
     ConversationLine,
     EntityLine,
+    EntityMergeLine,
     ExportedTurn,
     ExportedVersion,
     FactLine,
+    FactPromotionLine,
     FactReviewLine,
     GoalLine,
     Line,
@@ -81,14 +83,16 @@ if TYPE_CHECKING:
 _REMAP = uuid.UUID("6d656d76-6175-4c74-8000-696d706f7274")
 # Kinds whose rows carry a UUID the tenant shares among its users (conversations are keyed
 # per user, profiles by channel: neither can collide with another user's).
-_SHARED_IDS = ("memory", "entity", "fact", "relation", "fact_review", "tool_invocation",
-               "strategy", "goal")  # fmt: skip
+_SHARED_IDS = ("memory", "entity", "fact", "relation", "fact_review", "entity_merge",
+               "tool_invocation", "strategy", "goal")  # fmt: skip
 COUNTED = (
     "memories",
     "entities",
     "facts",
     "relations",
     "fact_reviews",
+    "entity_merges",
+    "fact_promotions",
     "conversations",
     "turns",
     "tool_invocations",
@@ -102,6 +106,8 @@ _PLURAL = {
     "fact": "facts",
     "relation": "relations",
     "fact_review": "fact_reviews",
+    "entity_merge": "entity_merges",
+    "fact_promotion": "fact_promotions",
     "conversation": "conversations",
     "tool_invocation": "tool_invocations",
     "strategy": "strategies",
@@ -297,7 +303,7 @@ class _Read:
 
     def add(self, number: int, line: Line) -> None:
         kind = line.kind
-        key = line.channel if isinstance(line, ProfileLine) else line.id
+        key = _key(line)
         found = self.by_kind.setdefault(kind, {})
         if key not in found:
             found[key] = (number, line)
@@ -312,6 +318,15 @@ class _Read:
 
     def lines(self, kind: str) -> list[tuple[int, Any]]:
         return list(self.by_kind.get(kind, {}).values())
+
+
+def _key(line: Line) -> Any:
+    """What names a line's row among the user's rows of its kind."""
+    if isinstance(line, ProfileLine):
+        return line.channel
+    if isinstance(line, FactPromotionLine):
+        return line.fact_id
+    return line.id
 
 
 def read(items: Sequence[Any]) -> _Read:
@@ -467,6 +482,14 @@ def _references(line: Any) -> list[tuple[str, str, Any]]:
         each("memory_ids", "memory", line.memory_ids)
     elif isinstance(line, FactReviewLine):
         refs += [("fact_id", "fact", line.fact_id), ("conflicts_with", "fact", line.conflicts_with)]
+    elif isinstance(line, FactPromotionLine):
+        refs += [("fact_id", "fact", line.fact_id), ("promoted_from", "fact", line.promoted_from)]
+    elif isinstance(line, EntityMergeLine):
+        refs += [("merged_id", "entity", line.merged_id), ("into_id", "entity", line.into_id)]
+        each("subject_facts", "fact", line.subject_facts)
+        each("object_facts", "fact", line.object_facts)
+        each("source_relations", "relation", line.source_relations)
+        each("target_relations", "relation", line.target_relations)
     elif isinstance(line, ConversationLine):
         refs.extend(
             (f"turns.{n}.memory_id", "memory", t.memory_id) for n, t in enumerate(line.turns)

@@ -201,6 +201,32 @@ class FactReviewLine(_Line):
     created_at: Timestamp
 
 
+class EntityMergeLine(_Line):
+    """A merge of one entity into another, with what it moved (so a split can move it back)."""
+
+    kind: Literal["entity_merge"]
+    id: UUID
+    merged_id: UUID
+    into_id: UUID
+    subject_facts: list[UUID] = Field(default=[], max_length=100_000)
+    object_facts: list[UUID] = Field(default=[], max_length=100_000)
+    source_relations: list[UUID] = Field(default=[], max_length=100_000)
+    target_relations: list[UUID] = Field(default=[], max_length=100_000)
+    actor: Identifier
+    created_at: Timestamp
+    split_at: Timestamp | None = None
+
+
+class FactPromotionLine(_Line):
+    """A project fact copied to _global (``fact_id``, the copy) from ``promoted_from``."""
+
+    kind: Literal["fact_promotion"]
+    fact_id: UUID
+    promoted_from: UUID
+    actor: Identifier
+    promoted_at: Timestamp
+
+
 # --- cognitive memory --------------------------------------------------------------------------
 
 
@@ -297,6 +323,8 @@ Line = (
     | FactLine
     | RelationLine
     | FactReviewLine
+    | EntityMergeLine
+    | FactPromotionLine
     | ConversationLine
     | ToolInvocationLine
     | StrategyLine
@@ -309,6 +337,8 @@ KINDS: dict[str, type[BaseModel]] = {
     "fact": FactLine,
     "relation": RelationLine,
     "fact_review": FactReviewLine,
+    "entity_merge": EntityMergeLine,
+    "fact_promotion": FactPromotionLine,
     "conversation": ConversationLine,
     "tool_invocation": ToolInvocationLine,
     "strategy": StrategyLine,
