@@ -302,6 +302,7 @@ class MessagesRequest(_Input):
     first_turn: int = Field(
         default=0,
         ge=0,
+        le=2**31 - 1,
         deprecated=True,
         description="ignored: turns are numbered by their conversation",
     )
