@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench docs clean
 
 # The suite in parallel processes, each with its own embedded PostgreSQL (up to 4; one per
 # core below that). Work stealing evens out the few long fault and fuzz tests.
@@ -50,5 +50,9 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/search_latency.py
 	$(BIN)/python bench/http_load.py
 
+# The documentation site on http://127.0.0.1:8000, rebuilt on every change to docs/.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -1,0 +1,350 @@
+"""The reference pages' tables, generated from the code at build time.
+
+A page holds a marker such as ``<!-- reference:settings -->``; the build replaces it with the
+table made from the code that defines it, so the published reference cannot drift from it:
+
+- ``settings``: every field of ``memvault.config.Settings`` (variable, type, default, meaning);
+- ``http``: every operation of the FastAPI app's OpenAPI document, with the client method
+  (``memvault.client.ROUTES``) that calls it;
+- ``mcp``: the tools ``memvault mcp`` really serves (``memvault.mcp.build_server``);
+- ``cli``: every ``memvault`` command with its arguments and options (the typer app).
+
+``tests/test_docs.py`` checks each table against its source and builds the site strictly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+# The reference needs no model and no network; importing the faces must not try either.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+MARKER = re.compile(r"<!-- reference:(\w+) -->")
+
+
+def _prose(text: object) -> str:
+    """Text from the code as one markdown line: angle brackets outside code spans escaped, so
+    a placeholder such as <data_dir> is shown rather than taken for an HTML tag."""
+    parts = " ".join(str(text).split()).split("`")
+    return "`".join(
+        part if i % 2 else part.replace("<", "&lt;").replace(">", "&gt;")
+        for i, part in enumerate(parts)
+    )
+
+
+def _cell(text: object) -> str:
+    """One markdown table cell: one line, pipes escaped."""
+    return _prose(text).replace("|", "\\|")
+
+
+def _paragraphs(doc: str | None) -> str:
+    return "\n\n".join(_prose(p) for p in inspect.cleandoc(doc or "").split("\n\n"))
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return inspect.cleandoc(doc or "").split("\n\n", 1)[0]
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) or repr(annotation)
+    text = re.sub(r"typing\.|pydantic\.types\.|pathlib\.|<class '|'>", "", str(annotation))
+    return text.replace("NoneType", "None")
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        if field.default_factory.__name__ == "_default_data_dir":
+            return "`~/.local/share/memvault`"
+        return f"`{json.dumps(field.default_factory())}`"
+    value = field.default
+    if value is None:
+        return "unset"
+    if isinstance(value, (dict, list, bool)):
+        return f"`{json.dumps(value)}`"
+    return f"`{value}`"
+
+
+def settings_rows() -> list[tuple[str, str, str, str]]:
+    """(variable, type, default, meaning) for every setting, in the order config.py has them."""
+    from memvault.config import Settings
+
+    prefix = Settings.model_config.get("env_prefix", "")
+    return [
+        (
+            f"{prefix}{name}".upper(),
+            _type_name(field.annotation),
+            _default(field),
+            field.description or "",
+        )
+        for name, field in Settings.model_fields.items()
+    ]
+
+
+def settings_reference() -> str:
+    lines = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    for variable, kind, default, meaning in settings_rows():
+        lines.append(f"| `{variable}` | `{_cell(kind)}` | {_cell(default)} | {_cell(meaning)} |")
+    return "\n".join(lines)
+
+
+# --- HTTP ----------------------------------------------------------------------------------------
+
+
+def _scope(route: Any) -> str:
+    """The API-key scope a route's dependencies ask for; none for the unauthenticated ones."""
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        call = dependency.call
+        if call is not None and getattr(call, "__name__", "") == "memory_for":
+            return str(inspect.getclosurevars(call).nonlocals.get("scope", "?"))
+        pending.extend(dependency.dependencies)
+    return "none" if not route.path.startswith("/v1") else "key"
+
+
+def openapi() -> dict[str, Any]:
+    from memvault.api.app import create_app
+    from memvault.config import Settings
+
+    spec: dict[str, Any] = create_app(Settings()).openapi()
+    return spec
+
+
+def _scopes() -> dict[tuple[str, str], str]:
+    from fastapi.routing import APIRoute
+
+    from memvault.api.app import create_app
+    from memvault.config import Settings
+
+    def walk(routes: list[Any]) -> Iterator[APIRoute]:
+        for route in routes:
+            if isinstance(route, APIRoute):
+                yield route
+            elif hasattr(route, "original_router"):  # an included router
+                yield from walk(route.original_router.routes)
+
+    return {
+        (method.upper(), route.path): _scope(route)
+        for route in walk(create_app(Settings()).router.routes)
+        for method in route.methods
+    }
+
+
+def _client_methods() -> dict[tuple[str, str], list[Callable[..., Any]]]:
+    from memvault.client import ROUTES
+
+    methods: dict[tuple[str, str], list[Callable[..., Any]]] = {}
+    for route in ROUTES:
+        methods.setdefault((route.method, route.path), []).append(route.service)
+    return methods
+
+
+def _schema_name(ref: dict[str, Any] | None) -> str:
+    if not ref:
+        return ""
+    if "$ref" in ref:
+        return str(ref["$ref"]).rsplit("/", 1)[-1]
+    if ref.get("type") == "array" and "items" in ref:
+        return f"list of {_schema_name(ref['items'])}"
+    return str(ref.get("type", ""))
+
+
+def _body(operation: dict[str, Any]) -> str:
+    content = operation.get("requestBody", {}).get("content", {})
+    schema = content.get("application/json", {}).get("schema")
+    return _schema_name(schema)
+
+
+def _answer(operation: dict[str, Any]) -> str:
+    for status, response in sorted(operation.get("responses", {}).items()):
+        if status.startswith("2"):
+            schema = response.get("content", {}).get("application/json", {}).get("schema")
+            return f"{status} {_schema_name(schema)}".strip()
+    return ""
+
+
+def _parameters(operation: dict[str, Any]) -> list[str]:
+    shown = []
+    for parameter in operation.get("parameters", []):
+        text = f"`{parameter['name']}` ({parameter['in']})"
+        if parameter.get("required"):
+            text += ", required"
+        if parameter.get("description"):
+            text += f": {_prose(parameter['description'])}"
+        shown.append(text)
+    return shown
+
+
+def _body_fields(spec: dict[str, Any], operation: dict[str, Any]) -> list[str]:
+    """The body model's fields, as the OpenAPI document describes them."""
+    name = _body(operation)
+    schema = spec.get("components", {}).get("schemas", {}).get(name, {})
+    required = set(schema.get("required", []))
+    shown = []
+    for field, about in schema.get("properties", {}).items():
+        text = f"`{field}` (body)"
+        if field in required:
+            text += ", required"
+        if about.get("description"):
+            text += f": {_prose(about['description'])}"
+        shown.append(text)
+    return shown
+
+
+def operations(spec: dict[str, Any] | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(METHOD, path, operation) for every operation of the OpenAPI document."""
+    for path, item in (spec or openapi())["paths"].items():
+        for method, operation in item.items():
+            yield method.upper(), path, operation
+
+
+def http_reference() -> str:
+    spec, scopes, clients = openapi(), _scopes(), _client_methods()
+    by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for method, path, operation in operations(spec):
+        by_tag.setdefault((operation.get("tags") or ["other"])[0], []).append(
+            (method, path, operation)
+        )
+    out = []
+    for tag, entries in by_tag.items():
+        out.append(f"### {tag.capitalize()}\n")
+        for method, path, operation in entries:
+            services = clients.get((method, path), [])
+            description = operation.get("description") or "\n\n".join(
+                _first_paragraph(s.__doc__) for s in services if s.__doc__
+            )
+            out.append(f"#### `{method} {path}`\n")
+            out.append(f"**{operation.get('summary', '')}.** {_prose(description)}\n")
+            facts = [f"scope: {scopes.get((method, path), '?')}"]
+            if _body(operation):
+                facts.append(f"body: `{_body(operation)}`")
+            if _answer(operation):
+                facts.append(f"answer: `{_answer(operation)}`")
+            if services:
+                names = ", ".join(f"`{s.__name__}`" for s in services)
+                facts.append(f"client and library: {names}")
+            out.append("- " + " · ".join(facts))
+            out.extend(f"- {p}" for p in _parameters(operation))
+            out.extend(f"- {p}" for p in _body_fields(spec, operation))
+            out.append("")
+    return "\n".join(out)
+
+
+# --- MCP -----------------------------------------------------------------------------------------
+
+
+def mcp_tools() -> list[Any]:
+    from memvault import mcp
+
+    @asynccontextmanager
+    async def no_store(_: Any) -> AsyncIterator[None]:
+        yield None
+
+    server = mcp.build_server(no_store)  # type: ignore[arg-type]
+    return list(asyncio.run(server.list_tools()))
+
+
+def _hints(tool: Any) -> str:
+    hints = tool.annotations
+    if hints is None:
+        return ""
+    if hints.read_only_hint:
+        return "reads only"
+    return "changes memory" + (" (may overwrite or delete)" if hints.destructive_hint else "")
+
+
+def mcp_reference() -> str:
+    out = []
+    for tool in mcp_tools():
+        out.append(f"### `{tool.name}`\n")
+        out.append(_paragraphs(tool.description) + "\n")
+        if _hints(tool):
+            out.append(f"*{_hints(tool)}*\n")
+        properties = tool.input_schema.get("properties", {})
+        required = set(tool.input_schema.get("required", []))
+        if properties:
+            out.append("| argument | required | default | meaning |\n|---|---|---|---|")
+            for name, schema in properties.items():
+                default = "" if name in required else f"`{json.dumps(schema.get('default'))}`"
+                out.append(
+                    f"| `{name}` | {'yes' if name in required else 'no'} | {_cell(default)} "
+                    f"| {_cell(schema.get('description', ''))} |"
+                )
+        out.append("")
+    return "\n".join(out)
+
+
+# --- CLI -----------------------------------------------------------------------------------------
+
+
+def cli_commands() -> list[tuple[str, Any]]:
+    """(``memvault …`` command line, click command) for every leaf command."""
+    import typer
+
+    from memvault.cli import app
+
+    def walk(command: Any, words: list[str]) -> Iterator[tuple[str, Any]]:
+        if getattr(command, "hidden", False):
+            return
+        if hasattr(command, "commands"):
+            yield " ".join(words), command
+            for name, sub in sorted(command.commands.items()):
+                yield from walk(sub, [*words, name])
+        else:
+            yield " ".join(words), command
+
+    return list(walk(typer.main.get_command(app), ["memvault"]))
+
+
+def _option(parameter: Any) -> str:
+    names = " / ".join(f"`{o}`" for o in parameter.opts)
+    if type(parameter).__name__.endswith("Argument"):
+        names = f"`{parameter.name.upper()}`"
+    bits = [names]
+    if parameter.required:
+        bits.append("required")
+    elif parameter.default not in (None, False, ()) and not callable(parameter.default):
+        bits.append(f"default `{parameter.default}`")
+    help_text = getattr(parameter, "help", None)
+    return ", ".join(bits) + (f": {help_text}" if help_text else "")
+
+
+def cli_reference() -> str:
+    out = []
+    for line, command in cli_commands():
+        params = [
+            p for p in command.params if p.name not in ("install_completion", "show_completion")
+        ]
+        is_group = hasattr(command, "commands")
+        if is_group and line == "memvault":
+            continue
+        out.append(f"{'###' if is_group else '####'} `{line}`\n")
+        out.append(_paragraphs((command.help or "").replace("\b\n", "")) + "\n")
+        out.extend(f"- {_option(p)}" for p in params)
+        out.append("")
+    return "\n".join(out)
+
+
+# --- the hook ------------------------------------------------------------------------------------
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "settings": settings_reference,
+    "http": http_reference,
+    "mcp": mcp_reference,
+    "cli": cli_reference,
+}
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    return MARKER.sub(lambda match: GENERATORS[match.group(1)](), markdown)
