@@ -3,7 +3,7 @@
 server's socket or an external server's URL.
 
 The dump holds the schema, every row (sealed content, vectors, postings, history, audit) and
-the vector indexes, so a restored store answers at once. It holds no key: see the README.
+the vector indexes, so a restored store answers at once. It holds no key (see docs/lifecycle.md).
 Unlogged tables (the embedding cache, rate-limit buckets) are left out: they are caches.
 """
 
