@@ -14,21 +14,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
 from rich.table import Table
 
 from memvault import cli_cognitive, cli_lifecycle
-from memvault.admin import Admin, AsyncAdmin
 from memvault.cli_graph import entities_app, facts_app, graph_app
-from memvault.config import Settings
 from memvault.console import err, out
-from memvault.crypto import generate_key
 from memvault.errors import MemvaultError
-from memvault.models import AddResult, HistoryEntry, MemoryInput, MemoryRecord, MessagesRequest
-from memvault.service import Memory, validated
+
+# The store, its models and settings load when a command runs: `memvault --help` and a
+# command's own --help need none of them.
+if TYPE_CHECKING:
+    from memvault.admin import Admin
+    from memvault.config import Settings
+    from memvault.models import AddResult, HistoryEntry, MemoryRecord
+    from memvault.service import Memory
 
 app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
 keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
@@ -77,6 +80,9 @@ def _model_load_note(settings: Settings) -> None:
 @contextmanager
 def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[Memory]:
     """A store for one command; embedding workers only for commands that wait on them."""
+    from memvault.config import Settings
+    from memvault.service import Memory
+
     try:
         settings = Settings(run_worker=worker)
         if embeds:
@@ -111,6 +117,9 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 @contextmanager
 def _admin(*, worker: bool = False) -> Iterator[Admin]:
     """The whole store, for one operator command; embedding workers only when it waits on them."""
+    from memvault.admin import Admin
+    from memvault.config import Settings
+
     try:
         with Admin(Settings(run_worker=worker)) as admin:
             yield admin
@@ -185,6 +194,7 @@ def serve(
     from memvault import logs
     from memvault.admin import ServeLock
     from memvault.api import create_app
+    from memvault.config import Settings
 
     overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
@@ -269,8 +279,7 @@ def mcp_(
 
     Tools act for one tenant and user, set here, never by the model calling them.
     """
-    from pydantic import ValidationError
-
+    from memvault.config import Settings
     from memvault.mcp import serve as serve_mcp
 
     given: dict[str, Any] = {
@@ -483,6 +492,9 @@ def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:
 
 
 def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult]:
+    from memvault.models import MessagesRequest
+    from memvault.validation import validated
+
     convo = validated(MessagesRequest, **item)
     return memory.add_messages(list(convo.messages), **convo.model_dump(exclude={"messages"}))
 
@@ -490,6 +502,9 @@ def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Every line, checked before anything is stored: a bad one names its line number and the
     field, and nothing is imported."""
+    from memvault.models import MemoryInput, MessagesRequest
+    from memvault.validation import validated
+
     items = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -574,6 +589,9 @@ def worker(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        from memvault.admin import AsyncAdmin
+        from memvault.config import Settings
+
         admin = await AsyncAdmin.open(Settings(run_worker=False))
         err.print(
             f"memvault worker: {concurrency} worker(s), model {admin.embedder.model_id}; "
@@ -649,6 +667,8 @@ def cleanup() -> None:
 @keys_app.command("generate")
 def keys_generate() -> None:
     """Print a new random key for MEMVAULT_ENCRYPTION_KEY."""
+    from memvault.crypto import generate_key
+
     out.print(generate_key())
 
 
@@ -681,6 +701,7 @@ def doctor(
 ) -> None:
     """Check the database, pgvector, the encryption key and the embedding model; with
     --memory, what a user's memories need (stale, duplicates, failed jobs, …)."""
+    from memvault.config import Settings
     from memvault.diagnostics import run_checks
 
     if memory:

@@ -7,15 +7,16 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 
-from memvault.config import Settings
 from memvault.console import err, out
 from memvault.errors import MemvaultError
-from memvault.service import Memory
+
+if TYPE_CHECKING:  # the store loads when a command runs, not for --help
+    from memvault.service import Memory
 
 app = typer.Typer(
     help="Cognitive memory: remember(), conversations, goals, the profile.", no_args_is_help=True
@@ -29,6 +30,9 @@ ChannelOpt = Annotated[str, typer.Option("--channel", "-c", help="_global or a p
 @contextmanager
 def _memory() -> Iterator[Memory]:
     try:
+        from memvault.config import Settings
+        from memvault.service import Memory
+
         with Memory(Settings(run_worker=False), actor="cli") as memory:
             yield memory
     except MemvaultError as exc:

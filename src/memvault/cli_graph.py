@@ -8,17 +8,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
 from rich.table import Table
 
-from memvault.config import Settings
 from memvault.console import err, out
 from memvault.errors import MemvaultError
-from memvault.models import Entity, Fact
-from memvault.service import Memory
+
+if TYPE_CHECKING:  # the store loads when a command runs, not for --help
+    from memvault.models import Entity, Fact
+    from memvault.service import Memory
 
 facts_app = typer.Typer(help="Facts of the knowledge graph.", no_args_is_help=True)
 entities_app = typer.Typer(help="Entities of the knowledge graph.", no_args_is_help=True)
@@ -33,6 +34,9 @@ When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T0
 @contextmanager
 def _memory() -> Iterator[Memory]:
     try:
+        from memvault.config import Settings
+        from memvault.service import Memory
+
         with Memory(Settings(run_worker=False), actor="cli") as memory:
             yield memory
     except MemvaultError as exc:

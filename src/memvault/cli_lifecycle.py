@@ -11,19 +11,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.admin import Admin
-from memvault.config import Settings
 from memvault.console import err, out
 from memvault.errors import MemvaultError
-from memvault.lifecycle import backup as backups
-from memvault.lifecycle.models import ScheduledRun
-from memvault.service import Memory
+
+if TYPE_CHECKING:  # the store loads when a command runs, not for --help
+    from memvault.admin import Admin
+    from memvault.lifecycle.models import ScheduledRun
+    from memvault.service import Memory
 
 lifecycle_app = typer.Typer(no_args_is_help=True)
 schedule_app = typer.Typer(
@@ -52,6 +52,9 @@ def _call(fn: Callable[[], T]) -> T:
 @contextmanager
 def _admin() -> Iterator[Admin]:
     try:
+        from memvault.admin import Admin
+        from memvault.config import Settings
+
         with Admin(Settings(run_worker=False)) as admin:
             yield admin
     except MemvaultError as exc:
@@ -61,6 +64,9 @@ def _admin() -> Iterator[Admin]:
 @contextmanager
 def _memory(tenant: str) -> Iterator[Memory]:
     try:
+        from memvault.config import Settings
+        from memvault.service import Memory
+
         with Memory(Settings(run_worker=False), tenant_id=tenant, actor="cli") as memory:
             yield memory
     except MemvaultError as exc:
@@ -232,6 +238,9 @@ def erase_tenant(
 def backup(file: Annotated[Path, typer.Argument(help="where to write the dump")]) -> None:
     """Dump the whole store (pg_dump, custom format). The encryption key is NOT in it: back up
     the key file (or MEMVAULT_ENCRYPTION_KEY) apart — see the README."""
+    from memvault.config import Settings
+    from memvault.lifecycle import backup as backups
+
     size = _call(lambda: backups.backup_sync(Settings(), file))
     out.print(f"wrote {file} ({size} bytes); keep the encryption key apart from it")
 
@@ -245,6 +254,9 @@ def restore(
 ) -> None:
     """Load a backup into this store (stop servers and workers on it first). Start with the
     key the backup was made under (key file or MEMVAULT_ENCRYPTION_KEY)."""
+    from memvault.config import Settings
+    from memvault.lifecycle import backup as backups
+
     _call(lambda: backups.restore_sync(Settings(), file, replace=replace))
     out.print(f"restored {file}")
 
