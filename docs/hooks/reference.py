@@ -15,6 +15,7 @@ table made from the code that defines it, so the published reference cannot drif
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import os
@@ -113,19 +114,22 @@ def _scope(route: Any) -> str:
     return "none" if not route.path.startswith("/v1") else "key"
 
 
-def openapi() -> dict[str, Any]:
+@functools.cache
+def _app() -> Any:
+    """The app as ``memvault serve`` builds it (its routes only: nothing is started)."""
     from memvault.api.app import create_app
     from memvault.config import Settings
 
-    spec: dict[str, Any] = create_app(Settings()).openapi()
+    return create_app(Settings())
+
+
+def openapi() -> dict[str, Any]:
+    spec: dict[str, Any] = _app().openapi()
     return spec
 
 
 def _scopes() -> dict[tuple[str, str], str]:
     from fastapi.routing import APIRoute
-
-    from memvault.api.app import create_app
-    from memvault.config import Settings
 
     def walk(routes: list[Any]) -> Iterator[APIRoute]:
         for route in routes:
@@ -136,7 +140,7 @@ def _scopes() -> dict[tuple[str, str], str]:
 
     return {
         (method.upper(), route.path): _scope(route)
-        for route in walk(create_app(Settings()).router.routes)
+        for route in walk(_app().router.routes)
         for method in route.methods
     }
 
