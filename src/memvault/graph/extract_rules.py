@@ -67,7 +67,8 @@ _NOT_A_JOB = p.words(
     idiot fool joke nightmare pain fact problem question thing way kid child adult teenager
     woman man girl boy guy lady human believer owl introvert extrovert perfectionist native
     local foreigner tourist visitor guest twin mum mom wife husband pescatarian vegan
-    flexitarian sucker huge big bit little while"""
+    flexitarian sucker huge big bit little while supporter enthusiast follower very good
+    great keen avid lifelong proud happy lucky really so quite pretty expert"""
 )
 
 
@@ -110,6 +111,11 @@ _FAN = re.compile(
     r"^(?:not\s+)?(?:a\s+)?(?:(?:big|huge|massive|great|lifelong|die-hard)\s+)?fan\s+of\b", re.I
 )
 _STUDENT = frozenset({"student", "undergrad", "undergraduate", "pupil", "postgrad", "fresher"})
+# An item that corrects ("not peanuts") or only illustrates ("especially anything by …").
+_NOT_AN_ITEM = re.compile(
+    r"(?i)(?:not|especially|particularly|mostly|mainly|like|such\s+as|including|even|"
+    r"apart|except)\b"
+)
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&|plus|as\s+well\s+as)\s+")
 # A value that opens with one of these is no thing liked, owned or planned ("I love it when…").
 _NOT_A_VALUE = p.words(
@@ -320,13 +326,18 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
     sentence_when = _sentence_time(plain, reading.reference)
     seen: set[tuple[str, str, str]] = set()
 
-    def read(shape: p.Shape, text: str, when: datetime | None) -> None:
+    said_of: set[tuple[str, str]] = set()  # (subject, predicate) the clauses stated
+
+    def read(shape: p.Shape, text: str, when: datetime | None, whole: bool = False) -> None:
         if not shape.cue.search(text):
             return
         for match in shape.regex.finditer(text):
             for fact in _claims(shape, match, text, reading, certainty, when, corrects):
+                if whole and (fact.subject, fact.predicate) in said_of:
+                    continue  # the clause read it already, without the words after "and"
                 key = (fact.subject, fact.predicate, (fact.object or fact.value or "").casefold())
                 if key not in seen:
+                    said_of.add((fact.subject, fact.predicate))
                     seen.add(key)
                     reading.facts.append(fact)
                     _relate(fact, reading)
@@ -335,20 +346,23 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
         if shape.many:  # a list's "and" is no new clause
             read(shape, plain, sentence_when)
     lead: str | None = None
-    for clause in _CLAUSE.split(plain):
+    clauses = _CLAUSE.split(plain)
+    for clause in clauses:
         # "Dana works at Acme and lives in Lyon": the second clause's subject is the first's.
         if lead is not None and clause[:1].islower():
             clause = f"{lead} {clause}"
         when = _sentence_time(clause, reading.reference) or sentence_when
         for shape in p.SHAPES:
-            if not shape.many:
+            # A list shape read the whole sentence; here it reads a clause whose subject
+            # came from the one before ("… and hates long meetings").
+            if not shape.many or len(clauses) > 1:
                 read(shape, clause, when)
         lead = _lead(clause)
     # What a clause split cut in two ("I was born and raised in Glasgow"), read whole; the
     # clauses went first, so a fact both find keeps its own clause's date.
     for shape in p.SHAPES:
         if not shape.many:
-            read(shape, plain, sentence_when)
+            read(shape, plain, sentence_when, whole=True)
 
 
 def _implied_subject(sentence: str) -> str:
@@ -553,7 +567,7 @@ def _extras(
 def _items(raw: str) -> list[str]:
     """The items of a list value, the one it corrects away ("walnuts, not peanuts") dropped."""
     items = [i.strip() for i in _LIST_SPLIT.split(raw)]
-    return [i for i in items if i and not re.match(r"(?i)not\b", i)]
+    return [i for i in items if i and not _NOT_AN_ITEM.match(i)]
 
 
 def _value(predicate: str, raw: str, reading: _Reading) -> str | None:
@@ -626,6 +640,7 @@ def _hobby(value: str, reading: _Reading) -> str | None:
         value,
     )
     value = re.sub(r"(?i)^the\s+", "", value).strip()
+    value = re.sub(r"(?i)\s+\w+ly$", "", value)  # "plays afrobeats loudly"
     if not value or len(value.split()) > 3:
         return None
     return p.HOBBY_VERBS.get(value.casefold(), value)
@@ -662,7 +677,13 @@ def _day(value: str, reading: _Reading) -> str | None:
     return _day_of(value, reading.reference)
 
 
+def _food(value: str, reading: _Reading) -> str | None:
+    return re.split(r"(?i)\s+(?:for|because|since|due|as|when|on)\b", value, maxsplit=1)[0]
+
+
 _SPELLING: dict[str, Callable[[str, _Reading], str | None]] = {
+    "avoids_food": _food,
+    "allergic_to": _food,
     "job_title": _job,
     "has_condition": _condition,
     "has_children": _count,
@@ -804,7 +825,7 @@ def _thing(item: str, verb: str, reading: _Reading) -> tuple[str, str | None, st
     branded = bool(det or count) and any(re.search(r"[A-Z]", w) for w in head_part.split())
     if not (explicit or branded or any(w in p.POSSESSIONS for w in head_words)):
         return None
-    value = re.split(r"\s+(?:for|because|since|from|as)\b", kind, maxsplit=1)[0].strip()
+    value = re.split(r"\s+(?:for|because|since|from|as|to)\b", kind, maxsplit=1)[0].strip()
     value = _owned(f"{count} {value}" if count else value, reading)
     return ("owns", None, value) if value else None
 

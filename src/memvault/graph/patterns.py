@@ -468,13 +468,15 @@ SHAPES: tuple[Shape, ...] = (
 # Where a literal value ends: punctuation, or a word that starts another thought.
 _END = (
     r"(?=\s*(?:[,.;:!?)]|$)|\s+(?:but|because|since|so|though|although|while|when|if|which|"
-    r"who|as\s+well)\b|\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b)"
+    r"who|whose|where|that|as\s+well)\b|\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b)"
 )
 _VAL = rf"(?P<val>[^,.;:!?]{{1,80}}?){_END}"
 # A list value runs across commas ("English, Hindi and Tamil"); items are split later.
 _LIST_END = (
     r"(?=\s*(?:[.;:!?)]|$)|,?\s+(?:but|because|since|so|though|although|while|when|if|which|"
-    r"who)\b|,?\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b)"
+    r"who|whose|where|that)\b|,?\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b"
+    # "… and wants to be a vet", "… and makes her own kimchi": a new verb, no list item
+    r"|,?\s+and\s+[a-z]+(?:s|ed)\s+(?=\S))"
 )
 _LIST = rf"(?P<val>[^.;:!?]{{1,120}}?){_LIST_END}"
 _LIST_ITEMS = rf"[^.;:!?]{{1,120}}?{_LIST_END}"
@@ -491,6 +493,9 @@ VALUE_TAIL = re.compile(
     rf"(?:{_WHEN_WORD}\s+)?{_TIME_WORD}|{_WHEN_WORD}\s+{_TIME_WORD}|tonight|tomorrow|today|"
     r"yesterday|weekends|mornings|evenings|nights)\b.*"
     r"|\s+(?:twice|once|three\s+times|two\s+times)\s+a\s+\w+.*"
+    r"|\s+(?:every|each)\s+(?:other|second|third|two|three|four|few|couple\s+of)\s+\w+.*"
+    r"|\s+(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d+|a\s+few|"
+    r"a\s+couple\s+of|several|many)\s+(?:days|weeks|months|years|day|week|month|year)\s+ago.*"
     r"|\s+(?:for|over)\s+(?:about\s+|almost\s+|nearly\s+|over\s+)?(?:a\s+few|a\s+couple\s+of|"
     r"several|many|\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:years|months|weeks)"
     r".*"
