@@ -92,11 +92,41 @@ def settings_rows() -> list[tuple[str, str, str, str]]:
     ]
 
 
+SECTION = re.compile(r"^\s+# --- (.+?)[\s-]*$")
+FIELD = re.compile(r"^\s+(\w+): ")
+
+
+def _sections() -> dict[str, str]:
+    """Each setting's section, from the ``# --- name ---`` comments config.py groups them by."""
+    from memvault.config import Settings
+
+    section, found = "the store and the server", {}
+    for line in inspect.getsource(Settings).splitlines():
+        if heading := SECTION.match(line):
+            section = heading.group(1)
+        elif (field := FIELD.match(line)) and field.group(1) in Settings.model_fields:
+            found[field.group(1)] = section
+    return found
+
+
 def settings_reference() -> str:
-    lines = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    sections = _sections()
+    grouped: dict[str, list[str]] = {}
     for variable, kind, default, meaning in settings_rows():
-        lines.append(f"| `{variable}` | `{_cell(kind)}` | {_cell(default)} | {_cell(meaning)} |")
-    return "\n".join(lines)
+        name = variable.removeprefix("MEMVAULT_").lower()
+        grouped.setdefault(sections.get(name, "other"), []).append(
+            f"| `{variable}` | `{_cell(kind)}` | {_cell(default)} | {_cell(meaning)} |"
+        )
+    out = []
+    for section, rows in grouped.items():
+        title = section[0].upper() + section[1:]
+        out += [
+            f"### {_prose(title)}\n",
+            "| variable | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
+        out += [*rows, ""]
+    return "\n".join(out)
 
 
 # --- HTTP ----------------------------------------------------------------------------------------
