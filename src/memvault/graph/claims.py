@@ -46,6 +46,10 @@ FUNCTIONAL_PREDICATES: frozenset[str] = frozenset(
         "drives",
         "phone_number",
         "email",
+        "name",
+        "birth_year",
+        "born_in",
+        "has_children",
     }
 )
 
@@ -153,6 +157,30 @@ PREDICATE_ALIASES: dict[str, str] = {
     "studies": "studies_at",
     "student_at": "studies_at",
     "favorite": "favourite",
+    # the everyday predicates of the offline extractor, as models tend to spell them
+    "allergy": "allergic_to",
+    "allergies": "allergic_to",
+    "allergic": "allergic_to",
+    "condition": "has_condition",
+    "medication": "takes_medication",
+    "pet": "has_pet",
+    "pets": "has_pet",
+    "owns_pet": "has_pet",
+    "hobbies": "hobby",
+    "language": "speaks",
+    "languages": "speaks",
+    "speaks_language": "speaks",
+    "children": "has_children",
+    "number_of_children": "has_children",
+    "plans": "plans_to",
+    "plan": "plans_to",
+    "travelling_to": "travels_to",
+    "traveling_to": "travels_to",
+    "dislike": "dislikes",
+    "diet_type": "diet",
+    "hometown": "comes_from",
+    "birthplace": "born_in",
+    "place_of_birth": "born_in",
 }
 
 _NOT_SNAKE = re.compile(r"[^0-9a-z]+")
