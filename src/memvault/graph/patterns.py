@@ -476,7 +476,7 @@ _LIST_END = (
     r"(?=\s*(?:[.;:!?)]|$)|,?\s+(?:but|because|since|so|though|although|while|when|if|which|"
     r"who|whose|where|that)\b|,?\s+and\s+(?:I|we|you|he|she|they|it|my|our|then|also)\b"
     # "… and wants to be a vet", "… and makes her own kimchi": a new verb, no list item
-    r"|,?\s+and\s+[a-z]+(?:s|ed)\s+(?=\S))"
+    r"|,?\s+and\s+(?:[a-z]{3,}(?:s|ed)|has|is|was|does|goes)\s+(?=\S))"
 )
 _LIST = rf"(?P<val>[^.;:!?]{{1,120}}?){_LIST_END}"
 _LIST_ITEMS = rf"[^.;:!?]{{1,120}}?{_LIST_END}"
