@@ -360,9 +360,10 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
         lead = _lead(clause)
     # What a clause split cut in two ("I was born and raised in Glasgow"), read whole; the
     # clauses went first, so a fact both find keeps its own clause's date.
-    for shape in p.SHAPES:
-        if not shape.many:
-            read(shape, plain, sentence_when, whole=True)
+    if len(clauses) > 1:
+        for shape in p.SHAPES:
+            if not shape.many:
+                read(shape, plain, sentence_when, whole=True)
 
 
 def _implied_subject(sentence: str) -> str:

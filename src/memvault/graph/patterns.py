@@ -648,6 +648,11 @@ _DO_ACTIVITY = (
 _EDU = r"(?:University|College|School|Academy|Institute|Polytechnic|Uni)"
 _EDU_NAME = rf"(?=(?:[^\s,.;!?]+\s+){{0,3}}?{_EDU}\b){NAME}"
 _MOVE_FROM = rf"(?:(?:from|out\s+of)\s+(?P<prev>{NAME})\s+)?"
+_BE_A = r"(?:am|is|are|was|were|been|be)\s+(?:\w+\s+){0,4}?an?\s"
+_DEGREE_CUE = (
+    r"phd|ph\.d|doctorate|master|mba|msc|m\.sc|ma\b|ba\b|bsc|b\.sc|bachelor|diploma|llb|llm|"
+    r"md\b|degree"
+)
 _TITLE = _JOB.replace("(?P<val>", "(?P<title>")
 _AS_TITLE = rf"(?:[^,.;!?]{{0,30}}?\s+as\s+(?:a|an|the)\s+{_TITLE})?"
 _LIKE_ADV = (
@@ -702,20 +707,20 @@ EVERYDAY: tuple[Shape, ...] = (
         "organisation",
     ),
     _shape(
-        "been",
+        r"been\s+(?:at|with)\s",
         "works_for",
         rf"{_SUBJ}\s+(?:have|has)\s+been\s+(?:at|with)\s+{_OBJ}(?=\s+(?:for|since)\b)",
         "organisation",
     ),
     _shape(
-        "at|for|with",
+        _BE_A,
         "job_title",
         rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}\s+(?:at|for|with)\s+(?:(?:a|an)\s+[a-z]+\s+"
         rf"(?:called|named)\s+)?{_OBJ}",
         "organisation",
         needs_be=True,
     ),
-    _shape("a|an", "job_title", rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}", None, needs_be=True),
+    _shape(_BE_A, "job_title", rf"{_SUBJ}{_AUX}\s+(?:a|an)\s+{_JOB}", None, needs_be=True),
     _shape(
         "left|quit|resigned|stopped",
         "works_for",
@@ -826,7 +831,7 @@ EVERYDAY: tuple[Shape, ...] = (
         needs_be=True,
     ),
     _shape(
-        "take|taking|on",
+        r"take|taking|(?:am|is|are)\s+on\s",
         "takes_medication",
         rf"{_SUBJ}{_AUX}\s+(?:take|takes|taking|on)\s+(?P<val>{_DRUG})\b(?=\s*(?:[,.;!?]|$)|"
         r"\s+(?:every|each|daily|twice|once|for|in\s+the|at\s+night|and|now|since|as)\b)",
@@ -980,7 +985,7 @@ EVERYDAY: tuple[Shape, ...] = (
     ),
     # --- trips ahead, and places visited
     _shape(
-        "going|flying|heading|driving|travel|off|sailing|coming",
+        "going|flying|heading|driving|travel|off\\s+to|sailing|coming",
         "travels_to",
         rf"{_SUBJ}{_AUX}\s+{_TRAVEL}\s+(?:back\s+)?(?:(?:on\s+(?:holiday|vacation|a\s+trip)|"
         r"away|abroad)\s+)?to\s+(?:the\s+)?(?=[A-ZÀ-ÖØ-Þ])(?P<obj>"
@@ -989,7 +994,7 @@ EVERYDAY: tuple[Shape, ...] = (
         ahead=True,
     ),
     _shape(
-        "will",
+        r"will\s+be\s+(?:in|visiting)",
         "travels_to",
         rf"{_SUBJ}\s+will\s+be\s+(?:in|visiting)\s+{_OBJ}",
         "place",
@@ -1011,7 +1016,7 @@ EVERYDAY: tuple[Shape, ...] = (
         ahead=True,
     ),
     _shape(
-        "visit|went|travel|flew|been|was|were|back|spent|took",
+        r"visited|went|travel|flew|been\s+to|was\s+in|were\s+in|back\s+from|spent|took",
         "visited",
         rf"{_SUBJ}{_AUX}\s+(?:visited|went\s+(?:back\s+)?to|travelled\s+to|traveled\s+to|"
         r"flew\s+to|been\s+to|was\s+in|were\s+in|got\s+back\s+from|came\s+back\s+from|"
@@ -1023,7 +1028,7 @@ EVERYDAY: tuple[Shape, ...] = (
     ),
     # --- education
     _shape(
-        "have|has|got|earned|finished|completed|doing|did|hold|getting|studying",
+        _DEGREE_CUE,
         "degree",
         rf"{_SUBJ}{_AUX}\s+(?P<verb>have|has|got|earned|finished|completed|doing|did|hold|holds|"
         r"getting|studying\s+for)\s+(?:(?:a|an|my|the|his|her)\s+)?(?P<val>"
@@ -1033,7 +1038,7 @@ EVERYDAY: tuple[Shape, ...] = (
         None,
     ),
     _shape(
-        "with",
+        _DEGREE_CUE,
         "degree",
         rf"{_SUBJ}{_AUX}\s+(?:graduated|finished|left)\b[^,.;!?]{{0,30}}?\s+with\s+(?:a|an)\s+"
         rf"(?P<val>{_DEGREE})(?:\s+degree)?\s+(?:in|of)\s+(?P<field>[a-z][a-z\- ]{{1,40}}?)"
@@ -1102,7 +1107,7 @@ EVERYDAY: tuple[Shape, ...] = (
         many=True,
     ),
     _shape(
-        "native|first|mother",
+        r"(?:native|first|mother)\s+(?:language|tongue)",
         "speaks",
         rf"{_OWNER}\s+(?:native|first|mother)\s+(?:language|tongue)s?\s+(?:is|are)\s+{_LIST}",
         None,
@@ -1141,7 +1146,7 @@ EVERYDAY: tuple[Shape, ...] = (
         many=True,
     ),
     _shape(
-        "go",
+        r"go(?:es)?\s+[a-z]+ing\b",
         "hobby",
         rf"{_SUBJ}{_AUX}\s+(?:go|goes)\s+(?P<val>[a-z]+ing)\b(?!\s+to\b)",
         None,
@@ -1166,7 +1171,7 @@ EVERYDAY: tuple[Shape, ...] = (
         None,
     ),
     _shape(
-        "been",
+        r"been\s+[a-z]+ing\b",
         "hobby",
         rf"{_SUBJ}\s+(?:have|has)\s+been\s+(?P<val>{_HOBBY_ING})\b",
         None,
@@ -1191,7 +1196,7 @@ EVERYDAY: tuple[Shape, ...] = (
     # --- who: name, origin, age in a few more words
     _shape("name", "name", rf"{_OWNER}\s+name\s+is\s+(?P<val>{NAME})", None, timeless=True),
     _shape(
-        "call|am",
+        r"call\s+me|(?:hi|hello|hey)[,!]?\s+I\s+am",
         "name",
         rf"(?:(?<![\w'])(?P<me>[Cc]all\s+me)|(?P<me2>(?:[Hh]i|[Hh]ello|[Hh]ey)[,!]?\s+I\s+am))\s+"
         rf"(?P<val>{NAME})",
@@ -1220,7 +1225,7 @@ EVERYDAY: tuple[Shape, ...] = (
         timeless=True,
     ),
     _shape(
-        "from",
+        r"(?:am|is|are)\s+(?:originally\s+|also\s+)?from\s",
         "comes_from",
         rf"{_SUBJ}(?P<aux>\s+(?:am|is|are))\s+(?:originally\s+|also\s+)?from\s+{_OBJ}",
         "place",
@@ -1228,7 +1233,7 @@ EVERYDAY: tuple[Shape, ...] = (
         timeless=True,
     ),
     _shape(
-        "am|is|are|was",
+        r"(?:am|is|are|was|were)\s+(?:\w+\s+){0,2}?\d",
         "age",
         rf"{_SUBJ}{_AUX}\s+(?P<val>\d{{1,3}})(?=\s*(?:[,.;!?]|$)|\s+(?:now|next|this|in|and|but|"
         r"so|today|already)\b)",
