@@ -36,7 +36,8 @@ from memvault.db.tables import (
     user_profiles,
 )
 
-Row = dict[str, Any]
+# A row as plain column values (vectors as lists of floats), not a SQLAlchemy row.
+Columns = dict[str, Any]
 
 # Each kind of a user's data and its table; child tables (turns, sources, blockers, mentions)
 # travel inside their parent's line.
@@ -99,11 +100,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _row(found: Any) -> Row:
+def _row(found: Any) -> Columns:
     return {k: _plain(v) for k, v in found._mapping.items()}
 
 
-async def owned(conn: AsyncConnection, table: sa.Table, tenant_id: str, user_id: str) -> list[Row]:
+async def owned(
+    conn: AsyncConnection, table: sa.Table, tenant_id: str, user_id: str
+) -> list[Columns]:
     """Every row of ``table`` the user owns, oldest first."""
     c = table.c
     query = (
@@ -122,7 +125,7 @@ async def children(
     parents: Sequence[Any],
     *,
     user_id: str | None = None,
-) -> list[Row]:
+) -> list[Columns]:
     """Rows of a child table (history, chunks, turns, sources, blockers) of these parents
     (and of this user, where parents are keyed per user)."""
     if not parents:

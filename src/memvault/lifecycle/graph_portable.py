@@ -36,13 +36,14 @@ from memvault.lifecycle.portable_format import (
     FactPromotionLine,
     FactReviewLine,
     Line,
+    Plan,
+    Read,
     RelationLine,
     StrategyLine,
 )
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
-    from memvault.lifecycle.portable import Plan, _Read
 
 # (kind, id) -> (model, vector) for the rows an import embeds or keeps the vector of.
 Vectors = dict[tuple[str, Any], tuple[str | None, list[float] | None]]
@@ -151,7 +152,7 @@ def _sources(rows: list[dict[str, Any]]) -> dict[Any, list[Any]]:
     return found
 
 
-async def missing_vectors(backend: Backend, found: _Read) -> Vectors:
+async def missing_vectors(backend: Backend, found: Read) -> Vectors:
     """The vector each entity, fact and strategy line gets here: its own when this store's
     model made it (its size was checked), else one made now from the text the store embeds
     for it. A row nothing could embed is kept without one, as the graph keeps it."""
@@ -186,7 +187,7 @@ async def import_lines(
     backend: Backend,
     conn: AsyncConnection,
     where: Plan,
-    found: _Read,
+    found: Read,
     vectors_for: Vectors,
     counts: dict[str, int],
 ) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -63,7 +63,9 @@ from memvault.lifecycle.portable_format import (
     GoalLine,
     Line,
     MemoryLine,
+    Plan,
     ProfileLine,
+    Read,
     RelationLine,
     StrategyLine,
     ToolInvocationLine,
@@ -294,44 +296,9 @@ def _memory_line(
 # --- import: reading and checking --------------------------------------------------------------
 
 
-@dataclass
-class _Read:
-    """The file's lines, by kind, each with the line number it came from."""
-
-    by_kind: dict[str, dict[Any, tuple[int, Any]]] = field(default_factory=dict)
-    problems: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, number: int, line: Line) -> None:
-        kind = line.kind
-        key = _key(line)
-        found = self.by_kind.setdefault(kind, {})
-        if key not in found:
-            found[key] = (number, line)
-            return
-        first, earlier = found[key]
-        if isinstance(line, EntityLine | FactLine) and isinstance(earlier, EntityLine | FactLine):
-            # Format 1 repeats an entity or fact in each memory it came from.
-            sources = list(dict.fromkeys([*earlier.memory_ids, *line.memory_ids]))
-            found[key] = (first, earlier.model_copy(update={"memory_ids": sources}))
-            return
-        self.problems.append(problem(number, "id", f"the same {kind} is on line {first} too"))
-
-    def lines(self, kind: str) -> list[tuple[int, Any]]:
-        return list(self.by_kind.get(kind, {}).values())
-
-
-def _key(line: Line) -> Any:
-    """What names a line's row among the user's rows of its kind."""
-    if isinstance(line, ProfileLine):
-        return line.channel
-    if isinstance(line, FactPromotionLine):
-        return line.fact_id
-    return line.id
-
-
-def read(items: Sequence[Any]) -> _Read:
+def read(items: Sequence[Any]) -> Read:
     """Every line checked against its kind's model, one user for the whole file."""
-    found = _Read()
+    found = Read()
     owner: str | None = None
     for number, item in enumerate(items, start=1):
         lines, problems = read_line(item, number)
@@ -347,7 +314,7 @@ def read(items: Sequence[Any]) -> _Read:
     return found
 
 
-def _check_texts(backend: Backend, found: _Read) -> None:
+def _check_texts(backend: Backend, found: Read) -> None:
     """Contents and tool logs pass the store's PII policy and content limit, as an add does."""
     policy = backend.settings.pii_policy
     limit = backend.settings.max_content_chars
@@ -375,7 +342,7 @@ def _check_texts(backend: Backend, found: _Read) -> None:
 
 
 def _protected_memory(
-    line: MemoryLine, policy: PIIPolicy, limit: int, number: int, found: _Read
+    line: MemoryLine, policy: PIIPolicy, limit: int, number: int, found: Read
 ) -> MemoryLine:
     def protect(text: str | None, where: str) -> str | None:
         if text is None:
@@ -403,7 +370,7 @@ def _protected_memory(
     return line.model_copy(update=update)
 
 
-def _check_vectors(backend: Backend, found: _Read) -> None:
+def _check_vectors(backend: Backend, found: Read) -> None:
     """A vector that names one of this store's models must have that model's size; one of
     another model is dropped (the row is embedded again here)."""
     sizes = {f.model_id: f.dimensions for f in backend.embeddings.fallbacks}
@@ -436,31 +403,6 @@ def _refuse(problems: list[dict[str, Any]]) -> None:
 
 
 # --- import: ids and references ----------------------------------------------------------------
-
-
-@dataclass
-class Plan:
-    """Where each line's row goes: its id here (kept, or derived when another user holds it),
-    and whether it is there already."""
-
-    tenant_id: str
-    user_id: str
-    ids: dict[str, dict[Any, Any]] = field(default_factory=dict)
-    present: dict[str, set[Any]] = field(default_factory=dict)
-    # Rows the user has already that a line names without carrying them.
-    theirs: dict[str, set[Any]] = field(default_factory=dict)
-    remapped: int = 0
-
-    def new(self, kind: str, key: Any) -> bool:
-        return key not in self.present.get(kind, set())
-
-    def id(self, kind: str, key: Any) -> Any:
-        return self.ids.get(kind, {}).get(key, key)
-
-    def ref(self, kind: str, key: Any) -> Any:
-        if key is None:
-            return None
-        return self.ids.get(kind, {}).get(key, key)
 
 
 def _references(line: Any) -> list[tuple[str, str, Any]]:
@@ -504,7 +446,7 @@ def _references(line: Any) -> list[tuple[str, str, Any]]:
     return [r for r in refs if r[2] is not None]
 
 
-async def plan(conn: AsyncConnection, tenant_id: str, found: _Read) -> Plan:
+async def plan(conn: AsyncConnection, tenant_id: str, found: Read) -> Plan:
     """Each line's id here, and each reference resolved to a row of the file or of the user;
     a reference to anything else is a problem of its line."""
     user = next(line.user_id for e in found.by_kind.values() for _, line in e.values())

@@ -11,6 +11,7 @@ with the key or value that was sent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -488,3 +489,66 @@ def read_line(item: Any, line: int) -> tuple[list[Line], list[dict[str, Any]]]:
         return [model.model_validate(item)], []  # type: ignore[list-item]
     except ValidationError as exc:
         return [], problems(exc, line)
+
+
+# --- what an import has read, and where each row goes ---------------------------------------
+
+
+@dataclass
+class Read:
+    """The file's lines, by kind, each with the line number it came from."""
+
+    by_kind: dict[str, dict[Any, tuple[int, Any]]] = field(default_factory=dict)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, number: int, line: Line) -> None:
+        kind = line.kind
+        key = _key(line)
+        found = self.by_kind.setdefault(kind, {})
+        if key not in found:
+            found[key] = (number, line)
+            return
+        first, earlier = found[key]
+        if isinstance(line, EntityLine | FactLine) and isinstance(earlier, EntityLine | FactLine):
+            # Format 1 repeats an entity or fact in each memory it came from.
+            sources = list(dict.fromkeys([*earlier.memory_ids, *line.memory_ids]))
+            found[key] = (first, earlier.model_copy(update={"memory_ids": sources}))
+            return
+        self.problems.append(problem(number, "id", f"the same {kind} is on line {first} too"))
+
+    def lines(self, kind: str) -> list[tuple[int, Any]]:
+        return list(self.by_kind.get(kind, {}).values())
+
+
+def _key(line: Line) -> Any:
+    """What names a line's row among the user's rows of its kind."""
+    if isinstance(line, ProfileLine):
+        return line.channel
+    if isinstance(line, FactPromotionLine):
+        return line.fact_id
+    return line.id
+
+
+@dataclass
+class Plan:
+    """Where each line's row goes: its id here (kept, or derived when another user holds it),
+    and whether it is there already."""
+
+    tenant_id: str
+    user_id: str
+    ids: dict[str, dict[Any, Any]] = field(default_factory=dict)
+    present: dict[str, set[Any]] = field(default_factory=dict)
+    # Rows the user has already that a line names without carrying them.
+    theirs: dict[str, set[Any]] = field(default_factory=dict)
+    remapped: int = 0
+
+    def new(self, kind: str, key: Any) -> bool:
+        return key not in self.present.get(kind, set())
+
+    def id(self, kind: str, key: Any) -> Any:
+        return self.ids.get(kind, {}).get(key, key)
+
+    def ref(self, kind: str, key: Any) -> Any:
+        if key is None:
+            return None
+        return self.ids.get(kind, {}).get(key, key)
