@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from memvault import Settings
+from memvault import AsyncMemory, InvalidInput, Settings
 from memvault.api.app import create_app
 from memvault.cli import app as cli
 from tests.conftest import KEY
@@ -548,3 +548,36 @@ def test_every_table_of_a_users_rows_is_exported_rebuilt_or_left_out_on_purpose(
     documented = (Path(__file__).parent.parent / "docs" / "export-format.md").read_text()
     for name in [*portable.REBUILT, *portable.LEFT_OUT]:
         assert name.replace("_", " ") in documented or name in documented, name
+
+
+async def test_an_import_applies_the_stores_pii_policy(
+    make_settings: Callable[..., Settings],
+) -> None:
+    card = "Erin pays with card 4111 1111 1111 1111"
+    loose = make_settings(embedding_provider="hash", pii_policy="allow")
+    async with await AsyncMemory.open(loose) as store:
+        added = await store.add(card, user_id=USER, infer=False, wait=True)
+        lines = json.loads(json.dumps(await store.export_memories(user_id=USER)))
+        await store.erase_user(user_id=USER)
+    assert lines[0]["content"] == card and lines[0]["vectors"]
+
+    strict = make_settings(embedding_provider="hash", pii_policy="reject")
+    async with await AsyncMemory.open(strict) as store:
+        with pytest.raises(InvalidInput) as refused:
+            await store.import_memories(lines)
+        assert refused.value.details["errors"][0] | {"problem": ""} == {
+            "line": 1,
+            "field": "content",
+            "problem": "",
+        }
+        assert "4111" not in json.dumps(refused.value.details)
+        assert await store.export_memories(user_id=USER) == []
+
+    async with await AsyncMemory.open(make_settings(embedding_provider="hash")) as store:
+        counts = await store.import_memories(lines)
+        # Redacted on the way in, as an add would be; its vectors were of the card's text.
+        assert counts["queued_for_embedding"] == 1
+        stored = await store.get(added.id, user_id=USER)
+        assert stored.content == "Erin pays with card [REDACTED:credit_card]"
+        history = await store.history(added.id, user_id=USER)
+        assert all("4111" not in (h.new_content or "") for h in history)
