@@ -79,6 +79,10 @@ _NAME_SLOT = re.compile(
     r"\b(?P<lead>in|at|for|from|joined|left|visited|(?:moved|moving|relocated|relocating|flying|"
     r"heading|travelling|traveling|trip)\s+to)\s+(?P<words>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})"
 )
+_NAME_THEN_TO = re.compile(
+    r"(?P<lead>\bfrom\s+[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2}\s+to)\s+"
+    r"(?P<words>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})"
+)
 _NOT_A_PLACE = p.words(
     """home work school uni college church bed night noon lunch dinner breakfast myself
     yourself years months weeks days hours minutes ages time times fun free sure least most
@@ -254,7 +258,8 @@ def _capitalised(sentence: str) -> str:
         words[:named] = [w[:1].upper() + w[1:] for w in words[:named]]
         return f"{match['lead']} {' '.join(words)}"
 
-    return _NAME_SLOT.sub(capital, sentence)
+    # "from leeds to york": once "Leeds" is a name, what follows its "to" is one too
+    return _NAME_THEN_TO.sub(capital, _NAME_SLOT.sub(capital, sentence))
 
 
 # --- entities --------------------------------------------------------------------------------
