@@ -81,9 +81,7 @@ async def recent_tool_calls(
     ]
     order: list[sa.ColumnElement[object]] = []
     if conversation_id is not None:
-        # Compared as text: a conversation id is whatever string its caller chose.
-        here = sa.cast(_i.conversation_id, sa.Text) == conversation_id
-        order.append(sa.case((here, 0), else_=1))
+        order.append(sa.case((_i.conversation_id == conversation_id, 0), else_=1))
     query = (
         sa.select(tool_invocations)
         .where(*where)
