@@ -581,3 +581,35 @@ async def test_an_import_applies_the_stores_pii_policy(
         assert stored.content == "Erin pays with card [REDACTED:credit_card]"
         history = await store.history(added.id, user_id=USER)
         assert all("4111" not in (h.new_content or "") for h in history)
+
+
+HOSTILE: list[Any] = [None, "", " ", "\x00", "a\x00b", "\ud800", "x" * 70_000, -1, 2**63, 1e308,
+                      math.nan, -math.inf, True, [], [None], {}, {"k": "\x00"}, [[[[[[]]]]]],
+                      "9999-12-31T23:59:59-05:00", "not-a-uuid"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_no_hostile_value_in_any_field_of_any_kind_answers_5xx(api: TestClient) -> None:
+    _populate(api)
+    lines = _export(api)
+    _ok(api.post("/v1/deletions", json={"user_id": USER}))
+    for line in lines:  # smaller bodies; vectors get their own hostile values below
+        line.update(
+            {k: [] if k == "vectors" else None for k in ("vectors", "embedding") if k in line}
+        )
+    one_of_each = {line["kind"]: n for n, line in reversed(list(enumerate(lines)))}
+    answers: dict[int, int] = {}
+    for number in one_of_each.values():
+        for name in lines[number]:
+            for value in HOSTILE:
+                bad = copy.deepcopy(lines)
+                bad[number][name] = value
+                body = json.dumps({"memories": bad}, allow_nan=True)
+                answer = api.post(
+                    "/v1/import", content=body, headers={"Content-Type": "application/json"}
+                )
+                answers[answer.status_code] = answers.get(answer.status_code, 0) + 1
+                assert answer.status_code in (200, 422), (name, repr(value)[:40], answer.text)
+                assert "\\u0000" not in answer.text and "\\ud800" not in answer.text
+    assert answers[422] > answers.get(200, 0)
+    _still_works(api, USER)
