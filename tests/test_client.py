@@ -65,6 +65,7 @@ DATA_METHODS = [
     "audit_log",
     "erase",
     "erase_user",
+    "erase_conversation",
     "memory_health",
     "health_action",
     "export_memories",

@@ -164,3 +164,20 @@ def test_distinct_sessions_never_share_a_redis_key(
     key_a = redis_key(a[0], (a[1], a[2], a[3]), a[4], a[5])
     key_b = redis_key(b[0], (b[1], b[2], b[3]), b[4], b[5])
     assert (key_a == key_b) == (a == b)
+
+
+async def test_deleting_a_turn_or_its_conversation_leaves_the_session(
+    memory: AsyncMemory,
+) -> None:
+    said = [{"role": "user", "content": "the door code is 8812"}, {"role": "user", "content": "hi"}]
+    stored = await memory.add_messages(said, user_id="ann", conversation_id="door")
+    await memory.set_context("door", "k", "v", user_id="ann")
+    await memory.set_context("door-2", "k", "kept", user_id="ann")
+    await memory.delete(stored[0].id, user_id="ann")
+    context = await memory.get_context("door", user_id="ann")
+    assert [t["content"] for t in context.turns] == ["hi"] and context.values == {"k": "v"}
+    receipt = await memory.erase_conversation("door", user_id="ann")
+    assert receipt.scope == "conversation" and receipt.memories == 1
+    emptied = await memory.get_context("door", user_id="ann")
+    assert emptied.turns == [] and emptied.values == {}
+    assert await memory.get_context_value("door-2", "k", user_id="ann") == "kept"

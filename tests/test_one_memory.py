@@ -235,3 +235,38 @@ async def test_a_correction_supersedes_the_fact_and_keeps_both_turns(memory: Asy
     convo = await memory.get_conversation("k", user_id="kim")
     assert convo.turns is not None
     assert [t.content for t in convo.turns] == ["I live in Berlin.", "Actually I moved to Hamburg."]
+
+
+def test_a_conversation_is_deleted_at_its_own_address(client: TestClient) -> None:
+    user = {"user_id": "del"}
+    client.post(
+        "/v1/messages?wait=true",
+        json={
+            **user,
+            "conversation_id": "gone",
+            "messages": [{"role": "user", "content": "I work at Initech."}],
+        },
+    )
+    client.post(
+        "/v1/messages",
+        json={**user, "conversation_id": "kept", "messages": [{"role": "user", "content": "hi"}]},
+    )
+    client.post(
+        "/v1/tools/invocations",
+        json={**user, "conversation_id": "gone", "tool_name": "t", "success": True},
+    )
+    client.put("/v1/working/gone/context/k", json={**user, "value": "v"})
+    receipt = client.delete("/v1/conversations/gone", params=user)
+    assert receipt.status_code == 200, receipt.text
+    body = receipt.json()
+    assert body["scope"] == "conversation" and body["memories"] == 1
+    assert body["counts"]["conversations"] == 1 and body["counts"]["tool_invocations"] == 1
+    assert client.get("/v1/conversations/gone", params=user).status_code == 404
+    assert client.get("/v1/working/gone", params=user).json()["values"] == {}
+    assert client.get("/v1/tools/stats", params=user).json()["results"] == []
+    assert client.get("/v1/facts", params=user).json()["results"] == []
+    contents = [m["content"] for m in client.get("/v1/memories", params=user).json()["results"]]
+    assert contents == ["hi"]
+    assert client.get("/v1/conversations/kept", params=user).json()["turn_count"] == 1
+    again = client.delete("/v1/conversations/gone", params=user)
+    assert again.status_code == 404

@@ -235,6 +235,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/audit", AsyncMemory.audit_log, AuditPage, query=AuditQuery),
     Route("POST", "/v1/deletions", AsyncMemory.erase, DeletionReceipt, body=DeletionRequest),
     Route("POST", "/v1/deletions", AsyncMemory.erase_user, DeletionReceipt, body=DeletionRequest),
+    Route("DELETE", "/v1/conversations/{conversation_id}", AsyncMemory.erase_conversation,
+          DeletionReceipt, query=OwnerParams),
     Route("GET", "/v1/health/memory", AsyncMemory.memory_health, MemoryHealth, query=Owner),
     Route("POST", "/v1/health/memory/actions", AsyncMemory.health_action, HealthActionResult,
           body=HealthActionRequest, whole="request"),

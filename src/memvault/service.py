@@ -529,6 +529,7 @@ class Memory(SyncFace):
     # --- lifecycle (issue 15) ---
     erase = blocking(AsyncMemory.erase)
     erase_user = blocking(AsyncMemory.erase_user)
+    erase_conversation = blocking(AsyncMemory.erase_conversation)
     audit_log = blocking(AsyncMemory.audit_log)
     flush_audit = blocking(AsyncMemory.flush_audit)
     memory_health = blocking(AsyncMemory.memory_health)

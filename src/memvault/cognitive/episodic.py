@@ -99,7 +99,8 @@ class EpisodicFace(CognitiveBase):
             MessagesRequest,
             messages=turns,
             user_id=user_id,
-            occurred_at=occurred_at,
+            # Turns added this way are dated when said (not by dates their words mention).
+            occurred_at=occurred_at or datetime.now(UTC),
             conversation_id=checked_id(str(conversation_id), "conversation_id"),
         )
         stored = await self._append_turns(request, wait=wait)

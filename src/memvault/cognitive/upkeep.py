@@ -23,7 +23,7 @@ from memvault.cognitive.session import TURNS
 from memvault.cognitive.working import RedisWorkingStore, WorkingMemory, list_of, open_store
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationToolCall
-from memvault.db.tables import conversation_turns
+from memvault.db.tables import conversation_turns, conversations, tool_invocations, working_memory
 from memvault.lifecycle.deletion import InStore, Targets, register_derived, register_outside
 from memvault.lifecycle.jobs import CLEANUP_STEPS
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob, register
@@ -46,9 +46,24 @@ def _owner(targets: Targets) -> tuple[bool, str | None]:
     return False, None
 
 
+# The tables whose rows one conversation owns beyond its turns (a conversation's deletion).
+_OF_A_CONVERSATION = (conversations, tool_invocations, working_memory)
+
+
 def _owned_rows(table: sa.Table) -> InStore:
     async def delete(conn: AsyncConnection, targets: Targets) -> int:
         takes, user_id = _owner(targets)
+        conversation = targets.conversation_id
+        if conversation is not None and targets.user_id is not None:
+            if table not in _OF_A_CONVERSATION:
+                return (
+                    0
+                    if table is not conversation_turns
+                    else await db.delete_turns_of(conn, targets.tenant_id, targets.ids)
+                )
+            return await db.delete_conversation_rows(
+                conn, table, targets.tenant_id, targets.user_id, conversation
+            )
         if table is conversation_turns:
             # A deleted memory's turn goes whatever the scope: its words were that memory.
             gone = await db.delete_turns_of(conn, targets.tenant_id, targets.ids)
@@ -64,13 +79,19 @@ def _owned_rows(table: sa.Table) -> InStore:
 
 async def _redis_working_memory(backend: Backend, targets: Targets) -> int:
     takes, user_id = _owner(targets)
-    if not takes or backend.settings.redis_url is None:
+    whole_session = targets.conversation_id is not None and targets.user_id is not None
+    if not (takes or whole_session) or backend.settings.redis_url is None:
         return 0
     if backend.working is None:
         backend.working = open_store(backend.settings, backend.engine)
     store = backend.working
     if not isinstance(store, RedisWorkingStore):
         return 0
+    if whole_session:
+        assert targets.user_id is not None and targets.conversation_id is not None
+        return await store.forget_conversation(
+            targets.tenant_id, targets.user_id, targets.conversation_id
+        )
     return await store.forget(targets.tenant_id, user_id)
 
 
@@ -78,6 +99,8 @@ async def _deleted_turns_in_sessions(backend: Backend, targets: Targets) -> int:
     """A deleted turn's words leave its session's working memory as well (an erased user's
     or tenant's sessions go whole, by the steps above)."""
     takes, _ = _owner(targets)
+    if targets.conversation_id is not None:  # the whole session goes (the steps above)
+        return 0
     sessions: dict[tuple[str, str, str], set[int]] = defaultdict(set)
     for row in targets.rows:
         session, turn = row.metadata.get("session_id"), row.metadata.get("turn")

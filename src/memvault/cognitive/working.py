@@ -231,8 +231,34 @@ class RedisWorkingStore:
         (deleted,) = await self._run(lambda p: p.delete(*names))
         return int(deleted)
 
+    async def forget_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> int:
+        """Every key of one conversation's sessions (in whichever channel), index sets
+        included."""
+        owner = [_glob_literal(_part(p)) for p in (tenant_id, user_id)]
+        pattern = ":".join(["working", *owner, "*", _glob_literal(_part(conversation_id)), "*"])
+        wanted = _part(conversation_id)
+        try:
+            found = [name async for name in self._redis.scan_iter(match=pattern, count=1_000)]
+        except Exception as exc:  # redis raises many unrelated types; all mean "not now"
+            raise StoreUnavailable(
+                "Working memory (Redis) is unavailable.", details={"store": "redis"}
+            ) from exc
+        # A glob's * may span components: keep the keys whose conversation component is it.
+        names = [n for n in found if _component(n, 4) == wanted]
+        if not names:
+            return 0
+        (deleted,) = await self._run(lambda p: p.delete(*names))
+        return int(deleted)
+
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+
+def _component(name: str | bytes, n: int) -> str | None:
+    """The ``n``-th ``:``-separated component of a key (0 is ``working``)."""
+    text = name.decode() if isinstance(name, bytes) else name
+    parts = text.split(":")
+    return parts[n] if len(parts) > n else None
 
 
 def _glob_literal(value: str) -> str:

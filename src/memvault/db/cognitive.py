@@ -590,9 +590,7 @@ async def claim_sealed_to_reseal(
         for row in await conn.execute(query):
             bound = tuple(row[: len(key)])
             where = tuple(row[len(key) : len(key) + len(primary)])
-            found.append(
-                SealedRow(table.name, bound, row.ciphertext, row.nonce, row.key_id, where)
-            )
+            found.append(SealedRow(table.name, bound, row.ciphertext, row.nonce, row.key_id, where))
     return found
 
 
@@ -630,6 +628,30 @@ async def delete_owned(
         else:
             where.append(table.c.user_id == user_id)
     result = await conn.execute(table.delete().where(*where))
+    return int(result.rowcount)
+
+
+async def conversation_exists(
+    conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: str
+) -> bool:
+    query = sa.select(sa.literal(1)).where(
+        _c.tenant_id == tenant_id, _c.user_id == user_id, _c.id == conversation_id
+    )
+    return (await conn.execute(query)).first() is not None
+
+
+async def delete_conversation_rows(
+    conn: AsyncConnection, table: sa.Table, tenant_id: str, user_id: str, conversation_id: str
+) -> int:
+    """One conversation's rows of a cognitive table that names conversations."""
+    column = table.c.id if table is conversations else table.c.conversation_id
+    result = await conn.execute(
+        table.delete().where(
+            table.c.tenant_id == tenant_id,
+            table.c.user_id == user_id,
+            column == conversation_id,
+        )
+    )
     return int(result.rowcount)
 
 
@@ -705,9 +727,9 @@ async def learned_sequences(
     if not conversations:
         return set()
     key = sa.tuple_(_s.tenant_id, _s.user_id, _s.source_conversation_id)
-    query = sa.select(
-        _s.tenant_id, _s.user_id, _s.source_conversation_id, _s.tool_sequence
-    ).where(key.in_(list(conversations)))
+    query = sa.select(_s.tenant_id, _s.user_id, _s.source_conversation_id, _s.tool_sequence).where(
+        key.in_(list(conversations))
+    )
     return {
         (row.tenant_id, row.user_id, row.source_conversation_id, tuple(row.tool_sequence))
         for row in await conn.execute(query)

@@ -32,7 +32,7 @@ from memvault import tenant_keys
 from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
 from memvault.db.records import DoomedMemory
-from memvault.db.tables import audit_log, memories, memory_history
+from memvault.db.tables import audit_log, conversation_turns, memories, memory_history
 from memvault.embedding.chunking import chunk, clean
 from memvault.errors import KeyMismatch, NotFound, StoreUnavailable
 from memvault.graph import sealed
@@ -67,6 +67,8 @@ class Targets:
     # Texts derived from the memories (fact claims, entity names), by owner: the embedding
     # cache may hold their vectors too.
     derived: Sequence[tuple[str, str]] = ()
+    # A conversation-scope deletion's conversation (its rows beyond the turns go too).
+    conversation_id: str | None = None
 
     @property
     def ids(self) -> list[uuid.UUID]:
@@ -236,6 +238,7 @@ async def erase(
     now: datetime | None = None,
     whole_user: bool = False,
     app_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> DeletionReceipt:
     """Delete the memories ``where`` picks and everything derived from them; a memory-scope
     deletion that finds nothing is NotFound (and changes nothing). ``whole_user``: the user's
@@ -267,6 +270,7 @@ async def erase(
             app_id=app_id,
             whole_user=whole_user,
             derived=derived,
+            conversation_id=conversation_id,
         )
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
@@ -372,6 +376,18 @@ async def _write_receipt(
 def memory_where(tenant_id: str, memory_id: uuid.UUID, user_id: str) -> sa.ColumnElement[bool]:
     c = memories.c
     return sa.and_(c.tenant_id == tenant_id, c.id == memory_id, c.user_id == user_id)
+
+
+def conversation_where(
+    tenant_id: str, user_id: str, conversation_id: str
+) -> sa.ColumnElement[bool]:
+    """The memories that are this conversation's turns."""
+    t = conversation_turns.c
+    turns = sa.select(t.memory_id).where(
+        t.tenant_id == tenant_id, t.user_id == user_id, t.conversation_id == conversation_id
+    )
+    c = memories.c
+    return sa.and_(c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(turns))
 
 
 def user_where(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnElement[bool]:

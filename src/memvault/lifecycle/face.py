@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault.db import audit as audit_db
+from memvault.db import cognitive as cognitive_db
 from memvault.db import health as health_db
 from memvault.db import jobs as jobs_db
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.errors import InvalidInput
+from memvault.errors import InvalidInput, NotFound
 from memvault.lifecycle import deletion, graph_jobs, health, portable
 from memvault.lifecycle.audit import AuditEvent, query_aad
 from memvault.lifecycle.models import (
@@ -83,6 +84,26 @@ class LifecycleFace:
             scope="memory",
             user_id=owner,
             actor=self.actor,
+        )
+
+    @scoped_to_tenant
+    async def erase_conversation(self, conversation_id: str, *, user_id: str) -> DeletionReceipt:
+        """Delete one conversation: its turns and everything derived from them, its tool
+        calls, its session's working memory and the conversation itself; answers the
+        receipt."""
+        ident = _identifier(conversation_id, "conversation_id")
+        owner = _identifier(user_id, "user_id")
+        async with self._backend.engine.connect() as conn:
+            if not await cognitive_db.conversation_exists(conn, self.tenant_id, owner, ident):
+                raise NotFound("No such conversation for this user.", details={"id": ident})
+        return await deletion.erase(
+            self._backend,
+            self.tenant_id,
+            deletion.conversation_where(self.tenant_id, owner, ident),
+            scope="conversation",
+            user_id=owner,
+            actor=self.actor,
+            conversation_id=ident,
         )
 
     @scoped_to_tenant

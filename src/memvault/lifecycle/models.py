@@ -16,7 +16,7 @@ AuditOperation = Literal[
     "store", "retrieve", "update", "delete", "promote", "merge", "decay", "export", "import", "tier"
 ]
 RunOutcome = Literal["running", "ok", "stopped", "failed", "skipped"]
-DeletionScope = Literal["memory", "user", "tenant", "expired"]
+DeletionScope = Literal["memory", "conversation", "user", "tenant", "expired"]
 
 
 class ScheduledRun(BaseModel):
@@ -152,7 +152,8 @@ class AuditQuery(BaseModel):
 
 
 class DeletionRequest(BaseModel):
-    """One memory (``memory_id``), or every memory of the user (in one app, if given)."""
+    """One memory (``memory_id``), or every memory of the user (in one app, if given). A
+    conversation is deleted at its own address: ``DELETE /v1/conversations/{id}``."""
 
     model_config = ConfigDict(extra="forbid")
     user_id: Identifier

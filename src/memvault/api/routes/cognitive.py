@@ -43,6 +43,7 @@ from memvault.cognitive.wire import (
     ToolStatsPage,
     TurnPage,
 )
+from memvault.lifecycle.models import DeletionReceipt
 
 router = APIRouter(prefix="/v1", tags=["cognitive"], responses=V1_ERRORS)
 
@@ -89,6 +90,15 @@ async def add_turns(
         wait=wait,
     )
     return TurnPage(results=turns)
+
+
+@router.delete("/conversations/{conversation_id}")
+async def delete_conversation(
+    conversation_id: str, owner: Annotated[OwnerParams, Query()], memory: WriteMemory
+) -> DeletionReceipt:
+    """Delete a conversation from every store: its turns and all derived from them, its tool
+    calls, its session's working memory and the conversation; answers the deletion receipt."""
+    return await memory.erase_conversation(conversation_id, user_id=owner.user_id)
 
 
 # --- working memory -----------------------------------------------------------------------------

@@ -39,9 +39,7 @@ def upgrade() -> None:
     op.drop_constraint("pk_conversation_turns", "conversation_turns", type_="primary")
     op.drop_constraint("pk_conversations", "conversations", type_="primary")
     for table, column in _TO_TEXT:
-        op.alter_column(
-            table, column, type_=sa.Text(), postgresql_using=f"{column}::text"
-        )
+        op.alter_column(table, column, type_=sa.Text(), postgresql_using=f"{column}::text")
     op.create_primary_key("pk_conversations", "conversations", ["tenant_id", "user_id", "id"])
     op.create_primary_key(
         "pk_conversation_turns",
@@ -62,8 +60,7 @@ def upgrade() -> None:
     )
     # What was consolidated before kept no watermark: all its turns then were.
     op.execute(
-        "UPDATE conversations SET consolidated_turns = turn_count "
-        "WHERE consolidated_at IS NOT NULL"
+        "UPDATE conversations SET consolidated_turns = turn_count WHERE consolidated_at IS NOT NULL"
     )
 
 
@@ -78,7 +75,9 @@ def downgrade() -> None:
         op.alter_column(table, column, type_=sa.Uuid(), postgresql_using=f"{column}::uuid")
     op.create_primary_key("pk_conversations", "conversations", ["tenant_id", "id"])
     op.create_primary_key(
-        "pk_conversation_turns", "conversation_turns", ["tenant_id", "conversation_id", "turn_index"]
+        "pk_conversation_turns",
+        "conversation_turns",
+        ["tenant_id", "conversation_id", "turn_index"],
     )
     op.create_foreign_key(
         "fk_conversation_turns_conversation",
