@@ -13,6 +13,10 @@
    step given nothing to write (the extractor stubbed to claim nothing, so the graph's own
    share shows), and ``add`` with ``infer=False`` (PII, inline embedding, insert: no dedup,
    enrichment by rules, no graph).
+3. Conversation turns: ``add_messages`` of one turn to the user's running conversation (its
+   ``session_id``), interleaved with the arms above: a turn is kept verbatim (no dedup), and —
+   since turns became one memory — also a conversation turn row, a line of working memory and
+   input to the offline extractor at write.
 """
 
 from __future__ import annotations
@@ -70,13 +74,18 @@ async def full_pipeline(memory: AsyncMemory, texts: list[str]) -> dict[str, dict
     async def claims_nothing(text: str, **_: object) -> Extraction:
         return Extraction()
 
-    arms: dict[str, list[float]] = {"graph": [], "no graph": [], "off": []}
+    arms: dict[str, list[float]] = {"graph": [], "no graph": [], "off": [], "turn": []}
     rng = random.Random(3)
     for n, text in enumerate(texts):
-        arm = list(arms)[n % 3]
+        arm = list(arms)[n % len(arms)]
         step["extract"] = claims_nothing if arm == "no graph" else real_extract
+        user = f"user-{rng.randrange(100)}"
         with timed(arms[arm]):
-            await memory.add(text, user_id=f"user-{rng.randrange(100)}", infer=arm != "off")
+            if arm == "turn":
+                turn = [{"role": "user", "content": text}]
+                await memory.add_messages(turn, user_id=user, session_id=f"chat-{user}")
+            else:
+                await memory.add(text, user_id=user, infer=arm != "off")
     step["extract"] = real_extract
     return {arm: summary_ms(samples) for arm, samples in arms.items()}
 
@@ -104,6 +113,7 @@ async def run(count: int, pipeline_adds: int) -> None:
         rows[f"add, infer on: offline pipeline + graph ({count:,} stored)"] = arms["graph"]
         rows["add, infer on, extractor claims nothing"] = arms["no graph"]
         rows["add, infer off"] = arms["off"]
+        rows["add_messages, one turn"] = arms["turn"]
         entities, facts = await graph_size(memory)
         print(f"  graph written by the infer-on adds: {entities} entities, {facts} facts")
         await memory.close()
@@ -113,7 +123,7 @@ async def run(count: int, pipeline_adds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--pipeline-adds", type=int, default=500)
+    parser.add_argument("--pipeline-adds", type=int, default=600)
     args = parser.parse_args()
     asyncio.run(run(args.count, args.pipeline_adds))
 
