@@ -40,14 +40,6 @@ def _content(value: str) -> str:
     return value
 
 
-def _text(value: str) -> str:
-    """Free text as PostgreSQL stores it: line breaks and tabs are text, NUL is not."""
-    _encodable(value)
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
 def _utc(value: datetime) -> datetime:
     """A timestamp without a zone is taken as UTC, never as the server's local time; one that
     leaves the years 1-9999 once in UTC cannot be stored or compared, so it is refused."""
@@ -70,8 +62,7 @@ def _tags(values: list[str]) -> list[str]:
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_identifier)]
 Content = Annotated[str, AfterValidator(_content)]
-# Free text beside a memory (its length limited where it is used); docs/limits.md lists them.
-Text = Annotated[str, AfterValidator(_text)]
+# Free text beside a memory; docs/limits.md lists every limit.
 # A title or a description: one line of meaning, not a document (documents are memories).
 Title = Annotated[str, Field(max_length=500), AfterValidator(_content)]
 Description = Annotated[str, Field(max_length=2_000), AfterValidator(_content)]
