@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory
-from memvault.errors import Conflict
+from memvault.errors import Conflict, NotFound
 from memvault.lifecycle import jobs
 
 MOVE = "I moved from Berlin to Munich last year. I work at Acme."
@@ -270,3 +271,19 @@ def test_a_conversation_is_deleted_at_its_own_address(client: TestClient) -> Non
     assert client.get("/v1/conversations/kept", params=user).json()["turn_count"] == 1
     again = client.delete("/v1/conversations/gone", params=user)
     assert again.status_code == 404
+
+
+async def test_a_turn_and_its_memory_commit_together(
+    memory: AsyncMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.db import cognitive as cognitive_db
+
+    async def refused(*_: object) -> None:
+        raise RuntimeError("the turn row could not be written")
+
+    monkeypatch.setattr(cognitive_db, "insert_turns", refused)
+    with pytest.raises(RuntimeError):
+        await memory.add_messages([first_msg()], user_id="tx", conversation_id="atomic")
+    assert (await memory.list(user_id="tx")).results == []
+    with pytest.raises(NotFound):
+        await memory.get_conversation("atomic", user_id="tx")

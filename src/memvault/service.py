@@ -47,7 +47,7 @@ from memvault.models import (
     SearchResult,
 )
 from memvault.pipeline import pii
-from memvault.pipeline.ingest import Pipeline
+from memvault.pipeline.ingest import Pipeline, Within
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
 from memvault.retrieval.terms import blind_terms
@@ -177,6 +177,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         wait: bool,
         background: bool = False,
         verbatim: bool = False,
+        within: Within | None = None,
     ) -> builtins.list[AddResult]:
         for index, item in enumerate(checked):
             self._check_length(item.content, index=index)
@@ -188,7 +189,9 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             source_channel=checked[0].channel,
             session_id=session if isinstance(session, str) else None,
         ) as event:
-            results = await pipeline.ingest(checked, background=background, verbatim=verbatim)
+            results = await pipeline.ingest(
+                checked, background=background, verbatim=verbatim, within=within
+            )
             event.memory_ids, event.result_count = [r.id for r in results], len(results)
             # How each was stored: new, folded into a duplicate, merged, replaced, kept.
             event.details = {"dedup": dict(Counter(r.dedup.action for r in results))}
@@ -227,8 +230,10 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         first_turn: int,
         *,
         wait: bool,
+        within: Within,
     ) -> builtins.list[AddResult]:
-        """The turns' memories (see ``EpisodicFace._append_turns``, which numbers them)."""
+        """The turns' memories (see ``EpisodicFace._append_turns``, which numbers them), and
+        ``within`` in their transaction."""
         items = [
             MemoryInput(
                 content=m.content,
@@ -250,7 +255,7 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         cap = self._backend.settings.max_batch_items
         if len(items) > cap:
             raise InvalidInput(f"A batch holds 1 to {cap} turns.", details={"limit": cap})
-        return await self._ingest(items, wait=wait, verbatim=True)
+        return await self._ingest(items, wait=wait, verbatim=True, within=within)
 
     @scoped_to_tenant
     async def _waited(self, result: AddResult) -> AddResult:

@@ -18,6 +18,7 @@ from memvault.models import AddResult, Identifier, SearchResult
 
 if TYPE_CHECKING:
     from memvault.models import Message, MessagesRequest
+    from memvault.pipeline.ingest import Within
 
 
 class _Checked(BaseModel):
@@ -74,6 +75,7 @@ class CognitiveBase:
             first_turn: int,
             *,
             wait: bool,
+            within: Within,
         ) -> builtins.list[AddResult]: ...
 
     def _seal_row(self, table: str, key: tuple[Any, ...], payload: Any) -> dict[str, Any]:

@@ -121,8 +121,9 @@ class EpisodicFace(CognitiveBase):
         self, request: MessagesRequest, *, wait: bool
     ) -> builtins.list[AddResult]:
         """The one way a conversation grows: its next indices reserved (the conversation made
-        on first use), each turn stored verbatim as a memory and a turn row, then shown to the
-        session's working memory."""
+        on first use), each turn stored verbatim as a memory with its turn row in the same
+        transaction, then shown to the session's working memory. (A turn too long for one
+        chunk is embedded by the worker; the consolidate job extracts its facts.)"""
         ident = request.conversation or str(uuid.uuid4())
         when = request.occurred_at or datetime.now(UTC)
         start = ConversationStart(user_id=request.user_id, channel=request.channel)
@@ -131,34 +132,35 @@ class EpisodicFace(CognitiveBase):
             convo, created = await db.claim_turns(
                 conn, self._new_conversation(start, ident), len(request.messages), when
             )
+        rows: builtins.list[dict[str, Any]] = []
+
+        async def place_turns(conn: Any, stored: builtins.list[AddResult]) -> None:
+            rows.extend(
+                {
+                    "tenant_id": self.tenant_id,
+                    "conversation_id": ident,
+                    "turn_index": convo.turn_count + n,
+                    "user_id": request.user_id,
+                    "channel": convo.channel,
+                    "memory_id": result.id,
+                    "role": message.role,
+                    "model": message.model,
+                    "token_count": self._count_tokens(result.content),
+                    "occurred_at": when,
+                }
+                for n, (message, result) in enumerate(zip(request.messages, stored, strict=True))
+            )
+            await db.insert_turns(conn, rows)
+
         try:
             stored = await self._store_turns(
-                request, ident, convo.channel, convo.turn_count, wait=wait
+                request, ident, convo.channel, convo.turn_count, wait=wait, within=place_turns
             )
         except BaseException:
             if created:  # nothing a refused call sent may stay behind
                 async with self._backend.engine.begin() as conn:
-                    await db.forget_empty_conversation(
-                        conn, self.tenant_id, request.user_id, ident
-                    )
+                    await db.forget_empty_conversation(conn, self.tenant_id, request.user_id, ident)
             raise
-        rows = [
-            {
-                "tenant_id": self.tenant_id,
-                "conversation_id": ident,
-                "turn_index": convo.turn_count + n,
-                "user_id": request.user_id,
-                "channel": convo.channel,
-                "memory_id": result.id,
-                "role": message.role,
-                "model": message.model,
-                "token_count": self._count_tokens(result.content),
-                "occurred_at": when,
-            }
-            for n, (message, result) in enumerate(zip(request.messages, stored, strict=True))
-        ]
-        async with self._backend.engine.begin() as conn:
-            await db.insert_turns(conn, rows)
         await self._remember_in_session(request.user_id, convo.channel, ident, stored, rows)
         return [
             result.model_copy(update={"conversation_id": ident, "turn_index": row["turn_index"]})
@@ -214,9 +216,7 @@ class EpisodicFace(CognitiveBase):
             row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=True)
             if row is None:
                 raise NotFound("No such conversation for this user.", details={"id": ident})
-            await db.set_conversation(
-                conn, self.tenant_id, user_id, ident, {"archived": archived}
-            )
+            await db.set_conversation(conn, self.tenant_id, user_id, ident, {"archived": archived})
         return self._conversation(row, None).model_copy(update={"archived": archived})
 
     @scoped_to_tenant

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _CHUNK_SPECIAL_TOKENS = 2
+# Work that commits with a batch's memories, given the connection and the results in order.
+Within = Callable[[Any, list[AddResult]], Awaitable[None]]
 
 
 @dataclass
@@ -91,11 +94,18 @@ class Pipeline:
         self.verbatim = False
 
     async def ingest(
-        self, items: list[MemoryInput], *, background: bool = False, verbatim: bool = False
+        self,
+        items: list[MemoryInput],
+        *,
+        background: bool = False,
+        verbatim: bool = False,
+        within: Within | None = None,
     ) -> list[AddResult]:
         """``verbatim``: the items are conversation turns, what someone said: each is stored
         as it came (never folded into another memory, never deduplicated) and still learned
-        from (the offline extractor's facts are written with it)."""
+        from (the offline extractor's facts are written with it). ``within`` runs in the
+        memories' own transaction with their results, in order (what must commit with them:
+        a turn's row in its conversation)."""
         self.verbatim = verbatim
         drafts = [self._protect(i, item) for i, item in enumerate(items)]
         inline = [d for d in drafts if not background and self._fits_one_chunk(d.text)]
@@ -109,7 +119,7 @@ class Pipeline:
             await self._dedup(inline)
             await self._enrich(inline)
             await self._derive(inline, early, graph_vectors)
-        return await self._commit(inline, deferred)
+        return await self._commit(inline, deferred, within)
 
     def _source(self, draft: Draft) -> Source:
         item = draft.item
@@ -399,7 +409,9 @@ class Pipeline:
 
     # --- write ---------------------------------------------------------------------------------
 
-    async def _commit(self, inline: list[Draft], deferred: list[Draft]) -> list[AddResult]:
+    async def _commit(
+        self, inline: list[Draft], deferred: list[Draft], within: Within | None = None
+    ) -> list[AddResult]:
         results: dict[int, AddResult] = {}
         chunks: dict[UUID, tuple[str, list[list[float]]]] = {}
         # New memories get their postings inserted; memories a merge or replace rewrote get
@@ -448,6 +460,8 @@ class Pipeline:
                 results[draft.index] = self._result(row, draft)
             await keywords.insert_terms(conn, self.tenant_id, fresh)
             await keywords.replace_terms(conn, self.tenant_id, changed)
+            if within is not None:  # verbatim items have no twins: every result is here
+                await within(conn, [results[i] for i in sorted(results)])
         for draft in inline:
             if draft.twin_of is not None:
                 twin = results[draft.twin_of]
