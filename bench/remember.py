@@ -84,7 +84,7 @@ async def populate(server: Server, args: argparse.Namespace) -> str:
         person = PEOPLE[n % len(PEOPLE)]
         predicate = ("likes", "uses", "visited", "knows")[n // len(PEOPLE) % 4]
         thing = f"{PEOPLE[(n * 7 + 3) % len(PEOPLE)]}" if predicate == "knows" else None
-        body = {
+        body: dict[str, Any] = {
             "user_id": USER,
             "channel": PROJECT if n % 2 else "_global",
             "subject": person,

@@ -4,14 +4,16 @@ as steps, entities with something behind them, through the library and over REST
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
+from memvault.cognitive.models import Turn
 
-TRIP = [
+TRIP: list[dict[str, Any]] = [
     {"role": "user", "content": "I want to spend a week in Lisbon in May."},
     {"role": "assistant", "content": "Lisbon in May is lovely: warm, and before the crowds."},
     {"role": "user", "content": "Find me a hotel in Alfama, close to the river."},
@@ -30,7 +32,8 @@ def _body(prompt: str) -> list[str]:
 
 async def _trip(memory: AsyncMemory) -> str:
     convo = await memory.start_conversation(user_id="kate", title="Lisbon")
-    await memory.add_turns(convo.id, TRIP, user_id="kate", wait=True)
+    turns: list[Turn | dict[str, Any]] = [*TRIP]
+    await memory.add_turns(convo.id, turns, user_id="kate", wait=True)
     return str(convo.id)
 
 
@@ -245,3 +248,36 @@ def test_over_rest_the_bundle_shows_each_text_once_and_what_happened(client: Tes
     assert "Book a hotel: 1. hotel_search 2. book_hotel (1 succeeded, 1 failed)" in prompt
     assert body["diagnostics"]["duplicates_dropped"] >= len(TRIP)
     assert body["tokens"] <= body["budget_tokens"]
+
+
+async def test_a_turn_of_another_conversation_is_shown_under_the_fact_learned_from_it(
+    memory: AsyncMemory,
+) -> None:
+    said = "I live in Munich and I work for Acme."
+    earlier = await memory.start_conversation(user_id="kate", title="moving")
+    await memory.add_turns(
+        earlier.id, [{"role": "user", "content": said}], user_id="kate", wait=True
+    )
+    convo = await _trip(memory)
+    bundle = await memory.remember("where do I live?", user_id="kate", conversation_id=convo)
+    prompt = bundle.as_prompt()
+    assert prompt.count(said) == 1
+    [carrier] = [f for f in bundle.facts if f.detail.get("sources")]
+    [source] = carrier.detail["sources"]
+    assert (source["content"], source["conversation_id"], source["turn_index"]) == (
+        said,
+        str(earlier.id),
+        0,
+    )
+    assert said not in {i.content for i in bundle.episodic}
+    assert bundle.tokens == _tokens(memory, prompt)
+
+
+async def test_the_sessions_active_goal_is_shown_once(memory: AsyncMemory) -> None:
+    convo = await _trip(memory)
+    await memory.add_goal("Book a hotel in Lisbon", user_id="kate")
+    await memory.set_active_goal(convo, "Book a hotel in Lisbon", user_id="kate")
+    bundle = await memory.remember("hotel", user_id="kate", conversation_id=convo)
+    prompt = bundle.as_prompt()
+    assert prompt.count("Book a hotel in Lisbon") == 1
+    assert "- Book a hotel in Lisbon (priority 5)" in prompt.splitlines()
