@@ -177,6 +177,10 @@ async def missing_vectors(backend: Backend, found: Read) -> Vectors:
                 [clean(t, limit) for t in texts.values()]
             )
         except MemvaultError:
+            # An entity or fact may wait for a vector, as the graph lets it; a strategy is
+            # found only by one, so it fails the import as learning it would fail.
+            if any(kind == "strategy" for kind, _ in texts):
+                raise
             return kept | {key: (None, None) for key in texts}
         for key, vector in zip(texts, embedded.vectors, strict=True):
             kept[key] = (embedded.model_id, vector)

@@ -674,12 +674,7 @@ class _Writer:
             if not self.where.new("strategy", line.id):
                 continue
             ident = self.where.id("strategy", line.id)
-            model, vector = vectors_for.get(("strategy", line.id), (None, None))
-            if vector is None:  # nothing could embed it: the worker's sweep cannot either
-                raise InvalidInput(
-                    "No embedding model could embed a strategy; try again.",
-                    details={"field": "embedding"},
-                )
+            model, vector = vectors_for[("strategy", line.id)]
             payload = {"description": line.description, "context_pattern": line.context_pattern}
             values = line.model_dump(
                 exclude={
