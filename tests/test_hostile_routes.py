@@ -185,3 +185,28 @@ def test_a_query_has_a_limit(api: TestClient) -> None:
     for path in ("/v1/memories/search", "/v1/remember"):
         answer = api.post(path, json=at_limit)
         assert answer.status_code == 200, answer.text[:300]
+
+
+async def test_the_audit_writer_keeps_rows_while_the_store_is_away(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Set aside is for a row the store refuses; while it cannot be reached, rows wait."""
+    from memvault.db.engine import create_engine
+    from memvault.lifecycle.audit import AuditEvent
+    from memvault.metrics import AUDIT_ROWS
+
+    settings = make_settings(embedding_provider="hash", audit_flush_ms=60_000)
+    async with await AsyncMemory.open(settings) as store:
+        audit = store._backend.audit
+        reachable = audit._engine
+        audit._engine = create_engine("postgresql://nobody@127.0.0.1:1/none", pool_size=1)
+        set_aside = AUDIT_ROWS.labels("set_aside")._value.get()
+        try:
+            audit.record(AuditEvent(tenant_id="t", operation="tier", actor="x", user_id="u"))
+            assert await store.flush_audit() == 0
+        finally:
+            await audit._engine.dispose()
+            audit._engine = reachable
+        assert AUDIT_ROWS.labels("set_aside")._value.get() == set_aside
+        assert await store.flush_audit() == 1
+        assert len((await store.for_tenant("t").audit_log()).results) == 1

@@ -60,8 +60,14 @@ def storable(value: Any) -> Any:
     return value
 
 
-# What says the store is away (kept for the next flush), as opposed to a row it refuses.
-_OUTAGE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.TimeoutError, OSError)
+def _refused(exc: Exception) -> bool:
+    """Whether the store refused a row for what it holds (a value out of range, a broken
+    constraint, text it cannot encode), as opposed to being away or failing as a whole (a
+    partition it could not make): only such a row is set aside; anything else keeps the rows
+    for the next flush."""
+    if isinstance(exc, sa.exc.DataError | sa.exc.IntegrityError | ValueError):
+        return True
+    return type(exc) is sa.exc.StatementError  # the driver refused a value before sending it
 
 
 def records(level: str, operation: str) -> bool:
@@ -223,10 +229,10 @@ class Audit:
             batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
             try:
                 await self.write(batch)
-            except _OUTAGE as exc:
-                self._keep(batch, exc)
-                return written
-            except (sa.exc.SQLAlchemyError, ValueError):
+            except (sa.exc.SQLAlchemyError, ValueError, OSError) as exc:
+                if not _refused(exc):
+                    self._keep(batch, exc)
+                    return written
                 # One row the store refuses must not hold back the others (any tenant's).
                 done, away = await self._row_by_row(batch)
                 written += done
@@ -248,10 +254,10 @@ class Audit:
         for n, row in enumerate(batch):
             try:
                 await self.write([row])
-            except _OUTAGE as exc:
-                self._keep(batch[n:], exc)
-                return written, True
-            except (sa.exc.SQLAlchemyError, ValueError) as exc:
+            except (sa.exc.SQLAlchemyError, ValueError, OSError) as exc:
+                if not _refused(exc):
+                    self._keep(batch[n:], exc)
+                    return written, True
                 AUDIT_ROWS.labels("set_aside").inc()
                 log.error(
                     "audit row set aside (%s): tenant %r, operation %r",
