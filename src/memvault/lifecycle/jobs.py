@@ -298,7 +298,7 @@ async def skipped_probe(backend: Backend, tenant_id: str, user_id: str) -> Healt
         kind="skipped_by_jobs",
         count=sum(len(codes) for codes in found.values()),
         recommendation=f"Scheduled jobs went past records of this user they could not handle: "
-        f"{jobs}. The job's run lists them (`memvault jobs schedule history`); a record that "
+        f"{jobs}. The job's run lists them (`memvault jobs schedule runs`); a record that "
         "cannot be read was altered or is under a key no longer held: delete it.",
     )
 
