@@ -27,7 +27,6 @@ from memvault.db.tables import (
 from memvault.embedding.chunking import clean
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
-from memvault.graph.claims import SELF
 from memvault.lifecycle.portable_format import (
     FORMAT,
     EntityLine,
@@ -213,9 +212,9 @@ async def import_lines(
             exclude={"memvault_export", "kind", "name", "aliases", "description", "embedding",
                      "embedding_model", "memory_ids"}
         )  # fmt: skip
+        # The user's own entity is keyed apart by its name (a claimed property cannot make
+        # another entity the user).
         values |= sealed.entity_columns(keyring, tenant_id, ident, e.name, e.aliases, e.description)
-        if e.name == SELF or e.properties.get("self"):
-            values["name_key"] = sealed.self_key(keyring)
         model, vector = vectors_for.get(("entity", e.id), (None, None))
         values.update(
             tenant_id=tenant_id,
