@@ -87,6 +87,20 @@ def test_a_word_that_only_opens_a_sentence_is_no_entity(text: str) -> None:
     assert extraction.facts == ()
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Emily moved to Lyon.", "Emily"),
+        ("Fred works at Acme.", "Fred"),
+        ("Jon visited Oslo.", "Jon"),
+    ],
+)
+def test_a_name_that_opens_a_sentence_stays_a_name(text: str, name: str) -> None:
+    extraction = read(text)
+    assert name in {e.name for e in extraction.entities}
+    assert {f.subject for f in extraction.facts} == {name}
+
+
 # --- through the library: stored, superseded, asked about at a past date -----------------------
 
 SAID_IN_2025 = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)

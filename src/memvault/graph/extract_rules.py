@@ -72,9 +72,10 @@ _NOT_A_JOB = p.words(
 )
 
 
-# A sentence's first word in a verb's or adverb's form ("Moving", "Finished", "Sadly") is
-# capitalised for its place: read in lower case, it never joins the name after it.
-_OPENING_FORM = re.compile(r"^\W*[A-Z][a-z]+(?:ing|ed|ly)\b(?!')")
+# A sentence's first word in a gerund's form ("Moving Dana's things was hard") is capitalised
+# for its place: read in lower case, it never joins the name after it. Names that end so
+# ("Sterling") are rarer than gerunds; names ending in -ed or -ly (Fred, Emily) are not.
+_OPENING_FORM = re.compile(r"^\W*[A-Z][a-z]+ing\b(?!')")
 _NAME_SLOT = re.compile(
     r"\b(?P<lead>in|at|for|from|joined|left|visited|(?:moved|moving|relocated|relocating|flying|"
     r"heading|travelling|traveling|trip)\s+to)\s+(?P<words>[a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,2})"

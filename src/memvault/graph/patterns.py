@@ -49,7 +49,7 @@ STOP_WORDS = words(
     honestly apparently luckily sadly unfortunately fortunately obviously clearly besides
     meanwhile however interesting totally definitely certainly hopefully frankly naturally
     anyways btw fyi random funny weird guess turns lately currently somebody everything
-    nothing right
+    nothing right finally
     """
 )
 
