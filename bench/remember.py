@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/remember.py latency [--turns 10000] [--facts 2000]
         [--strategies 200] [--goals 20] [--tool-calls 200] [--requests 200]
+        [--baseline-src OTHER_TREE/src]
     .venv/bin/python bench/remember.py locomo [--data PATH] [--budgets 64 256 1024]
     .venv/bin/python bench/remember.py example [--query TEXT] [--budget 400]
 
@@ -18,6 +19,9 @@ asks ``--requests`` distinct questions, alternating
 (the episodic part's own search, for comparison), one at a time. Reports p50/p95/p99 of
 each, their ratio, and the share of remember()'s time each kind took
 (``diagnostics.timings_ms``: the kinds run concurrently, so shares are of their sum).
+With ``--baseline-src`` a second server runs that source tree (a worktree of an older commit)
+on its own database, filled alike, and each question goes to both in turn: the two are
+measured under the same load, which on a shared machine is the only fair comparison.
 
 ``locomo`` imports the LoCoMo dev conversations as bench/locomo.py does, then asks every
 category 1-4 question through ``search`` (hybrid, limit 10) and through ``remember()``
@@ -136,56 +140,75 @@ async def populate(server: Server, args: argparse.Namespace) -> str:
 
 
 async def latency(args: argparse.Namespace) -> None:
+    """One server from this tree; with ``--baseline-src``, a second from that source tree on
+    its own database, filled alike, and every question asked of both in turn (who goes first
+    alternating), so a busy machine weighs on both the same."""
+    trees = {"current": Path(__file__).resolve().parents[1] / "src"}
+    if args.baseline_src is not None:
+        trees["baseline"] = args.baseline_src.resolve()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         pg = EmbeddedPostgres(work / "pg")
         pg.start()
-        with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
-            conn.execute('CREATE DATABASE "current"')
-        server = Server(
-            "current",
-            Path(__file__).resolve().parents[1] / "src",
-            pg.admin_url("current"),
-            generate_key(),
-            work,
-        )
+        servers: dict[str, Server] = {}
         try:
-            await server.ready()
-            session = await populate(server, args)
-            with psycopg.connect(pg.admin_url("current"), autocommit=True) as conn:
-                conn.execute("ANALYZE")  # what autovacuum does after a bulk load
+            for name, src in trees.items():
+                with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{name}"')
+                servers[name] = Server(name, src, pg.admin_url(name), generate_key(), work)
+            sessions = {}
+            for name, server in servers.items():
+                await server.ready()
+                print(f"{name} ({trees[name]}):", flush=True)
+                sessions[name] = await populate(server, args)
+                with psycopg.connect(pg.admin_url(name), autocommit=True) as conn:
+                    conn.execute("ANALYZE")  # what autovacuum does after a bulk load
             asked = corpus_questions(args.requests + 10, seed=17)
-            body = {"user_id": USER, "channel": PROJECT, "conversation_id": session}
-            for question in asked[:10]:  # load the model, warm the pools: not measured
-                await server.client.post("/v1/remember", json={**body, "query": question})
-            remember_ms, search_ms, timings = [], [], []
+            bodies = {
+                name: {"user_id": USER, "channel": PROJECT, "conversation_id": session}
+                for name, session in sessions.items()
+            }
+            for name, server in servers.items():
+                for question in asked[:10]:  # load the model, warm the pools: not measured
+                    await server.client.post(
+                        "/v1/remember", json={**bodies[name], "query": question}
+                    )
+            remember_ms: dict[str, list[float]] = {name: [] for name in servers}
+            search_ms: dict[str, list[float]] = {name: [] for name in servers}
+            timings: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+            order = list(servers)
             for n, question in enumerate(asked[10:]):
-                for kind in ("remember", "search") if n % 2 == 0 else ("search", "remember"):
-                    started = time.perf_counter()
-                    if kind == "remember":
-                        answer = await server.client.post(
-                            "/v1/remember", json={**body, "query": question}
-                        )
-                    else:
-                        answer = await server.client.post(
-                            "/v1/memories/search",
-                            json={
-                                "query": question,
-                                "user_id": USER,
-                                "limit": 20,
-                                "track_access": False,
-                            },
-                        )
-                    elapsed = (time.perf_counter() - started) * 1000
-                    answer.raise_for_status()
-                    if kind == "remember":
-                        remember_ms.append(elapsed)
-                        timings.append(answer.json()["diagnostics"]["timings_ms"])
-                    else:
-                        search_ms.append(elapsed)
-            report(remember_ms, search_ms, timings)
+                for name in order if n % 2 == 0 else order[::-1]:
+                    server = servers[name]
+                    for kind in ("remember", "search") if n % 4 < 2 else ("search", "remember"):
+                        started = time.perf_counter()
+                        if kind == "remember":
+                            answer = await server.client.post(
+                                "/v1/remember", json={**bodies[name], "query": question}
+                            )
+                        else:
+                            answer = await server.client.post(
+                                "/v1/memories/search",
+                                json={
+                                    "query": question,
+                                    "user_id": USER,
+                                    "limit": 20,
+                                    "track_access": False,
+                                },
+                            )
+                        elapsed = (time.perf_counter() - started) * 1000
+                        answer.raise_for_status()
+                        if kind == "remember":
+                            remember_ms[name].append(elapsed)
+                            timings[name].append(answer.json()["diagnostics"]["timings_ms"])
+                        else:
+                            search_ms[name].append(elapsed)
+            for name in servers:
+                print(f"\n### {name}: {trees[name]}")
+                report(remember_ms[name], search_ms[name], timings[name])
         finally:
-            await server.close()
+            for server in servers.values():
+                await server.close()
             pg.stop()
 
 
@@ -374,6 +397,11 @@ if __name__ == "__main__":
     lat.add_argument("--goals", type=int, default=20)
     lat.add_argument("--tool-calls", type=int, default=200)
     lat.add_argument("--requests", type=int, default=200)
+    lat.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="another source tree (e.g. a git worktree's src) to serve and ask alongside",
+    )
     loc = sub.add_parser("locomo")
     loc.add_argument("--data", type=Path, default=DATA)
     loc.add_argument("--budgets", type=int, nargs="+", default=[64, 256, 1024])
