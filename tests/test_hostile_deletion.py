@@ -152,3 +152,33 @@ async def test_erasing_a_memory_then_the_user_leaves_nothing_anywhere(
     left = await asyncio.to_thread(_scan, raw, signatures, ids)
     assert left == set(), sorted(left)
     assert (await store.get(kept.id, user_id="frank")).content.startswith("Frank keeps")
+
+
+def _tagged(tags: list[bytes]) -> list[bytes]:
+    client = redis.Redis.from_url(REDIS_URL)
+    return [k for tag in tags for k in client.scan_iter(match=f"memvault:emb:{tag.hex()}*")]
+
+
+async def test_erasing_a_tenant_takes_the_cache_entries_of_all_its_users(
+    store: AsyncMemory,
+) -> None:
+    """Users with nothing but questions asked leave cached query vectors: they go too."""
+    from memvault.admin import AsyncAdmin
+
+    marker = uuid.uuid4().hex[:10]
+    acme, globex = store.for_tenant(f"acme-{marker}"), store.for_tenant(f"globex-{marker}")
+    await acme.search(f"who asked about qvz{marker}", user_id="asker")
+    await acme.remember(f"what about qvz{marker}", user_id="another")
+    await globex.search(f"who asked about qvz{marker}", user_id="asker")
+    service = store._backend.embeddings
+    acme_tags, globex_tags = (
+        service.tenant_tags(acme.tenant_id),
+        service.tenant_tags(globex.tenant_id),
+    )
+    assert len(_tagged(acme_tags)) >= 2 and _tagged(globex_tags)
+
+    receipt = await AsyncAdmin.of(store).erase_tenant(acme.tenant_id)
+
+    assert _tagged(acme_tags) == []
+    assert receipt.counts["embedding_cache"] >= 2
+    assert _tagged(globex_tags)

@@ -37,16 +37,24 @@ class Embedded:
 
 
 # Every cache key starts with its owner's tag: the tag of no one (the worker's batches, which
-# serve many users) or an HMAC of (tenant, user), so a user's entries go when the user goes.
+# serve many users), or its tenant's tag then its user's (HMACs), so a user's entries go when
+# the user goes, and a tenant's when the tenant goes.
+TENANT_TAG_BYTES = 4
 OWNER_TAG_BYTES = 8
 NO_OWNER = bytes(OWNER_TAG_BYTES)
+
+
+def tenant_tag(secret: bytes, tenant_id: str) -> bytes:
+    label = f"tenant\x00{tenant_id}".encode()
+    return hmac.new(secret, label, hashlib.sha256).digest()[:TENANT_TAG_BYTES]
 
 
 def owner_tag(secret: bytes, owner: tuple[str, str] | None) -> bytes:
     if owner is None:
         return NO_OWNER
     label = "\x00".join(("owner", *owner)).encode()
-    return hmac.new(secret, label, hashlib.sha256).digest()[:OWNER_TAG_BYTES]
+    user = hmac.new(secret, label, hashlib.sha256).digest()
+    return tenant_tag(secret, owner[0]) + user[: OWNER_TAG_BYTES - TENANT_TAG_BYTES]
 
 
 def cache_key(
@@ -85,6 +93,10 @@ class EmbeddingService:
 
     def owner_tags(self, owner: tuple[str, str]) -> list[bytes]:
         return [owner_tag(s, owner) for s in self.cache_secrets()]
+
+    def tenant_tags(self, tenant_id: str) -> list[bytes]:
+        """What every entry made for the tenant's users starts with (under each secret)."""
+        return [tenant_tag(s, tenant_id) for s in self.cache_secrets()]
 
     @property
     def active_model(self) -> str:

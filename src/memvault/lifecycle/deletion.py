@@ -151,14 +151,12 @@ def register_outside(name: str, delete: Outside) -> None:
 
 
 def _owner_tags(backend: Backend, targets: Targets) -> list[bytes]:
+    """The tags an erasure forgets every entry under: the user's, or the tenant's."""
     if targets.scope == "user" and targets.whole_user and targets.user_id is not None:
-        users = {targets.user_id}
-    elif targets.scope == "tenant":
-        users = {r.user_id for r in targets.rows} | {u for u, _ in targets.derived}
-    else:
-        return []
-    owners = [(targets.tenant_id, u) for u in sorted(users)]
-    return [tag for owner in owners for tag in backend.embeddings.owner_tags(owner)]
+        return backend.embeddings.owner_tags((targets.tenant_id, targets.user_id))
+    if targets.scope == "tenant":
+        return backend.embeddings.tenant_tags(targets.tenant_id)
+    return []
 
 
 def _text_keys(
