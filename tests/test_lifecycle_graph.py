@@ -50,9 +50,11 @@ async def _conversation(store: AsyncMemory, user: str = "ann") -> Any:
 
 
 def _forget_graph(raw: psycopg.Connection[Any]) -> None:
-    """As if the turns had been stored without extraction (a background add, a failed
-    extractor): the memories stay, nothing is derived from them."""
+    """As if the turns had been stored without extraction (a background add, a store from
+    before extraction at write): the memories stay, nothing is derived from them, and the
+    conversations' watermarks are back at their start."""
     raw.execute("DELETE FROM entities")
+    raw.execute("UPDATE conversations SET consolidated_turns = 0, consolidated_at = NULL")
 
 
 # --- consolidate -------------------------------------------------------------------------------

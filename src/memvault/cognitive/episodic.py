@@ -151,6 +151,13 @@ class EpisodicFace(CognitiveBase):
                 for n, (message, result) in enumerate(zip(request.messages, stored, strict=True))
             )
             await db.insert_turns(conn, rows)
+            # Offline, extraction at write is all consolidation would do: these turns are
+            # done, unless one was too long to extract now (the worker embeds it later).
+            if self._backend.judge.llm is None and all(r.embedded for r in stored):
+                span = (convo.turn_count, convo.turn_count + len(rows))
+                await db.advance_watermark(
+                    conn, self.tenant_id, request.user_id, ident, span, datetime.now(UTC)
+                )
 
         try:
             stored = await self._store_turns(

@@ -172,6 +172,28 @@ async def set_conversation(
     )
 
 
+async def advance_watermark(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    conversation_id: str,
+    span: tuple[int, int],
+    at: datetime,
+) -> None:
+    """Turns ``span`` = [first, end) count as consolidated, if every turn before them is."""
+    first, end = span
+    await conn.execute(
+        conversations.update()
+        .where(
+            _c.tenant_id == tenant_id,
+            _c.user_id == user_id,
+            _c.id == conversation_id,
+            _c.consolidated_turns == first,
+        )
+        .values(consolidated_turns=end, consolidated_at=at)
+    )
+
+
 async def forget_empty_conversation(
     conn: AsyncConnection, tenant_id: str, user_id: str, conversation_id: str
 ) -> None:
