@@ -902,10 +902,24 @@ def _validity(
     return (reading.reference, None) if shape.event else (None, None)
 
 
+# Predicates that name something the subject has ("diet", "sister"): said "X's diet is Y".
+_NOUN_PREDICATES = frozenset(
+    {
+        *p.RELATIVES.values(),
+        *("hobby", "job_title", "diet", "age", "field_of_study", "birthday", "degree"),
+        *("name", "birth_year", "phone_number", "email"),
+    }
+)
+
+
 def _sentence_of(subject: str, predicate: str, target: str, temporal: Temporal) -> str:
     who = "The user" if subject == SELF else subject
+    words = predicate.replace("_", " ")
+    if predicate in _NOUN_PREDICATES or predicate.startswith("favourite_"):
+        be = {"current": "is", "past": "was", "future": "will be"}[temporal]
+        return f"{who}'s {words} {be} {target}".strip()
     verb = {"current": "", "past": "(formerly) ", "future": "(from a future date) "}[temporal]
-    return f"{who} {verb}{predicate.replace('_', ' ')} {target}".strip()
+    return f"{who} {verb}{words} {target}".strip()
 
 
 def _relate(claim: FactClaim, reading: _Reading) -> None:
