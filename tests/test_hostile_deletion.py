@@ -182,3 +182,24 @@ async def test_erasing_a_tenant_takes_the_cache_entries_of_all_its_users(
     assert _tagged(acme_tags) == []
     assert receipt.counts["embedding_cache"] >= 2
     assert _tagged(globex_tags)
+
+
+async def test_erasing_a_memory_drops_the_reasons_of_promotions_that_stood_on_it(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    marker = uuid.uuid4().hex[:10]
+    promoted = {}
+    for name, text in (("colour", "My favourite colour is teal"), ("job", "I work at Acme")):
+        said = await store.add(text, user_id="ida", channel="proj", wait=True)
+        (fact,) = [f for f in await store.facts(user_id="ida") if said.id in f.memory_ids]
+        await store.promote(fact.id, user_id="ida", reason=f"{name} said by {marker}")
+        promoted[name] = said
+    await store.flush_audit()
+
+    receipt = await store.erase(promoted["colour"].id, user_id="ida")
+
+    reasons = raw.execute(
+        "SELECT promotion_rule FROM audit_log WHERE promotion_rule IS NOT NULL"
+    ).fetchall()
+    assert reasons == [(f"job said by {marker}",)]
+    assert receipt.counts["audit_reasons"] == 1

@@ -22,6 +22,8 @@ from memvault.db.tables import (
     audit_log,
     decay_changes,
     embedding_jobs,
+    fact_promotions,
+    fact_sources,
     memories,
     memory_chunks,
     memory_history,
@@ -360,15 +362,32 @@ async def forget_audit_reasons(
     """Drop the reasons promotions were given (the caller's words) for a user, or for the
     promotions of facts read from these memories. Who promoted what, and when, stays."""
     c = audit_log.c
-    about = [c.memory_ids.overlap(sa.cast(list(memory_ids), c.memory_ids.type))]
+    about = []
+    if memory_ids and await _promoted_from(conn, tenant_id, memory_ids):
+        about.append(c.memory_ids.overlap(sa.cast(list(memory_ids), c.memory_ids.type)))
     if user_id is not None:
         about.append(c.user_id == user_id)
+    if not about:
+        return 0  # no promotion stood on these memories: the audit log is not read at all
     query = (
         audit_log.update()
         .where(c.tenant_id == tenant_id, c.promotion_rule.is_not(None), sa.or_(*about))
         .values(promotion_rule=None)
     )
     return (await conn.execute(query)).rowcount or 0
+
+
+async def _promoted_from(conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]) -> bool:
+    """Whether a promoted fact was read from any of these memories (its promotion's audit row
+    names them)."""
+    s, p = fact_sources.c, fact_promotions.c
+    promoted = sa.select(p.fact_id).where(p.tenant_id == tenant_id)
+    query = sa.select(
+        sa.exists().where(
+            s.tenant_id == tenant_id, s.memory_id.in_(list(memory_ids)), s.fact_id.in_(promoted)
+        )
+    )
+    return bool((await conn.execute(query)).scalar())
 
 
 async def delete_tenant_rows(conn: AsyncConnection, table: sa.Table, tenant_id: str) -> int:

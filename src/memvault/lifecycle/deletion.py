@@ -270,7 +270,11 @@ async def erase(
             derived=derived,
             conversation_id=conversation_id,
         )
+        # A promotion's reason is the caller's words about what goes: they go too (read before
+        # the facts that say which promotions stood on these memories go).
+        reasons = await db.forget_audit_reasons(conn, tenant_id, whole, targets.ids)
         counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
+        counts["audit_reasons"] = reasons
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None
         if history == "purge":
@@ -290,8 +294,6 @@ async def erase(
                 counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
             counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
-        # A promotion's reason is the caller's words about what goes: they go too.
-        counts["audit_reasons"] = await db.forget_audit_reasons(conn, tenant_id, whole, targets.ids)
         for name, delete_outside in OUTSIDE.items():
             counts[name] = await delete_outside(backend, targets)
         receipt = DeletionReceipt(
