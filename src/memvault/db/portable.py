@@ -176,19 +176,13 @@ async def profile_channels(
     return {r[0] for r in await conn.execute(query)}
 
 
-def _batches(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    # One statement binds at most 65,535 parameters.
-    size = max(1, 30_000 // max(1, len(table.c)))
-    return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
-
-
 async def insert_new(
     conn: AsyncConnection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
 ) -> int:
-    """Insert the rows whose key is free; says how many went in."""
-    done = 0
-    for batch in _batches(table, rows):
-        key = next(iter(table.primary_key.columns))
-        query = insert(table).values(batch).on_conflict_do_nothing().returning(key)
-        done += len((await conn.execute(query)).all())
-    return done
+    """Insert the rows whose key is free; says how many went in. One statement for all the
+    rows (SQLAlchemy batches their values; the statement is compiled once)."""
+    if not rows:
+        return 0
+    key = next(iter(table.primary_key.columns))
+    query = insert(table).on_conflict_do_nothing().returning(key)
+    return len((await conn.execute(query, list(rows))).all())

@@ -199,6 +199,8 @@ async def import_lines(
     mentions: list[dict[str, Any]] = []
     sources: list[dict[str, Any]] = []
     relation_from: list[dict[str, Any]] = []
+    entity_rows: list[dict[str, Any]] = []
+    entity_postings: dict[Any, tuple[str, dict[int, int]]] = {}
     for _, e in found.lines("entity"):
         ident = where.id("entity", e.id)
         mentions.extend(
@@ -223,10 +225,12 @@ async def import_lines(
             embedding=vector,
             embedding_model=model if vector is not None else None,
         )
-        if await db.insert_new(conn, db.TABLES["entity"], [values]):
-            counts["entities"] += 1
-            terms = sealed.entity_terms(keyring, e.name, e.aliases)
-            await graph_db.replace_terms(conn, tenant_id, "entity", {ident: (user_id, terms)})
+        entity_rows.append(values)
+        entity_postings[ident] = (user_id, sealed.entity_terms(keyring, e.name, e.aliases))
+    counts["entities"] += await db.insert_new(conn, db.TABLES["entity"], entity_rows)
+    await graph_db.replace_terms(conn, tenant_id, "entity", entity_postings, fresh=True)
+    fact_rows: list[dict[str, Any]] = []
+    fact_postings: dict[Any, tuple[str, dict[int, int]]] = {}
     for _, f in found.lines("fact"):
         ident = where.id("fact", f.id)
         sources.extend(
@@ -253,9 +257,12 @@ async def import_lines(
             embedding=vector,
             embedding_model=model if vector is not None else None,
         )
-        if await db.insert_new(conn, db.TABLES["fact"], [values]):
-            counts["facts"] += 1
-            await graph_db.replace_terms(conn, tenant_id, "fact", {ident: (user_id, terms)})
+        fact_rows.append(values)
+        fact_postings[ident] = (user_id, terms)
+    # Superseded facts name their successor (no foreign key): one statement, any order.
+    counts["facts"] += await db.insert_new(conn, db.TABLES["fact"], fact_rows)
+    await graph_db.replace_terms(conn, tenant_id, "fact", fact_postings, fresh=True)
+    relation_rows: list[dict[str, Any]] = []
     for _, r in found.lines("relation"):
         ident = where.id("relation", r.id)
         relation_from.extend(
@@ -273,7 +280,8 @@ async def import_lines(
             source_id=where.ref("entity", r.source_id),
             target_id=where.ref("entity", r.target_id),
         )
-        counts["relations"] += await db.insert_new(conn, db.TABLES["relation"], [values])
+        relation_rows.append(values)
+    counts["relations"] += await db.insert_new(conn, db.TABLES["relation"], relation_rows)
     reviews = [
         {
             **v.model_dump(exclude={"memvault_export", "kind"}),

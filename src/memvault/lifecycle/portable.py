@@ -553,7 +553,14 @@ class _Writer:
         return seal_payload(self.backend.keys, table, (self.tenant_id, *key), payload)
 
     async def memories(self, lines: list[tuple[int, MemoryLine]]) -> None:
+        """The memories, their history, vectors and postings: a statement per table for the
+        whole file, not per memory."""
         active = self.backend.embeddings.active_model
+        keyring = self.backend.keys.current(self.tenant_id)
+        rows: list[dict[str, Any]] = []
+        history: list[dict[str, Any]] = []
+        embedded: dict[UUID, tuple[str, list[list[float]]]] = {}
+        postings: dict[UUID, tuple[str, dict[int, int], int]] = {}
         for _, line in lines:
             if not self.where.new("memory", line.id):
                 continue
@@ -562,7 +569,7 @@ class _Writer:
             values = line.model_dump(
                 exclude={"memvault_export", "kind", "content", "history", "vectors"}
             )
-            terms, length = blind_terms(self.backend.keys.current(self.tenant_id), line.content)
+            terms, length = blind_terms(keyring, line.content)
             values.update(
                 tenant_id=self.tenant_id,
                 id=ident,
@@ -571,21 +578,19 @@ class _Writer:
                 term_count=length,
                 **seal_content(self.backend.keys, self.tenant_id, ident, line.content),
             )
-            await db.insert_new(self.conn, db.TABLES["memory"], [values])
-            await db.insert_new(
-                self.conn, memory_history, [self._version(ident, v) for v in line.history]
-            )
+            rows.append(values)
+            history.extend(self._version(ident, v) for v in line.history)
             if chunks is not None:
-                await vectors.replace_chunks(
-                    self.conn, self.tenant_id, {ident: (self.user_id, chunks)}, active
-                )
-            else:
-                await jobs.enqueue(self.conn, self.tenant_id, [ident])
-                self.counts["queued_for_embedding"] += 1
-            await keywords.replace_terms(
-                self.conn, self.tenant_id, {ident: (self.user_id, terms, length)}
-            )
-            self.counts["memories"] += 1
+                embedded[ident] = (self.user_id, chunks)
+            postings[ident] = (self.user_id, terms, length)
+        self.counts["memories"] += await db.insert_new(self.conn, db.TABLES["memory"], rows)
+        await db.insert_new(self.conn, memory_history, history)
+        await vectors.replace_chunks(self.conn, self.tenant_id, embedded, active)
+        waiting = [ident for ident in postings if ident not in embedded]
+        if waiting:
+            await jobs.enqueue(self.conn, self.tenant_id, waiting)
+            self.counts["queued_for_embedding"] += len(waiting)
+        await keywords.replace_terms(self.conn, self.tenant_id, postings)
 
     def _version(self, ident: UUID, version: ExportedVersion) -> dict[str, Any]:
         row: dict[str, Any] = {
