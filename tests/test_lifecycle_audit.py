@@ -158,11 +158,14 @@ async def test_stores_carry_their_session_and_dedup_outcome_and_metrics_count(
     async with await AsyncMemory.open(make_settings(embedding_provider="hash")) as store:
         messages = [{"role": "user", "content": "Gil loves figs"}]
         await store.add_messages(messages, user_id="gil", session_id="s-1")
-        await store.add("Gil loves figs", user_id="gil", metadata={"session_id": "s-1"})
+        # The turn is what was said: a memory saying the same is not folded into it, but a
+        # second such memory is folded into the first.
+        for _ in range(2):
+            await store.add("Gil loves figs", user_id="gil", metadata={"session_id": "s-1"})
         entries = (await store.audit_log(operation="store")).results
         assert {e.session_id for e in entries} == {"s-1"}
         outcomes = sorted(a for e in entries for a in e.details["dedup"])
-        assert outcomes == ["duplicate_exact", "stored_new"]
+        assert outcomes == ["duplicate_exact", "stored_new", "stored_new"]
         before = runs()
         await jobs.run_job(store._backend, "tiers")
         assert runs() == before + 1
