@@ -360,3 +360,25 @@ async def test_consolidate_and_batches_naming_the_same_people_never_deadlock(
             *(store.add_many(batch) for batch in batches),
         )
         assert run.outcome == "ok", run
+
+
+async def test_one_tenants_bad_record_stops_no_other_tenants_consolidation(
+    store: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    ours = await _conversation(store)
+    theirs = store.for_tenant("mallory")
+    await _conversation(theirs)
+    _forget_graph(raw)
+    # A record of theirs the store cannot use: a turn whose sealed text no longer opens.
+    raw.execute(
+        "UPDATE memories SET nonce = decode(repeat('00', 12), 'hex') WHERE tenant_id = 'mallory'"
+    )
+    run = await jobs.run_job(store._backend, "consolidate", clock=at(NOW))
+    assert run.outcome == "ok", run
+    assert run.counts["conversations"] == 1 and run.counts["skipped"] == 1
+    consolidated = raw.execute(
+        "SELECT tenant_id, consolidated_turns FROM conversations ORDER BY tenant_id"
+    ).fetchall()
+    assert consolidated == [("default", len(TALK)), ("mallory", 0)]
+    assert _count(raw, "SELECT count(*) FROM facts WHERE tenant_id = 'default'") >= 2
+    assert ours
