@@ -115,8 +115,9 @@ class Settings(BaseSettings):
     )
     embedding_backend: EncoderBackend = Field(
         default="auto",
-        description="how `local` runs the model: onnx (ONNX Runtime, graph exported once into "
-        "<data_dir>/models), torch (sentence-transformers), or auto: onnx, else torch",
+        description="how `local` runs the model: onnx (ONNX Runtime, its graph built from the "
+        "weights once into <data_dir>/models; no torch), torch (sentence-transformers, the "
+        "memvault[torch] extra), or auto: onnx, else torch",
     )
     embedding_threads: int = Field(
         default=0,
