@@ -291,3 +291,18 @@ async def test_a_turn_and_its_memory_commit_together(
     assert (await memory.list(user_id="tx")).results == []
     with pytest.raises(NotFound):
         await memory.get_conversation("atomic", user_id="tx")
+
+
+async def test_a_correction_of_where_one_lives_keeps_where_one_lived_before(
+    memory: AsyncMemory,
+) -> None:
+    said = ["I moved from Berlin to Munich last year.", "Actually I moved to Hamburg."]
+    for text in said:
+        await memory.add_messages(
+            [{"role": "user", "content": text}], user_id="ivy", conversation_id="i", wait=True
+        )
+    current = await memory.facts(user_id="ivy", predicate="lives_in")
+    assert [f.object for f in current] == ["Hamburg"]
+    moved = current[0].recorded_at.replace(year=current[0].recorded_at.year - 1, month=1, day=1)
+    before = await memory.facts(user_id="ivy", predicate="lives_in", valid_at=moved)
+    assert [f.object for f in before] == ["Berlin"]

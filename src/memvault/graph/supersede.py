@@ -48,6 +48,9 @@ def plan(policy: Policy, new: NewFact, rivals: list[FactRow], now: datetime) -> 
     """The changes for a new fact given its subject's other current values of the predicate
     (``rivals``: same subject and predicate, a different value, not superseded)."""
     result = Plan()
+    # A value that had already ended when the new one starts is history, not a rival: "I moved
+    # to Hamburg" (or "actually, Hamburg") says nothing about having lived in Berlin before.
+    rivals = [r for r in rivals if r.valid_until is None or r.valid_until > (new.valid_from or now)]
     if not rivals or not contested(new) or new.temporal == "past":
         return result
     if new.corrects:
