@@ -55,6 +55,17 @@ def test_cli_goals_profile_and_remember(
     assert json.loads(_run("conversations", "-u", "ann")) == []
     missing = runner.invoke(app, ["cognitive", "complete-goal", goal["id"], "-u", "bob"])
     assert missing.exit_code == 1 and "No such goal" in missing.output
+    with Memory(Settings()) as memory:
+        memory.add_messages(
+            [{"role": "user", "content": "hi"}], user_id="ann", conversation_id="c9"
+        )
+    shown = json.loads(_run("conversation", "c9", "-u", "ann"))
+    assert [t["content"] for t in shown["turns"]] == ["hi"]
+    asked = runner.invoke(app, ["cognitive", "delete-conversation", "c9", "-u", "ann"], input="n\n")
+    assert asked.exit_code == 1 and json.loads(_run("conversations", "-u", "ann"))
+    receipt = json.loads(_run("delete-conversation", "c9", "-u", "ann", "--yes"))
+    assert receipt["scope"] == "conversation" and receipt["memories"] == 1
+    assert json.loads(_run("conversations", "-u", "ann")) == []
 
 
 def _ctx(memory: AsyncMemory, user: str) -> Any:

@@ -93,6 +93,19 @@ def conversation(conversation_id: str, user: UserOpt) -> None:
     _print(_run(lambda m: m.get_conversation(conversation_id, user_id=user)))
 
 
+@app.command("delete-conversation")
+def delete_conversation(
+    conversation_id: str,
+    user: UserOpt,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask first")] = False,
+) -> None:
+    """Delete one conversation: its turns and all derived from them, its tool calls and
+    working memory (asks first unless --yes); prints the deletion receipt."""
+    if not yes:
+        typer.confirm(f"Delete conversation {conversation_id!r} of {user!r}?", abort=True)
+    _print(_run(lambda m: m.erase_conversation(conversation_id, user_id=user)))
+
+
 @app.command("add-goal")
 def add_goal(
     description: str,
