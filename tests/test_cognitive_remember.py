@@ -14,6 +14,7 @@ from memvault.cognitive.bundle import (
     BundleDiagnostics,
     BundleItem,
     MemoryBundle,
+    counted_together,
     diversify,
     fit,
     recency,
@@ -71,9 +72,7 @@ async def test_remember_brings_every_kind_from_the_channel_and_global(memory: As
     # This session's turns are under "This session", not recalled a second time.
     assert "The staging database runs on port 5433" not in turns
     assert bundle.working is not None
-    assert [t["content"] for t in bundle.working.turns][0] == (
-        "The staging database runs on port 5433"
-    )
+    assert bundle.working.turns[0]["content"] == "The staging database runs on port 5433"
     assert [s.detail["tool_sequence"] for s in bundle.procedural] == [["psql", "alembic"]]
     assert [g.description for g in bundle.goals] == ["migrate staging to PostgreSQL 16"]
     assert bundle.profile is not None and bundle.profile.communication_style == "terse"
@@ -204,6 +203,20 @@ async def test_the_time_window_bounds_episodic_recall(memory: AsyncMemory) -> No
         time_window={"after": old - timedelta(days=1), "before": old + timedelta(days=1)},
     )
     assert [i.content for i in bundle.episodic] == ["the database was down"]
+
+
+async def test_counting_texts_together_counts_each_as_alone(memory: AsyncMemory) -> None:
+    spans = memory._backend.embeddings.primary.tokenizer().spans
+    texts = [
+        "## Relevant memories",
+        "- [turn, proj 2026-01-02] The staging database runs on port 5433",
+        "\n  source: I live in München — and I work for Acme, Inc.!",
+        "user: naïve café façade 東京 😀 x" * 40,  # longer than one batch
+        '- [tool book_hotel succeeded 2026-11-27 14:02]: {"hotel": "Memmo Alfama"}',
+        "a",
+    ]
+    assert counted_together(spans)(texts) == [len(spans(t)) for t in texts]
+    assert counted_together(spans)([]) == []
 
 
 def _tokens(memory: AsyncMemory, text: str) -> int:

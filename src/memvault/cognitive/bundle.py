@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import accumulate
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -442,10 +443,10 @@ def _cut(lines: list[_Line], count: Callable[[str], int], budget: int) -> _Cut:
         forms = [carried, []] if carried else [[]]
         chosen: tuple[str, list[_Source], int] | None = None
         for form in forms:
-            text = line.text + "".join(s.text for s in form)
-            cost = header + count(text)
+            # A source starts on a line of its own, and no token crosses a line break.
+            cost = header + count(line.text) + sum(count(s.text) for s in form)
             if cut.tokens + cost <= budget:
-                chosen = (text, form, cost)
+                chosen = (line.text + "".join(s.text for s in form), form, cost)
                 break
         if chosen is None:
             cut.dropped += 1
@@ -463,9 +464,60 @@ def _cut(lines: list[_Line], count: Callable[[str], int], budget: int) -> _Cut:
     return cut
 
 
-def fit(bundle: MemoryBundle, count: Callable[[str], int]) -> MemoryBundle:
-    """The bundle with only what it shows within its budget, and its prompt's token count."""
-    cut = _cut(_lines(bundle), count, bundle.budget_tokens)
+# Texts counted in one tokenizer call stay well under a model's longest input (512 tokens for
+# the default model), which the tokenizer would otherwise warn about.
+BATCH_CHARS = 1_500
+
+
+def counted_together(
+    spans: Callable[[str], list[tuple[int, int]]],
+) -> Callable[[list[str]], list[int]]:
+    """Token counts of many texts from few tokenizer calls: texts joined by line breaks (which
+    no token crosses), each token counted for the text it starts in. One call per line cost
+    more than the rest of the cut."""
+
+    def count_many(texts: list[str]) -> list[int]:
+        counts: list[int] = []
+        batch: list[str] = []
+        for text in [*texts, None]:
+            if batch and (text is None or sum(len(t) + 1 for t in batch) + len(text) > BATCH_CHARS):
+                ends = list(accumulate(len(t) + 1 for t in batch))
+                found = [0] * len(batch)
+                at = 0
+                for start, _ in spans("\n".join(batch)):
+                    while start >= ends[at]:
+                        at += 1
+                    found[at] += 1
+                counts += found
+                batch = []
+            if text is not None:
+                batch.append(text)
+        return counts
+
+    return count_many
+
+
+def fit(
+    bundle: MemoryBundle,
+    count: Callable[[str], int],
+    count_many: Callable[[list[str]], list[int]] | None = None,
+) -> MemoryBundle:
+    """The bundle with only what it shows within its budget, and its prompt's token count.
+    ``count_many``, when given, counts every text the cut may need at once (the same counts
+    as ``count``, fewer calls)."""
+    lines = _lines(bundle)
+    if count_many is not None:
+        texts = list(
+            dict.fromkeys(
+                [
+                    *HEADERS.values(),
+                    *(line.text for line in lines),
+                    *(s.text for line in lines for s in line.sources),
+                ]
+            )
+        )
+        count = dict(zip(texts, count_many(texts), strict=True)).__getitem__
+    cut = _cut(lines, count, bundle.budget_tokens)
     keep = cut.kept
     profile = bundle.profile
     if profile is not None:

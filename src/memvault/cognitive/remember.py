@@ -22,6 +22,7 @@ from memvault.cognitive.bundle import (
     MemoryBundle,
     ToolOutcome,
     attach_sources,
+    counted_together,
     diversify,
     fit,
     outcome_summary,
@@ -178,7 +179,8 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             ),
         )
         begun = time.perf_counter()
-        fitted = fit(bundle, self._count_tokens)
+        spans = self._backend.embeddings.primary.tokenizer().spans
+        fitted = fit(bundle, self._count_tokens, counted_together(spans))
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         self._reinforce(fitted)
