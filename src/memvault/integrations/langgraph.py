@@ -1,0 +1,336 @@
+"""A LangGraph ``BaseStore`` on memvault: ``MemvaultStore(memory, user_id=...)``.
+
+How items map onto memories (docs/integrations.md says the same for users):
+
+* A store is one memvault user (``user_id``) in one app (``app_id``): its whole namespace tree
+  lives there, so erasing or exporting that user takes the store's items with it.
+* An item is one memory whose sealed content is its value as compact JSON (keys in the order
+  given); that text is what search embeds and indexes, so the value comes back exactly as
+  put and is encrypted at rest like any memory. It is stored with ``infer=False`` (no dedup,
+  no merge, no rewriting) and PII policy ``allow`` (redacting would change the value).
+* The item's namespace, key, timestamps and TTL live in the memory's metadata under
+  ``"langgraph"``: ``namespace`` (the tuple as a JSON array text), ``prefixes`` (every leading
+  part, so a namespace prefix is one containment filter), ``key``, ``created_at``,
+  ``updated_at`` and ``ttl`` (minutes). The memory's source is ``"langgraph"``, so the store
+  never sees the user's other memories and they never see filters they did not ask for.
+* A put over an existing key writes the new memory, then deletes the old one (the new one
+  keeps the item's ``created_at``); reads take the newest row, so a reader never sees no item.
+* TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` rewrites it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from memvault.integrations._faces import Bridge
+
+SOURCE = "langgraph"
+META = "langgraph"
+PAGE = 100  # the service's largest list/search page by default
+
+
+def _ns_text(namespace: tuple[str, ...]) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+
+
+def _canonical(value: dict[str, Any]) -> str:
+    # Key order is kept: a caller that put {"b", "a"} reads back {"b", "a"}.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _compare(item_value: Any, wanted: Any) -> bool:
+    """A filter value against an item's field, as LangGraph's stores compare them (JSONB-like:
+    nested objects by containment, lists element by element, ``$`` operators)."""
+    if isinstance(wanted, dict):
+        if any(k.startswith("$") for k in wanted):
+            return all(_operator(item_value, op, arg) for op, arg in wanted.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (
+            isinstance(item_value, list | tuple)
+            and len(item_value) == len(wanted)
+            and all(_compare(a, b) for a, b in zip(item_value, wanted, strict=True))
+        )
+    return bool(item_value == wanted)
+
+
+def _operator(value: Any, operator: str, arg: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == arg)
+    if operator == "$ne":
+        return bool(value != arg)
+    if operator in ("$gt", "$gte", "$lt", "$lte"):
+        if value is None:
+            return False
+        left, right = float(value), float(arg)
+        return {
+            "$gt": left > right,
+            "$gte": left >= right,
+            "$lt": left < right,
+            "$lte": left <= right,
+        }[operator]
+    raise ValueError(f"Unsupported operator: {operator}")
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"Unsupported match type: {condition.match_type}")
+    return all(p == "*" or k == p for k, p in pairs)
+
+
+class _Row:
+    """One stored item: the memory's id and the item it holds."""
+
+    __slots__ = ("expires", "id", "item", "ttl")
+
+    def __init__(self, record: Any) -> None:
+        meta = record.metadata[META]
+        self.id = record.id
+        self.ttl: float | None = meta.get("ttl")
+        self.expires = record.expires_at
+        self.item = Item(
+            value=json.loads(record.content),
+            key=meta["key"],
+            namespace=tuple(json.loads(meta["namespace"])),
+            created_at=datetime.fromisoformat(meta["created_at"]),
+            updated_at=datetime.fromisoformat(meta["updated_at"]),
+        )
+
+
+def _newest(rows: Iterable[_Row]) -> dict[tuple[tuple[str, ...], str], _Row]:
+    kept: dict[tuple[tuple[str, ...], str], _Row] = {}
+    for row in rows:
+        ident = (row.item.namespace, row.item.key)
+        if ident not in kept or row.item.updated_at > kept[ident].item.updated_at:
+            kept[ident] = row
+    return kept
+
+
+class MemvaultStore(BaseStore):
+    """LangGraph's key-value store with search, kept in memvault.
+
+    ``memory`` is any of ``Memory``, ``AsyncMemory``, ``MemoryClient`` or
+    ``AsyncMemoryClient``. With an async one, use the ``a*`` methods (or the sync ones from
+    another thread); with a sync one, both work. ``index`` is accepted for compatibility:
+    memvault embeds and indexes the whole value's JSON text. ``ttl`` configures default TTLs
+    (minutes) and refresh-on-read as LangGraph's ``TTLConfig``.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        memory: Any,
+        *,
+        user_id: str,
+        app_id: str = "default",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self._bridge = Bridge(memory)
+        self.user_id = user_id
+        self.app_id = app_id
+        self.index_config = index
+        self.ttl_config = ttl
+
+    # --- BaseStore ----------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._bridge.run(self._batch(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._bridge.arun(self._batch(list(ops)))
+
+    # --- the work, on the service's loop ------------------------------------------------------
+
+    async def _batch(self, ops: list[Op]) -> list[Result]:
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        # Reads answer from the state before the batch's writes, and the last put of a key in a
+        # batch wins: what LangGraph's InMemoryStore does.
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(await self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                puts[(op.namespace, op.key)] = op
+                results.append(None)
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        for put in puts.values():
+            await self._put(put)
+        return results
+
+    async def _records(self, metadata: dict[str, Any] | None) -> list[Any]:
+        service = self._bridge.service
+        found: list[Any] = []
+        cursor: str | None = None
+        while True:
+            page = await service.list(
+                user_id=self.user_id,
+                app_id=self.app_id,
+                source=SOURCE,
+                metadata=metadata,
+                limit=PAGE,
+                cursor=cursor,
+            )
+            found.extend(page.results)
+            cursor = page.next_cursor
+            if cursor is None:
+                return found
+
+    async def _rows(self, namespace: tuple[str, ...], key: str) -> list[_Row]:
+        wanted = {META: {"namespace": _ns_text(namespace), "key": key}}
+        return [_Row(r) for r in await self._records(wanted)]
+
+    async def _get(self, op: GetOp) -> Item | None:
+        rows = await self._rows(op.namespace, op.key)
+        if not rows:
+            return None
+        row = max(rows, key=lambda r: r.item.updated_at)
+        if op.refresh_ttl and row.ttl is not None:
+            await self._write(row.item.namespace, row.item.key, row.item.value, row.ttl, rows, row)
+        return row.item
+
+    async def _put(self, op: PutOp) -> None:
+        rows = await self._rows(op.namespace, op.key)
+        if op.value is None:
+            for row in rows:
+                await self._delete(row)
+            return
+        ttl = op.ttl if isinstance(op.ttl, int | float) else None
+        await self._write(op.namespace, op.key, dict(op.value), ttl, rows, None)
+
+    async def _write(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        ttl: float | None,
+        old: list[_Row],
+        refreshing: _Row | None,
+    ) -> None:
+        now = datetime.now(UTC)
+        created = min((r.item.created_at for r in old), default=now)
+        updated = refreshing.item.updated_at if refreshing else now
+        meta = {
+            "namespace": _ns_text(namespace),
+            "prefixes": [_ns_text(namespace[:n]) for n in range(1, len(namespace) + 1)],
+            "key": key,
+            "created_at": created.isoformat(),
+            "updated_at": updated.isoformat(),
+            "ttl": ttl,
+        }
+        await self._bridge.service.add(
+            _canonical(value),
+            user_id=self.user_id,
+            app_id=self.app_id,
+            source=SOURCE,
+            metadata={META: meta},
+            expires_at=now + timedelta(minutes=ttl) if ttl is not None else None,
+            infer=False,
+            pii_policy="allow",
+        )
+        for row in old:
+            await self._delete(row)
+
+    async def _delete(self, row: _Row) -> None:
+        try:
+            await self._bridge.service.delete(row.id, user_id=self.user_id)
+        except Exception as exc:  # already gone (a concurrent delete, or expired): that is fine
+            if type(exc).__name__ != "NotFound":
+                raise
+
+    def _in_prefix(self, prefix: tuple[str, ...]) -> dict[str, Any] | None:
+        return {META: {"prefixes": [_ns_text(prefix)]}} if prefix else None
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        def wanted(item: Item) -> bool:
+            return all(_compare(item.value.get(k), v) for k, v in (op.filter or {}).items())
+
+        if not op.query:
+            rows = list(_newest(_Row(r) for r in await self._records(
+                self._in_prefix(op.namespace_prefix)
+            )).values())
+            rows.sort(key=lambda r: r.item.updated_at, reverse=True)
+            hits: list[tuple[_Row, float | None]] = [(r, None) for r in rows if wanted(r.item)]
+        else:
+            found = await self._bridge.service.search(
+                op.query,
+                user_id=self.user_id,
+                app_id=self.app_id,
+                source=SOURCE,
+                metadata=self._in_prefix(op.namespace_prefix),
+                limit=PAGE if op.filter else min(PAGE, op.offset + op.limit),
+            )
+            seen: set[tuple[tuple[str, ...], str]] = set()
+            hits = []
+            for hit in found.results:
+                row = _Row(hit)
+                ident = (row.item.namespace, row.item.key)
+                if ident not in seen and wanted(row.item):
+                    seen.add(ident)
+                    hits.append((row, hit.score))
+        page = hits[op.offset : op.offset + op.limit]
+        if op.refresh_ttl:
+            for row, _ in page:
+                if row.ttl is not None:
+                    old = await self._rows(row.item.namespace, row.item.key)
+                    await self._write(
+                        row.item.namespace, row.item.key, row.item.value, row.ttl, old, row
+                    )
+        return [
+            SearchItem(
+                namespace=row.item.namespace,
+                key=row.item.key,
+                value=row.item.value,
+                created_at=row.item.created_at,
+                updated_at=row.item.updated_at,
+                score=score,
+            )
+            for row, score in page
+        ]
+
+    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = {_Row(r).item.namespace for r in await self._records(None)}
+        chosen = [
+            ns
+            for ns in namespaces
+            if all(_matches(condition, ns) for condition in op.match_conditions or ())
+        ]
+        if op.max_depth is not None:
+            chosen = list({ns[: op.max_depth] for ns in chosen})
+        return sorted(chosen)[op.offset : op.offset + op.limit]
+
+
+__all__ = ["MemvaultStore"]
