@@ -1,0 +1,1 @@
+"""APIs of other memory libraries over memvault, so switching is one import."""

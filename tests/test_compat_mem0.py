@@ -1,0 +1,161 @@
+"""The mem0-compatible API: mem0's quick start runs with only its import changed, each method's
+signature matches the installed mem0ai's, and what mem0 has that memvault has not is refused
+by name."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memvault import AsyncMemory as NativeAsync
+from memvault.compat import mem0 as compat
+from memvault.config import Settings
+
+mem0 = pytest.importorskip("mem0")
+
+METHODS = ["add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset"]
+
+
+def _shape(function: Any) -> list[tuple[str, Any, bool]]:
+    """Names, kinds and whether each parameter has a default (defaults of mem0's own sentinel
+    objects cannot be equal across packages, so only their presence is compared)."""
+    return [
+        (p.name, p.kind, p.default is inspect.Parameter.empty)
+        for p in inspect.signature(function).parameters.values()
+    ]
+
+
+def _defaults(function: Any) -> dict[str, Any]:
+    return {
+        p.name: p.default
+        for p in inspect.signature(function).parameters.values()
+        if isinstance(p.default, str | int | float | None)
+    }
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        (compat.Memory, mem0.Memory),
+        (compat.AsyncMemory, mem0.AsyncMemory),
+        (compat.MemoryClient, mem0.MemoryClient),
+    ],
+    ids=["Memory", "AsyncMemory", "MemoryClient"],
+)
+@pytest.mark.parametrize("method", METHODS)
+def test_each_method_has_mem0s_signature(ours: type, theirs: type, method: str) -> None:
+    mine, reference = getattr(ours, method), getattr(theirs, method)
+    assert _shape(mine) == _shape(reference)
+    assert _defaults(mine) == _defaults(reference)
+    assert inspect.iscoroutinefunction(mine) == inspect.iscoroutinefunction(reference)
+
+
+# mem0's open-source quick start (docs.mem0.ai/open-source/python-quickstart), as documented;
+# the test changes nothing in it but the import line. Ids are taken from answers where the
+# page writes a literal id from its own run.
+QUICK_START = """
+from mem0 import Memory
+
+m = Memory()
+
+messages = [
+    {"role": "user", "content": "I'm planning to watch a movie tonight. Any recommendations?"},
+    {"role": "assistant", "content": "How about thriller movies? They can be quite engaging."},
+    {"role": "user", "content": "I'm not a big fan of thriller movies but I love sci-fi movies."},
+    {"role": "assistant", "content": "Got it! I'll avoid thriller recommendations and suggest sci-fi movies in the future."},
+]
+result = m.add(messages, user_id="alice", metadata={"category": "movies"})
+
+related_memories = m.search(query="What do you know about me?", filters={"user_id": "alice"})
+all_memories = m.get_all(filters={"user_id": "alice"})
+memory_id = all_memories["results"][0]["id"]
+specific_memory = m.get(memory_id)
+m.update(memory_id=memory_id, data="I love India, it is my favorite country.")
+updated = m.get(memory_id)
+history = m.history(memory_id=memory_id)
+m.delete(memory_id=memory_id)
+after_delete = m.get(memory_id)
+m.delete_all(user_id="alice")
+left = m.get_all(filters={"user_id": "alice"})
+"""  # noqa: E501 - mem0's text as written
+
+
+def test_mem0_quick_start_runs_with_only_the_import_changed(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = make_settings(embedding_provider="hash")
+    for name in ("database_url", "encryption_key", "data_dir", "embedding_provider"):
+        value = getattr(settings, name)
+        value = value.get_secret_value() if hasattr(value, "get_secret_value") else value
+        monkeypatch.setenv(f"MEMVAULT_{name.upper()}", str(value))
+    script = QUICK_START.replace(
+        "from mem0 import Memory", "from memvault.compat.mem0 import Memory"
+    )
+    assert script.count("\n") == QUICK_START.count("\n")
+    scope: dict[str, Any] = {}
+    exec(compile(script, "quickstart.py", "exec"), scope)
+    try:
+        added = scope["result"]["results"]
+        assert {r["event"] for r in added} == {"ADD"}
+        assert "I love sci-fi movies" in " ".join(r["memory"] for r in added)
+        assert scope["related_memories"]["results"]
+        found = scope["all_memories"]["results"]
+        assert all(m["user_id"] == "alice" for m in found)
+        assert all(m["metadata"]["category"] == "movies" for m in found)
+        assert scope["specific_memory"]["id"] == scope["memory_id"]
+        assert scope["updated"]["memory"] == "I love India, it is my favorite country."
+        events = [(h["event"], h["new_memory"]) for h in scope["history"]]
+        assert events[0][0] == "ADD"
+        assert events[-1] == ("UPDATE", "I love India, it is my favorite country.")
+        assert scope["after_delete"] is None
+        assert scope["left"] == {"results": []}
+    finally:
+        scope["m"].close()
+
+
+async def test_async_api_scopes_by_agent_and_run(make_settings: Callable[..., Settings]) -> None:
+    native = await NativeAsync.open(make_settings(embedding_provider="hash"))
+    try:
+        m = compat.AsyncMemory(native)
+        await m.add("I prefer window seats", user_id="u", agent_id="travel", infer=False)
+        await m.add("I take my coffee black", user_id="u", agent_id="cafe", infer=False)
+        await m.add("Likes green tea", agent_id="cafe", run_id="r1", infer=False)
+        travel = await m.get_all(filters={"user_id": "u", "agent_id": "travel"})
+        assert [r["memory"] for r in travel["results"]] == ["I prefer window seats"]
+        assert travel["results"][0]["agent_id"] == "travel"
+        only_agent = await m.get_all(filters={"agent_id": "cafe"})
+        assert [r["memory"] for r in only_agent["results"]] == ["Likes green tea"]
+        hits = await m.search("coffee", filters={"user_id": "u"}, threshold=0.0)
+        assert hits["results"][0]["memory"] == "I take my coffee black"
+        assert isinstance(hits["results"][0]["score"], float)
+        await m.delete_all(user_id="u", agent_id="cafe")
+        left = await m.get_all(filters={"user_id": "u"})
+        assert [r["memory"] for r in left["results"]] == ["I prefer window seats"]
+    finally:
+        await native.close()
+
+
+async def test_what_memvault_lacks_is_refused_by_name(
+    make_settings: Callable[..., Settings],
+) -> None:
+    native = await NativeAsync.open(make_settings(embedding_provider="hash"))
+    try:
+        m = compat.AsyncMemory(native)
+        with pytest.raises(compat.NotSupported, match="reset"):
+            await m.reset()
+        with pytest.raises(compat.NotSupported, match="procedural"):
+            await m.add("x", user_id="u", memory_type="procedural_memory")
+        with pytest.raises(compat.NotSupported, match="rerank"):
+            await m.search("x", filters={"user_id": "u"}, rerank=True)
+        with pytest.raises(compat.NotSupported, match="filter operators"):
+            await m.search("x", filters={"user_id": "u", "score": {"gte": 3}})
+        with pytest.raises(ValueError, match="filters="):
+            await m.search("x", user_id="u")
+        with pytest.raises(ValueError, match="user_id"):
+            await m.add("x")
+        assert await m.get_all(filters={"user_id": "u"}) == {"results": []}
+    finally:
+        await native.close()
