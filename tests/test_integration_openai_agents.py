@@ -1,0 +1,114 @@
+"""MemvaultSession against the OpenAI Agents SDK's session behaviour (the SDK's own session
+tests, tests/test_session.py for SQLiteSession, are the reference: items come back in order and
+exactly, ``limit`` keeps the latest in order, ``pop_item`` removes the newest, sessions are
+separate, ``clear_session`` empties one), and under a real ``Runner`` run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, Runner
+from agents.items import ModelResponse
+from agents.memory import Session
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+from memvault import AsyncMemory
+from memvault.config import Settings
+from memvault.integrations.openai_agents import MemvaultSession
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    opened = await AsyncMemory.open(make_settings(embedding_provider="hash", pii_policy="allow"))
+    yield opened
+    await opened.close()
+
+
+async def test_items_round_trip_in_order_and_exactly(memory: AsyncMemory) -> None:
+    session = MemvaultSession("s1", memory, user_id="u")
+    assert isinstance(session, Session)
+    assert await session.get_items() == []
+    items: list[Any] = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there!"},
+        {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": '{"c":"Oslo"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "4 degrees"},
+        {"content": "reordered keys", "role": "user"},
+        {"role": "user", "content": [{"type": "input_text", "text": "parts"}]},
+        {"role": "user", "content": "  padded  "},
+    ]
+    await session.add_items(items[:2])
+    await session.add_items(items[2:])
+    assert await session.get_items() == items
+    assert await session.get_items(limit=2) == items[-2:]
+    assert await session.get_items(limit=0) == []
+    # A plain message is a plain turn of the conversation, found like any turn.
+    conversation = await memory.get_conversation("s1", user_id="u")
+    assert [t.role for t in conversation.turns or []][:2] == ["user", "assistant"]
+    assert (conversation.turns or [])[0].content == "Hello"
+
+
+async def test_pop_item_and_clear_session(memory: AsyncMemory) -> None:
+    session = MemvaultSession("s2", memory, user_id="u")
+    other = MemvaultSession("s3", memory, user_id="u")
+    await session.add_items([{"role": "user", "content": f"message {i}"} for i in range(3)])
+    await other.add_items([{"role": "user", "content": "elsewhere"}])
+    assert await session.pop_item() == {"role": "user", "content": "message 2"}
+    assert await session.get_items() == [
+        {"role": "user", "content": "message 0"},
+        {"role": "user", "content": "message 1"},
+    ]
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert await session.pop_item() is None
+    await session.clear_session()  # clearing an empty session is not an error
+    assert await other.get_items() == [{"role": "user", "content": "elsewhere"}]
+    await session.add_items([{"role": "user", "content": "again"}])
+    assert await session.get_items() == [{"role": "user", "content": "again"}]
+
+
+class ScriptedModel(Model):
+    """Answers each call with the next scripted text; records the input it was given."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.inputs: list[Any] = []
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        self.inputs.append(input)
+        text = self.replies.pop(0)
+        message = ResponseOutputMessage(
+            id=f"msg_{len(self.inputs)}",
+            type="message",
+            role="assistant",
+            status="completed",
+            content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+        )
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+
+async def test_a_runner_run_is_stored_as_turns_and_searchable(memory: AsyncMemory) -> None:
+    model = ScriptedModel(["Noted: you live in Lisbon.", "You live in Lisbon."])
+    agent = Agent(name="assistant", instructions="Be brief.", model=model)
+    session = MemvaultSession("run-1", memory, user_id="alice")
+    await Runner.run(agent, "I live in Lisbon.", session=session)
+    second = await Runner.run(agent, "Where do I live?", session=session)
+    assert second.final_output == "You live in Lisbon."
+    # The second call saw the first exchange, read back from memvault.
+    seen = model.inputs[1]
+    assert seen[0] == {"role": "user", "content": "I live in Lisbon."}
+    assert seen[1]["type"] == "message" and seen[1]["content"][0]["text"].startswith("Noted")
+    conversation = await memory.get_conversation("run-1", user_id="alice")
+    assert (conversation.turns or [])[0].content == "I live in Lisbon."
+    hits = await memory.search("Lisbon", user_id="alice")
+    assert "I live in Lisbon." in [h.content for h in hits.results]
