@@ -1,10 +1,11 @@
 """Fusion and ranking changes measured in seconds, over the candidate lists of bench/recall.py.
 
-    .venv/bin/python bench/fusion_replay.py capture [--out /tmp/recall_lists.pkl]
+    .venv/bin/python bench/fusion_replay.py capture [--out /tmp/recall_lists.pkl] \
+        [--sets locomo prefeval facts longmemeval]
     .venv/bin/python bench/fusion_replay.py score [--lists /tmp/recall_lists.pkl] \
         [--set vector_floor=0.0 rrf_k=15] [--set ...]
 
-``capture`` imports the three sets as bench/recall.py does and runs every question once with
+``capture`` imports the sets as bench/recall.py does and runs every question once with
 the default recipe, keeping what the search fetched before it ranked: each list's rows (ids,
 distances, BM25 scores, dates), the keyword ceilings, the time span and the probe weights.
 ``score`` ranks those same lists again through ``search._rank`` under the default recipe with
@@ -22,7 +23,6 @@ import dataclasses
 import pickle
 import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from memvault import AsyncMemory, Settings
@@ -32,7 +32,7 @@ from recall import KS, LOADERS
 DEFAULT = Path(tempfile.gettempdir()) / "recall_lists.pkl"
 
 
-async def capture(out: Path) -> None:
+async def capture(out: Path, names: list[str]) -> None:
     recipe = search.RECIPES["hybrid"]
     captured: dict[str, Any] = {}
     rank = search._rank
@@ -40,10 +40,7 @@ async def capture(out: Path) -> None:
     def keep(lists: Any, weights: Any, *args: Any, **kwargs: Any) -> Any:
         ceilings = args[4] if len(args) > 4 else kwargs.get("ceilings")
         captured["last"] = {
-            "lists": {
-                name: [SimpleNamespace(**dict(row._mapping)) for row in rows]
-                for name, rows in lists.items()
-            },
+            "lists": {name: list(rows) for name, rows in lists.items()},
             # Per probe, so a recipe's own list weights can be applied again.
             "probe_weights": {
                 name: w
@@ -51,8 +48,10 @@ async def capture(out: Path) -> None:
                 for name, w in weights.items()
             },
             "ceilings": dict(ceilings or {}),
+            # The moment the question was asked, which ages are measured from.
             "now": args[1],
             "when": args[2],
+            "about_now": kwargs.get("about_now", False),
         }
         return rank(lists, weights, *args, **kwargs)
 
@@ -62,9 +61,10 @@ async def capture(out: Path) -> None:
         memory = await AsyncMemory.open(
             Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
         )
-        for name, (load, path) in LOADERS.items():
+        for name in names:
+            load, path = LOADERS[name]
             sets[name] = []
-            for q in await load(memory, path):
+            for q in await load(memory, path, False):
                 await memory.search(
                     q.text,
                     user_id=q.user,
@@ -84,9 +84,14 @@ def _key(row: Any) -> str:
 
 
 def score(sets: dict[str, list[dict[str, Any]]], recipe: search.SearchConfig) -> dict[str, str]:
+    """R@1/5/10 per set, then any@10 and all@10 (a / every gold item in the top 10), then,
+    over questions about now with gold items of different dates in the top 10, the share that
+    rank the newest of them above the oldest."""
     figures = {}
     for name, items in sets.items():
         recall = dict.fromkeys(KS, 0.0)
+        every = some = 0
+        newest_first: list[bool] = []
         for item in items:
             weights = {
                 n: w * (recipe.vector_weight if n.endswith(":vector") else recipe.keyword_weight)
@@ -100,11 +105,21 @@ def score(sets: dict[str, list[dict[str, Any]]], recipe: search.SearchConfig) ->
                 item["when"],
                 max(KS),
                 item["ceilings"] if recipe.vector_weight and recipe.keyword_weight else None,
+                about_now=item.get("about_now", False),
             )
             found = [_key(row) for row, _ in ranked]
             for k in KS:
                 recall[k] += len(set(found[:k]) & item["gold"]) / len(item["gold"])
-        figures[name] = " / ".join(f"{recall[k] / len(items):.3f}" for k in KS)
+            every += item["gold"] <= set(found)
+            some += bool(item["gold"] & set(found))
+            dated = [row.occurred_at for row, _ in ranked if _key(row) in item["gold"]]
+            if item.get("about_now") and len(set(dated)) > 1:
+                newest_first.append(dated.index(max(dated)) < dated.index(min(dated)))
+        cells = [f"{recall[k] / len(items):.3f}" for k in KS]
+        cells += [f"{some / len(items):.3f}", f"{every / len(items):.3f}"]
+        if newest_first:
+            cells.append(f"{sum(newest_first)}/{len(newest_first)}")
+        figures[name] = " / ".join(cells)
     return figures
 
 
@@ -125,14 +140,15 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mode", choices=["capture", "score"])
     parser.add_argument("--out", "--lists", dest="path", type=Path, default=DEFAULT)
+    parser.add_argument("--sets", dest="names", nargs="+", default=list(LOADERS))
     parser.add_argument("--set", dest="sets", nargs="+", action="append", default=[])
     args = parser.parse_args()
     if args.mode == "capture":
-        asyncio.run(capture(args.path))
+        asyncio.run(capture(args.path, args.names))
     else:
         data = pickle.loads(args.path.read_bytes())
         names = list(data)
-        print(f"| change | {' | '.join(f'{n} R@1/5/10' for n in names)} |")
+        print(f"| change | {' | '.join(f'{n} R@1/5/10, any/all@10' for n in names)} |")
         print(f"|---|{'---|' * len(names)}")
         for pairs in [[], *args.sets]:
             recipe = dataclasses.replace(search.RECIPES["hybrid"], **_changed(pairs))

@@ -1,6 +1,8 @@
-"""Recall on three shapes of memory in one run: conversations, preferences, personal facts.
+"""Recall on four shapes of memory in one run: conversations, preferences, personal facts,
+and a personal assistant's sessions over months.
 
-    .venv/bin/python bench/recall.py [--sets locomo prefeval facts] [--recipes hybrid vector]
+    .venv/bin/python bench/recall.py [--sets locomo prefeval facts longmemeval] \
+        [--recipes hybrid vector keyword] [--sample N]
 
 - **locomo**: ../shared/bench/locomo_dev.json, the protocol of bench/locomo.py (one memory per
   turn, evidence recall of category 1-4 questions asked of their own conversation).
@@ -11,6 +13,15 @@
 - **facts**: bench/data/personal_facts.json, written by hand before any recall ran on it:
   eight users' stores of 40 short facts about four people each; every question is asked of
   its own user's store; recall@k = the share of the question's answer facts in the top k.
+- **longmemeval**: ../shared/bench/longmemeval_dev.json, the protocol of
+  ../shared/bench/README.md: every user turn of every session (each session once) stored
+  verbatim as one user's memory, ``occurred_at`` = its session's date; each non-abstention
+  question with a gold user turn searched over the whole pool with ``reference_time`` = its
+  ``question_date``. Besides R@k (the share of gold turns in the top k) the table gives
+  any@10 (a gold turn in the top 10) and all@10 (every gold turn in the top 10).
+
+``--sample N`` keeps every Nth question of each set (the stores stay whole): a quick figure
+for trying a change, not one to report.
 
 Every set is imported once into one fresh store; every recipe then runs the same questions
 (no access tracking, so no question reinforces another's answer). Prints R@1/5/10 per set and
@@ -31,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -101,10 +112,64 @@ async def load_facts(memory: AsyncMemory, path: Path, infer: bool) -> list[Quest
     ]
 
 
+def lme_date(text: str) -> datetime:
+    """LongMemEval's ``"2023/05/28 (Sun) 19:47"`` as UTC."""
+    return datetime.strptime(text.split(" (")[0] + text[-6:], "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
+
+
+def lme_pool(data: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Question]]:
+    """The pooled store's memories (every user turn of every session, each session once) and
+    the scored questions (non-abstention, with a gold user turn)."""
+    user = "longmemeval"
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    questions = []
+    for entry in data:
+        gold: set[str] = set()
+        sessions = zip(
+            entry["haystack_session_ids"],
+            entry["haystack_dates"],
+            entry["haystack_sessions"],
+            strict=True,
+        )
+        for session_id, date, turns_ in sessions:
+            for n, turn in enumerate(turns_):
+                if turn["role"] != "user":
+                    continue
+                key = f"{session_id}#{n}"
+                if turn.get("has_answer"):
+                    gold.add(key)
+                if session_id not in seen:
+                    items.append(
+                        {
+                            "content": turn["content"],
+                            "user_id": user,
+                            "occurred_at": lme_date(date),
+                            "metadata": {"key": key},
+                            "infer": False,
+                            "pii_policy": "allow",
+                        }
+                    )
+            seen.add(session_id)
+        if gold and not entry["question_id"].endswith("_abs"):
+            asked = lme_date(entry["question_date"])
+            questions.append(Question(user, entry["question"], frozenset(gold), asked))
+    return items, questions
+
+
+async def load_longmemeval(memory: AsyncMemory, path: Path, infer: bool) -> list[Question]:
+    items, questions = lme_pool(json.loads(path.read_text()))
+    for item in items:
+        item["infer"] = infer
+    await _add_all(memory, items)
+    return questions
+
+
 LOADERS = {
     "locomo": (load_locomo, SHARED / "locomo_dev.json"),
     "prefeval": (load_prefeval, SHARED / "prefeval_dev.json"),
     "facts": (load_facts, FACTS),
+    "longmemeval": (load_longmemeval, SHARED / "longmemeval_dev.json"),
 }
 
 
@@ -112,11 +177,26 @@ def found_keys(hits: Iterable[Any]) -> list[str]:
     return [str(h.metadata.get("dia_id") or h.metadata.get("key")) for h in hits]
 
 
+@dataclass
+class Scores:
+    """R@k (the share of a question's gold found in the top k, averaged), and at 10 the share
+    of questions with any / all of their gold found."""
+
+    recall: dict[int, float]
+    any10: float
+    all10: float
+    latencies: list[float]
+
+
 async def score(
     memory: AsyncMemory, questions: list[Question], recipe: str, fact_keys: bool = False
-) -> tuple[dict[int, float], list[float]]:
+) -> Scores:
     recall: dict[int, list[float]] = {k: [] for k in KS}
+    hit_any: list[bool] = []
+    hit_all: list[bool] = []
     latencies: list[float] = []
+    # Only asked for when on, so the bench also runs code from before fact keys existed.
+    options: dict[str, Any] = {"fact_keys": True} if fact_keys else {}
     for q in questions:
         start = time.perf_counter()
         result = await memory.search(
@@ -126,16 +206,26 @@ async def score(
             recipe=recipe,
             reference_time=q.asked_at,
             track_access=False,
-            fact_keys=fact_keys,
+            **options,
         )
         latencies.append(time.perf_counter() - start)
         found = found_keys(result.results)
         for k in KS:
             recall[k].append(len(set(found[:k]) & q.gold) / len(q.gold))
-    return {k: sum(v) / len(v) for k, v in recall.items()}, latencies
+        top = set(found[: max(KS)]) & q.gold
+        hit_any.append(bool(top))
+        hit_all.append(top == q.gold)
+    return Scores(
+        {k: sum(v) / len(v) for k, v in recall.items()},
+        sum(hit_any) / len(hit_any),
+        sum(hit_all) / len(hit_all),
+        latencies,
+    )
 
 
-async def run(sets: list[str], recipes: list[str], infer: bool, fact_keys: list[str]) -> None:
+async def run(
+    sets: list[str], recipes: list[str], infer: bool, fact_keys: list[str], sample: int = 1
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
             Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
@@ -144,24 +234,26 @@ async def run(sets: list[str], recipes: list[str], infer: bool, fact_keys: list[
         for name in sets:
             load, path = LOADERS[name]
             t0 = time.perf_counter()
-            questions[name] = await load(memory, path, infer)
+            questions[name] = (await load(memory, path, infer))[::sample]
             print(
                 f"  {name}: {len(questions[name])} questions, imported in "
                 f"{time.perf_counter() - t0:.0f}s",
                 flush=True,
             )
-        print("\n| set | recipe | fact keys | n | R@1 | R@5 | R@10 | p50 ms | p95 ms |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print(
+            "\n| set | recipe | fact keys | n | R@1 | R@5 | R@10 | any@10 | all@10 "
+            "| p50 ms | p95 ms |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name in sets:
             for recipe in recipes:
                 for keys in fact_keys:
-                    recall, latencies = await score(
-                        memory, questions[name], recipe, fact_keys=keys == "on"
-                    )
-                    lat = summary_ms(latencies)
-                    cells = " | ".join(f"{recall[k]:.3f}" for k in KS)
+                    got = await score(memory, questions[name], recipe, fact_keys=keys == "on")
+                    lat = summary_ms(got.latencies)
+                    cells = " | ".join(f"{got.recall[k]:.3f}" for k in KS)
                     print(
                         f"| {name} | {recipe} | {keys} | {len(questions[name])} | {cells} | "
+                        f"{got.any10:.3f} | {got.all10:.3f} | "
                         f"{lat['p50']:.1f} | {lat['p95']:.1f} |",
                         flush=True,
                     )
@@ -176,8 +268,9 @@ if __name__ == "__main__":
         "--infer", action="store_true", help="import with infer=True (facts are extracted)"
     )
     parser.add_argument("--fact-keys", nargs="+", default=["off"], choices=["off", "on"])
+    parser.add_argument("--sample", type=int, default=1, help="keep every Nth question")
     args = parser.parse_args()
     for name in args.sets:
         if not LOADERS[name][1].exists():
             parser.error(f"{LOADERS[name][1]} not found")
-    asyncio.run(run(args.sets, args.recipes, args.infer, args.fact_keys))
+    asyncio.run(run(args.sets, args.recipes, args.infer, args.fact_keys, args.sample))

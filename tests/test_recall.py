@@ -93,6 +93,62 @@ async def test_without_a_reference_time_now_is_used(memory: AsyncMemory) -> None
     assert {h.scores["time"] for h in result.results} == {0.0}
 
 
+async def test_a_question_about_now_asked_at_a_date_ranks_the_newer_answer_first(
+    memory: AsyncMemory,
+) -> None:
+    """A value that changed: asked at a date, "currently" means as of that date, and the newer
+    of two memories that answer holds."""
+    old, new = await memory.add_many(
+        [
+            {
+                "content": "I keep my old sneakers in a shoe box under my bed",
+                "user_id": "u",
+                "occurred_at": datetime(2023, 2, 10, tzinfo=UTC),
+                "infer": False,
+            },
+            {
+                "content": "I moved the old sneakers to the shoe rack in my closet",
+                "user_id": "u",
+                "occurred_at": datetime(2023, 6, 1, tzinfo=UTC),
+                "infer": False,
+            },
+        ]
+    )
+
+    def boost_gap(hits: list[Any]) -> float:
+        """How much more than relevance the newer memory gained over the older one."""
+        by_id = {h.id: h.score - h.scores["relevance"] for h in hits}
+        return float(by_id[new.id] - by_id[old.id])
+
+    now = await memory.search(
+        "where do I currently keep my old sneakers?", user_id="u", reference_time=ASKED_AT
+    )
+    assert [h.id for h in now.results] == [new.id, old.id]
+    assert boost_gap(now.results) > 0.1
+    # Timeless, recency only breaks ties; still measured from when the question is asked.
+    plain = await memory.search("my old sneakers", user_id="u", reference_time=ASKED_AT)
+    assert 0 < boost_gap(plain.results) < 0.05
+
+
+async def test_the_memory_of_a_replaced_fact_ranks_below_the_one_that_replaced_it(
+    memory: AsyncMemory,
+) -> None:
+    """Both said on one day, so recency cannot tell them apart: the graph's supersession does.
+    The older statement matches the question's words better, and still comes second."""
+    said = datetime(2023, 6, 1, tzinfo=UTC)
+    old = await memory.add("Caroline lives in Paris.", user_id="u", occurred_at=said, wait=True)
+    new = await memory.add("Caroline moved to Berlin.", user_id="u", occurred_at=said, wait=True)
+    (fact,) = await memory.facts(user_id="u", entity="Caroline")
+    assert fact.object == "Berlin"  # the Paris fact is superseded, not gone
+
+    question = "where does Caroline live now?"
+    asked = await memory.search(question, user_id="u", reference_time=ASKED_AT)
+    assert [h.id for h in asked.results] == [new.id, old.id]
+    # Asked about no time in particular, what she said first still ranks on its words.
+    timeless = await memory.search("where does Caroline live?", user_id="u")
+    assert timeless.results[0].id == old.id
+
+
 # --- reinforcement ------------------------------------------------------------------------------
 
 

@@ -309,6 +309,29 @@ async def memories_by_fact_vectors(
     )
 
 
+async def superseded_sources(
+    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
+) -> set[UUID]:
+    """Those of ``memory_ids`` that facts were read from and every one of whose facts a newer
+    fact has replaced (system time): what they said no longer holds."""
+    if not memory_ids:
+        return set()
+    query = template(("graph", "superseded sources"), _superseded_sources)
+    found = await conn.execute(query, {"tenant_id": tenant_id, "ids": sorted(set(memory_ids))})
+    return {row.memory_id for row in found}
+
+
+def _superseded_sources() -> sa.Select[Any]:
+    joined = fact_sources.join(facts, sa.and_(_f.tenant_id == _fs.tenant_id, _f.id == _fs.fact_id))
+    return (
+        sa.select(_fs.memory_id)
+        .select_from(joined)
+        .where(_fs.tenant_id == param("tenant_id"), _fs.memory_id.in_(param("ids", expanding=True)))
+        .group_by(_fs.memory_id)
+        .having(sa.func.bool_and(_f.superseded_at.is_not(None)))
+    )
+
+
 async def record_access(
     conn: AsyncConnection,
     fact_counts: dict[tuple[str, UUID], int],

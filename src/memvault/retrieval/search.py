@@ -44,7 +44,7 @@ from memvault.models import (
 from memvault.retrieval import recall
 from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_term_ids, query_terms
-from memvault.retrieval.when import TimeRange, parse_time
+from memvault.retrieval.when import TimeRange, about_now, parse_time
 from memvault.sealing import to_record
 
 if TYPE_CHECKING:
@@ -73,7 +73,10 @@ class SearchConfig:
     # past valid_until.
     importance_weight: float = 0.02
     recency_weight: float = 0.02
-    half_life_days: float = 30.0
+    # Ages count from the moment the question is asked; as a tie-breaker recency halves over
+    # a year (30 days cost 0.003 R@10 on conversations and 0.01 all@10 on months of sessions
+    # against a year, in bench/fusion_replay.py).
+    half_life_days: float = 365.0
     reinforcement_weight: float = 0.02
     time_weight: float = 0.25
     # Mild: an expired plan is still the evidence of what happened (0.5 cost 0.02 R@10 on the
@@ -83,6 +86,14 @@ class SearchConfig:
     # breaking ties: at least this weight, at most this half-life.
     latest_recency_weight: float = 0.5
     latest_half_life_days: float = 7.0
+    # When the question asks how something stands now ("where do I keep it now?", "my
+    # current score") without naming a period, the newer of two memories that answer it holds:
+    # recency weighs enough to order near-equals, not to outrank a better match.
+    now_recency_weight: float = 0.5
+    now_half_life_days: float = 30.0
+    # ... and a memory whose every fact a newer fact has replaced (the graph's system time)
+    # ranks at this share of its score: it told what held then, not what holds now.
+    superseded_factor: float = 0.6
     # Score-aware fusion: a keyword match counts in full once its BM25 reaches this share of
     # the query's best possible score, less below it; a vector match counts as its similarity
     # above vector_floor, relative to the list's best.
@@ -142,11 +153,14 @@ class Ranked:
     reinforcement: float
     time: float
     latest: bool = False
+    about_now: bool = False
 
     def final(self, recipe: SearchConfig) -> float:
         recency_weight = recipe.recency_weight
         if self.latest:
             recency_weight = max(recency_weight, recipe.latest_recency_weight)
+        elif self.about_now:
+            recency_weight = max(recency_weight, recipe.now_recency_weight)
         boost = (
             recipe.importance_weight * self.importance
             + recency_weight * self.recency
@@ -163,24 +177,35 @@ def rank(
     recipe: SearchConfig,
     now: datetime,
     when: TimeRange | None = None,
+    about_now: bool = False,
+    superseded: bool = False,
 ) -> Ranked:
-    """The documented blend, for one candidate row."""
+    """The documented blend, for one candidate row. ``now`` is the moment the question is
+    asked (its reference time): ages and expiry are measured from there, so a question asked
+    at a date ranks as it would have then."""
     age_days = max((now - row.occurred_at).total_seconds(), 0.0) / 86_400
     expired = (
         row.memory_type == "temporal" and row.valid_until is not None and row.valid_until <= now
     )
+    validity = recipe.expired_factor if expired else 1.0
+    if superseded:
+        validity *= recipe.superseded_factor
     latest = when is not None and when.recent
+    about_now = about_now and when is None
     half_life = recipe.half_life_days
     if latest:
         half_life = min(half_life, recipe.latest_half_life_days)
+    elif about_now:
+        half_life = min(half_life, recipe.now_half_life_days)
     return Ranked(
         relevance=fused / best if best else 0.0,
         importance=(row.importance or 5) / 10,
         recency=0.5 ** (age_days / half_life),
-        validity=recipe.expired_factor if expired else 1.0,
+        validity=validity,
         reinforcement=reinforcement(row.access_count),
         time=1.0 if when is not None and when.contains(row.occurred_at) else 0.0,
         latest=latest,
+        about_now=about_now,
     )
 
 
@@ -265,7 +290,18 @@ async def search(
         # (keyword_evidence divides by keyword_full_at; this ceiling undoes that).
         words = len(query_terms(backend.keys.current(tenant_id), request.query))
         ceilings[FACT_KEYWORD] = words / recipe.keyword_full_at
-    ranked = _rank(lists, weights, recipe, now, when, request.limit, ceilings)
+    now_asked = when is None and about_now(request.query)
+    ranked = _rank(
+        lists,
+        weights,
+        recipe,
+        reference,
+        when,
+        request.limit,
+        ceilings,
+        about_now=now_asked,
+        superseded=await _superseded(backend, tenant_id, lists) if now_asked else frozenset(),
+    )
     clock.lap("rank")
     context = (
         await _context(backend, tenant_id, [row for row, _ in ranked], request.context_window)
@@ -502,6 +538,18 @@ async def _retrieve(
     return {name: lists[name] for name in weights if name in lists}
 
 
+async def _superseded(
+    backend: Backend, tenant_id: str, lists: dict[str, list[RankedMemory]]
+) -> set[UUID]:
+    """The candidates whose facts have all been replaced by newer ones."""
+    ids = sorted({row.id for rows in lists.values() for row in rows})
+    if not ids:
+        return set()
+    with tenancy.ranking_transactions():
+        async with backend.engine.begin() as conn:
+            return await graph_walk.superseded_sources(conn, tenant_id, ids)
+
+
 async def _nearest(
     backend: Backend,
     tenant_id: str,
@@ -623,8 +671,12 @@ def _rank(
     when: TimeRange | None,
     limit: int,
     ceilings: dict[str, float] | None = None,
+    *,
+    about_now: bool = False,
+    superseded: frozenset[UUID] | set[UUID] = frozenset(),
 ) -> list[tuple[RankedMemory, dict[str, float | None]]]:
-    """The top ``limit`` candidates with their score breakdowns, best first."""
+    """The top ``limit`` candidates with their score breakdowns, best first; ``now`` is the
+    moment the question is asked."""
     rows: dict[UUID, RankedMemory] = {}
     similarity: dict[UUID, float] = {}
     bm25: dict[UUID, float] = {}
@@ -643,7 +695,11 @@ def _rank(
     else:
         fused = fuse(list_evidence(lists, ceilings, recipe), weights, recipe.rrf_k)
     best = max(fused.values(), default=0.0)
-    ranked = {i: rank(rows[i], fused[i], best, recipe, now, when) for i in fused if fused[i] > 0}
+    ranked = {
+        i: rank(rows[i], fused[i], best, recipe, now, when, about_now, i in superseded)
+        for i in fused
+        if fused[i] > 0
+    }
     final = {i: r.final(recipe) for i, r in ranked.items()}
     order = sorted(final, key=lambda i: (-final[i], str(i)))[:limit]
     return [

@@ -260,6 +260,13 @@ _PATTERNS = [
     (re.compile(_RECENT, re.I), _recently),
 ]  # fmt: skip
 _RECENT_PATTERN = re.compile(_RECENT, re.I)
+# Questions about the present state of something that may have changed ("where do I keep it
+# now?", "my current score"): the newest of the memories that answer is the one that holds.
+_NOW = re.compile(
+    r"\b(?:current(?:ly)?|now|nowadays|these days|at the moment|at present|presently|still"
+    r"|any ?more|(?:the\s+)?(?:latest|most recent(?:ly)?|newest)|so far|up to date|to date)\b",
+    re.I,
+)
 _BOUND = re.compile(r"\b(?P<word>before|after|since|until|by|prior to)\s+$", re.I)
 
 
@@ -306,6 +313,12 @@ def parse_time(query: str, reference: datetime) -> TimeRange | None:
     if word in ("until", "by"):
         return TimeRange(None, before, expression)
     return TimeRange(before if word == "after" else after, None, expression)
+
+
+def about_now(query: str) -> bool:
+    """Whether ``query`` asks how things stand now (a value that may have changed), as
+    opposed to naming a period or asking something timeless."""
+    return _NOW.search(query) is not None
 
 
 # A date without a year in a statement ("on 3 May") is the nearest such date, not the last.
