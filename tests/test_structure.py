@@ -23,7 +23,24 @@ from memvault.db.records import ApiKeyRow, AuditRow, HistoryRow, JobRow, MemoryR
 from memvault.models import MemoryQuery, SearchRequest
 
 ROOT = Path(memvault.__file__).parent
-FACES = ("memvault.api", "memvault.cli", "memvault.mcp", "memvault.client", "memvault.diagnostics")
+FACES = (
+    "memvault.api",
+    "memvault.cli",
+    "memvault.mcp",
+    "memvault.client",
+    "memvault.diagnostics",
+    "memvault.integrations",
+    "memvault.compat",
+)
+# The framework adapters and compat APIs are thin over the service's public faces: nothing else.
+ADAPTER_REACH = {
+    "memvault",
+    "memvault.service",
+    "memvault.client",
+    "memvault._sync",
+    "memvault.models",
+    "memvault.errors",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -71,6 +88,19 @@ def test_the_faces_never_reach_below_the_service() -> None:
         if target.startswith("memvault.db")
     }
     assert reaching == set()
+
+
+def test_adapters_stand_on_the_service_faces_alone() -> None:
+    adapters = ("memvault.integrations", "memvault.compat")
+    reaching = {
+        (name, target)
+        for name, targets in GRAPH.items()
+        if name.startswith(adapters)
+        for target in targets
+        if target not in ADAPTER_REACH and not target.startswith(adapters)
+    }
+    assert reaching == set()
+    assert any(name.startswith("memvault.integrations.") for name in GRAPH)
 
 
 def test_no_module_imports_itself_in_a_circle() -> None:
