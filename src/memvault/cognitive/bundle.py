@@ -464,9 +464,9 @@ def _cut(lines: list[_Line], count: Callable[[str], int], budget: int) -> _Cut:
     return cut
 
 
-# Texts counted in one tokenizer call stay well under a model's longest input (512 tokens for
-# the default model), which the tokenizer would otherwise warn about.
-BATCH_CHARS = 1_500
+# Texts counted in one tokenizer call stay under a model's longest input (256 tokens for the
+# default model), which the tokenizer would otherwise warn about.
+BATCH_CHARS = 600
 
 
 def counted_together(
