@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 
 pytest.importorskip("langgraph.store.base")
 
-from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 from memvault import AsyncMemory, Memory
@@ -171,13 +178,38 @@ async def test_batch_reads_before_writes_and_last_put_wins(store: MemvaultStore)
     assert item is not None and item.value == {"data": "value3"}
 
 
-async def test_ttl_expires_items_and_refresh_extends(store: MemvaultStore) -> None:
+async def test_ttl_expires_items(store: MemvaultStore) -> None:
     await store.aput(("t",), "short", {"v": 1}, ttl=1 / 60)  # one second
     await store.aput(("t",), "long", {"v": 2}, ttl=60)
     assert await store.aget(("t",), "short") is not None
     await asyncio.sleep(1.5)
     assert await store.aget(("t",), "short") is None
     assert [i.key for i in await store.asearch(("t",))] == ["long"]
+
+
+async def test_refresh_on_read_extends_the_ttl_and_keeps_updated_at(
+    store: MemvaultStore,
+) -> None:
+    await store.aput(("t",), "k", {"v": 1}, ttl=2 / 60)  # two seconds
+    first = await store.aget(("t",), "k", refresh_ttl=False)
+    assert first is not None
+    await asyncio.sleep(1.2)
+    refreshed = await store.aget(("t",), "k", refresh_ttl=True)
+    assert refreshed is not None and refreshed.updated_at == first.updated_at
+    await asyncio.sleep(1.2)  # past the first expiry, inside the refreshed one
+    kept = await store.aget(("t",), "k", refresh_ttl=False)
+    assert kept is not None and kept.created_at == first.created_at
+
+
+async def test_invalid_namespaces_are_refused(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_cannot_put_empty_namespace / invalid labels
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput((), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput(("langgraph", "x"), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput(("a.b",), "k", {"v": 1})
+    assert await store.alist_namespaces() == []
 
 
 def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> None:
