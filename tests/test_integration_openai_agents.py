@@ -5,23 +5,31 @@ separate, ``clear_session`` empties one), and under a real ``Runner`` run."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, Runner
+from agents import Agent, RunConfig, Runner, set_tracing_disabled
 from agents.items import ModelResponse
-from agents.memory import Session
+from agents.memory import Session, SessionSettings
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from memvault import AsyncMemory
+from memvault import AsyncMemory, Memory
 from memvault.config import Settings
 from memvault.integrations.openai_agents import MemvaultSession
+
+
+@pytest.fixture(autouse=True)
+def _no_tracing() -> Iterator[None]:
+    # The SDK exports traces to OpenAI by default; these runs are offline.
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
 
 
 @pytest.fixture
@@ -112,3 +120,37 @@ async def test_a_runner_run_is_stored_as_turns_and_searchable(memory: AsyncMemor
     assert (conversation.turns or [])[0].content == "I live in Lisbon."
     hits = await memory.search("Lisbon", user_id="alice")
     assert "I live in Lisbon." in [h.content for h in hits.results]
+
+
+# Ported from the SDK's tests/memory/test_session_limit.py (SQLiteSession there).
+async def test_session_settings_limit_bounds_the_history_a_run_sees(memory: AsyncMemory) -> None:
+    model = ScriptedModel([f"Reply {i}" for i in range(1, 5)])
+    agent = Agent(name="test", model=model)
+    session = MemvaultSession("limit_test", memory, user_id="u")
+    for i in range(1, 4):
+        await Runner.run(agent, f"Message {i}", session=session)
+    assert len(await session.get_items()) == 6
+    await Runner.run(
+        agent,
+        "Message 4",
+        session=session,
+        run_config=RunConfig(session_settings=SessionSettings(limit=2)),
+    )
+    last_input = model.inputs[-1]
+    assert len(last_input) == 3
+    assert last_input[0].get("content") == "Message 3"
+    assert last_input[1].get("content")[0]["text"] == "Reply 3"
+    assert last_input[2].get("content") == "Message 4"
+    assert await session.get_items(limit=-1) == []
+    assert len(await session.get_items(limit=100)) == 8
+
+
+def test_run_sync_over_a_sync_memory(make_settings: Callable[..., Settings]) -> None:
+    with Memory(make_settings(embedding_provider="hash")) as memory:
+        model = ScriptedModel(["Reply 1", "Reply 2"])
+        agent = Agent(name="test", model=model)
+        session = MemvaultSession("sync_test", memory, user_id="u")
+        Runner.run_sync(agent, "Message 1", session=session)
+        Runner.run_sync(agent, "Message 2", session=session)
+        assert model.inputs[-1][0] == {"role": "user", "content": "Message 1"}
+        assert len(model.inputs[-1]) == 3
