@@ -209,7 +209,83 @@ async def test_invalid_namespaces_are_refused(store: MemvaultStore) -> None:
         await store.aput(("langgraph", "x"), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
         await store.aput(("a.b",), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        await store.aput(("some", "fun", ""), "k", {"v": 1})
     assert await store.alist_namespaces() == []
+
+
+async def test_list_namespaces_wildcards_pagination_depth_and_empty(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_list_namespaces_with_wildcards / _pagination / _max_depth /
+    # _no_conditions / _empty_store
+    assert await store.alist_namespaces() == []
+    namespaces = [
+        ("users", "123"),
+        ("users", "456"),
+        ("users", "789", "settings"),
+        ("admin", "users", "789"),
+        ("guests", "123"),
+        ("guests", "456", "preferences"),
+    ]
+    for i, ns in enumerate(namespaces):
+        await store.aput(ns, f"id_{i}", {"data": f"value_{i:02d}"})
+    assert await store.alist_namespaces(prefix=("users", "*")) == [
+        ("users", "123"),
+        ("users", "456"),
+        ("users", "789", "settings"),
+    ]
+    assert await store.alist_namespaces(suffix=("*", "preferences")) == [
+        ("guests", "456", "preferences")
+    ]
+    assert await store.alist_namespaces(prefix=("*", "users"), suffix=("*", "settings")) == []
+    assert await store.alist_namespaces(max_depth=2) == [
+        ("admin", "users"),
+        ("guests", "123"),
+        ("guests", "456"),
+        ("users", "123"),
+        ("users", "456"),
+        ("users", "789"),
+    ]
+    for i in range(12):
+        await store.aput(("namespace", f"sub_{i:02d}"), f"id_{i:02d}", {"data": i})
+    pages = [
+        await store.alist_namespaces(prefix=("namespace",), limit=5, offset=offset)
+        for offset in (0, 5, 10)
+    ]
+    assert pages == [
+        [("namespace", f"sub_{i:02d}") for i in range(0, 5)],
+        [("namespace", f"sub_{i:02d}") for i in range(5, 10)],
+        [("namespace", f"sub_{i:02d}") for i in range(10, 12)],
+    ]
+
+
+async def test_langgraph_inside_a_namespace_is_allowed(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_cannot_put_empty_namespace (the valid half)
+    doc = {"foo": "bar"}
+    await store.aput(("foo", "langgraph", "foo"), "bar", doc)
+    item = await store.aget(("foo", "langgraph", "foo"), "bar")
+    assert item is not None and item.value == doc
+    assert (await store.asearch(("foo", "langgraph", "foo")))[0].value == doc
+    await store.adelete(("foo", "langgraph", "foo"), "bar")
+    assert await store.aget(("foo", "langgraph", "foo"), "bar") is None
+
+
+async def test_query_search_finds_by_the_values_words(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_async_vector_insert_with_auto_embedding
+    docs = [
+        ("doc1", {"text": "short text"}),
+        ("doc2", {"text": "longer text document"}),
+        ("doc3", {"text": "longest text document here"}),
+        ("doc4", {"description": "text in description field"}),
+        ("doc5", {"content": "text in content field"}),
+        ("doc6", {"body": "text in body field"}),
+    ]
+    for key, value in docs:
+        await store.aput(("test",), key, value)
+    keys = [r.key for r in await store.asearch(("test",), query="long text")]
+    assert "doc2" in keys and "doc3" in keys
+    # Updating an item re-indexes it: the old words no longer find it first.
+    await store.aput(("test",), "doc1", {"text": "zebra crossing"})
+    assert (await store.asearch(("test",), query="zebra crossing", limit=1))[0].key == "doc1"
 
 
 def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> None:
