@@ -27,6 +27,7 @@ from typing import Any
 
 from memvault import AsyncMemory, Settings
 from memvault.retrieval import search
+from memvault.retrieval.when import about_now
 from recall import KS, LOADERS
 
 DEFAULT = Path(tempfile.gettempdir()) / "recall_lists.pkl"
@@ -51,7 +52,7 @@ async def capture(out: Path, names: list[str]) -> None:
             # The moment the question was asked, which ages are measured from.
             "now": args[1],
             "when": args[2],
-            "about_now": kwargs.get("about_now", False),
+            "superseded": kwargs.get("superseded", frozenset()),
         }
         return rank(lists, weights, *args, **kwargs)
 
@@ -73,7 +74,7 @@ async def capture(out: Path, names: list[str]) -> None:
                     reference_time=q.asked_at,
                     track_access=False,
                 )
-                sets[name].append({**captured.pop("last"), "gold": q.gold})
+                sets[name].append({**captured.pop("last"), "gold": q.gold, "query": q.text})
             print(f"  {name}: {len(sets[name])} questions captured", flush=True)
         await memory.close()
     out.write_bytes(pickle.dumps(sets))
@@ -105,7 +106,7 @@ def score(sets: dict[str, list[dict[str, Any]]], recipe: search.SearchConfig) ->
                 item["when"],
                 max(KS),
                 item["ceilings"] if recipe.vector_weight and recipe.keyword_weight else None,
-                about_now=item.get("about_now", False),
+                superseded=item.get("superseded", frozenset()),
             )
             found = [_key(row) for row, _ in ranked]
             for k in KS:
@@ -113,7 +114,7 @@ def score(sets: dict[str, list[dict[str, Any]]], recipe: search.SearchConfig) ->
             every += item["gold"] <= set(found)
             some += bool(item["gold"] & set(found))
             dated = [row.occurred_at for row, _ in ranked if _key(row) in item["gold"]]
-            if item.get("about_now") and len(set(dated)) > 1:
+            if about_now(item.get("query", "")) and len(set(dated)) > 1:
                 newest_first.append(dated.index(max(dated)) < dated.index(min(dated)))
         cells = [f"{recall[k] / len(items):.3f}" for k in KS]
         cells += [f"{some / len(items):.3f}", f"{every / len(items):.3f}"]
