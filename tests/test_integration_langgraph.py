@@ -322,23 +322,23 @@ _OPS = st.lists(
 )
 
 
-async def _answer(store: Any, op: tuple[Any, ...]) -> Any:
+def _answer(store: Any, op: tuple[Any, ...]) -> Any:
     kind = op[0]
     if kind == "put":
-        return await store.aput(op[1], op[2], op[3])
+        return store.put(op[1], op[2], op[3])
     if kind == "delete":
-        return await store.adelete(op[1], op[2])
+        return store.delete(op[1], op[2])
     if kind == "get":
-        item = await store.aget(op[1], op[2])
+        item = store.get(op[1], op[2])
         return None if item is None else (item.namespace, item.key, item.value)
     if kind == "search":
-        found = await store.asearch(op[1], limit=100)
+        found = store.search(op[1], limit=100)
         return sorted((i.namespace, i.key, repr(i.value)) for i in found)
     if kind == "search_filter":
         # $eq/$ne, not $gt..: InMemoryStore raises on an item that lacks the field there.
-        found = await store.asearch((), filter={"n": {op[1]: op[2]}}, limit=100)
+        found = store.search((), filter={"n": {op[1]: op[2]}}, limit=100)
         return sorted((i.namespace, i.key) for i in found)
-    listed = await store.alist_namespaces(max_depth=op[1])
+    listed = store.list_namespaces(max_depth=op[1])
     if isinstance(store, InMemoryStore):
         # InMemoryStore keeps a namespace's empty dict after its last delete (and makes one on a
         # get of a namespace it never held), so it lists namespaces with no items; LangGraph's
@@ -360,10 +360,7 @@ def test_same_answers_as_in_memory_store(make_settings: Callable[..., Settings])
             ours = MemvaultStore(memory, user_id=f"diff-{next(runs)}")
             reference = InMemoryStore()
 
-            async def run() -> None:
-                for op in ops:
-                    assert await _answer(ours, op) == await _answer(reference, op), op
-
-            asyncio.run(run())
+            for op in ops:
+                assert _answer(ours, op) == _answer(reference, op), op
 
         check()

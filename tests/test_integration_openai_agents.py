@@ -19,7 +19,7 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from memvault import AsyncMemory, Memory
+from memvault import AsyncMemory
 from memvault.config import Settings
 from memvault.integrations.openai_agents import MemvaultSession
 
@@ -143,14 +143,3 @@ async def test_session_settings_limit_bounds_the_history_a_run_sees(memory: Asyn
     assert last_input[2].get("content") == "Message 4"
     assert await session.get_items(limit=-1) == []
     assert len(await session.get_items(limit=100)) == 8
-
-
-def test_run_sync_over_a_sync_memory(make_settings: Callable[..., Settings]) -> None:
-    with Memory(make_settings(embedding_provider="hash")) as memory:
-        model = ScriptedModel(["Reply 1", "Reply 2"])
-        agent = Agent(name="test", model=model)
-        session = MemvaultSession("sync_test", memory, user_id="u")
-        Runner.run_sync(agent, "Message 1", session=session)
-        Runner.run_sync(agent, "Message 2", session=session)
-        assert model.inputs[-1][0] == {"role": "user", "content": "Message 1"}
-        assert len(model.inputs[-1]) == 3

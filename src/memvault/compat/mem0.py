@@ -25,6 +25,7 @@ from memvault import AsyncMemory as _AsyncService
 from memvault import Memory as _SyncService
 from memvault.client import AsyncMemoryClient as _AsyncClient
 from memvault.client import MemoryClient as _SyncClient
+from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
 
 R = TypeVar("R")
@@ -189,10 +190,8 @@ class _Core:
         ident, owner = _split(memory_id)
         try:
             record = await self._service.get(ident, user_id=owner)
-        except Exception as exc:
-            if type(exc).__name__ == "NotFound":
-                return None
-            raise
+        except NotFound:
+            return None
         return _item(record, owner)
 
     async def _get_all(

@@ -44,7 +44,12 @@ class Bridge:
         """Run ``coro`` to its end from synchronous code."""
         loop = self._loop
         if loop is None:
-            return asyncio.run(coro)
+            coro.close()
+            raise RuntimeError(
+                "This adapter was made outside the event loop of its async memory, so a "
+                "synchronous call has no loop to run on: make it inside that loop, or pass a "
+                "sync Memory / MemoryClient."
+            )
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

@@ -20,6 +20,7 @@ How items map onto memories (docs/integrations.md says the same for users):
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,7 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
+from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
 
 SOURCE = "langgraph"
@@ -265,11 +267,9 @@ class MemvaultStore(BaseStore):
             await self._delete(row)
 
     async def _delete(self, row: _Row) -> None:
-        try:
+        # Already gone (a concurrent delete, or expired) is what a delete wants.
+        with contextlib.suppress(NotFound):
             await self._bridge.service.delete(row.id, user_id=self.user_id)
-        except Exception as exc:  # already gone (a concurrent delete, or expired): that is fine
-            if type(exc).__name__ != "NotFound":
-                raise
 
     def _in_prefix(self, prefix: tuple[str, ...]) -> dict[str, Any] | None:
         return {META: {"prefixes": [_ns_text(prefix)]}} if prefix else None
@@ -279,9 +279,11 @@ class MemvaultStore(BaseStore):
             return all(_compare(item.value.get(k), v) for k, v in (op.filter or {}).items())
 
         if not op.query:
-            rows = list(_newest(_Row(r) for r in await self._records(
-                self._in_prefix(op.namespace_prefix)
-            )).values())
+            rows = list(
+                _newest(
+                    _Row(r) for r in await self._records(self._in_prefix(op.namespace_prefix))
+                ).values()
+            )
             rows.sort(key=lambda r: r.item.updated_at, reverse=True)
             hits: list[tuple[_Row, float | None]] = [(r, None) for r in rows if wanted(r.item)]
         else:

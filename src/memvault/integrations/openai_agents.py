@@ -19,9 +19,11 @@ history verbatim).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
+from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
 
 # The marker in a turn's ``model`` field: the turn's text is an SDK item as JSON.
@@ -52,10 +54,6 @@ def _item(turn: Any) -> dict[str, Any]:
     return {"role": turn.role, "content": turn.content}
 
 
-def _missing(exc: Exception) -> bool:
-    return type(exc).__name__ == "NotFound"
-
-
 class MemvaultSession:
     """The SDK's ``Session`` protocol over one memvault conversation.
 
@@ -84,10 +82,8 @@ class MemvaultSession:
             conversation = await self._bridge.service.get_conversation(
                 self.session_id, user_id=self.user_id
             )
-        except Exception as exc:
-            if _missing(exc):
-                return []
-            raise
+        except NotFound:
+            return []
         return list(conversation.turns or [])
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -120,11 +116,9 @@ class MemvaultSession:
         return await self._bridge.arun(self._pop())
 
     async def _clear(self) -> None:
-        try:
+        # Clearing a session that holds nothing yet is not an error (as in the SDK's sessions).
+        with contextlib.suppress(NotFound):
             await self._bridge.service.erase_conversation(self.session_id, user_id=self.user_id)
-        except Exception as exc:
-            if not _missing(exc):
-                raise
 
     async def clear_session(self) -> None:
         await self._bridge.arun(self._clear())
