@@ -255,6 +255,9 @@ async def test_bulk_adds_analyse_the_tables_in_the_background(
     await memory.close()
 
 
+CONVERSATION_KEY = [("tenant_id", "text"), ("user_id", "text"), ("id", "text")]
+
+
 @pytest.mark.parametrize(
     "table", ["memories", "entities", "facts", "relations", "goals", "conversations"]
 )
@@ -268,15 +271,23 @@ async def test_foreign_key_checks_find_their_row_by_key_on_a_never_analysed_stor
     store grew: 160 memories/s at 30,000, 67/s at 40,000). Migrations 0013 and 0014."""
     await stored()
     raw.execute("SET plan_cache_mode = force_generic_plan")
+    # A conversation is keyed by its user and the caller's (text) id.
+    key = CONVERSATION_KEY if table == "conversations" else [("tenant_id", "text"), ("id", "uuid")]
+    types = ", ".join(kind for _, kind in key)
+    where = " AND ".join(
+        f"{column} OPERATOR(pg_catalog.=) ${n}" for n, (column, _) in enumerate(key, start=1)
+    )
     raw.execute(
-        f"PREPARE exists_check(text, uuid) AS SELECT 1 FROM ONLY public.{table} x"
-        " WHERE tenant_id OPERATOR(pg_catalog.=) $1 AND id OPERATOR(pg_catalog.=) $2"
-        " FOR KEY SHARE OF x"
+        f"PREPARE exists_check({types}) AS SELECT 1 FROM ONLY public.{table} x"
+        f" WHERE {where} FOR KEY SHARE OF x"
     )
     for tenant in ("default", "other"):
-        row = raw.execute(
-            f"EXPLAIN (FORMAT JSON) EXECUTE exists_check('{tenant}', gen_random_uuid())"
-        ).fetchone()
+        values = (
+            f"'{tenant}', 'ada', gen_random_uuid()::text"
+            if table == "conversations"
+            else (f"'{tenant}', gen_random_uuid()")
+        )
+        row = raw.execute(f"EXPLAIN (FORMAT JSON) EXECUTE exists_check({values})").fetchone()
         assert row is not None
         plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
         scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == table]
