@@ -61,6 +61,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/conversations", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/conversations/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns", {"json": {"user_id": "u", "turns": [{"role": "user", "content": "x"}]}}),  # noqa: E501
+    ("DELETE", f"/v1/conversations/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
     ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"json": {"user_id": "u", "value": 1}}),
     ("GET", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
     ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
@@ -102,6 +103,7 @@ WRITES = {
     ("POST", "/v1/messages"),
     ("POST", "/v1/conversations"),
     ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns"),
+    ("DELETE", f"/v1/conversations/{CONVERSATION_ID}"),
     ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
     ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
     ("DELETE", f"/v1/working/{CONVERSATION_ID}"),

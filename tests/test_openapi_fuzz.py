@@ -86,6 +86,7 @@ OPERATIONS = [
     ("POST", "/v1/conversations"),
     ("GET", "/v1/conversations"),
     ("GET", "/v1/conversations/{conversation_id}"),
+    ("DELETE", "/v1/conversations/{conversation_id}"),
     ("POST", "/v1/conversations/{conversation_id}/turns"),
     ("PUT", "/v1/working/{conversation_id}/context/{key}"),
     ("GET", "/v1/working/{conversation_id}/context/{key}"),
