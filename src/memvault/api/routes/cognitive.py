@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from memvault.api.deps import ReadMemory, WriteMemory
-from memvault.api.schemas import V1_ERRORS
+from memvault.api.schemas import CONFLICT, V1_ERRORS
 from memvault.cognitive.models import (
     Conversation,
     ConversationPage,
@@ -51,8 +51,9 @@ router = APIRouter(prefix="/v1", tags=["cognitive"], responses=V1_ERRORS)
 # --- conversations ------------------------------------------------------------------------------
 
 
-@router.post("/conversations", status_code=status.HTTP_201_CREATED)
+@router.post("/conversations", status_code=status.HTTP_201_CREATED, responses=CONFLICT)
 async def start_conversation(body: ConversationStart, memory: WriteMemory) -> Conversation:
+    """Start a conversation ahead of its turns (409 if the user has one by that id)."""
     return await memory.start_conversation(**body.model_dump())
 
 

@@ -7,7 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from memvault.api.deps import ReadMemory, WriteMemory
-from memvault.api.schemas import V1_ERRORS, DeleteAllParams, HistoryPage, ListParams, Owner
+from memvault.api.schemas import (
+    CONFLICT,
+    V1_ERRORS,
+    DeleteAllParams,
+    HistoryPage,
+    ListParams,
+    Owner,
+)
 from memvault.models import (
     AddResult,
     BatchRequest,
@@ -73,7 +80,7 @@ async def get_memory(
     return await memory.get(memory_id, user_id=owner.user_id)
 
 
-@router.patch("/{memory_id}")
+@router.patch("/{memory_id}", responses=CONFLICT)
 async def update_memory(
     memory_id: str, body: MemoryUpdate, owner: Annotated[Owner, Query()], memory: WriteMemory
 ) -> MemoryRecord:
