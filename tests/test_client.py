@@ -61,7 +61,7 @@ DATA_METHODS = [
     "delete_all",
     "history",
     "search",
-    # the lifecycle (issue 15)
+    # the lifecycle
     "audit_log",
     "erase",
     "erase_user",
@@ -70,7 +70,7 @@ DATA_METHODS = [
     "health_action",
     "export_memories",
     "import_memories",
-    # the knowledge graph (issue 13) and fact promotion (issue 14)
+    # the knowledge graph and fact promotion
     "add_fact",
     "facts",
     "fact_reviews",

@@ -1,4 +1,4 @@
-"""Fact promotion (issue 14 item 7): a project fact copied to _global once, linked
+"""Fact promotion: a project fact copied to _global once, linked
 PROMOTED_FROM; the scheduled ``promote`` job copies the prominent ones (confidence, accesses,
 conversations: each threshold inclusive), with a dry run; the route; isolation of the link."""
 

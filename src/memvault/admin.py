@@ -237,7 +237,7 @@ class Admin(SyncFace):
     revoke_api_key = blocking(AsyncAdmin.revoke_api_key)
     readiness = blocking(AsyncAdmin.readiness)
     schema_status = blocking(AsyncAdmin.schema_status)
-    # --- lifecycle (issue 15) ---
+    # --- lifecycle ---
     schedule = blocking(AsyncAdmin.schedule)
     run_scheduled = blocking(AsyncAdmin.run_scheduled)
     undo_scheduled = blocking(AsyncAdmin.undo_scheduled)

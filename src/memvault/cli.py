@@ -46,7 +46,7 @@ app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(cli_lifecycle.lifecycle_app)
 jobs_app.add_typer(cli_lifecycle.schedule_app, name="schedule")
 app.add_typer(cli_cognitive.app, name="cognitive")
-# knowledge graph (issue 13)
+# knowledge graph
 app.add_typer(facts_app, name="facts")
 app.add_typer(entities_app, name="entities")
 app.add_typer(graph_app, name="graph")

@@ -231,7 +231,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/memories/{memory_id}/history", AsyncMemory.history, HistoryPage,
           query=Owner, returns="results"),
     Route("POST", "/v1/memories/search", AsyncMemory.search, SearchResult, body=SearchRequest),
-    # the lifecycle (issue 15); one path, two methods: the body's memory_id picks which
+    # the lifecycle; one path, two methods: the body's memory_id picks which
     Route("GET", "/v1/audit", AsyncMemory.audit_log, AuditPage, query=AuditQuery),
     Route("POST", "/v1/deletions", AsyncMemory.erase, DeletionReceipt, body=DeletionRequest),
     Route("POST", "/v1/deletions", AsyncMemory.erase_user, DeletionReceipt, body=DeletionRequest),
@@ -281,7 +281,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/profile", AsyncMemory.get_profile, Profile, query=OwnerInChannel),
     Route("PATCH", "/v1/profile", AsyncMemory.update_profile, Profile, body=ProfileUpdate),
     Route("POST", "/v1/remember", AsyncMemory.remember, RememberAnswer, body=RememberRequest),
-    # the knowledge graph (issue 13) and fact promotion (issue 14)
+    # the knowledge graph and fact promotion
     Route("POST", "/v1/facts", AsyncMemory.add_fact, Fact, body=FactInput),
     Route("GET", "/v1/facts", AsyncMemory.facts, FactList, query=FactsQuery, returns="results"),
     Route("GET", "/v1/facts/reviews", AsyncMemory.fact_reviews, ReviewList, query=ReviewsQuery,

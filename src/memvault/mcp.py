@@ -345,7 +345,7 @@ async def record_tool_use(
     return ToolUseOut(id=str(used.id), redacted=used.pii)
 
 
-# --- knowledge graph tools (issue 13) -----------------------------------------------------------
+# --- knowledge graph tools -----------------------------------------------------------
 
 
 class FactOut(BaseModel):

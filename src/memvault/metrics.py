@@ -48,7 +48,7 @@ STORE_UNAVAILABLE = Counter(
     "memvault_store_unavailable_total", "Requests answered 503 because the store was away"
 )
 
-# --- lifecycle and audit (issue 15) ---
+# --- lifecycle and audit ---
 SCHEDULED_RUNS = Counter(
     "memvault_scheduled_runs_total",
     "Scheduled lifecycle job runs, by job and outcome (ok, stopped, failed, skipped)",

@@ -531,7 +531,7 @@ class Memory(SyncFace):
     delete_all = blocking(AsyncMemory.delete_all)
     history = blocking(AsyncMemory.history)
     search = blocking(AsyncMemory.search)
-    # --- lifecycle (issue 15) ---
+    # --- lifecycle ---
     erase = blocking(AsyncMemory.erase)
     erase_user = blocking(AsyncMemory.erase_user)
     erase_conversation = blocking(AsyncMemory.erase_conversation)
@@ -570,7 +570,7 @@ class Memory(SyncFace):
     get_profile = blocking(AsyncMemory.get_profile)
     update_profile_from_facts = blocking(AsyncMemory.update_profile_from_facts)
     remember = blocking(AsyncMemory.remember)
-    # --- knowledge graph (issue 13) ---
+    # --- knowledge graph ---
     add_fact = blocking(AsyncMemory.add_fact)
     facts = blocking(AsyncMemory.facts)
     fact_reviews = blocking(AsyncMemory.fact_reviews)

@@ -270,7 +270,7 @@ rate_limit_buckets = Table(
     prefixes=["UNLOGGED"],
 )
 
-# --- lifecycle and audit (issue 15) ------------------------------------------------------------
+# --- lifecycle and audit ------------------------------------------------------------
 
 # One row per run of a scheduled lifecycle job (dry runs included). Store-wide like the worker
 # heartbeats: jobs span tenants, and a run's row holds counts, never a tenant's data.
@@ -587,7 +587,7 @@ SEALED_COGNITIVE = (
     user_profiles,
 )
 
-# --- knowledge graph (issue 13): entities, bi-temporal facts, relations -------------------------
+# --- knowledge graph: entities, bi-temporal facts, relations -------------------------
 # Names, aliases, descriptions, claims, literal values and relation properties are sealed (AAD:
 # tenant, row id, column); equality runs on keyed HMACs (``name_key``, ``alias_keys``,
 # ``value_key``), keyword search on blind terms. Predicates and relation types are the graph's
@@ -961,7 +961,7 @@ __all__ = [
     "working_memory",
 ]
 
-# --- fact promotion (issue 14 item 7: a project fact copied to _global) ----------------------
+# --- fact promotion (a project fact copied to _global) ----------------------
 
 # One row per promoted copy: the _global fact and the project fact it was copied from, so a
 # promotion happens once and the copy can be traced back to where it was learned.
@@ -991,7 +991,7 @@ fact_promotions = Table(
 )
 PROMOTION_TABLES = ("fact_promotions",)
 
-# --- per-tenant data keys (issue 15 item 3: crypto-shredding) --------------------------------
+# --- per-tenant data keys (crypto-shredding) --------------------------------
 
 # One row per tenant while ``per_tenant_keys`` is on: its data key, sealed (AES-GCM) under the
 # master key ``master_key_id`` and bound to the tenant. Deleting the row shreds the tenant.

@@ -1,4 +1,4 @@
-"""Fact promotion (issue 14 item 7): a project-channel fact copied to the user's ``_global``
+"""Fact promotion: a project-channel fact copied to the user's ``_global``
 channel, with a PROMOTED_FROM link (``fact_promotions``), so what was learned in one project is
 recalled in every other. By hand (``promote``) or by the scheduled ``promote`` job when a fact
 is prominent: confident, recalled often, seen in more than one conversation
