@@ -207,11 +207,19 @@ async def test_pooled_connections_that_died_are_replaced_or_fail_once(
         make_settings(embedding_provider="hash", run_worker=False, embedding_cache_ttl_s=0)
     )
 
+    others = (
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        " AND backend_type = 'client backend'"
+    )
+
     def end_every_session() -> None:
-        raw.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+        raw.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity {others}")
+        # Termination is a signal: wait until the sessions are really gone (under load a
+        # search could otherwise still find its connection alive).
+        deadline = time.monotonic() + 10
+        while raw.execute(f"SELECT count(*) FROM pg_stat_activity {others}").fetchone() != (0,):
+            assert time.monotonic() < deadline, "the sessions did not end"
+            time.sleep(0.01)
 
     try:
         await memory.add("I keep bees on the roof", user_id="u", infer=False)
