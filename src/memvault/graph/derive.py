@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph as graph_db
 from memvault.errors import MemvaultError
 from memvault.graph.claims import Extraction
@@ -21,6 +19,8 @@ from memvault.graph.extract import extract
 from memvault.graph.store import GraphWriter, Owner, Prepared, prepare_many
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
     from memvault.llm.base import LLM
 

@@ -9,8 +9,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
@@ -40,6 +38,8 @@ from memvault.retrieval.terms import query_term_ids
 from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 

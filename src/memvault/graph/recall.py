@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph as graph_db
 from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
@@ -30,6 +28,8 @@ from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_terms
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault import tenant_keys
 from memvault.crypto import Keyring
 from memvault.db import graph as graph_db
@@ -16,6 +14,8 @@ from memvault.db.keysets import StaleKeys
 from memvault.graph import sealed
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 

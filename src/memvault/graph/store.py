@@ -15,8 +15,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph as graph_db
 from memvault.db.graph import EntityRow
 from memvault.embedding.chunking import clean
@@ -26,6 +24,8 @@ from memvault.graph.claims import SELF, EntityMention, Extraction, FactClaim, Re
 from memvault.graph.supersede import NewFact, Policy
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 log = logging.getLogger(__name__)
