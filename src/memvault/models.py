@@ -40,6 +40,13 @@ def _content(value: str) -> str:
     return value
 
 
+def _index_text(value: str) -> str:
+    _encodable(value)
+    if "\x00" in value:
+        raise ValueError("index_text must not contain NUL characters")
+    return value
+
+
 def _utc(value: datetime) -> datetime:
     """A timestamp without a zone is taken as UTC, never as the server's local time; one that
     leaves the years 1-9999 once in UTC cannot be stored or compared, so it is refused."""
@@ -62,6 +69,8 @@ def _tags(values: list[str]) -> list[str]:
 
 Identifier = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_identifier)]
 Content = Annotated[str, AfterValidator(_content)]
+# What a memory is found by, when not its content; may be empty (found by nothing).
+IndexText = Annotated[str, AfterValidator(_index_text)]
 # Free text beside a memory; docs/limits.md lists every limit.
 # A title or a description: one line of meaning, not a document (documents are memories).
 Title = Annotated[str, Field(max_length=500), AfterValidator(_content)]
@@ -129,6 +138,13 @@ class MemoryInput(MemoryCreate):
     )
     pii_policy: PIIPolicy | None = Field(
         default=None, description="redact, reject or allow; unset: MEMVAULT_PII_POLICY"
+    )
+    index_text: IndexText | None = Field(
+        default=None,
+        description="the text search embeds and keyword-indexes in place of the content (the "
+        "content is still what is stored and returned); an empty string indexes nothing: the "
+        "memory is stored, listed and fetched, never found by search. Either way it is stored "
+        "as given, never deduplicated or merged",
     )
 
 

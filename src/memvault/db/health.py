@@ -57,9 +57,11 @@ def low_importance_unrecalled(floor: int, before: datetime) -> sa.ColumnElement[
 
 
 def vectorless(before: datetime) -> sa.ColumnElement[bool]:
-    """Not searchable by meaning: never embedded (and not just written)."""
+    """Not searchable by meaning: never embedded (and not just written). A memory stored
+    unindexed on purpose (embedded, no model) is not a problem to report."""
     has_chunks = sa.exists().where(_c.tenant_id == _m.tenant_id, _c.memory_id == _m.id)
-    return sa.and_(_m.created_at < before, sa.or_(_m.embedded.is_(False), ~has_chunks))
+    lost = sa.and_(~has_chunks, _m.embedding_model.is_not(None))
+    return sa.and_(_m.created_at < before, sa.or_(_m.embedded.is_(False), lost))
 
 
 async def failed_jobs(conn: AsyncConnection, tenant_id: str, user_id: str) -> list[FailedJob]:

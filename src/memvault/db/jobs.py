@@ -134,7 +134,8 @@ async def sweep(
     person to retry."""
     needs: sa.ColumnElement[bool] = _m.embedded.is_(False)
     if active_model is not None:
-        needs = sa.or_(needs, _m.embedding_model.is_distinct_from(active_model))
+        # An embedded memory with no model was stored unindexed on purpose: nothing to redo.
+        needs = sa.or_(needs, _m.embedding_model != active_model)
     if models:
         needs = sa.or_(needs, _m.embedding_model.in_(list(models)))
     has_job = sa.exists().where(

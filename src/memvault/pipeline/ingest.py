@@ -75,10 +75,21 @@ class Draft:
     twin_of: int | None = None  # index of an identical earlier item in the same batch
     terms: tuple[dict[int, int], int] | None = None  # blind keyword terms of final_text
     derived: Derivation | None = None  # what the text claims, for the knowledge graph
+    # What search embeds and indexes when the caller named it (PII applied); "" is nothing.
+    index_as: str | None = None
 
     @property
     def scope(self) -> tuple[str, str]:
         return self.item.user_id, self.item.app_id
+
+    @property
+    def indexed_text(self) -> str:
+        return self.final_text if self.index_as is None else self.index_as
+
+    @property
+    def deduplicated(self) -> bool:
+        # A memory found by another text than its own is the caller's record, kept as given.
+        return self.item.infer and self.index_as is None
 
 
 class Pipeline:
@@ -108,7 +119,12 @@ class Pipeline:
         a turn's row in its conversation)."""
         self.verbatim = verbatim
         drafts = [self._protect(i, item) for i, item in enumerate(items)]
-        inline = [d for d in drafts if not background and self._fits_one_chunk(d.text)]
+        # A named index text is embedded whole at write: the worker would embed the content.
+        inline = [
+            d
+            for d in drafts
+            if d.index_as is not None or (not background and self._fits_one_chunk(d.text))
+        ]
         deferred = [d for d in drafts if d not in inline]
         if inline:
             early = await self._extract_early(inline)
@@ -194,7 +210,19 @@ class Pipeline:
                 "expires_at is in the past.", details={"field": "expires_at", "index": index}
             )
         info = PIIInfo(policy=policy, found=report.found, redacted=report.redacted)
-        return Draft(index=index, item=item, text=report.text, pii=info, final_text=report.text)
+        draft = Draft(index=index, item=item, text=report.text, pii=info, final_text=report.text)
+        if item.index_text is not None:
+            try:
+                draft.index_as = pii.apply_policy(item.index_text, policy).text
+            except PIIRejected as exc:
+                details = {**exc.details, "index": index, "field": "index_text"}
+                raise PIIRejected(exc.message, details=details) from None
+            if len(draft.index_as) > limit:
+                raise ContentTooLong(
+                    f"index_text is {len(draft.index_as)} characters; the limit is {limit}.",
+                    details={"limit": limit, "index": index, "field": "index_text"},
+                )
+        return draft
 
     def _fits_one_chunk(self, text: str) -> bool:
         primary = self.backend.embeddings.primary
@@ -209,18 +237,21 @@ class Pipeline:
         """The drafts' vectors, and those of ``extra`` texts (graph names and claims) from
         the same call: one model call a batch, not two."""
         limit = self.settings.embedding_max_chars
-        texts = [clean(t, limit) for t in [*(d.text for d in drafts), *extra]]
+        wanted = [d for d in drafts if d.index_as != ""]
+        texts = [clean(t, limit) for t in [*(d.indexed_text for d in wanted), *extra]]
+        if not texts:
+            return {}
         embedded = await self.backend.embeddings.embed_batch(texts)
         self.model, self.dims = embedded.model_id, embedded.dimensions
-        for draft, vector in zip(drafts, embedded.vectors, strict=False):
+        for draft, vector in zip(wanted, embedded.vectors, strict=False):
             draft.vector = draft.final_vector = vector
-        return dict(zip(extra, embedded.vectors[len(drafts) :], strict=True))
+        return dict(zip(extra, embedded.vectors[len(wanted) :], strict=True))
 
     async def _dedup(self, drafts: list[Draft]) -> None:
         keyring = self.backend.keys.current(self.tenant_id)
         first_of: dict[tuple[str, str, bytes], Draft] = {}
         for draft in drafts:
-            if not draft.item.infer or self.verbatim:
+            if not draft.deduplicated or self.verbatim:
                 continue
             key = (*draft.scope, keyring.content_hash(draft.text))
             if key in first_of:  # the same text twice in one batch: one memory
@@ -319,7 +350,9 @@ class Pipeline:
     # --- enrich --------------------------------------------------------------------------------
 
     async def _enrich(self, drafts: list[Draft]) -> None:
-        merged = [d for d in drafts if d.final_vector is None and d.final_text]
+        merged = [
+            d for d in drafts if d.final_vector is None and d.final_text and d.index_as is None
+        ]
         if merged:
             embedded = await self.backend.embeddings.embed_batch(
                 [clean(d.final_text, self.settings.embedding_max_chars) for d in merged]
@@ -422,7 +455,7 @@ class Pipeline:
         async with self.backend.engine.begin() as conn:
             await store.lock_content(
                 conn,
-                [self._lock_key(d, keyring.content_hash(d.text)) for d in inline if d.item.infer],
+                [self._lock_key(d, keyring.content_hash(d.text)) for d in inline if d.deduplicated],
             )
             await lock_names(conn, [d.derived for d in inline if d.twin_of is None])
             for draft in inline:
@@ -434,8 +467,9 @@ class Pipeline:
                 if draft.derived is not None and draft.dedup.action != "duplicate_exact":
                     await draft.derived.write(conn, row.id)
                 if draft.dedup.action != "duplicate_exact":
-                    chunks[row.id] = (row.user_id, [draft.final_vector or []])
-                    terms = draft.terms or blind_terms(keyring, draft.final_text)
+                    if draft.index_as != "":
+                        chunks[row.id] = (row.user_id, [draft.final_vector or []])
+                    terms = draft.terms or blind_terms(keyring, draft.indexed_text)
                     target = fresh if row.id == draft.memory_id else changed
                     target[row.id] = (row.user_id, *terms)
                 results[draft.index] = self._result(row, draft)
@@ -484,7 +518,7 @@ class Pipeline:
         return f"{owner}:{content_hash.hex()}"
 
     async def _write_one(self, conn: Any, draft: Draft, hashes: list[bytes]) -> MemoryRow:
-        if draft.item.infer and draft.dedup.action in ("stored_new", "keep_both"):
+        if draft.deduplicated and draft.dedup.action in ("stored_new", "keep_both"):
             # Another writer may have stored the same text while we were deciding.
             twin = await store.find_by_hash(conn, self.tenant_id, *draft.scope, hashes)
             if twin is not None:
@@ -513,7 +547,9 @@ class Pipeline:
         )
 
     def _enriched(self, draft: Draft) -> dict[str, Any]:
-        values: dict[str, Any] = {"embedded": True, "embedding_model": self.model}
+        # Settled with no model: nothing to embed, so no sweep or reembed queues it.
+        model = None if draft.index_as == "" else self.model
+        values: dict[str, Any] = {"embedded": True, "embedding_model": model}
         if draft.enrichment is not None:
             e = draft.enrichment
             values.update(
@@ -525,9 +561,9 @@ class Pipeline:
         return values
 
     def _new_values(self, draft: Draft) -> dict[str, Any]:
-        fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy"})
+        fields = draft.item.model_dump(exclude={"content", "infer", "pii_policy", "index_text"})
         sealed = seal_content(self.backend.keys, self.tenant_id, draft.memory_id, draft.final_text)
-        draft.terms = blind_terms(self.backend.keys.current(self.tenant_id), draft.final_text)
+        draft.terms = blind_terms(self.backend.keys.current(self.tenant_id), draft.indexed_text)
         if fields.get("occurred_at") is None and draft.enrichment is not None:
             # The event the text dates, when the caller gave no time of its own.
             fields["occurred_at"] = draft.enrichment.event_at
