@@ -11,9 +11,7 @@ import asyncio
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING, Any
 
 from memvault import tenant_keys
 from memvault.cognitive.working import WorkingStore
@@ -28,6 +26,9 @@ from memvault.embedding.service import EmbeddingService
 from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @dataclass

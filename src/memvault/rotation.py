@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncConnection
+from typing import TYPE_CHECKING, Any
 
 from memvault import tenant_keys
 from memvault.backend import Backend
@@ -32,6 +30,9 @@ from memvault.graph.rotate import reseal_graph
 from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
 from memvault.retrieval.terms import blind_terms
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 log = logging.getLogger(__name__)
 BATCH = 500

@@ -10,8 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING
 
 from memvault.backend import Backend
 
@@ -33,6 +32,9 @@ from memvault.llm import build_llm
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
 from memvault.worker.runner import Worker
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 WORKER_CLAIM_INTERVAL_S = 5.0  # how soon a process takes over the worker of one that exited
 

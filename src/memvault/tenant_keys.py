@@ -12,8 +12,7 @@ under a key nobody holds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from typing import TYPE_CHECKING
 
 from memvault.crypto import (
     KeyringSource,
@@ -23,6 +22,9 @@ from memvault.crypto import (
     wrap_tenant_key,
 )
 from memvault.db import tenant_keys as db
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 # How long a held key is trusted before its row is read again: a shred in another process
 # takes effect here within this many seconds (at once in the process that shreds).

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from memvault.cognitive.sealed import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
 from memvault.errors import InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from memvault.config import Settings
 
 TABLE = "working_memory"

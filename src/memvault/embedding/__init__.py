@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING
 
 from memvault.config import Settings
 from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavailable
@@ -12,6 +12,9 @@ from memvault.embedding.local import BUNDLED, LocalEmbedder, local_model_availab
 from memvault.embedding.onnx import intra_op_threads
 from memvault.embedding.openai import OpenAIEmbedder
 from memvault.embedding.service import Embedded, EmbeddingService
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 def build_embedder(settings: Settings) -> Embedder:

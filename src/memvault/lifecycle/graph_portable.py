@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph as graph_db
 from memvault.db import portable as db
 from memvault.db.tables import (
@@ -42,6 +40,8 @@ from memvault.lifecycle.portable_format import (
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 # (kind, id) -> (model, vector) for the rows an import embeds or keeps the vector of.

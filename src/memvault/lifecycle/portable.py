@@ -30,8 +30,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.cognitive.procedural import scrub
 from memvault.cognitive.sealed import open_payload, seal_payload
 from memvault.db import jobs, keywords, vectors
@@ -79,6 +77,8 @@ from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 # Namespace of the ids an import mints for rows whose id another user holds.

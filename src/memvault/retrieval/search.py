@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memvault.db import graph_walk, keywords, store, tenancy, vectors
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
@@ -48,6 +46,8 @@ from memvault.retrieval.when import TimeRange, about_now, parse_time
 from memvault.sealing import to_record
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
 
 log = logging.getLogger(__name__)
@@ -408,7 +408,7 @@ def _probes(
 
 
 # One candidate list: the statements that fetch it, given a connection of its own.
-Fetch = Callable[[AsyncConnection], Awaitable[dict[str, Sequence[RankedMemory]]]]
+Fetch = Callable[["AsyncConnection"], Awaitable[dict[str, Sequence[RankedMemory]]]]
 
 
 def _lists(
