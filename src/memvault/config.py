@@ -33,6 +33,18 @@ class Settings(BaseSettings):
         default=None,
         description="postgresql:// URL of a server with pgvector; unset starts the embedded one.",
     )
+    database_pooler: Literal["none", "transaction"] = Field(
+        default="none",
+        description="transaction: MEMVAULT_DATABASE_URL goes through a pooler in transaction "
+        "mode (PgBouncer): nothing is kept on a connection between transactions, and what needs "
+        "a session of its own uses MEMVAULT_DATABASE_DIRECT_URL",
+    )
+    database_direct_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL past the pooler (the primary, or a session-mode pool): "
+        "migrations, index builds, ANALYZE, backups and the workers' LISTEN; required with "
+        "database_pooler=transaction; unset: MEMVAULT_DATABASE_URL",
+    )
     data_dir: Path = Field(
         default_factory=_default_data_dir,
         description="embedded database, key file and exported ONNX model",
@@ -361,6 +373,11 @@ class Settings(BaseSettings):
     @property
     def embedded(self) -> bool:
         return self.database_url is None
+
+    @property
+    def session_database_url(self) -> SecretStr | None:
+        """Where work that needs a session of its own connects (see database_direct_url)."""
+        return self.database_direct_url or self.database_url
 
     @property
     def worker_in_process(self) -> bool:

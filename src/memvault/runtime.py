@@ -74,11 +74,16 @@ async def open_backend(settings: Settings) -> Backend:
         closers.append(server.stop)
     else:
         url = settings.database_url.get_secret_value()
+    direct = _direct_url(settings, url)
     engine = ddl_engine = None
     try:
-        await asyncio.to_thread(migrate, url)
-        engine = create_engine(url, pool_size=settings.pool_size)
-        ddl_engine = create_engine(url, pool_size=1, as_app=False)
+        await asyncio.to_thread(migrate, direct)
+        engine = create_engine(
+            url,
+            pool_size=settings.pool_size,
+            transaction_pooler=settings.database_pooler == "transaction",
+        )
+        ddl_engine = create_engine(direct, pool_size=1, as_app=False)
         keys, key_file = await _open_keys(engine, settings)
         embeddings = build_embedding_service(settings, engine)
         embeddings.cache_secrets = lambda: cache_secrets(keys.current())
@@ -89,7 +94,7 @@ async def open_backend(settings: Settings) -> Backend:
             ddl_engine=ddl_engine,
             keys=keys,
             settings=settings,
-            url=libpq_url(url),
+            url=libpq_url(direct),
             embeddings=embeddings,
             judge=Judge(build_llm(settings)),
             access=AccessTracker(engine, settings.reinforce_flush_s),
@@ -111,6 +116,21 @@ async def open_backend(settings: Settings) -> Backend:
         for close in reversed(closers):
             await asyncio.to_thread(close)
         raise
+
+
+def _direct_url(settings: Settings, url: str) -> str:
+    """Where migrations, index builds and LISTEN connect: each needs a session of its own
+    (a lock held across statements, a notification channel), which a transaction pooler
+    does not keep."""
+    if settings.database_direct_url is not None:
+        return settings.database_direct_url.get_secret_value()
+    if settings.database_pooler == "transaction" and settings.database_url is not None:
+        raise ConfigurationError(
+            "MEMVAULT_DATABASE_POOLER=transaction needs MEMVAULT_DATABASE_DIRECT_URL: a URL past "
+            "the pooler (PostgreSQL itself, or a PgBouncer database in session mode) for "
+            "migrations, index builds and the workers' LISTEN."
+        )
+    return url
 
 
 async def _open_keys(engine: AsyncEngine, settings: Settings) -> tuple[KeyringSource, Path | None]:

@@ -39,11 +39,19 @@ def libpq_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10, as_app: bool = True) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 10, as_app: bool = True, transaction_pooler: bool = False
+) -> AsyncEngine:
     """A pool for ``url``. ``as_app``: every session runs as the app role, which owns nothing,
     so the row-level policies apply to it (the owner would bypass them), and every transaction
-    names its tenant (see db/tenancy.py). ``as_app=False`` is for DDL and ANALYZE only."""
+    names its tenant (see db/tenancy.py). ``as_app=False`` is for DDL and ANALYZE only.
+    ``transaction_pooler``: ``url`` is a pooler handing each transaction whichever server
+    connection is free, so the role and settings are told per transaction instead of once
+    per connection (PgBouncer also refuses the ``options`` startup parameter)."""
     options = "-c jit=off" + (f" -c role={tenancy.APP_ROLE}" if as_app else "")
+    connect_args: dict[str, Any] = {"prepare_threshold": None, "connect_timeout": 10}
+    if not transaction_pooler:
+        connect_args["options"] = options
     engine = create_async_engine(
         driver_url(url),
         pool_size=pool_size,
@@ -51,13 +59,14 @@ def create_engine(url: str, *, pool_size: int = 10, as_app: bool = True) -> Asyn
         pool_recycle=1800,
         pool_timeout=10,
         # No server-side prepared statements: each query is planned with its real parameters,
-        # which lets the planner match a model's partial vector index.
+        # which lets the planner match a model's partial vector index (and a transaction
+        # pooler could not keep them: the next transaction may run on another connection).
         # JIT compiling a short OLTP query costs more than running it (seen: 400 ms on BM25).
-        connect_args={"prepare_threshold": None, "options": options, "connect_timeout": 10},
+        connect_args=connect_args,
     )
     _ping_when_idle(engine)
     if as_app:
-        tenancy.install(engine)
+        tenancy.install(engine, per_transaction_role=transaction_pooler)
     return engine
 
 
@@ -109,15 +118,13 @@ def migrate(url: str) -> None:
     engine = sa.create_engine(driver_url(url), poolclass=sa.NullPool)
     try:
         with engine.connect() as conn:
-            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _MIGRATION_LOCK})
-            try:
-                config = _alembic_config()
-                config.attributes["connection"] = conn
-                command.upgrade(config, "head")
-                conn.commit()
-            finally:
-                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _MIGRATION_LOCK})
-                conn.commit()
+            # Every migration runs in this one transaction, which holds the lock to its end: no
+            # unlock to forget, even on a connection a pooler shares between transactions.
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            config = _alembic_config()
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+            conn.commit()
     except OperationalError as exc:
         raise StoreUnavailable(
             "Cannot reach PostgreSQL to apply migrations; check MEMVAULT_DATABASE_URL."

@@ -44,13 +44,11 @@ def _lock_key(job: str) -> sa.ColumnElement[Any]:
 
 
 async def try_lock(conn: AsyncConnection, job: str) -> bool:
-    """A session-level lock on ``job``: held until :func:`unlock` or the connection ends, so a
-    crashed runner's lock goes with it."""
-    return bool(await conn.scalar(sa.select(sa.func.pg_try_advisory_lock(_lock_key(job)))))
-
-
-async def unlock(conn: AsyncConnection, job: str) -> None:
-    await conn.execute(sa.select(sa.func.pg_advisory_unlock(_lock_key(job))))
+    """A lock on ``job`` held until ``conn``'s transaction ends, so a crashed runner's lock
+    goes with it. The caller keeps that transaction open while the job runs: it writes nothing
+    and, between statements, holds no snapshot, and it keeps its server connection even
+    behind a transaction pooler (a session lock could be left on a connection others reuse)."""
+    return bool(await conn.scalar(sa.select(sa.func.pg_try_advisory_xact_lock(_lock_key(job)))))
 
 
 async def last_started(conn: AsyncConnection, job: str) -> datetime | None:

@@ -33,6 +33,9 @@ _SET = (
 # Ranking transactions also turn nested loops off (see store.fetch_ranked) in the same round
 # trip: one statement fewer per candidate list.
 _SET_FOR_RANKING = _SET + ", set_config('enable_nestloop', 'off', true)"
+# Behind a transaction pooler the connection's own settings (role, jit) cannot be given once
+# at connect: each transaction takes them on, in the same round trip as the tenant.
+_AS_APP = f", set_config('role', '{APP_ROLE}', true), set_config('jit', 'off', true)"
 _ranking: ContextVar[bool] = ContextVar("memvault_ranking_transaction", default=False)
 # The user a library call works for (its ``user_id``): what it embeds is cached under them, so
 # erasing the user takes those entries (queries included) with them.
@@ -84,15 +87,17 @@ def ranking_transactions() -> Iterator[None]:
         _ranking.reset(token)
 
 
-def install(engine: AsyncEngine) -> None:
-    """Tell every transaction on ``engine`` the current scope, as transaction-local settings."""
+def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
+    """Tell every transaction on ``engine`` the current scope, as transaction-local settings
+    (with ``per_transaction_role``, the app role and the connection settings as well)."""
+    suffix = _AS_APP if per_transaction_role else ""
 
     @event.listens_for(engine.sync_engine, "begin")
     def _announce(conn: Any) -> None:
         scope = _scope.get()
         ranking = _ranking.get()
         conn.exec_driver_sql(
-            _SET_FOR_RANKING if ranking else _SET,
+            (_SET_FOR_RANKING if ranking else _SET) + suffix,
             {
                 "tenant": scope if isinstance(scope, str) else "",
                 "all": "on" if scope is _ALL else "off",

@@ -25,8 +25,10 @@ from memvault.errors import ConfigurationError, InvalidInput, KeyMismatch
 
 @contextmanager
 def _database(settings: Settings) -> Iterator[str]:
-    if settings.database_url is not None:
-        yield libpq_url(settings.database_url.get_secret_value())
+    # pg_dump sets up its session before its transaction: past any transaction pooler.
+    direct = settings.session_database_url
+    if direct is not None:
+        yield libpq_url(direct.get_secret_value())
         return
     server = EmbeddedPostgres(settings.pg_data_dir)
     url = server.start()

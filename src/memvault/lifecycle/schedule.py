@@ -129,16 +129,11 @@ async def run_job(
     if dry_run and not job.dry_run:
         raise InvalidInput(f"The job {name!r} has no dry run.", details={"job": name})
     with all_tenants(), store_errors():
+        # The lock lasts as long as this connection's transaction: until the block ends.
         async with backend.engine.connect() as lock_conn:
-            locked = await db.try_lock(lock_conn, name)
-            await lock_conn.commit()  # the session lock outlives the transaction
-            if not locked:
+            if not await db.try_lock(lock_conn, name):
                 return _skipped(name, clock(), dry_run, "another runner holds the job")
-            try:
-                return await _run_locked(backend, job, dry_run, clock, only_if_due)
-            finally:
-                await db.unlock(lock_conn, name)
-                await lock_conn.commit()
+            return await _run_locked(backend, job, dry_run, clock, only_if_due)
 
 
 async def _run_locked(
