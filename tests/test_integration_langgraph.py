@@ -288,6 +288,60 @@ async def test_query_search_finds_by_the_values_words(store: MemvaultStore) -> N
     assert (await store.asearch(("test",), query="zebra crossing", limit=1))[0].key == "doc1"
 
 
+async def test_put_without_index_is_never_found_by_a_query(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_vector_update_with_embedding (the index=False half)
+    await store.aput(("test",), "doc1", {"text": "zany zebra Xerxes"})
+    await store.aput(("test",), "doc2", {"text": "something about dogs"})
+    await store.aput(("test",), "doc3", {"text": "text about birds"})
+    assert (await store.asearch(("test",), query="Zany Xerxes"))[0].key == "doc1"
+    await store.aput(("test",), "doc1", {"text": "new text about dogs"})
+    await store.aput(("test",), "doc4", {"text": "new text about dogs"}, index=False)
+    found = [r.key for r in await store.asearch(("test",), query="new text about dogs")]
+    assert found[0] == "doc1" and "doc4" not in found and len(found) == 3
+    # Everything but a query still sees it, with its exact value.
+    item = await store.aget(("test",), "doc4")
+    assert item is not None and item.value == {"text": "new text about dogs"}
+    listed = await store.asearch(("test",), filter={"text": "new text about dogs"})
+    assert sorted(i.key for i in listed) == ["doc1", "doc4"]
+    # A TTL refresh rewrites the item as its put did: still unindexed.
+    await store.aput(("ttl",), "k", {"text": "walrus tusk"}, index=False, ttl=60)
+    await store.aput(("ttl",), "other", {"text": "seal"})
+    assert await store.aget(("ttl",), "k", refresh_ttl=True) is not None
+    assert [r.key for r in await store.asearch(("ttl",), query="walrus tusk")] == ["other"]
+
+
+async def test_index_fields_decide_what_a_query_finds(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # checkpoint-postgres test_store.py: test_embed_with_path (store fields, per-put override)
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    # embed/dims name LangGraph's own embedder; memvault's configured model is used instead.
+    index: Any = {"dims": 3, "embed": "not-a-provider:model", "fields": ["title", "meta.note"]}
+    store = MemvaultStore(memory, user_id="graph-fields", index=index)
+    a = {"title": "zebra crossing", "body": "quantum lattice", "meta": {"note": "stripes"}}
+    await store.aput(("docs",), "a", a)
+    await store.aput(("docs",), "b", {"title": "quantum lattice", "body": "zebra crossing"})
+
+    async def first(query: str) -> str:
+        return (await store.asearch(("docs",), query=query, limit=1))[0].key
+
+    assert await first("quantum lattice") == "b"
+    assert await first("zebra crossing") == "a"
+    assert await first("stripes") == "a"
+    # A put names its own fields.
+    await store.aput(("docs",), "c", {"title": "plain", "body": "walrus tusk"}, index=["body"])
+    assert await first("walrus tusk") == "c"
+    # No text at the fields: nothing to find it by, though it is stored as put.
+    await store.aput(("docs",), "d", {"body": "penguin colony"})
+    assert "d" not in [i.key for i in await store.asearch(("docs",), query="penguin colony")]
+    assert [i.key for i in await store.asearch(("docs",), filter={"body": "penguin colony"})] == [
+        "d"
+    ]
+    got = await store.aget(("docs",), "a")
+    assert got is not None and got.value == a
+    await memory.close()
+
+
 def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> None:
     with Memory(make_settings(embedding_provider="hash")) as memory:
         store = MemvaultStore(memory, user_id="sync")
@@ -311,6 +365,7 @@ _VALUE = st.dictionaries(
 _OPS = st.lists(
     st.one_of(
         st.tuples(st.just("put"), _NS, _KEY, _VALUE),
+        st.tuples(st.just("put_unindexed"), _NS, _KEY, _VALUE),
         st.tuples(st.just("delete"), _NS, _KEY),
         st.tuples(st.just("get"), _NS, _KEY),
         st.tuples(st.just("search"), st.sampled_from([(), ("a",), ("b",), ("a", "b")])),
@@ -326,6 +381,8 @@ def _answer(store: Any, op: tuple[Any, ...]) -> Any:
     kind = op[0]
     if kind == "put":
         return store.put(op[1], op[2], op[3])
+    if kind == "put_unindexed":
+        return store.put(op[1], op[2], op[3], index=False)
     if kind == "delete":
         return store.delete(op[1], op[2])
     if kind == "get":

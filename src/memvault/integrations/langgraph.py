@@ -5,13 +5,19 @@ How items map onto memories (docs/integrations.md says the same for users):
 * A store is one memvault user (``user_id``) in one app (``app_id``): its whole namespace tree
   lives there, so erasing or exporting that user takes the store's items with it.
 * An item is one memory whose sealed content is its value as compact JSON (keys in the order
-  given); that text is what search embeds and indexes, so the value comes back exactly as
-  put and is encrypted at rest like any memory. It is stored with ``infer=False`` (no dedup,
-  no merge, no rewriting) and PII policy ``allow`` (redacting would change the value).
+  given), so the value comes back exactly as put and is encrypted at rest like any memory. It
+  is stored with ``infer=False`` (no dedup, no merge, no rewriting) and PII policy ``allow``
+  (redacting would change the value).
+* What search embeds and indexes is the memory's ``index_text``: the texts at the ``index``
+  config's ``fields`` (or a put's own ``index`` list), one per line, as LangGraph's stores
+  extract them; the whole value's JSON without an ``index`` config or with ``fields=["$"]``;
+  nothing (``index_text=""``) for ``put(..., index=False)`` or a value with no text at those
+  fields, so query searches never find it while get, list and filter searches do.
 * The item's namespace, key, timestamps and TTL live in the memory's metadata under
   ``"langgraph"``: ``namespace`` (the tuple as a JSON array text), ``prefixes`` (every leading
   part, so a namespace prefix is one containment filter), ``key``, ``created_at``,
-  ``updated_at`` and ``ttl`` (minutes). The memory's source is ``"langgraph"``, so the store
+  ``updated_at``, ``ttl`` (minutes) and ``index`` (a put's own ``index`` argument, so a TTL
+  refresh indexes the item as its put did). The memory's source is ``"langgraph"``, so the store
   never sees the user's other memories and they never see filters they did not ask for.
 * A put over an existing key writes the new memory, then deletes the old one (the new one
   keeps the item's ``created_at``); reads take the newest row, so a reader never sees no item.
@@ -24,7 +30,7 @@ import contextlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.store.base import (
     BaseStore,
@@ -40,6 +46,7 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
@@ -47,6 +54,21 @@ from memvault.integrations._faces import Bridge
 SOURCE = "langgraph"
 META = "langgraph"
 PAGE = 100  # the service's largest list/search page by default
+
+
+IndexFields = list[tuple[str, str | list[str]]]
+
+
+def _fields(paths: list[str]) -> IndexFields:
+    return [(p, p if p == "$" else tokenize_path(p)) for p in paths]
+
+
+def _index_text(value: dict[str, Any], fields: IndexFields | None) -> str | None:
+    """What search should find ``value`` by: None for the whole value (the memory's content
+    itself), else the texts at ``fields`` one per line ("" when there are none)."""
+    if fields is None or [p for p, _ in fields] == ["$"]:
+        return None
+    return "\n".join(text for _, path in fields for text in get_text_at_path(value, path))
 
 
 def _ns_text(namespace: tuple[str, ...]) -> str:
@@ -110,12 +132,13 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 class _Row:
     """One stored item: the memory's id and the item it holds."""
 
-    __slots__ = ("expires", "id", "item", "ttl")
+    __slots__ = ("expires", "id", "index", "item", "ttl")
 
     def __init__(self, record: Any) -> None:
         meta = record.metadata[META]
         self.id = record.id
         self.ttl: float | None = meta.get("ttl")
+        self.index: Literal[False] | list[str] | None = meta.get("index")
         self.expires = record.expires_at
         self.item = Item(
             value=json.loads(record.content),
@@ -140,9 +163,10 @@ class MemvaultStore(BaseStore):
 
     ``memory`` is any of ``Memory``, ``AsyncMemory``, ``MemoryClient`` or
     ``AsyncMemoryClient``. With an async one, use the ``a*`` methods (or the sync ones from
-    another thread); with a sync one, both work. ``index`` is accepted for compatibility:
-    memvault embeds and indexes the whole value's JSON text. ``ttl`` configures default TTLs
-    (minutes) and refresh-on-read as LangGraph's ``TTLConfig``.
+    another thread); with a sync one, both work. ``index`` is LangGraph's ``IndexConfig``: its
+    ``fields`` name what search finds an item by (default: the whole value); its ``embed`` and
+    ``dims`` are not used, memvault's configured embedding model embeds every text. ``ttl``
+    configures default TTLs (minutes) and refresh-on-read as LangGraph's ``TTLConfig``.
     """
 
     supports_ttl = True
@@ -161,6 +185,7 @@ class MemvaultStore(BaseStore):
         self.app_id = app_id
         self.index_config = index
         self.ttl_config = ttl
+        self._fields = _fields(list(index.get("fields") or ["$"])) if index else None
 
     # --- BaseStore ----------------------------------------------------------------------------
 
@@ -221,7 +246,9 @@ class MemvaultStore(BaseStore):
             return None
         row = max(rows, key=lambda r: r.item.updated_at)
         if op.refresh_ttl and row.ttl is not None:
-            await self._write(row.item.namespace, row.item.key, row.item.value, row.ttl, rows, row)
+            await self._write(
+                row.item.namespace, row.item.key, row.item.value, row.index, row.ttl, rows, row
+            )
         return row.item
 
     async def _put(self, op: PutOp) -> None:
@@ -231,13 +258,15 @@ class MemvaultStore(BaseStore):
                 await self._delete(row)
             return
         ttl = op.ttl if isinstance(op.ttl, int | float) else None
-        await self._write(op.namespace, op.key, dict(op.value), ttl, rows, None)
+        index = list(op.index) if isinstance(op.index, list | tuple) else op.index
+        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows, None)
 
     async def _write(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: dict[str, Any],
+        index: Literal[False] | list[str] | None,
         ttl: float | None,
         old: list[_Row],
         refreshing: _Row | None,
@@ -252,9 +281,12 @@ class MemvaultStore(BaseStore):
             "created_at": created.isoformat(),
             "updated_at": updated.isoformat(),
             "ttl": ttl,
+            "index": index,
         }
+        fields = self._fields if index is None else (_fields(index) if index else [])
         await self._bridge.service.add(
             _canonical(value),
+            index_text=_index_text(value, fields),
             user_id=self.user_id,
             app_id=self.app_id,
             source=SOURCE,
@@ -309,7 +341,13 @@ class MemvaultStore(BaseStore):
                 if row.ttl is not None:
                     old = await self._rows(row.item.namespace, row.item.key)
                     await self._write(
-                        row.item.namespace, row.item.key, row.item.value, row.ttl, old, row
+                        row.item.namespace,
+                        row.item.key,
+                        row.item.value,
+                        row.index,
+                        row.ttl,
+                        old,
+                        row,
                     )
         return [
             SearchItem(
