@@ -342,6 +342,35 @@ async def test_index_fields_decide_what_a_query_finds(
     await memory.close()
 
 
+async def test_stores_of_other_users_apps_and_tenants_never_see_each_other(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    stores = {
+        "user": MemvaultStore(memory, user_id="iso-a"),
+        "other user": MemvaultStore(memory, user_id="iso-b"),
+        "other app": MemvaultStore(memory, user_id="iso-a", app_id="iso-app"),
+        "other tenant": MemvaultStore(memory.for_tenant("iso-tenant"), user_id="iso-a"),
+    }
+    for name, store in stores.items():
+        await store.aput(("memories", "alice"), "pref", {"text": f"kiwi jam {name}"})
+        await store.aput(("memories", name.replace(" ", "-")), "k", {"v": 1})
+    for name, store in stores.items():
+        item = await store.aget(("memories", "alice"), "pref")
+        assert item is not None and item.value == {"text": f"kiwi jam {name}"}, name
+        assert await store.alist_namespaces() == sorted(
+            [("memories", "alice"), ("memories", name.replace(" ", "-"))]
+        ), name
+        found = await store.asearch(("memories",), query="kiwi jam", limit=10)
+        assert [i.value["text"] for i in found if "text" in i.value] == [f"kiwi jam {name}"]
+    # A delete in one store leaves the same namespace and key in the others.
+    await stores["user"].adelete(("memories", "alice"), "pref")
+    assert await stores["user"].aget(("memories", "alice"), "pref") is None
+    for name in ("other user", "other app", "other tenant"):
+        assert await stores[name].aget(("memories", "alice"), "pref") is not None, name
+    await memory.close()
+
+
 def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> None:
     with Memory(make_settings(embedding_provider="hash")) as memory:
         store = MemvaultStore(memory, user_id="sync")
@@ -355,22 +384,32 @@ def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> 
 
 # --- differential: InMemoryStore is the reference --------------------------------------------
 
-_NS = st.sampled_from([("a",), ("a", "b"), ("a", "c"), ("b",), ("b", "a", "c")])
+# Per-end-user namespaces as LangMem makes them (("memories", "{langgraph_user_id}")) beside
+# others: one store lists and searches them all.
+_NS = st.sampled_from(
+    [("a",), ("a", "b"), ("b", "a", "c"), ("memories", "alice"), ("memories", "bob")]
+)
 _KEY = st.sampled_from(["k1", "k2", "k3"])
 _VALUE = st.dictionaries(
     st.sampled_from(["x", "y", "n"]),
     st.one_of(st.integers(-5, 5), st.text("abc ", max_size=4), st.booleans(), st.none()),
     max_size=3,
 )
+# Each operation goes to one of two stores: two memvault users against two InMemoryStores.
 _OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("put"), _NS, _KEY, _VALUE),
-        st.tuples(st.just("put_unindexed"), _NS, _KEY, _VALUE),
-        st.tuples(st.just("delete"), _NS, _KEY),
-        st.tuples(st.just("get"), _NS, _KEY),
-        st.tuples(st.just("search"), st.sampled_from([(), ("a",), ("b",), ("a", "b")])),
-        st.tuples(st.just("search_filter"), st.sampled_from(["$eq", "$ne"]), st.integers(-2, 2)),
-        st.tuples(st.just("list"), st.one_of(st.none(), st.integers(1, 2))),
+    st.tuples(
+        st.integers(0, 1),
+        st.one_of(
+            st.tuples(st.just("put"), _NS, _KEY, _VALUE),
+            st.tuples(st.just("put_unindexed"), _NS, _KEY, _VALUE),
+            st.tuples(st.just("delete"), _NS, _KEY),
+            st.tuples(st.just("get"), _NS, _KEY),
+            st.tuples(st.just("search"), st.sampled_from([(), ("a",), ("memories",), ("a", "b")])),
+            st.tuples(
+                st.just("search_filter"), st.sampled_from(["$eq", "$ne"]), st.integers(-2, 2)
+            ),
+            st.tuples(st.just("list"), st.one_of(st.none(), st.integers(1, 2))),
+        ),
     ),
     min_size=1,
     max_size=12,
@@ -412,12 +451,13 @@ def test_same_answers_as_in_memory_store(make_settings: Callable[..., Settings])
 
         @hsettings(max_examples=25, deadline=None)
         @given(ops=_OPS)
-        def check(ops: list[tuple[Any, ...]]) -> None:
-            # A fresh user per example: a fresh, empty store on the same database.
-            ours = MemvaultStore(memory, user_id=f"diff-{next(runs)}")
-            reference = InMemoryStore()
+        def check(ops: list[tuple[int, tuple[Any, ...]]]) -> None:
+            # Fresh users per example: fresh, empty stores on the same database.
+            run = next(runs)
+            ours = [MemvaultStore(memory, user_id=f"diff-{run}-{n}") for n in (0, 1)]
+            reference = [InMemoryStore(), InMemoryStore()]
 
-            for op in ops:
-                assert _answer(ours, op) == _answer(reference, op), op
+            for which, op in ops:
+                assert _answer(ours[which], op) == _answer(reference[which], op), (which, op)
 
         check()
