@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -178,27 +179,55 @@ async def test_batch_reads_before_writes_and_last_put_wins(store: MemvaultStore)
     assert item is not None and item.value == {"data": "value3"}
 
 
-async def test_ttl_expires_items(store: MemvaultStore) -> None:
-    await store.aput(("t",), "short", {"v": 1}, ttl=1 / 60)  # one second
+async def test_an_expired_item_is_gone_from_every_read(store: MemvaultStore) -> None:
+    await store.aput(("t",), "short", {"v": 1}, ttl=3 / 60)  # three seconds
     await store.aput(("t",), "long", {"v": 2}, ttl=60)
-    assert await store.aget(("t",), "short") is not None
-    await asyncio.sleep(1.5)
-    assert await store.aget(("t",), "short") is None
+    assert await store.aget(("t",), "short", refresh_ttl=False) is not None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while await store.aget(("t",), "short", refresh_ttl=False) is not None:
+        assert loop.time() < deadline, "the item outlived its TTL"
+        await asyncio.sleep(0.1)
     assert [i.key for i in await store.asearch(("t",))] == ["long"]
+    assert [i.key for i in await store.asearch(("t",), query="v")] == ["long"]
 
 
-async def test_refresh_on_read_extends_the_ttl_and_keeps_updated_at(
-    store: MemvaultStore,
+async def test_ttl_is_the_memorys_expiry_and_reads_refresh_it(
+    make_settings: Callable[..., Settings],
 ) -> None:
-    await store.aput(("t",), "k", {"v": 1}, ttl=2 / 60)  # two seconds
-    first = await store.aget(("t",), "k", refresh_ttl=False)
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    user = "ttl-refresh"
+    store = MemvaultStore(memory, user_id=user, ttl={"default_ttl": 60, "refresh_on_read": False})
+    assert store.supports_ttl
+
+    async def expiry(key: str) -> datetime | None:
+        page = await memory.list(user_id=user, metadata={"langgraph": {"key": key}})
+        (record,) = page.results
+        return record.expires_at
+
+    before = datetime.now(UTC)
+    await store.aput(("t",), "k", {"v": 1})  # the config's default_ttl: an hour
+    first = await expiry("k")
     assert first is not None
-    await asyncio.sleep(1.2)
+    assert before + timedelta(minutes=60) <= first <= datetime.now(UTC) + timedelta(minutes=60)
+    item = await store.aget(("t",), "k")  # refresh_on_read=False: left as it was
+    assert item is not None and await expiry("k") == first
     refreshed = await store.aget(("t",), "k", refresh_ttl=True)
-    assert refreshed is not None and refreshed.updated_at == first.updated_at
-    await asyncio.sleep(1.2)  # past the first expiry, inside the refreshed one
-    kept = await store.aget(("t",), "k", refresh_ttl=False)
-    assert kept is not None and kept.created_at == first.created_at
+    second = await expiry("k")
+    assert second is not None and second > first
+    assert refreshed is not None and refreshed.value == item.value
+    assert (refreshed.created_at, refreshed.updated_at) == (item.created_at, item.updated_at)
+    await store.asearch(("t",), refresh_ttl=True)
+    third = await expiry("k")
+    assert third is not None and third > second
+    await store.aput(("t",), "forever", {"v": 2}, ttl=None)
+    assert await expiry("forever") is None
+    # Refresh on read is LangGraph's default when the config does not say.
+    default = MemvaultStore(memory, user_id=user)
+    await default.aget(("t",), "k")
+    fourth = await expiry("k")
+    assert fourth is not None and fourth > third
+    await memory.close()
 
 
 async def test_invalid_namespaces_are_refused(store: MemvaultStore) -> None:
