@@ -268,3 +268,31 @@ def test_two_worker_processes_run_each_job_once_per_interval(
         for (start, end), (next_start, _) in itertools.pairwise(runs):
             assert end is not None and end <= next_start, job  # never two at once
             assert next_start - start >= timedelta(seconds=1), job  # once per interval
+
+
+@pytest.mark.parametrize("by", ["scheduled job", "memvault cleanup"])
+async def test_the_cleanup_job_and_the_cleanup_command_delete_the_same_memories(
+    store: AsyncMemory, raw: psycopg.Connection[Any], by: str
+) -> None:
+    from memvault.admin import AsyncAdmin
+
+    now = datetime.now(UTC)
+    gone = await _add(store, "expired a minute ago")
+    temporal_gone = await _add(store, "temporal, valid until yesterday")
+    tomorrow = await _add(store, "expires tomorrow")
+    persistent = await _add(store, "persistent with a past valid_until")
+    for n in range(6):  # enough other memories that the job's safety stop stays out of it
+        await _add(store, f"unrelated note {n}")
+    _set(raw, gone, expires_at=now - timedelta(minutes=1))
+    _set(raw, temporal_gone, memory_type="temporal", valid_until=now - DAY)
+    _set(raw, tomorrow, expires_at=now + DAY)
+    _set(raw, persistent, valid_until=now - DAY)
+    before = _ids(raw)
+
+    if by == "scheduled job":
+        run = await jobs.run_job(store._backend, "cleanup", clock=at(now))
+        deleted = run.counts["deleted"]
+    else:
+        deleted = await AsyncAdmin.of(store).purge_expired()
+    assert deleted == 2
+    assert before - _ids(raw) == {gone, temporal_gone}

@@ -144,7 +144,8 @@ class AsyncAdmin(LifecycleAdmin):
                     return total
 
     async def purge_expired(self) -> int:
-        """Delete memories past ``expires_at`` in every tenant (reads already hide them),
+        """Delete expired memories in every tenant — past ``expires_at`` (reads already hide
+        them), or temporal and past ``valid_until``: what the scheduled ``cleanup`` deletes —
         through the deletion path: derived rows and cache entries go, receipts are audited."""
         with all_tenants(), store_errors():
             return await lifecycle_deletion.erase_expired(self._backend, datetime.now(UTC), "ttl")

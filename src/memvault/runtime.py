@@ -13,10 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memvault.backend import Backend
-
-# Imported for what it registers: cognitive memory's deleters, cleanup steps and the patterns
-# job join the lifecycle wherever a backend is built (service, admin, worker, CLI).
-from memvault.cognitive import upkeep as _cognitive_upkeep  # noqa: F401
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, cache_secrets, load_key_file, parse_key
 from memvault.db import store, tenant_keys

@@ -622,20 +622,7 @@ async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) 
     await conn.execute(table.update().where(*where).values(values))
 
 
-# --- deletion and upkeep (the lifecycle's registries call these) -------------------------------
-
-# The order rows go in a user's or tenant's erasure: rows pointing at others first, so a cascade
-# never removes a row before it is counted.
-OWNED_TABLES = (
-    conversation_turns,
-    tool_invocations,
-    strategies,
-    conversations,
-    goal_blockers,
-    goals,
-    user_profiles,
-    working_memory,
-)
+# --- deletion and upkeep (lifecycle/deletion_steps.py and cognitive/upkeep.py call these) -----
 
 
 async def delete_owned(

@@ -144,14 +144,6 @@ async def touched_per_user(
     return [UserShare.from_row(r) for r in await conn.execute(query)]
 
 
-def expired_at(now: datetime) -> sa.ColumnElement[bool]:
-    """Past ``expires_at``, or temporal and past ``valid_until``."""
-    return sa.or_(
-        sa.and_(_m.expires_at.is_not(None), _m.expires_at <= now),
-        sa.and_(_m.memory_type == "temporal", _m.valid_until.is_not(None), _m.valid_until <= now),
-    )
-
-
 def tier_due(now: datetime, warm_after: timedelta, cold_after: timedelta) -> sa.ColumnElement[Any]:
     """The tier a memory belongs in now: by the later of its last write and its last recall."""
     idle_since = sa.func.greatest(_m.updated_at, sa.func.coalesce(_m.last_accessed, _m.created_at))
@@ -160,6 +152,11 @@ def tier_due(now: datetime, warm_after: timedelta, cold_after: timedelta) -> sa.
         (idle_since < now - warm_after, "warm"),
         else_="hot",
     )
+
+
+def tier_changes(due: sa.ColumnElement[Any]) -> sa.ColumnElement[bool]:
+    """The memories not in the tier ``due`` says they belong in."""
+    return _m.tier != due
 
 
 async def tier_moves(conn: AsyncConnection, due: sa.ColumnElement[Any]) -> dict[str, int]:

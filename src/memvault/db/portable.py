@@ -2,7 +2,8 @@
 (the format carries each column, so a typed record per table would only repeat the schema), and
 back in with its key kept, a row already there left as it is.
 
-Which tables hold a user's rows is ``OWNED`` below: what export reads and import writes.
+Which tables hold a user's rows is the catalogue's (db/catalogue.py): ``OWNED`` below is what
+export reads and import writes.
 """
 
 from __future__ import annotations
@@ -14,69 +15,24 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import catalogue
 from memvault.db.tables import (
-    conversation_turns,
     conversations,
-    entities,
-    entity_mentions,
-    entity_merges,
-    fact_promotions,
-    fact_reviews,
-    fact_sources,
-    facts,
-    goal_blockers,
-    goals,
-    memories,
-    memory_chunks,
-    memory_history,
-    relation_sources,
-    relations,
-    strategies,
-    tool_invocations,
     user_profiles,
 )
 
 # A row as plain column values (vectors as lists of floats), not a SQLAlchemy row.
 Columns = dict[str, Any]
 
-# Each kind of a user's data and its table; child tables (turns, sources, blockers, mentions)
-# travel inside their parent's line.
+# Each kind of a user's data and its table, and what an export holds, leaves to be rebuilt or
+# leaves out: all read from the catalogue of where user data lives (db/catalogue.py).
 TABLES: dict[str, sa.Table] = {
-    "memory": memories,
-    "entity": entities,
-    "fact": facts,
-    "relation": relations,
-    "fact_review": fact_reviews,
-    "entity_merge": entity_merges,
-    "fact_promotion": fact_promotions,
-    "conversation": conversations,
-    "tool_invocation": tool_invocations,
-    "strategy": strategies,
-    "goal": goals,
-    "profile": user_profiles,
+    p.kind: catalogue.table(p) for p in catalogue.places(export="line") if p.kind is not None
 }
-# The user's rows of these tables are what an export holds (the schema test can compare this
-# with every table that has a user_id column).
-OWNED = (
-    *TABLES.values(),
-    memory_history,
-    memory_chunks,
-    conversation_turns,
-    goal_blockers,
-    fact_sources,
-    relation_sources,
-    entity_mentions,
-)
-# The rest of the tables with a user's rows, and why an export leaves them out.
-REBUILT = {
-    "memory_terms": "keyword postings: made again from the text on import",
-    "fact_terms": "keyword postings: made again from the claim on import",
-    "entity_terms": "keyword postings: made again from the names on import",
-}
-LEFT_OUT = {
-    "working_memory": "a live session's scratch space, expiring within hours: not kept memory",
-    "audit_log": "the store's own record of who did what: it stays with the store",
-}
+# Child tables (turns, sources, blockers, mentions) travel inside their parent's line.
+OWNED = (*TABLES.values(), *catalogue.tables(export="inside"))
+REBUILT = {p.name: p.why for p in catalogue.places(export="rebuilt")}
+LEFT_OUT = {p.name: p.why for p in catalogue.places(export="left_out")}
 _ORDER = {
     "memories": ("created_at", "id"),
     "entities": ("first_seen", "id"),

@@ -637,10 +637,6 @@ def belonging_to(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnE
     return sa.and_(*where)
 
 
-def expired(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.and_(_m.expires_at.is_not(None), _m.expires_at <= now)
-
-
 async def fetch_history(
     conn: AsyncConnection, tenant_id: str, memory_id: UUID, user_id: str
 ) -> list[HistoryRow]:

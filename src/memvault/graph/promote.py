@@ -28,7 +28,6 @@ from memvault.lifecycle.schedule import (
     Outcome,
     RunContext,
     ScheduledJob,
-    register,
     skipped,
 )
 from memvault.models import Fact
@@ -215,11 +214,9 @@ async def promote_prominent(ctx: RunContext) -> Outcome:
     return Outcome({**counts, "promoted": promoted}, changed={"promoted": promoted}, skipped=passed)
 
 
-register(
-    ScheduledJob(
-        "promote",
-        "promote_interval_s",
-        promote_prominent,
-        description="prominent project facts copied to _global",
-    )
+PROMOTE = ScheduledJob(
+    "promote",
+    "promote_interval_s",
+    promote_prominent,
+    description="prominent project facts copied to _global",
 )

@@ -2,14 +2,12 @@
 derived from it, in one transaction where it lives in PostgreSQL, and the caller gets a
 receipt (counts per store, time, request id) that is also written to the audit log.
 
-What a deletion covers is a registry, so the stores added later register here instead of
-editing this file:
-
-* ``DERIVED`` — rows in PostgreSQL derived from the memories (chunks, postings, jobs, decay
-  records; the graph's facts and entities, the cognitive tables) — deleted in the deleting
-  transaction, before the memory rows;
-* ``OUTSIDE`` — stores outside that transaction (the embedding cache, Redis working memory) —
-  cleared before it commits, so the receipt counts them.
+What a deletion covers is the catalogue of where user data lives (db/catalogue.py), read at
+each deletion: rows derived from the memories (chunks, postings, jobs, decay records; the
+graph's facts and entities, the cognitive tables) go in the deleting transaction, before the
+memory rows; stores outside that transaction (the embedding cache, Redis working memory) are
+cleared before it commits, so the receipt counts them. Each way of erasing has its step in
+``deletion_steps``.
 
 History follows ``deletion_history``: ``tombstone`` keeps who did what and when without any
 content; ``purge`` removes the rows.
@@ -20,176 +18,52 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
-
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault import tenant_keys
 from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
+from memvault.db.erasure import (
+    conversation_where,
+    expired_where,
+    in_tenant,
+    memories_where,
+    memory_where,
+    tenant_where,
+    user_where,
+)
 from memvault.db.records import DoomedMemory
-from memvault.db.tables import audit_log, conversation_turns, memories, memory_history
-from memvault.embedding.chunking import chunk, clean
-from memvault.errors import KeyMismatch, NotFound, StoreUnavailable
+from memvault.db.tables import audit_log, memory_history
+from memvault.errors import KeyMismatch, NotFound
 from memvault.graph import sealed
+from memvault.lifecycle import deletion_steps as steps
 from memvault.lifecycle.audit import AuditEvent
+from memvault.lifecycle.deletion_steps import Targets
 from memvault.lifecycle.models import DeletionReceipt, DeletionScope
 from memvault.logs import request_id
 from memvault.metrics import DELETION_RECEIPTS
 from memvault.sealing import open_content
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
+    from memvault.db.erasure import MemoryCondition
+
+# The conditions callers pick memories with, from db/ (where SQL is built).
+__all__ = [
+    "conversation_where",
+    "erase",
+    "erase_expired",
+    "memories_where",
+    "memory_where",
+    "tenant_where",
+    "user_where",
+]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Targets:
-    """What one deletion takes: the tenant, the user (for user scope), the memory rows."""
-
-    tenant_id: str
-    scope: DeletionScope
-    user_id: str | None
-    rows: Sequence[DoomedMemory]
-    # Every version of each memory's text (current and in history), opened: for the caches.
-    texts: dict[uuid.UUID, list[str]]
-    # Memories whose vectors came in several chunks (each chunk's text was cached apart).
-    chunked: frozenset[uuid.UUID] = frozenset()
-    # A user-scope deletion limited to one app (None: every app of the user).
-    app_id: str | None = None
-    # A user erased as a whole (not one app's memories): what is theirs beyond memories goes.
-    whole_user: bool = False
-    # Texts derived from the memories (fact claims, entity names), by owner: the embedding
-    # cache may hold their vectors too.
-    derived: Sequence[tuple[str, str]] = ()
-    # A conversation-scope deletion's conversation (its rows beyond the turns go too).
-    conversation_id: str | None = None
-
-    @property
-    def ids(self) -> list[uuid.UUID]:
-        return [r.id for r in self.rows]
-
-
-InStore = Callable[[AsyncConnection, Targets], Awaitable[int]]
-Outside = Callable[["Backend", Targets], Awaitable[int]]
-
-
-def _derived(table: str) -> InStore:
-    async def delete(conn: AsyncConnection, targets: Targets) -> int:
-        return await db.delete_derived(conn, table, targets.tenant_id, targets.ids)
-
-    return delete
-
-
-async def _decay_records(conn: AsyncConnection, targets: Targets) -> int:
-    return await db.delete_decay_changes(conn, targets.tenant_id, targets.ids)
-
-
-async def _graph_rows(conn: AsyncConnection, targets: Targets) -> int:
-    """Graph rows the owner has beyond what the memories derived (facts stated directly).
-    A memory's own facts, mentions and orphaned entities go with it by the graph's triggers."""
-    if targets.scope == "tenant":
-        return await graph_admin.delete_tenant(conn, targets.tenant_id)
-    if targets.scope == "user" and targets.user_id is not None:
-        return await graph_admin.delete_owner(
-            conn, targets.tenant_id, targets.user_id, targets.app_id
-        )
-    return 0
-
-
-DERIVED: dict[str, InStore] = {
-    "memory_chunks": _derived("memory_chunks"),
-    "memory_terms": _derived("memory_terms"),
-    "embedding_jobs": _derived("embedding_jobs"),
-    "decay_changes": _decay_records,
-    "graph": _graph_rows,
-}
-
-
-def register_derived(name: str, delete: InStore) -> None:
-    """A store of rows derived from memories (graph facts, cognitive tables) joins deletion."""
-    DERIVED[name] = delete
-
-
-async def _embedding_cache(backend: Backend, targets: Targets) -> int:
-    """The entries of the memories' texts, of what was derived from them, and (a user or a
-    tenant erased) every entry made for its users: their queries too."""
-    cache = backend.embeddings.cache
-    if cache is None:
-        return 0
-    keys = {
-        k
-        for row in targets.rows
-        for text in targets.texts[row.id]
-        for k in _cache_keys(backend, row, text, chunks=row.id in targets.chunked)
-    }
-    for user_id, text in targets.derived:
-        keys.update(_text_keys(backend, targets.tenant_id, user_id, [text], None))
-    try:
-        forgotten = await cache.forget_many(sorted(keys))
-        for tag in _owner_tags(backend, targets):
-            forgotten += await cache.forget_owned(tag)
-        return forgotten
-    except Exception as exc:  # redis raises many unrelated types; any of them fails this
-        raise StoreUnavailable(
-            "The embedding cache could not be cleared, so nothing was deleted; try again.",
-            details={"store": "embedding_cache"},
-        ) from exc
-
-
-OUTSIDE: dict[str, Outside] = {"embedding_cache": _embedding_cache}
-
-
-def register_outside(name: str, delete: Outside) -> None:
-    """A store outside PostgreSQL (Redis working memory) joins deletion."""
-    OUTSIDE[name] = delete
-
-
-def _owner_tags(backend: Backend, targets: Targets) -> list[bytes]:
-    """The tags an erasure forgets every entry under: the user's, or the tenant's."""
-    if targets.scope == "user" and targets.whole_user and targets.user_id is not None:
-        return backend.embeddings.owner_tags((targets.tenant_id, targets.user_id))
-    if targets.scope == "tenant":
-        return backend.embeddings.tenant_tags(targets.tenant_id)
-    return []
-
-
-def _text_keys(
-    backend: Backend, tenant_id: str, user_id: str, pieces: Sequence[str], model: str | None
-) -> set[bytes]:
-    """Keys of these texts for every model that may have embedded them, made by the user's
-    calls or by the worker's batches (no owner), under every secret held."""
-    limit = backend.settings.embedding_max_chars
-    service = backend.embeddings
-    models = {service.primary.model_id, *(f.model_id for f in service.fallbacks)}
-    if model:
-        models.add(model)
-    texts = sorted({*pieces, *(clean(p, limit) for p in pieces)})
-    return {
-        k
-        for m in models
-        for owner in (None, (tenant_id, user_id))
-        for k in service.cache_keys(m, texts, owner)
-    }
-
-
-def _cache_keys(backend: Backend, row: DoomedMemory, text: str, *, chunks: bool) -> set[bytes]:
-    """Every key the embedding cache may hold this text's vectors under: the whole text and,
-    for a memory embedded in chunks, each chunk the worker makes (only then is the tokenizer
-    needed: a delete never loads the model for nothing), for each model that may have
-    embedded it."""
-    settings, primary = backend.settings, backend.embeddings.primary
-    whole = clean(text, settings.embedding_max_chars)
-    pieces = {whole}
-    if chunks:
-        window = min(settings.chunk_tokens, primary.max_tokens)
-        pieces.update(chunk(whole, primary.tokenizer(), window, settings.chunk_overlap))
-    return _text_keys(backend, row.tenant_id, row.user_id, sorted(pieces), row.embedding_model)
 
 
 async def _texts(
@@ -228,7 +102,7 @@ def _opened(
 async def erase(
     backend: Backend,
     tenant_id: str,
-    where: sa.ColumnElement[bool],
+    where: MemoryCondition,
     *,
     scope: DeletionScope,
     user_id: str | None,
@@ -273,7 +147,7 @@ async def erase(
         # A promotion's reason is the caller's words about what goes: they go too (read before
         # the facts that say which promotions stood on these memories go).
         reasons = await db.forget_audit_reasons(conn, tenant_id, whole, targets.ids)
-        counts = {name: await delete(conn, targets) for name, delete in DERIVED.items()}
+        counts = {name: await delete(conn, targets) for name, delete in steps.in_store()}
         counts["audit_reasons"] = reasons
         counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
         history_of = user_id if whole_user else None
@@ -294,7 +168,7 @@ async def erase(
                 counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
             counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
-        for name, delete_outside in OUTSIDE.items():
+        for name, delete_outside in steps.outside():
             counts[name] = await delete_outside(backend, targets)
         receipt = DeletionReceipt(
             request_id=request_id.get() or uuid.uuid4().hex,
@@ -373,45 +247,10 @@ async def _write_receipt(
     await audit.insert_rows(conn, [backend.audit.row_for(event)])
 
 
-def memory_where(tenant_id: str, memory_id: uuid.UUID, user_id: str) -> sa.ColumnElement[bool]:
-    c = memories.c
-    return sa.and_(c.tenant_id == tenant_id, c.id == memory_id, c.user_id == user_id)
-
-
-def conversation_where(
-    tenant_id: str, user_id: str, conversation_id: str
-) -> sa.ColumnElement[bool]:
-    """The memories that are this conversation's turns."""
-    t = conversation_turns.c
-    turns = sa.select(t.memory_id).where(
-        t.tenant_id == tenant_id, t.user_id == user_id, t.conversation_id == conversation_id
-    )
-    c = memories.c
-    return sa.and_(c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(turns))
-
-
-def user_where(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnElement[bool]:
-    c = memories.c
-    where = [c.tenant_id == tenant_id, c.user_id == user_id]
-    if app_id is not None:
-        where.append(c.app_id == app_id)
-    return sa.and_(*where)
-
-
-def tenant_where(tenant_id: str) -> sa.ColumnElement[bool]:
-    return memories.c.tenant_id == tenant_id
-
-
-def memories_where(
-    tenant_id: str, user_id: str, memory_ids: Sequence[uuid.UUID]
-) -> sa.ColumnElement[bool]:
-    c = memories.c
-    return sa.and_(c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(list(memory_ids)))
-
-
 async def erase_expired(backend: Backend, now: datetime, actor: str) -> int:
-    """Delete every tenant's memories past ``expires_at`` (one receipt per tenant)."""
-    condition = sa.and_(memories.c.expires_at.is_not(None), memories.c.expires_at <= now)
+    """Delete every tenant's expired memories (db/erasure.py says which: the scheduled cleanup
+    deletes the same), one receipt per tenant."""
+    condition = expired_where(now)
     async with backend.engine.connect() as conn:
         tenants = sorted({r.tenant_id for r in await db.touched_per_user(conn, condition)})
     total = 0
@@ -419,7 +258,7 @@ async def erase_expired(backend: Backend, now: datetime, actor: str) -> int:
         receipt = await erase(
             backend,
             tenant_id,
-            sa.and_(memories.c.tenant_id == tenant_id, condition),
+            in_tenant(condition, tenant_id),
             scope="expired",
             user_id=None,
             actor=actor,

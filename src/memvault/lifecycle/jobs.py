@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
+from memvault.cognitive import upkeep
 from memvault.db import audit
 from memvault.db import lifecycle as db
+from memvault.db.erasure import expired_where, in_tenant, one_of
 from memvault.db.records import UserShare
-from memvault.db.tables import memories
+from memvault.graph import promote
 from memvault.lifecycle import graph_jobs, health
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
@@ -42,9 +42,10 @@ from memvault.lifecycle.schedule import (
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+    from memvault.db.erasure import MemoryCondition
 
 
-async def _per_user(ctx: RunContext, condition: sa.ColumnElement[bool]) -> list[UserShare]:
+async def _per_user(ctx: RunContext, condition: MemoryCondition) -> list[UserShare]:
     async with ctx.backend.engine.connect() as conn:
         return await db.touched_per_user(conn, condition)
 
@@ -77,15 +78,19 @@ def _audit_per_user(ctx: RunContext, operation: str, per_user: Sequence[UserShar
 # --- cleanup -----------------------------------------------------------------------------------
 
 CleanupStep = Callable[[RunContext], Awaitable[dict[str, int]]]
-# Conversation archiving and low-salience entity deletion register here once their tables
-# exist; each honours ctx.dry_run and returns its counts.
-CLEANUP_STEPS: dict[str, CleanupStep] = {}
+# What cleanup does beyond expired memories; each honours ctx.dry_run and returns its counts.
+CLEANUP_STEPS: dict[str, CleanupStep] = {
+    "entities": graph_jobs.forget_entities,
+    "conversations": upkeep.archive_conversations,
+    "working_memory": upkeep.purge_working_memory,
+}
 
 
 async def cleanup(ctx: RunContext) -> Outcome:
-    """Delete memories past ``expires_at`` and temporal ones past ``valid_until``, through the
+    """Delete expired memories (past ``expires_at``, or temporal and past ``valid_until``: the
+    one definition, in db/erasure.py, that ``memvault cleanup`` deletes too), through the
     deletion path (every derived row, a receipt per tenant in the audit)."""
-    condition = db.expired_at(ctx.now)
+    condition = expired_where(ctx.now)
     per_user = await _per_user(ctx, condition)
     if stopped := _over_share(ctx, per_user):
         return Outcome({"would_delete": sum(r.touched for r in per_user)}, stopped)
@@ -95,7 +100,7 @@ async def cleanup(ctx: RunContext) -> Outcome:
         counts["would_delete"] = sum(r.touched for r in per_user)
     else:
         for tenant_id in sorted({r.tenant_id for r in per_user}):
-            where = sa.and_(memories.c.tenant_id == tenant_id, condition)
+            where = in_tenant(condition, tenant_id)
             for receipt in await _erase_isolated(ctx, tenant_id, where, passed):
                 for store, n in receipt.counts.items():
                     counts[store] = counts.get(store, 0) + n
@@ -109,7 +114,7 @@ async def cleanup(ctx: RunContext) -> Outcome:
 async def _erase_isolated(
     ctx: RunContext,
     tenant_id: str,
-    where: sa.ColumnElement[bool],
+    where: MemoryCondition,
     passed: list[dict[str, str]],
 ) -> list[DeletionReceipt]:
     """The tenant's expired memories in one deletion; if that fails, one deletion per memory,
@@ -124,7 +129,7 @@ async def _erase_isolated(
     receipts = []
     for memory_id, user_id in doomed:
         try:
-            one = sa.and_(where, memories.c.id == memory_id)
+            one = one_of(where, memory_id)
             receipts.append(await _erase_expired(ctx, tenant_id, one))
         except OUTAGES:
             raise
@@ -134,7 +139,7 @@ async def _erase_isolated(
 
 
 async def _erase_expired(
-    ctx: RunContext, tenant_id: str, where: sa.ColumnElement[bool]
+    ctx: RunContext, tenant_id: str, where: MemoryCondition
 ) -> DeletionReceipt:
     return await erase(
         ctx.backend,
@@ -159,7 +164,7 @@ async def tiers(ctx: RunContext) -> Outcome:
         timedelta(days=settings.tier_warm_after_days),
         timedelta(days=settings.tier_cold_after_days),
     )
-    per_user = await _per_user(ctx, memories.c.tier != due)
+    per_user = await _per_user(ctx, db.tier_changes(due))
     async with ctx.backend.engine.connect() as conn:
         moves = await db.tier_moves(conn, due)
     if stopped := _over_share(ctx, per_user):
@@ -180,12 +185,12 @@ class DecayTarget:
     """Something that decays: which rows it would touch (for the safety stop; None when it is
     not a user's memories), how to decay them under a run id, how to undo that run."""
 
-    condition: Callable[[RunContext], sa.ColumnElement[bool] | None]
+    condition: Callable[[RunContext], MemoryCondition | None]
     apply: Callable[[RunContext], Awaitable[int]]
     undo: Callable[[Backend, int], Awaitable[int]]
 
 
-def _idle_importance(ctx: RunContext) -> sa.ColumnElement[bool]:
+def _idle_importance(ctx: RunContext) -> MemoryCondition:
     s = ctx.settings
     return db.decaying(ctx.now, timedelta(days=s.decay_idle_days), s.decay_importance_floor)
 
@@ -263,6 +268,9 @@ async def audit_partitions(ctx: RunContext) -> Outcome:
     )
 
 
+# The scheduler's table, in the order a due run takes them: every job is named here (the
+# graph's and cognitive memory's beside the memories'), so whoever imports this module has
+# them all, whatever else was imported.
 for _job in (
     ScheduledJob("cleanup", "cleanup_interval_s", cleanup, description="expired memories go"),
     ScheduledJob("tiers", "tiers_interval_s", tiers, description="hot -> warm -> cold"),
@@ -275,14 +283,15 @@ for _job in (
         audit_partitions,
         description="audit partitions ahead, old ones dropped",
     ),
+    graph_jobs.CONSOLIDATE,
+    upkeep.PATTERNS,
+    promote.PROMOTE,
 ):
     register(_job)
 
-# The graph's job, decay targets and cleanup step (lifecycle/graph_jobs.py).
-register(graph_jobs.CONSOLIDATE)
+# The graph's decay targets (lifecycle/graph_jobs.py).
 for _name, (_apply, _undo) in graph_jobs.DECAY.items():
     DECAY_TARGETS[_name] = DecayTarget(lambda _ctx: None, _apply, _undo)
-CLEANUP_STEPS["entities"] = graph_jobs.forget_entities
 
 # --- what the jobs skipped, in memory health ----------------------------------------------
 
