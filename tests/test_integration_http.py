@@ -48,6 +48,20 @@ def test_store_and_mem0_over_the_sync_client(url: str) -> None:
         assert m.get_all(filters={"user_id": "ann"}) == {"results": []}
 
 
+def test_store_index_fields_and_unindexed_items_over_http(url: str) -> None:
+    with MemoryClient(url) as client:
+        store = MemvaultStore(client, user_id="graph-ix", index={"dims": 0, "fields": ["title"]})
+        store.put(("d",), "a", {"title": "zebra crossing", "body": "quantum lattice"})
+        store.put(("d",), "b", {"title": "quantum lattice", "body": "zebra crossing"})
+        store.put(("d",), "c", {"title": "quantum lattice"}, index=False)
+        found = [i.key for i in store.search(("d",), query="quantum lattice")]
+        assert found[0] == "b" and "c" not in found
+        assert sorted(i.key for i in store.search(("d",), filter={"title": "quantum lattice"})) == [
+            "b",
+            "c",
+        ]
+
+
 async def test_session_and_retriever_over_the_async_client(url: str) -> None:
     async with AsyncMemoryClient(url) as client:
         session = MemvaultSession("http-1", client, user_id="ann")
