@@ -21,6 +21,7 @@ from memvault.api.ratelimit import RateLimiter
 from memvault.api.routes import cognitive, graph, lifecycle, memories, messages, operations
 from memvault.config import Settings
 from memvault.service import AsyncMemory
+from memvault.ui import install as install_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -144,4 +145,5 @@ def create_app(
     app.include_router(lifecycle.router)
     app.include_router(cognitive.router)
     app.include_router(graph.router)
+    install_dashboard(app)
     return app

@@ -1,0 +1,205 @@
+"""Overview, memories, one memory, and the recall debugger."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import HTMLResponse, Response
+
+from memvault.errors import InvalidInput
+from memvault.models import MemoryQuery, SearchRequest, SearchResult
+from memvault.ui import charts
+from memvault.ui.web import UIRoute, Viewer, page, redirect, viewer
+
+router = APIRouter(route_class=UIRoute)
+View = Annotated[Viewer, Depends(viewer)]
+# Counted up to this many; the page says "1000+" beyond.
+COUNT_CAP = 1000
+_LIST_FIELDS = {"tags", "tags_any", "categories", "channels"}
+_PLAIN = set(MemoryQuery.model_fields) - {"user_id", "limit", "cursor", "metadata"}
+
+
+@router.get("")
+async def root(view: View) -> Response:
+    return redirect(view, "/")
+
+
+@router.get("/", response_class=HTMLResponse)
+async def overview(view: View) -> Response:
+    memory, user = view.memory, view.user_id
+    queue = await view.admin.queue_counts(tenant_id=memory.tenant_id)
+    health, conversations, facts, entities, goals, recent = await asyncio.gather(
+        memory.memory_health(user_id=user),
+        memory.list_conversations(user_id=user, limit=COUNT_CAP),
+        memory.facts(user_id=user, limit=COUNT_CAP),
+        memory.entities(user_id=user, limit=COUNT_CAP),
+        memory.list_goals(user_id=user, limit=COUNT_CAP),
+        memory.list(user_id=user, limit=view.admin.settings.max_page_size),
+    )
+    turns = sum(c.turn_count for c in conversations)
+    counts = [
+        ("Memories", health.total),
+        ("Conversations", len(conversations)),
+        ("Turns", turns),
+        ("Facts", len(facts)),
+        ("Entities", len(entities)),
+        ("Goals", len(goals)),
+    ]
+    backlog = sum(c.turn_count - c.consolidated_turns for c in conversations)
+    return page(
+        view,
+        "overview.html",
+        counts=counts,
+        cap=COUNT_CAP,
+        queue=queue,
+        backlog=backlog,
+        findings=health.findings,
+        growth=charts.per_day(m.created_at for m in recent.results),
+        growth_of=len(recent.results),
+        kinds=charts.bars(counts),
+    )
+
+
+@router.get("/user")
+async def switch_user(view: View, user_id: Annotated[str, Query(max_length=255)]) -> Response:
+    wanted = user_id.strip()
+    if not wanted:
+        raise InvalidInput("Name a user.", details={"field": "user_id"})
+    view.session.user_id = wanted
+    return redirect(view, "/")
+
+
+def _filters(params: dict[str, str]) -> dict[str, Any]:
+    picked: dict[str, Any] = {}
+    for name in _PLAIN:
+        value = params.get(name, "").strip()
+        if not value:
+            continue
+        picked[name] = (
+            [v.strip() for v in value.split(",") if v.strip()] if (name in _LIST_FIELDS) else value
+        )
+    return picked
+
+
+@router.get("/memories", response_class=HTMLResponse)
+async def memories(view: View) -> Response:
+    params = dict(view.request.query_params)
+    filters = _filters(params)
+    q = params.get("q", "").strip()
+    found: SearchResult | None = None
+    next_cursor = None
+    if q:
+        recipe = params.get("recipe") or "hybrid"
+        found = await view.memory.search(
+            q, user_id=view.user_id, recipe=recipe, limit=50, track_access=False, **filters
+        )
+        rows: list[Any] = found.results
+    else:
+        listed = await view.memory.list(
+            user_id=view.user_id, limit=50, cursor=params.get("cursor") or None, **filters
+        )
+        rows, next_cursor = listed.results, listed.next_cursor
+    keep = {k: v for k, v in params.items() if k != "cursor" and v}
+    return page(
+        view,
+        "memories.html",
+        rows=rows,
+        q=q,
+        params=params,
+        keep=keep,
+        next_cursor=next_cursor,
+        searched=found,
+        fields=sorted(_PLAIN),
+        list_fields=_LIST_FIELDS,
+    )
+
+
+@router.get("/memories/{memory_id}", response_class=HTMLResponse)
+async def one_memory(view: View, memory_id: str) -> Response:
+    memory, user = view.memory, view.user_id
+    record = await memory.get(memory_id, user_id=user)
+    history, facts = await asyncio.gather(
+        memory.history(record.id, user_id=user),
+        memory.facts(user_id=user, include_superseded=True, limit=COUNT_CAP),
+    )
+    changes = [
+        (
+            entry,
+            list(
+                difflib.unified_diff(
+                    (entry.old_content or "").splitlines(),
+                    (entry.new_content or "").splitlines(),
+                    "before",
+                    "after",
+                    lineterm="",
+                )
+            ),
+        )
+        for entry in history
+    ]
+    derived = [f for f in facts if record.id in f.memory_ids]
+    return page(view, "memory.html", m=record, changes=changes, derived=derived)
+
+
+_KNOBS = ("recipe", "limit", "time_mode", "fact_keys", "reference_time")
+
+
+def _setting(params: dict[str, str], side: str) -> dict[str, Any]:
+    chosen: dict[str, Any] = {}
+    for knob in _KNOBS:
+        value = params.get(f"{side}_{knob}", "").strip()
+        if value in ("", "default"):
+            continue
+        chosen[knob] = {"on": True, "off": False}.get(value, value)
+    return chosen
+
+
+@router.get("/recall", response_class=HTMLResponse)
+async def recall(view: View) -> Response:
+    params = dict(view.request.query_params)
+    q = params.get("q", "").strip()
+    user = params.get("user_id", "").strip() or view.user_id
+    runs: list[tuple[dict[str, Any], SearchResult]] = []
+    bundle = None
+    if q and params.get("mode") == "remember":
+        bundle = await view.memory.remember(q, user_id=user)
+    elif q:
+        for side in ("a", "b"):
+            chosen = _setting(params, side)
+            if side == "b" and not chosen:
+                continue
+            request = SearchRequest.model_validate({"query": q, "user_id": user, **chosen})
+            found = await view.memory.search(**{**request.model_dump(), "track_access": False})
+            runs.append((chosen, found))
+    moved = _moves(runs)
+    return page(
+        view,
+        "recall.html",
+        q=q,
+        user=user,
+        params=params,
+        runs=runs,
+        moved=moved,
+        bundle=bundle,
+        recipes=SearchRequest.model_fields["recipe"].annotation.__args__,  # type: ignore[union-attr]
+    )
+
+
+def _moves(runs: list[tuple[dict[str, Any], SearchResult]]) -> dict[str, str]:
+    """For each hit of the second setting: where it stood in the first (new, up n, down n)."""
+    if len(runs) < 2:
+        return {}
+    before = {h.id: i for i, h in enumerate(runs[0][1].results)}
+    moved: dict[str, str] = {}
+    for i, hit in enumerate(runs[1][1].results):
+        was = before.get(hit.id)
+        if was is None:
+            moved[str(hit.id)] = "new"
+        elif was != i:
+            moved[str(hit.id)] = f"{'up' if was > i else 'down'} {abs(was - i)}"
+    dropped = set(before) - {h.id for h in runs[1][1].results}
+    moved.update({str(d): "dropped" for d in dropped})
+    return moved

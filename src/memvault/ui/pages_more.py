@@ -1,0 +1,281 @@
+"""Conversations, the knowledge graph, goals, health, audit and deletion, jobs, admin."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import HTMLResponse, Response
+from pydantic import SecretStr
+
+from memvault.errors import InvalidInput, NotFound
+from memvault.lifecycle.models import AuditQuery, HealthActionRequest
+from memvault.ui.web import UIRoute, Viewer, page, viewer
+from memvault.validation import validated
+
+router = APIRouter(route_class=UIRoute)
+View = Annotated[Viewer, Depends(viewer)]
+MAX_NODES = 5_000
+
+
+def _param(view: Viewer, name: str, default: str = "") -> str:
+    return view.request.query_params.get(name, default).strip()[:500]
+
+
+def _moment(raw: str, field: str) -> datetime | None:
+    if not raw:
+        return None
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(f"{field} is a date and time.", details={"field": field}) from None
+
+
+@router.get("/conversations", response_class=HTMLResponse)
+async def conversations(view: View) -> Response:
+    found = await view.memory.list_conversations(
+        user_id=view.user_id, include_archived=True, limit=100
+    )
+    return page(view, "conversations.html", conversations=found)
+
+
+@router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
+async def conversation(view: View, conversation_id: str) -> Response:
+    found = await view.memory.get_conversation(conversation_id, user_id=view.user_id)
+    working = await view.memory.get_context(
+        conversation_id, user_id=view.user_id, channel=found.channel
+    )
+    return page(view, "conversation.html", c=found, working=working)
+
+
+@router.get("/graph", response_class=HTMLResponse)
+async def graph(view: View) -> Response:
+    memory, user = view.memory, view.user_id
+    q, chosen = _param(view, "q"), _param(view, "entity")
+    depth = _param(view, "depth", "1")
+    valid_at = _moment(_param(view, "valid_at"), "valid_at")
+    known_at = _moment(_param(view, "known_at"), "known_at")
+    entities = await memory.entities(user_id=user, q=q or None, limit=50)
+    context: dict[str, Any] = {}
+    if chosen:
+        detail = await memory.entity(chosen, user_id=user)
+        graph_view = await memory.entity_graph(
+            detail.id, user_id=user, depth=int(depth) if depth in ("1", "2", "3") else 1
+        )
+        timeline = await memory.facts(
+            user_id=user,
+            entity=str(detail.id),
+            valid_at=valid_at,
+            known_at=known_at,
+            include_superseded=valid_at is None and known_at is None,
+            limit=500,
+        )
+        context = {
+            "entity": detail,
+            "timeline": sorted(timeline, key=lambda f: f.recorded_at),
+            "elements": _elements(graph_view.model_dump(mode="json"), str(detail.id)),
+        }
+    reviews = await memory.fact_reviews(user_id=user, limit=20)
+    return page(
+        view,
+        "graph.html",
+        q=q,
+        entities=entities,
+        depth=depth,
+        valid_at=_param(view, "valid_at"),
+        known_at=_param(view, "known_at"),
+        reviews=reviews,
+        **context,
+    )
+
+
+def _elements(found: dict[str, Any], centre: str) -> dict[str, Any]:
+    nodes = [
+        {"id": n["id"], "label": n["name"], "type": n["type"], "centre": n["id"] == centre}
+        for n in found["nodes"][:MAX_NODES]
+    ]
+    kept = {n["id"] for n in nodes}
+    edges = [
+        {"id": e["id"], "source": e["source_id"], "target": e["target_id"], "label": e["type"]}
+        for e in found["edges"]
+        if e["source_id"] in kept and e["target_id"] in kept
+    ]
+    return {"nodes": nodes, "edges": edges}
+
+
+@router.get("/goals", response_class=HTMLResponse)
+async def goals(view: View) -> Response:
+    task = _param(view, "task")
+    found, tools = await asyncio.gather(
+        view.memory.list_goals(user_id=view.user_id, limit=500),
+        view.memory.tool_stats(user_id=view.user_id),
+    )
+    strategies = (
+        await view.memory.find_strategies(task, user_id=view.user_id, limit=20) if task else []
+    )
+    children: dict[UUID | None, list[Any]] = {}
+    for goal in found:
+        children.setdefault(goal.parent_id, []).append(goal)
+    known = {g.id for g in found}
+    roots = [g for g in found if g.parent_id is None or g.parent_id not in known]
+    by_id = {g.id: g for g in found}
+    return page(
+        view,
+        "goals.html",
+        roots=roots,
+        children=children,
+        by_id=by_id,
+        tools=tools,
+        task=task,
+        strategies=strategies,
+    )
+
+
+@router.get("/health", response_class=HTMLResponse)
+async def health(view: View) -> Response:
+    found = await view.memory.memory_health(user_id=view.user_id)
+    return page(view, "health.html", health=found)
+
+
+@router.post("/health/action", response_class=HTMLResponse)
+async def health_action(view: View) -> Response:
+    form = await view.form("write")
+    ids = [i for i in str(form.get("memory_ids", "")).split(",") if i.strip()]
+    request = validated(
+        HealthActionRequest, user_id=view.user_id, action=form.get("action"), memory_ids=ids
+    )
+    result = await view.memory.health_action(request)
+    audit = await view.memory.audit_log(user_id=view.user_id, limit=5)
+    return page(view, "done.html", result=result, audit=audit.results)
+
+
+@router.get("/audit", response_class=HTMLResponse)
+async def audit(view: View) -> Response:
+    query = validated(
+        AuditQuery,
+        user_id=_param(view, "user_id") or None,
+        operation=_param(view, "operation") or None,
+        since=_param(view, "since") or None,
+        limit=200,
+    )
+    rows = await view.memory.audit_log(**query.model_dump())
+    deletions = await view.memory.audit_log(operation="delete", limit=20)
+    return page(
+        view,
+        "audit.html",
+        rows=rows.results,
+        deletions=deletions.results,
+        filters={k: _param(view, k) for k in ("user_id", "operation", "since")},
+    )
+
+
+@router.post("/erase", response_class=HTMLResponse)
+async def erase_user(view: View) -> Response:
+    form = await view.form("write")
+    user = str(form.get("user_id", "")).strip()
+    if not user or form.get("confirm") != user:
+        raise InvalidInput("Type the user id exactly to confirm the erasure.")
+    receipt = await view.memory.erase_user(user_id=user)
+    audit = await view.memory.audit_log(user_id=user, limit=5)
+    return page(view, "done.html", receipt=receipt, audit=audit.results, erased=user)
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+async def jobs(view: View) -> Response:
+    admin = view.admin
+    status = _param(view, "status") or None
+    tenant_jobs = (
+        await admin.list_jobs(tenant_id=view.memory.tenant_id, status=status, limit=100)
+        if view.can("admin")
+        else []
+    )
+    schedule = await admin.schedule()
+    runs = await admin.scheduled_runs(limit=20)
+    return page(
+        view,
+        "jobs.html",
+        tenant_jobs=tenant_jobs,
+        schedule=schedule,
+        runs=runs,
+        status=status or "",
+        store_wide=not view.auth_on,
+    )
+
+
+@router.post("/jobs/retry", response_class=HTMLResponse)
+async def retry_jobs(view: View) -> Response:
+    await view.form("admin")
+    retried = await view.admin.retry_jobs(tenant_id=view.memory.tenant_id)
+    return page(view, "done.html", retried=retried)
+
+
+@router.post("/jobs/run", response_class=HTMLResponse)
+async def run_job(view: View) -> Response:
+    form = await view.form("admin")
+    _store_wide(view)
+    ran = await view.admin.run_scheduled(
+        str(form.get("job", "")), dry_run=form.get("dry_run") == "1"
+    )
+    return page(view, "done.html", ran=ran)
+
+
+@router.post("/jobs/undo", response_class=HTMLResponse)
+async def undo_job(view: View) -> Response:
+    form = await view.form("admin")
+    _store_wide(view)
+    try:
+        run_id = int(str(form.get("run_id", "")))
+    except ValueError:
+        raise InvalidInput("Name a run.", details={"field": "run_id"}) from None
+    undone = await view.admin.undo_scheduled(str(form.get("job", "")), run_id)
+    return page(view, "done.html", undone=undone)
+
+
+def _store_wide(view: Viewer) -> None:
+    """Scheduled jobs act on every tenant: only the local operator (auth off) runs them here;
+    with keys they stay with `memvault jobs`, which no tenant's key reaches."""
+    if view.auth_on:
+        raise NotFound("Scheduled jobs are run with `memvault jobs` when keys are in use.")
+
+
+@router.get("/admin", response_class=HTMLResponse)
+async def admin_page(view: View) -> Response:
+    keys = await view.admin.list_api_keys(view.memory.tenant_id) if view.can("admin") else None
+    return page(view, "admin.html", keys=keys, settings=_masked(view), created=None, revoked=None)
+
+
+def _masked(view: Viewer) -> list[tuple[str, str]]:
+    if not view.can("admin"):
+        return []
+    shown = []
+    for name, value in view.admin.settings.model_dump().items():
+        if isinstance(value, SecretStr):
+            value = "•••••• (set)" if value.get_secret_value() else "—"
+        shown.append((name, "—" if value is None else str(value)))
+    return sorted(shown)
+
+
+@router.post("/admin/keys", response_class=HTMLResponse)
+async def create_key(view: View) -> Response:
+    form = await view.form("admin")
+    scopes = [s for s in ("read", "write", "admin") if form.get(f"scope_{s}") == "on"]
+    name = str(form.get("name", "")).strip()[:100] or None
+    created = await view.admin.create_api_key(view.memory.tenant_id, scopes, name)
+    keys = await view.admin.list_api_keys(view.memory.tenant_id)
+    return page(view, "admin.html", keys=keys, settings=_masked(view), created=created)
+
+
+@router.post("/admin/keys/revoke", response_class=HTMLResponse)
+async def revoke_key(view: View) -> Response:
+    form = await view.form("admin")
+    prefix = str(form.get("prefix", "")).strip()
+    tenant = view.memory.tenant_id
+    # Only a key of this tenant: another tenant's prefix is as unknown here as a made-up one.
+    if prefix not in {k.prefix for k in await view.admin.list_api_keys(tenant)}:
+        raise NotFound("No API key of this tenant has that prefix.")
+    revoked = await view.admin.revoke_api_key(prefix)
+    keys = await view.admin.list_api_keys(tenant)
+    return page(view, "admin.html", keys=keys, settings=_masked(view), revoked=revoked)
