@@ -32,6 +32,27 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 
 
 def as_store_error(exc: BaseException) -> StoreUnavailable | None:
+# What the database layer raises when a statement fails, refused or the store away: code that
+# carries on past a failed side write (a cache, access counts, the audit) catches these, named
+# here so that no module outside db/ names the driver's types.
+STATEMENT_FAILED: tuple[type[BaseException], ...] = (sa_exc.SQLAlchemyError,)
+# The connection failed (not the statement): a scheduled run stops for it instead of skipping
+# the record it was on.
+CONNECTION_FAILED: tuple[type[BaseException], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+)
+# The server answered a statement with an error (DDL racing another process's, for one).
+SERVER_REFUSED: tuple[type[BaseException], ...] = (sa_exc.DBAPIError,)
+
+
+def refused_value(exc: BaseException) -> bool:
+    """Whether the store refused a row for what it holds (a value out of range, a broken
+    constraint, text it cannot encode), as opposed to being away or failing as a whole."""
+    if isinstance(exc, sa_exc.DataError | sa_exc.IntegrityError):
+        return True
+    return type(exc) is sa_exc.StatementError  # the driver refused a value before sending it
+
     """The ``StoreUnavailable`` an outage means (a ``WriteConflict`` for work PostgreSQL rolled
     back for a concurrent write), or None when ``exc`` is neither."""
     driver = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc

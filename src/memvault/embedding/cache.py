@@ -12,13 +12,14 @@ import array
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
-
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memvault.db import cache
+from memvault.db.errors import STATEMENT_FAILED
 from memvault.metrics import CACHE_ERRORS
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class PostgresCache:
         try:
             async with self._engine.connect() as conn:
                 found = {k: unpack(v) for k, v in (await cache.get_vectors(conn, keys)).items()}
-        except sa.exc.SQLAlchemyError as exc:
+        except STATEMENT_FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
             return [None] * len(keys)
@@ -65,7 +66,7 @@ class PostgresCache:
         try:
             async with self._engine.begin() as conn:
                 await cache.put_vectors(conn, {k: pack(v) for k, v in items.items()}, expires)
-        except sa.exc.SQLAlchemyError as exc:
+        except STATEMENT_FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
 

@@ -27,17 +27,18 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING, Any
 
 from memvault.config import Settings
 from memvault.crypto import KeyringSource, associated_data
 from memvault.db import audit
+from memvault.db.errors import SERVER_REFUSED, STATEMENT_FAILED, refused_value
 from memvault.db.tenancy import all_tenants
 from memvault.logs import request_id
 from memvault.metrics import AUDIT_ROWS
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
 READ_OPERATIONS = frozenset({"retrieve"})
@@ -60,14 +61,16 @@ def storable(value: Any) -> Any:
     return value
 
 
-def _refused(exc: Exception) -> bool:
+# A batch write that failed: the store refused it, or was away.
+_WRITE_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, ValueError, OSError)
+
+
+def _refused(exc: BaseException) -> bool:
     """Whether the store refused a row for what it holds (a value out of range, a broken
     constraint, text it cannot encode), as opposed to being away or failing as a whole (a
     partition it could not make): only such a row is set aside; anything else keeps the rows
     for the next flush."""
-    if isinstance(exc, sa.exc.DataError | sa.exc.IntegrityError | ValueError):
-        return True
-    return type(exc) is sa.exc.StatementError  # the driver refused a value before sending it
+    return isinstance(exc, ValueError) or refused_value(exc)
 
 
 def records(level: str, operation: str) -> bool:
@@ -229,7 +232,7 @@ class Audit:
             batch, self._pending = self._pending[: self._batch], self._pending[self._batch :]
             try:
                 await self.write(batch)
-            except (sa.exc.SQLAlchemyError, ValueError, OSError) as exc:
+            except _WRITE_FAILED as exc:
                 if not _refused(exc):
                     self._keep(batch, exc)
                     return written
@@ -254,7 +257,7 @@ class Audit:
         for n, row in enumerate(batch):
             try:
                 await self.write([row])
-            except (sa.exc.SQLAlchemyError, ValueError, OSError) as exc:
+            except _WRITE_FAILED as exc:
                 if not _refused(exc):
                     self._keep(batch[n:], exc)
                     return written, True
@@ -289,7 +292,7 @@ class Audit:
             try:
                 async with self._ddl.begin() as conn:
                     await audit.create_partition(conn, day)
-            except sa.exc.DBAPIError:
+            except SERVER_REFUSED:
                 # Another process made it in the same instant: the catalogue says so now.
                 async with self._ddl.connect() as conn:
                     if day not in await audit.partition_days(conn):

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from memvault.db import lifecycle as db
-from memvault.db.errors import store_errors
+from memvault.db.errors import CONNECTION_FAILED, store_errors
 from memvault.db.tenancy import all_tenants
 from memvault.errors import InvalidInput, NotFound, StoreUnavailable
 from memvault.lifecycle.models import JobStatus, ScheduledRun
@@ -70,7 +68,7 @@ class Outcome:
 
 
 # What says the store is away: a run fails on these instead of skipping every record.
-OUTAGES = (StoreUnavailable, sa.exc.OperationalError, sa.exc.InterfaceError, OSError)
+OUTAGES: tuple[type[BaseException], ...] = (StoreUnavailable, *CONNECTION_FAILED, OSError)
 # At most this many skipped records are listed in a run's counts (all are counted).
 MAX_REPORTED = 100
 

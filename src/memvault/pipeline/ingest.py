@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from memvault.db import jobs, keywords, store, vectors
+from memvault.db.errors import STATEMENT_FAILED
 from memvault.db.records import MemoryRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
@@ -590,7 +589,7 @@ async def settle(backend: Backend, judge: Judge, rows: list[MemoryRow]) -> None:
         pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
         try:
             await pipeline.settle_one(row)
-        except SQLAlchemyError as exc:
+        except STATEMENT_FAILED as exc:
             # The memory is stored and searchable; only its dedup is skipped. Say so.
             log.warning("background dedup of a memory failed: %s", type(exc).__name__)
 

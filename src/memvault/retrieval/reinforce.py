@@ -15,13 +15,15 @@ import logging
 import math
 from collections import Counter
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from memvault.db import graph_walk, store
+from memvault.db.errors import STATEMENT_FAILED
 from memvault.db.tenancy import across_tenants
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,7 @@ class AccessTracker:
             async with self._engine.begin() as conn:
                 await store.record_access(conn, counts["memory"], at)
                 await graph_walk.record_access(conn, counts["fact"], counts["entity"], at)
-        except SQLAlchemyError as exc:
+        except STATEMENT_FAILED as exc:
             log.warning("writing access counts failed (%s)", type(exc).__name__)
             # Counts already retried once are dropped.
             self._retry = Counter({k: n for k, n in batch.items() if k not in retry})

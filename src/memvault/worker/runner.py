@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import psycopg
-import sqlalchemy as sa
 
 from memvault.config import Settings
 from memvault.db import jobs, store, vectors
+from memvault.db.errors import STATEMENT_FAILED
 from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
@@ -52,7 +52,12 @@ class _Prepared:
 HEARTBEAT_S = 5.0
 _FIRST_BACKOFF_S, _MAX_BACKOFF_S = 0.5, 5.0
 # What a store outage raises on the way here (the service's own calls say StoreUnavailable).
-_STORE_ERRORS = (sa.exc.SQLAlchemyError, OSError, psycopg.Error, StoreUnavailable)
+_STORE_ERRORS: tuple[type[BaseException], ...] = (
+    *STATEMENT_FAILED,
+    OSError,
+    psycopg.Error,
+    StoreUnavailable,
+)
 _serial = itertools.count(1)
 
 
