@@ -30,8 +30,6 @@ _OUTAGES: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 
-
-def as_store_error(exc: BaseException) -> StoreUnavailable | None:
 # What the database layer raises when a statement fails, refused or the store away: code that
 # carries on past a failed side write (a cache, access counts, the audit) catches these, named
 # here so that no module outside db/ names the driver's types.
@@ -53,6 +51,8 @@ def refused_value(exc: BaseException) -> bool:
         return True
     return type(exc) is sa_exc.StatementError  # the driver refused a value before sending it
 
+
+def as_store_error(exc: BaseException) -> StoreUnavailable | None:
     """The ``StoreUnavailable`` an outage means (a ``WriteConflict`` for work PostgreSQL rolled
     back for a concurrent write), or None when ``exc`` is neither."""
     driver = exc.orig if isinstance(exc, sa_exc.DBAPIError) else exc
