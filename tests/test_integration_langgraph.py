@@ -400,6 +400,19 @@ async def test_stores_of_other_users_apps_and_tenants_never_see_each_other(
     await memory.close()
 
 
+async def test_query_search_pages_and_odd_queries(store: MemvaultStore) -> None:
+    # langgraph test_store.py: test_vector_search_pagination / test_vector_search_edge_cases
+    for i in range(5):
+        await store.aput(("test",), f"doc{i}", {"text": f"test document number {i}"})
+    page1 = await store.asearch(("test",), query="test", limit=2)
+    page2 = await store.asearch(("test",), query="test", limit=2, offset=2)
+    assert len(page1) == len(page2) == 2
+    assert not {i.key for i in page1} & {i.key for i in page2}
+    assert len(await store.asearch(("test",), query="test", limit=10)) == 5
+    for query in ("", None, "test " * 100, "test!@#$%^&*()"):
+        assert len(await store.asearch(("test",), query=query, limit=10)) == 5, query
+
+
 def test_sync_store_over_sync_memory(make_settings: Callable[..., Settings]) -> None:
     with Memory(make_settings(embedding_provider="hash")) as memory:
         store = MemvaultStore(memory, user_id="sync")
