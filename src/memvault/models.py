@@ -142,9 +142,9 @@ class MemoryInput(MemoryCreate):
     index_text: IndexText | None = Field(
         default=None,
         description="the text search embeds and keyword-indexes in place of the content (the "
-        "content is still what is stored and returned); an empty string indexes nothing: the "
-        "memory is stored, listed and fetched, never found by search. Either way it is stored "
-        "as given, never deduplicated or merged",
+        "content is still what is stored and returned); an empty or blank text indexes "
+        "nothing: the memory is stored, listed and fetched, never found by search. Either way "
+        "it is stored as given, never deduplicated or merged",
     )
 
 

@@ -216,6 +216,8 @@ class Pipeline:
             except PIIRejected as exc:
                 details = {**exc.details, "index": index, "field": "index_text"}
                 raise PIIRejected(exc.message, details=details) from None
+            if not draft.index_as.strip():  # blank says nothing: found by nothing
+                draft.index_as = ""
             if len(draft.index_as) > limit:
                 raise ContentTooLong(
                     f"index_text is {len(draft.index_as)} characters; the limit is {limit}.",
