@@ -211,20 +211,10 @@ def _memory(row: Any) -> MemoryRow | None:
     return None if row is None else MemoryRow.from_row(row)
 
 
-_EQUAL = ("app_id", "project_id", "environment", "channel", "source", "memory_type", "tier")
-_SCALARS = (
-    *_EQUAL,
-    *("metadata", "min_importance"),
-    *("created_after", "created_before", "occurred_after", "occurred_before"),
-)
-_LISTS = ("tags", "tags_any", "categories", "channels")
-
 # Each filter's condition on ``c`` given its value (or its parameter, in a template), by the
-# name ``filter_values`` gives the value: one definition for both ways of building.
-_CONDITIONS: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
-    "tenant_id": lambda c, v: c.tenant_id == v,
-    "user_id": lambda c, v: c.user_id == v,
-    **{name: (lambda n: lambda c, v: c[n] == v)(name) for name in _EQUAL},
+# name ``filter_values`` gives the value: one definition for both ways of building. A filter
+# named after a column and not listed here is that column's equality.
+_SPECIAL: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
     "tags": lambda c, v: c.tags.contains(v),
     "metadata": lambda c, v: c.metadata.contains(v),
     "tags_any": lambda c, v: c.tags.overlap(v),
@@ -235,6 +225,24 @@ _CONDITIONS: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
     "created_before": lambda c, v: c.created_at < v,
     "occurred_after": lambda c, v: c.occurred_at >= v,
     "occurred_before": lambda c, v: c.occurred_at < v,
+}
+# The filters are ``MemoryFilter``'s fields (the user is always applied): list-valued ones
+# filter when not empty, the rest when set.
+_FILTERS = tuple(name for name in MemoryFilter.model_fields if name != "user_id")
+_LISTS = tuple(
+    name for name in _FILTERS if isinstance(MemoryFilter.model_fields[name].default, list)
+)
+_SCALARS = tuple(name for name in _FILTERS if name not in _LISTS)
+
+
+def _equal(name: str) -> Callable[[Any, Any], sa.ColumnElement[bool]]:
+    return lambda c, v: c[name] == v
+
+
+_CONDITIONS: dict[str, Callable[[Any, Any], sa.ColumnElement[bool]]] = {
+    "tenant_id": lambda c, v: c.tenant_id == v,
+    "user_id": lambda c, v: c.user_id == v,
+    **{name: _SPECIAL.get(name) or _equal(name) for name in _FILTERS},
     "exclude_id": lambda c, v: c.id != v,
     "not_source": lambda c, v: c.source.is_distinct_from(v),
 }
@@ -298,12 +306,11 @@ def page_parameters(pages: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {f"p{n}_{name}": v for n, values in enumerate(pages) for name, v in values.items()}
 
 
-# Filters that usually keep a small part of a scope (a time window, a tag): a list filtered
-# by them ranks the whole scope at once rather than trying its best few hundred first.
-_NARROWING = (
-    "source", "memory_type", "tier", "min_importance", "metadata", "tags", "tags_any",
-    "categories", "created_after", "created_before", "occurred_after", "occurred_before",
-)  # fmt: skip
+# Filters that usually keep a small part of a scope (a time window, a tag): every filter but
+# those that name the scope itself. A list filtered by them ranks the whole scope at once
+# rather than trying its best few hundred first.
+_SCOPE = frozenset({"app_id", "project_id", "environment", "channel", "channels"})
+_NARROWING = tuple(name for name in _FILTERS if name not in _SCOPE)
 
 
 def narrows(f: MemoryFilter) -> bool:
