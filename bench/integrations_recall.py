@@ -13,14 +13,18 @@ share of a question's evidence turns among the top 10 answers.
 - **mem0**: ``compat.mem0.AsyncMemory.add(text, user_id=..., metadata=..., timestamp=...,
   infer=False)`` and ``search(question, filters=..., top_k=10, threshold=0.0,
   reference_date=...)``.
-- **langgraph**: ``MemvaultStore.aput(("locomo",), dia_id, {"text": text})`` and
-  ``asearch(("locomo",), query=question, limit=10)``: the item's text is its JSON
-  (``{"text":"..."}``) and a store item has no ``occurred_at``, so this path cannot use the
+- **langgraph**: ``MemvaultStore(..., index={"fields": ["text"]})``,
+  ``aput(("locomo",), dia_id, {"text": text})`` and ``asearch(("locomo",), query=question,
+  limit=10)``: the store searches the item's ``text`` field, but a store item has no
+  ``occurred_at`` and a store search no reference time, so this path cannot use the
   conversation's dates.
 - **agents-session**: ``MemvaultSession.add_items`` per LoCoMo session (plain user messages),
   read by native search: the turns' times are when they were written.
 
-Every path reinforces what it returns (memvault's default), each in its own user's store.
+Reinforcement is off for the run (access counts are flushed every ``reinforce_flush_s``
+seconds, so with it on a question's ranking depends on how many earlier questions one flush
+had taken in, which differs between paths on a loaded machine): each path's answers are then
+a function of what it stored and what it asked, and equal writes give equal answers.
 """
 
 from __future__ import annotations
@@ -99,7 +103,9 @@ async def paths(memory: AsyncMemory, sample: dict[str, Any]) -> dict[str, Search
 
     found["mem0"] = via_mem0
 
-    store = MemvaultStore(memory, user_id=f"{sid}-langgraph")
+    # dims names LangGraph's own embedder's size; memvault's model is what embeds.
+    index: Any = {"dims": 0, "fields": ["text"]}
+    store = MemvaultStore(memory, user_id=f"{sid}-langgraph", index=index)
     for turn in conversation:
         await store.aput(("locomo",), turn["dia_id"], {"text": turn["content"]})
 
@@ -112,33 +118,91 @@ async def paths(memory: AsyncMemory, sample: dict[str, Any]) -> dict[str, Search
     for turn in conversation:
         by_session.setdefault(turn["session_id"], []).append(turn)
     session = MemvaultSession(f"{sid}-chat", memory, user_id=f"{sid}-session")
-    dia_of: dict[str, str] = {}
     for session_turns in by_session.values():
         await session.add_items([{"role": "user", "content": t["content"]} for t in session_turns])
-        for t in session_turns:
-            dia_of.setdefault(t["content"], t["dia_id"])
+    # The conversation's turns are numbered from 0 in the order added: the dataset's order.
+    dia_of_turn = [t["dia_id"] for session_turns in by_session.values() for t in session_turns]
 
     async def agents_session(question: str, asked_at: datetime) -> list[str]:
         result = await memory.search(
             question, user_id=f"{sid}-session", limit=K, reference_time=asked_at
         )
-        return [dia_of.get(h.content, "?") for h in result.results]
+        return [dia_of_turn[int(h.metadata["turn"])] for h in result.results]
 
     found["agents-session"] = agents_session
     return found
 
 
-async def run(data: Path, conversations: int, sample: int) -> None:
+async def explaining(memory: AsyncMemory, sample: dict[str, Any]) -> dict[str, Search]:
+    """``--explain``: the steps between native and the store / session paths, one at a time."""
+    sid = sample["sample_id"]
+    conversation = turns(sample)
+    found: dict[str, Search] = {}
+
+    undated = [{**t, "occurred_at": None} for t in conversation]
+    await import_conversation(memory, f"{sid}-undated", undated)
+
+    async def native_undated(question: str, asked_at: datetime) -> list[str]:
+        result = await memory.search(question, user_id=f"{sid}-undated", limit=K)
+        return [str(h.metadata.get("dia_id")) for h in result.results]
+
+    found["native, no dates, no reference time"] = native_undated
+
+    # What a session does, natively: the same batches through add_messages.
+    order: list[str] = []
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for turn in conversation:
+        by_session.setdefault(turn["session_id"], []).append(turn)
+    for batch in by_session.values():
+        await memory.add_messages(
+            [{"role": "user", "content": t["content"]} for t in batch],
+            user_id=f"{sid}-messages",
+            conversation_id=f"{sid}-chat",
+        )
+        order.extend(t["dia_id"] for t in batch)
+
+    async def messages(question: str, asked_at: datetime) -> list[str]:
+        result = await memory.search(
+            question, user_id=f"{sid}-messages", limit=K, reference_time=asked_at
+        )
+        return [order[int(h.metadata["turn"])] for h in result.results]
+
+    found["native add_messages (what a session calls)"] = messages
+
+    store = MemvaultStore(memory, user_id=f"{sid}-store-json")
+    for turn in conversation:
+        await store.aput(("locomo",), turn["dia_id"], {"text": turn["content"]})
+
+    async def store_json(question: str, asked_at: datetime) -> list[str]:
+        return [i.key for i in await store.asearch(("locomo",), query=question, limit=K)]
+
+    found["langgraph, no index config (whole JSON)"] = store_json
+    return found
+
+
+async def run(data: Path, conversations: int, sample: int, explain: bool = False) -> None:
     samples = json.loads(data.read_text())[:conversations]
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
-            Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
+            Settings(
+                data_dir=Path(tmp) / "data",
+                run_worker=False,
+                embedding_cache_ttl_s=0,
+                reinforce_flush_s=1e9,  # never within the run: see the module's docstring
+                # Turns verbatim on every path (native and the store ask for it per add; a
+                # session's turns follow the store's policy, redact by default).
+                pii_policy="allow",
+            )
         )
         recalls: dict[str, list[float]] = {}
+        done: list[str] = []
+        started = time.perf_counter()
         try:
             for s in samples:
                 t0 = time.perf_counter()
                 searches = await paths(memory, s)
+                if explain:
+                    searches.update(await explaining(memory, s))
                 conversation = turns(s)
                 known = {t["dia_id"] for t in conversation}
                 asked_at = max(t["occurred_at"] for t in conversation)
@@ -153,16 +217,23 @@ async def run(data: Path, conversations: int, sample: int) -> None:
                     for question, gold in questions:
                         top = await search(question, asked_at)
                         recalls.setdefault(name, []).append(len(set(top) & set(gold)) / len(gold))
+                done.append(s["sample_id"])
+                # After every conversation, so a run cut short still reports what it measured.
+                _table(done, recalls, time.perf_counter() - started)
         finally:
             await memory.close()
+
+
+def _table(done: list[str], recalls: dict[str, list[float]], elapsed: float) -> None:
     n = len(recalls["native"])
-    print(f"\nLoCoMo dev, {len(samples)} conversation(s), {n} questions, R@{K}")
+    print(f"\nLoCoMo dev, {len(done)} conversation(s) ({', '.join(done)}), {n} questions, R@{K}")
+    print(f"({elapsed:.0f} s so far)")
     print("| path | R@10 | vs native |")
     print("|---|---|---|")
     base = sum(recalls["native"]) / n
     for name, values in recalls.items():
         r = sum(values) / n
-        print(f"| {name} | {r:.3f} | {r - base:+.3f} |")
+        print(f"| {name} | {r:.3f} | {r - base:+.3f} |", flush=True)
 
 
 if __name__ == "__main__":
@@ -170,5 +241,8 @@ if __name__ == "__main__":
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--conversations", type=int, default=1)
     parser.add_argument("--sample", type=int, default=1, help="keep every Nth question")
+    parser.add_argument(
+        "--explain", action="store_true", help="add the steps between native and the adapters"
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.data, args.conversations, args.sample))
+    asyncio.run(run(args.data, args.conversations, args.sample, args.explain))
