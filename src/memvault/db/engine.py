@@ -82,6 +82,13 @@ def _ping_when_idle(engine: AsyncEngine) -> None:
     that broke in between fails its statement, which invalidates the pool (a 503, once)."""
     dialect = engine.sync_engine.dialect
 
+    # A connection just made is alive: it is not pinged. (A failed ping makes the pool connect
+    # again; pinging that one too would fail the same way behind a pooler that accepts the
+    # login but has no server, and three in a row end in an error that is not an outage.)
+    @event.listens_for(engine.sync_engine, "connect")
+    def _made(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
     @event.listens_for(engine.sync_engine, "checkin")
     def _returned(_dbapi_connection: Any, record: Any) -> None:
         record.info[_RETURNED_AT] = time.monotonic()

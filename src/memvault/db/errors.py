@@ -21,6 +21,8 @@ from memvault.metrics import STORE_UNAVAILABLE
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 5.0
 _CONFLICT_RETRY_AFTER_S = 1.0
+# SQLAlchemy's code for "Can't reconnect until invalid transaction is rolled back".
+_LOST_IN_TRANSACTION = "8s2b"
 _OUTAGES: tuple[type[BaseException], ...] = (
     sa_exc.OperationalError,  # connection refused or lost, server shutting down, cancelled
     sa_exc.InterfaceError,  # a connection already closed underneath us
@@ -64,8 +66,12 @@ def as_store_error(exc: BaseException) -> StoreUnavailable | None:
             "nothing of it was stored. Retry it.",
             retry_after=_CONFLICT_RETRY_AFTER_S,
         )
-    outage = isinstance(exc, _OUTAGES) or (
-        isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
+    outage = (
+        isinstance(exc, _OUTAGES)
+        or (isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated)
+        # A statement after one that lost the connection, in the same transaction (code that
+        # carries on past a failed cache or audit write): the connection is gone, an outage.
+        or (isinstance(exc, sa_exc.PendingRollbackError) and exc.code == _LOST_IN_TRANSACTION)
     )
     if not outage:
         return None
