@@ -10,7 +10,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
@@ -25,8 +25,30 @@ from memvault.db.vectors import ensure_index
 from memvault.embedding import HashEmbedder, LocalEmbedder
 from memvault.service import AsyncMemory
 
+if TYPE_CHECKING:
+    from memvault.backend import Backend
+
 TEMPLATE = "memvault_template"
 KEY = generate_key()
+
+
+def _redis_database(worker: str | None) -> int:
+    """Each pytest-xdist worker its own Redis database (gw0 -> 1, gw1 -> 2, …; 0 is left to
+    whoever else uses the server), so parallel tests never meet each other's keys."""
+    index = int(worker[2:]) if worker and worker.startswith("gw") else 0
+    return 1 + index % 15
+
+
+REDIS_URL = f"redis://127.0.0.1:6379/{_redis_database(os.environ.get('PYTEST_XDIST_WORKER'))}"
+
+
+def backend_of(memory: AsyncMemory | Any) -> Backend:
+    """The store's internals, for the tests that must reach past the service (a job run with
+    an injected clock, a keyring, the raw engine). The one place a test names ``_backend``:
+    when the service's insides move, this changes, not a hundred tests. Takes an AsyncMemory,
+    or an app's ``state.memory``."""
+    found: Backend = memory._backend
+    return found
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +125,31 @@ async def memory(settings: Settings) -> AsyncIterator[AsyncMemory]:
     opened = await AsyncMemory.open(settings)
     yield opened
     await opened.close()
+
+
+@pytest.fixture
+def backend(memory: AsyncMemory) -> Backend:
+    """The ``memory`` fixture's internals (see ``backend_of``)."""
+    return backend_of(memory)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """This worker's own Redis database."""
+    return REDIS_URL
+
+
+@pytest.fixture
+def cli_env(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
+    """The environment a ``memvault`` command reads, set for this test's database."""
+    values = {
+        "MEMVAULT_DATABASE_URL": database_url,
+        "MEMVAULT_ENCRYPTION_KEY": KEY,
+        "MEMVAULT_DATA_DIR": str(tmp_path / "data"),
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
 
 
 @pytest.fixture

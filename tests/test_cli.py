@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,21 +18,14 @@ from typer.testing import CliRunner
 
 from memvault.cli import app
 from memvault.db.embedded import EmbeddedPostgres
-from tests.conftest import KEY
+from tests.waiting import wait_until
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def env(database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
-    values = {
-        "MEMVAULT_DATABASE_URL": database_url,
-        "MEMVAULT_ENCRYPTION_KEY": KEY,
-        "MEMVAULT_DATA_DIR": str(tmp_path / "data"),
-    }
-    for name, value in values.items():
-        monkeypatch.setenv(name, value)
-    return values
+def env(cli_env: dict[str, str]) -> dict[str, str]:
+    return cli_env
 
 
 def run(*args: str) -> str:
@@ -75,7 +67,7 @@ def test_errors_are_one_clear_line(env: dict[str, str]) -> None:
 
 
 def test_cleanup_and_keys(env: dict[str, str]) -> None:
-    assert "deleted 0 expired" in run("cleanup")
+    assert "deleted 0 expired" in run("cleanup", "--yes")
     assert len(run("keys", "generate").strip()) == 44
     assert "active key" in run("keys", "rotate")
 
@@ -123,13 +115,12 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, st
         stderr=subprocess.STDOUT,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
+    wait_until(
+        lambda: httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200,
+        60,
+        "the server never answered /health",
+        ignore=(httpx.TransportError,),
+    )
     yield proc, env, port
     if proc.poll() is None:
         proc.kill()
@@ -264,11 +255,11 @@ def test_api_keys_create_list_revoke(env: dict[str, str]) -> None:
     ]
     # The secret is never shown again (split once: a urlsafe secret may itself hold "_").
     assert key.split("_", 2)[2] not in json.dumps(listed)
-    assert f"revoked {prefix}" in run("api-keys", "revoke", prefix)
+    assert f"revoked {prefix}" in run("api-keys", "revoke", prefix, "--yes")
     assert json.loads(run("api-keys", "list", "--json"))[0]["revoked_at"] is not None
     bad = runner.invoke(app, ["api-keys", "create", "--tenant", "acme", "--scopes", "root"])
     assert bad.exit_code == 1 and "Scopes must be" in bad.output
-    missing = runner.invoke(app, ["api-keys", "revoke", "nope"])
+    missing = runner.invoke(app, ["api-keys", "revoke", "nope", "--yes"])
     assert missing.exit_code == 1
 
 
@@ -294,17 +285,14 @@ def test_search_reads_time_against_a_reference_and_shows_context(
 
 
 def _wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> httpx.Response:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def ready() -> httpx.Response | None:
         assert proc.poll() is None, "the server exited"
-        try:
-            response = httpx.get(f"{base}/ready", timeout=5)
-            if response.status_code == 200:
-                return response
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("the server never became ready")
+        response = httpx.get(f"{base}/ready", timeout=5)
+        return response if response.status_code == 200 else None
+
+    return wait_until(
+        ready, timeout_s, "the server never became ready", ignore=(httpx.TransportError,)
+    )
 
 
 @pytest.mark.slow

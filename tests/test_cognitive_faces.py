@@ -61,8 +61,9 @@ def test_cli_goals_profile_and_remember(
         )
     shown = json.loads(_run("conversation", "c9", "-u", "ann"))
     assert [t["content"] for t in shown["turns"]] == ["hi"]
-    asked = runner.invoke(app, ["cognitive", "delete-conversation", "c9", "-u", "ann"], input="n\n")
-    assert asked.exit_code == 1 and json.loads(_run("conversations", "-u", "ann"))
+    asked = runner.invoke(app, ["cognitive", "delete-conversation", "c9", "-u", "ann"], input="y\n")
+    assert asked.exit_code == 2 and "Pass --yes" in asked.output  # no terminal to ask on
+    assert json.loads(_run("conversations", "-u", "ann"))
     receipt = json.loads(_run("delete-conversation", "c9", "-u", "ann", "--yes"))
     assert receipt["scope"] == "conversation" and receipt["memories"] == 1
     assert json.loads(_run("conversations", "-u", "ann")) == []

@@ -509,7 +509,7 @@ def test_memvault_export_then_import_moves_a_user(
     assert "conversation" in exported.stderr and "goal" in exported.stderr
     file = tmp_path / "erin.jsonl"
     file.write_text(exported.stdout)
-    assert runner.invoke(cli, ["erase", "--user", USER]).exit_code == 0
+    assert runner.invoke(cli, ["erase", "--user", USER, "--yes"]).exit_code == 0
 
     # A broken copy is refused whole, each problem at its line of the file.
     lines = exported.stdout.splitlines()

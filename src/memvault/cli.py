@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import os
@@ -17,12 +16,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
-from rich.table import Table
 
 from memvault import cli_cognitive, cli_lifecycle
 from memvault.cli_graph import entities_app, facts_app, graph_app
-from memvault.console import err, out
+from memvault.console import (
+    JsonOpt,
+    YesOpt,
+    confirm,
+    err,
+    out,
+    print_json,
+    progress,
+    table,
+    typer_app,
+)
 from memvault.errors import MemvaultError
 
 # The store, its models and settings load when a command runs: `memvault --help` and a
@@ -33,14 +40,13 @@ if TYPE_CHECKING:
     from memvault.models import AddResult, HistoryEntry, MemoryRecord
     from memvault.service import Memory
 
-app = typer.Typer(help="memvault: long-term memory for AI agents.", no_args_is_help=True)
-keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
+app = typer_app(help="memvault: long-term memory for AI agents.")
+keys_app = typer_app(help="Encryption keys.")
 app.add_typer(keys_app, name="keys")
-jobs_app = typer.Typer(help="The embedding job queue.", no_args_is_help=True)
+jobs_app = typer_app(help="The embedding job queue.")
 app.add_typer(jobs_app, name="jobs")
-api_keys_app = typer.Typer(
-    help="API keys for the HTTP API (not the encryption key: see `memvault keys`).",
-    no_args_is_help=True,
+api_keys_app = typer_app(
+    help="API keys for the HTTP API (not the encryption key: see `memvault keys`)."
 )
 app.add_typer(api_keys_app, name="api-keys")
 app.add_typer(cli_lifecycle.lifecycle_app)
@@ -53,7 +59,6 @@ app.add_typer(graph_app, name="graph")
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
 
 def _fail(exc: MemvaultError, *, where: str = "") -> None:
@@ -103,15 +108,15 @@ def _call(fn: Callable[[], T]) -> T:
 
 def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
     if as_json:
-        out.print_json(json.dumps([r.model_dump(mode="json") for r in records]))
+        print_json(records)
         return
-    table = Table("created", "content", "tags")
-    table.add_column("id", no_wrap=True, min_width=36)
+    shown = table("created", "content", "tags")
+    shown.add_column("id", no_wrap=True, min_width=36)
     for r in records:
-        table.add_row(
+        shown.add_row(
             r.created_at.strftime("%Y-%m-%d %H:%M"), r.content, ", ".join(r.tags), str(r.id)
         )
-    out.print(table)
+    out.print(shown)
 
 
 @contextmanager
@@ -190,6 +195,7 @@ def serve(
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
     import uvicorn
+    from pydantic import ValidationError
 
     from memvault import logs
     from memvault.admin import ServeLock
@@ -279,6 +285,8 @@ def mcp_(
 
     Tools act for one tenant and user, set here, never by the model calling them.
     """
+    from pydantic import ValidationError
+
     from memvault.config import Settings
     from memvault.mcp import serve as serve_mcp
 
@@ -316,8 +324,9 @@ def add(
     source: Annotated[str | None, typer.Option()] = None,
     expires_at: Annotated[datetime | None, typer.Option(help="ISO 8601")] = None,
     wait: Annotated[bool, typer.Option(help="return once it is searchable")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the stored memory as JSON")] = False,
 ) -> None:
-    """Store one memory."""
+    """Store one memory; prints its id."""
     meta = _json_object(metadata)
     with _memory(worker=wait, embeds=True) as memory:
         record = _call(
@@ -332,7 +341,10 @@ def add(
                 wait=wait,
             )
         )
-    out.print(str(record.id))
+    if as_json:
+        print_json(record)
+    else:
+        out.print(str(record.id))
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:
@@ -382,26 +394,34 @@ def delete(
     user: UserOpt,
     memory_id: Annotated[str | None, typer.Argument()] = None,
     all_: Annotated[bool, typer.Option("--all", help="delete every memory of the user")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask before --all")] = False,
+    yes: YesOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help='{"deleted": N}')] = False,
 ) -> None:
     """Delete one memory, or all of a user's with --all (asks first unless --yes)."""
     if (memory_id is None) == (not all_):
         err.print("[red]error:[/red] give a memory id or --all, not both")
         raise typer.Exit(2)
-    if all_ and not yes:
-        typer.confirm(
-            f"Delete every memory of user {user!r}? History is kept; this cannot be undone",
-            abort=True,
-            err=True,
+    if all_:
+        confirm(
+            f"Delete every memory of user {user!r}? History is kept; this cannot be undone.",
+            yes=yes,
         )
     with _memory() as memory:
         if all_:
             count = _call(lambda: memory.delete_all(user_id=user))
-            out.print(f"deleted {count}")
         else:
             assert memory_id is not None
             _call(lambda: memory.delete(memory_id, user_id=user))
-            out.print("deleted 1")
+            count = 1
+    _print_count("deleted", count, as_json, f"deleted {count}")
+
+
+def _print_count(key: str, count: int, as_json: bool, text: str) -> None:
+    """A command's one number: a sentence for a reader, `{"deleted": 3}` with --json."""
+    if as_json:
+        print_json({key: count})
+    else:
+        out.print(text)
 
 
 @app.command()
@@ -410,18 +430,18 @@ def history(memory_id: str, user: UserOpt, as_json: JsonOpt = False) -> None:
     with _memory() as memory:
         entries: list[HistoryEntry] = _call(lambda: memory.history(memory_id, user_id=user))
     if as_json:
-        out.print_json(json.dumps([e.model_dump(mode="json") for e in entries]))
+        print_json(entries)
         return
-    table = Table("when", "action", "by", "old", "new")
+    shown = table("when", "action", "by", "old", "new")
     for e in entries:
-        table.add_row(
+        shown.add_row(
             e.created_at.strftime("%Y-%m-%d %H:%M:%S"),
             e.action,
             e.actor,
             e.old_content or "",
             e.new_content or "",
         )
-    out.print(table)
+    out.print(shown)
 
 
 @app.command("import")
@@ -437,20 +457,19 @@ def import_(
         ),
     ],
     batch: Annotated[int, typer.Option(help="memories per batch")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="counts per outcome as JSON")] = False,
 ) -> None:
     """Bulk-import memories and conversations from a JSONL file, in batches, with progress."""
     from collections import Counter
     from functools import partial
 
-    from rich.progress import Progress
-
     if cli_lifecycle.is_export_file(path):
-        cli_lifecycle.import_export_file(path)
+        cli_lifecycle.import_export_file(path, as_json=as_json)
         return
     lines = _read_jsonl(path)
     actions: Counter[str] = Counter()
-    with _memory(embeds=bool(lines)) as memory, Progress(console=err) as progress:
-        task = progress.add_task("importing", total=len(lines))
+    with _memory(embeds=bool(lines)) as memory, progress() as bar:
+        task = bar.add_task("importing", total=len(lines))
         pending: list[tuple[int, dict[str, Any]]] = []
 
         def flush() -> None:
@@ -459,7 +478,7 @@ def import_(
                     path, [n for n, _ in pending], lambda: memory.add_many([i for _, i in pending])
                 )
                 actions.update(r.dedup.action for r in results)
-                progress.advance(task, len(pending))
+                bar.advance(task, len(pending))
                 pending.clear()
 
         for number, item in lines:
@@ -467,12 +486,15 @@ def import_(
                 flush()
                 turns = _at_lines(path, [number], partial(_import_conversation, memory, item))
                 actions.update(r.dedup.action for r in turns)
-                progress.advance(task, 1)
+                bar.advance(task, 1)
             else:
                 pending.append((number, item))
                 if len(pending) >= batch:
                     flush()
         flush()
+    if as_json:
+        print_json({"lines": len(lines), **dict(sorted(actions.items()))})
+        return
     out.print(
         f"imported {len(lines)} lines: "
         + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
@@ -557,16 +579,16 @@ def search(
             )
         )
     if as_json:
-        out.print_json(result.model_dump_json())
+        print_json(result)
         return
-    table = Table("score", "content")
-    table.add_column("id", no_wrap=True, min_width=36)
+    shown = table("score", "content")
+    shown.add_column("id", no_wrap=True, min_width=36)
     for hit in result.results:
         around = "\n".join(f"  > {turn.content}" for turn in hit.context or [])
-        table.add_row(
+        shown.add_row(
             f"{hit.score:.4f}", hit.content + (f"\n{around}" if around else ""), str(hit.id)
         )
-    out.print(table)
+    out.print(shown)
     if result.diagnostics and result.diagnostics.time:
         span = result.diagnostics.time
         err.print(
@@ -582,6 +604,7 @@ def worker(
     concurrency: Annotated[int, typer.Option(help="parallel workers in this process")] = 1,
 ) -> None:
     """Process embedding jobs until interrupted (run any number, on any machine)."""
+    import asyncio
     import signal
 
     async def main() -> None:
@@ -612,56 +635,68 @@ def worker(
 def jobs_list(
     status: Annotated[str | None, typer.Option(help="queued, processing, done or failed")] = None,
     limit: Annotated[int, typer.Option()] = 50,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show embedding jobs; --status failed lists the dead letters."""
     with _admin() as admin:
         found = _call(lambda: admin.list_jobs(status=status, limit=limit))
         counts = _call(admin.queue_counts)
-    table = Table("job", "status", "attempts", "memory", "last error")
+    if as_json:
+        print_json({"jobs": [j.model_dump(mode="json") for j in found], "counts": counts})
+        return
+    shown = table("job", "status", "attempts", "memory", "last error")
     for job in found:
-        table.add_row(
+        shown.add_row(
             str(job.id), job.status, str(job.attempts), str(job.memory_id), job.last_error or ""
         )
-    out.print(table)
+    out.print(shown)
     out.print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no jobs")
 
 
 @jobs_app.command("retry")
-def jobs_retry(job_ids: Annotated[list[int] | None, typer.Argument()] = None) -> None:
+def jobs_retry(
+    job_ids: Annotated[list[int] | None, typer.Argument()] = None,
+    as_json: Annotated[bool, typer.Option("--json", help='{"queued": N}')] = False,
+) -> None:
     """Queue failed jobs again (all of them, or the ids given)."""
     with _admin() as admin:
         count = _call(lambda: admin.retry_jobs(job_ids or None))
-    out.print(f"queued {count} job(s) again")
+    _print_count("queued", count, as_json, f"queued {count} job(s) again")
 
 
 @app.command()
-def reembed() -> None:
+def reembed(
+    as_json: Annotated[bool, typer.Option("--json", help='{"reembedded": N}')] = False,
+) -> None:
     """Rebuild vectors with the configured model, in the background, with progress.
 
     Search keeps answering throughout, from the memories already embedded by that model.
     """
-    from rich.progress import Progress
-
     with _admin(worker=True) as admin:
         total = _call(admin.reembed)
-        with Progress(console=err) as progress:
-            task = progress.add_task("re-embedding", total=total or 1)
+        with progress() as bar:
+            task = bar.add_task("re-embedding", total=total or 1)
             while True:
                 counts = _call(admin.queue_counts)
                 left = counts.get("queued", 0) + counts.get("processing", 0)
-                progress.update(task, completed=max(total - left, 0))
+                bar.update(task, completed=max(total - left, 0))
                 if left == 0:
                     break
                 time.sleep(0.5)
-    out.print(f"re-embedded {total} memories")
+    _print_count("reembedded", total, as_json, f"re-embedded {total} memories")
 
 
 @app.command()
-def cleanup() -> None:
-    """Delete memories whose expires_at has passed (reads already hide them)."""
+def cleanup(
+    yes: YesOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help='{"deleted": N}')] = False,
+) -> None:
+    """Delete memories whose expires_at has passed (reads already hide them); asks first
+    unless --yes."""
+    confirm("Delete every memory whose expires_at has passed, for every tenant?", yes=yes)
     with _admin() as admin:
         count = _call(admin.purge_expired)
-    out.print(f"deleted {count} expired memories")
+    _print_count("deleted", count, as_json, f"deleted {count} expired memories")
 
 
 @keys_app.command("generate")
@@ -673,7 +708,9 @@ def keys_generate() -> None:
 
 
 @keys_app.command("rotate")
-def keys_rotate() -> None:
+def keys_rotate(
+    as_json: Annotated[bool, typer.Option("--json", help="the report as JSON")] = False,
+) -> None:
     """Re-encrypt every memory under a new key, while the server keeps serving.
 
     Embedded mode: a new key is generated into the key file. With MEMVAULT_ENCRYPTION_KEY:
@@ -683,6 +720,9 @@ def keys_rotate() -> None:
     with _admin() as admin:
         err.print("re-encrypting…")
         report = _call(admin.rotate_encryption_key)
+    if as_json:
+        print_json(report)
+        return
     out.print(
         f"active key {report.active_key_id}: {report.memories_reencrypted} memories and "
         f"{report.history_reencrypted} history rows re-encrypted"
@@ -698,23 +738,31 @@ def doctor(
     ] = False,
     user: Annotated[str, typer.Option("--user", "-u", help="with --memory")] = "default",
     tenant: Annotated[str, typer.Option(help="with --memory")] = "default",
+    as_json: JsonOpt = False,
 ) -> None:
     """Check the database, pgvector, the encryption key and the embedding model; with
-    --memory, what a user's memories need (stale, duplicates, failed jobs, …)."""
+    --memory, what a user's memories need (stale, duplicates, failed jobs, …) and the
+    `memvault fix` that does it. Exits 1 when a check fails or something needs doing."""
+    import asyncio
+    from dataclasses import asdict
+
     from memvault.config import Settings
     from memvault.diagnostics import run_checks
 
     if memory:
-        if not cli_lifecycle.memory_doctor(user, tenant):
+        if not cli_lifecycle.memory_doctor(user, tenant, as_json=as_json):
             raise typer.Exit(1)
         return
 
     checks = asyncio.run(run_checks(Settings()))
-    table = Table("check", "status", "detail")
-    for check in checks:
-        mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
-        table.add_row(check.name, mark, check.detail)
-    out.print(table)
+    if as_json:
+        print_json([asdict(check) for check in checks])
+    else:
+        shown = table("check", "status", "detail")
+        for check in checks:
+            mark = "[green]ok[/green]" if check.ok else "[red]FAIL[/red]"
+            shown.add_row(check.name, mark, check.detail)
+        out.print(shown)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
 
@@ -727,11 +775,15 @@ def api_keys_create(
     tenant: Annotated[str, typer.Option(help="the organisation the key acts for")],
     scopes: Annotated[str, typer.Option(help="comma-separated: read, write, admin")] = "read,write",
     name: Annotated[str | None, typer.Option(help="a label to recognise it by")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the key and its record as JSON")] = False,
 ) -> None:
     """Create an API key and print it once: only its hash is stored."""
     with _admin() as admin:
         created = _call(lambda: admin.create_api_key(tenant, scopes, name))
-    out.print(created.key, highlight=False, soft_wrap=True)
+    if as_json:
+        print_json(created)
+    else:
+        out.print(created.key, highlight=False, soft_wrap=True)
     err.print(
         f"key {created.prefix} for tenant {created.tenant_id!r}, scopes "
         f"{','.join(created.scopes)}. Store it now: it cannot be shown again."
@@ -747,14 +799,14 @@ def api_keys_list(
     with _admin() as admin:
         keys = _call(lambda: admin.list_api_keys(tenant))
     if as_json:
-        out.print_json(json.dumps([k.model_dump(mode="json") for k in keys]))
+        print_json(keys)
         return
     if not keys:
         out.print("no API keys")
         return
-    table = Table("prefix", "tenant", "name", "scopes", "created", "revoked")
+    shown = table("prefix", "tenant", "name", "scopes", "created", "revoked")
     for k in keys:
-        table.add_row(
+        shown.add_row(
             k.prefix,
             k.tenant_id,
             k.name or "",
@@ -762,17 +814,25 @@ def api_keys_list(
             k.created_at.strftime("%Y-%m-%d %H:%M"),
             k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
         )
-    out.print(table)
+    out.print(shown)
 
 
 @api_keys_app.command("revoke")
 def api_keys_revoke(
     key: Annotated[str, typer.Argument(help="the key's prefix, id, or the whole key")],
+    yes: YesOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the revoked key's record")] = False,
 ) -> None:
-    """Revoke an API key: refused from the next request on, in every server process."""
+    """Revoke an API key: refused from the next request on, in every server process (asks
+    first unless --yes)."""
+    shown = key if len(key) <= 36 else key[:15]  # a whole key is shown as its prefix
+    confirm(f"Revoke API key {shown!r}? Every client using it is refused from then on.", yes=yes)
     with _admin() as admin:
         revoked = _call(lambda: admin.revoke_api_key(key))
-    out.print(f"revoked {revoked.prefix} (tenant {revoked.tenant_id!r})")
+    if as_json:
+        print_json(revoked)
+    else:
+        out.print(f"revoked {revoked.prefix} (tenant {revoked.tenant_id!r})")
 
 
 def main() -> None:

@@ -3,28 +3,27 @@ the command line (through the service, like every other command)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 
-from memvault.console import err, out
+from memvault.console import YesOpt, confirm, err, print_json, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.service import Memory
 
-app = typer.Typer(
-    help="Cognitive memory: remember(), conversations, goals, the profile.", no_args_is_help=True
-)
+app = typer_app(help="Cognitive memory: remember(), conversations, goals, the profile.")
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="whose memory")]
 ChannelOpt = Annotated[str, typer.Option("--channel", "-c", help="_global or a project")]
+# These commands print JSON whatever is asked; --json is accepted so that a script can pass it
+# to every command that prints data.
+JsonAlways = Annotated[bool, typer.Option("--json", help="JSON (what it prints anyway)")]
 
 
 @contextmanager
@@ -49,11 +48,8 @@ def _run(fn: Callable[[Memory], T]) -> T:
             raise typer.Exit(1) from None
 
 
-def _print(value: BaseModel | list[Any]) -> None:
-    if isinstance(value, BaseModel):
-        out.print_json(value.model_dump_json())
-    else:
-        out.print_json(json.dumps([v.model_dump(mode="json") for v in value]))
+def _print(value: Any) -> None:
+    print_json(value)
 
 
 @app.command()
@@ -82,13 +78,15 @@ def remember(
 
 
 @app.command("conversations")
-def conversations(user: UserOpt, channel: ChannelOpt = "_global") -> None:
+def conversations(
+    user: UserOpt, channel: ChannelOpt = "_global", as_json: JsonAlways = False
+) -> None:
     """List conversations, newest first (a project channel lists _global's too)."""
     _print(_run(lambda m: m.list_conversations(user_id=user, channel=channel)))
 
 
 @app.command("conversation")
-def conversation(conversation_id: str, user: UserOpt) -> None:
+def conversation(conversation_id: str, user: UserOpt, as_json: JsonAlways = False) -> None:
     """Show one conversation with its turns in order."""
     _print(_run(lambda m: m.get_conversation(conversation_id, user_id=user)))
 
@@ -97,12 +95,12 @@ def conversation(conversation_id: str, user: UserOpt) -> None:
 def delete_conversation(
     conversation_id: str,
     user: UserOpt,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask first")] = False,
+    yes: YesOpt = False,
+    as_json: JsonAlways = False,
 ) -> None:
     """Delete one conversation: its turns and all derived from them, its tool calls and
     working memory (asks first unless --yes); prints the deletion receipt."""
-    if not yes:
-        typer.confirm(f"Delete conversation {conversation_id!r} of {user!r}?", abort=True)
+    confirm(f"Delete conversation {conversation_id!r} of {user!r}?", yes=yes)
     _print(_run(lambda m: m.erase_conversation(conversation_id, user_id=user)))
 
 
@@ -113,7 +111,9 @@ def add_goal(
     channel: ChannelOpt = "_global",
     priority: Annotated[int, typer.Option(min=1, max=10)] = 5,
     parent: Annotated[str | None, typer.Option(help="parent goal id")] = None,
+    as_json: JsonAlways = False,
 ) -> None:
+    """Add a goal; prints it."""
     _print(
         _run(
             lambda m: m.add_goal(
@@ -129,7 +129,9 @@ def goals(
     status: Annotated[
         str | None, typer.Option(help="active, completed, abandoned, blocked")
     ] = None,
+    as_json: JsonAlways = False,
 ) -> None:
+    """List goals, optionally by status."""
     _print(_run(lambda m: m.list_goals(user_id=user, status=status)))  # type: ignore[arg-type]
 
 
@@ -139,7 +141,9 @@ def complete_goal(
     user: UserOpt,
     result: Annotated[str | None, typer.Option(help="what came of it")] = None,
     abandon: Annotated[bool, typer.Option(help="abandoned rather than completed")] = False,
+    as_json: JsonAlways = False,
 ) -> None:
+    """Mark a goal completed (or abandoned); prints it."""
     status = "abandoned" if abandon else "completed"
     _print(_run(lambda m: m.complete_goal(goal_id, user_id=user, status=status, result=result)))
 
@@ -150,6 +154,7 @@ def profile(
     channel: ChannelOpt = "_global",
     style: Annotated[str | None, typer.Option(help="set the communication style")] = None,
     expertise: Annotated[list[str] | None, typer.Option(help="set expertise (repeat)")] = None,
+    as_json: JsonAlways = False,
 ) -> None:
     """Show the profile, or update it with --style / --expertise."""
     if style is None and not expertise:

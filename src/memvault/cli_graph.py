@@ -3,7 +3,6 @@ command line. Every command calls the service (``Memory``) and nothing below it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -11,23 +10,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
-from rich.table import Table
 
-from memvault.console import err, out
+from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.models import Entity, Fact
     from memvault.service import Memory
 
-facts_app = typer.Typer(help="Facts of the knowledge graph.", no_args_is_help=True)
-entities_app = typer.Typer(help="Entities of the knowledge graph.", no_args_is_help=True)
-graph_app = typer.Typer(help="The knowledge graph as a whole.", no_args_is_help=True)
+facts_app = typer_app(help="Facts of the knowledge graph.")
+entities_app = typer_app(help="Entities of the knowledge graph.")
+graph_app = typer_app(help="The knowledge graph as a whole.")
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the facts")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
+# Commands that print JSON whatever is asked accept --json, so a script can pass it everywhere.
+JsonAlways = Annotated[bool, typer.Option("--json", help="JSON (what it prints anyway)")]
 When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T00:00:00Z")]
 
 
@@ -60,22 +58,19 @@ def _call(fn: Callable[[], T]) -> T:
         raise
 
 
-def _json(items: list[Any] | BaseModel) -> None:
-    if isinstance(items, BaseModel):
-        out.print_json(items.model_dump_json())
-    else:
-        out.print_json(json.dumps([i.model_dump(mode="json") for i in items]))
+def _json(items: Any) -> None:
+    print_json(items)
 
 
 def _print_facts(facts: list[Fact], as_json: bool) -> None:
     if as_json:
         _json(facts)
         return
-    table = Table("subject", "predicate", "object / value", "valid", "recorded", "superseded")
-    table.add_column("id", no_wrap=True, min_width=36)
+    shown = table("subject", "predicate", "object / value", "valid", "recorded", "superseded")
+    shown.add_column("id", no_wrap=True, min_width=36)
     for f in facts:
         valid = f"{_day(f.valid_from)} … {_day(f.valid_until)}"
-        table.add_row(
+        shown.add_row(
             f.subject,
             f.predicate,
             f.object or f.value or "",
@@ -84,18 +79,18 @@ def _print_facts(facts: list[Fact], as_json: bool) -> None:
             _day(f.superseded_at),
             str(f.id),
         )
-    out.print(table)
+    out.print(shown)
 
 
 def _print_entities(entities: list[Entity], as_json: bool) -> None:
     if as_json:
         _json(entities)
         return
-    table = Table("name", "type", "aliases", "salience")
-    table.add_column("id", no_wrap=True, min_width=36)
+    shown = table("name", "type", "aliases", "salience")
+    shown.add_column("id", no_wrap=True, min_width=36)
     for e in entities:
-        table.add_row(e.name, e.type, ", ".join(e.aliases), f"{e.salience:.2f}", str(e.id))
-    out.print(table)
+        shown.add_row(e.name, e.type, ", ".join(e.aliases), f"{e.salience:.2f}", str(e.id))
+    out.print(shown)
 
 
 def _day(value: datetime | None) -> str:
@@ -159,7 +154,7 @@ def list_facts(
 
 
 @facts_app.command("reviews")
-def fact_reviews(user: UserOpt, limit: int = 50) -> None:
+def fact_reviews(user: UserOpt, limit: int = 50, as_json: JsonAlways = False) -> None:
     """Contradictions kept side by side by the flag_review policy (JSON)."""
     with _memory() as memory:
         found = _call(lambda: memory.fact_reviews(user_id=user, limit=limit))
@@ -181,7 +176,7 @@ def list_entities(
 
 
 @entities_app.command("show")
-def show_entity(entity_id: str, user: UserOpt) -> None:
+def show_entity(entity_id: str, user: UserOpt, as_json: JsonAlways = False) -> None:
     """One entity and its current facts (JSON)."""
     with _memory() as memory:
         _json(_call(lambda: memory.entity(entity_id, user_id=user)))
@@ -189,7 +184,10 @@ def show_entity(entity_id: str, user: UserOpt) -> None:
 
 @entities_app.command("graph")
 def entity_graph(
-    entity_id: str, user: UserOpt, depth: Annotated[int, typer.Option(min=1, max=3)] = 2
+    entity_id: str,
+    user: UserOpt,
+    depth: Annotated[int, typer.Option(min=1, max=3)] = 2,
+    as_json: JsonAlways = False,
 ) -> None:
     """The entity's neighbourhood: nodes and edges within DEPTH hops (JSON)."""
     with _memory() as memory:
@@ -198,7 +196,10 @@ def entity_graph(
 
 @entities_app.command("merge")
 def merge_entities(
-    entity_id: str, user: UserOpt, into: Annotated[str, typer.Option(help="entity id")]
+    entity_id: str,
+    user: UserOpt,
+    into: Annotated[str, typer.Option(help="entity id")],
+    as_json: JsonAlways = False,
 ) -> None:
     """Merge ENTITY_ID into --into (recorded; `split` undoes it)."""
     with _memory() as memory:
@@ -206,7 +207,7 @@ def merge_entities(
 
 
 @entities_app.command("split")
-def split_entity(entity_id: str, user: UserOpt) -> None:
+def split_entity(entity_id: str, user: UserOpt, as_json: JsonAlways = False) -> None:
     """Undo the last merge of ENTITY_ID."""
     with _memory() as memory:
         _json(_call(lambda: memory.split_entity(entity_id, user_id=user)))

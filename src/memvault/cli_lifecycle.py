@@ -1,6 +1,7 @@
 """The lifecycle's commands: ``memvault jobs schedule …``, ``audit``, ``erase``, ``backup``,
-``restore``, ``export``, and the ``doctor --memory`` report. The CLI calls the service (and
-``lifecycle.backup``, which must run without opening the store) and nothing below it."""
+``restore``, ``export``, the ``doctor --memory`` report and ``fix``, which does what a finding
+recommends. The CLI calls the service (and ``lifecycle.backup``, which must run without opening
+the store) and nothing below it."""
 
 from __future__ import annotations
 
@@ -10,30 +11,29 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
-from memvault.console import err, out
+from memvault.console import JsonOpt, YesOpt, confirm, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.admin import Admin
-    from memvault.lifecycle.models import ScheduledRun
+    from memvault.lifecycle.models import HealthActionResult, HealthFinding, ScheduledRun
     from memvault.service import Memory
 
-lifecycle_app = typer.Typer(no_args_is_help=True)
-schedule_app = typer.Typer(
+lifecycle_app = typer_app()
+schedule_app = typer_app(
     help="Scheduled lifecycle jobs: list them, run one now, undo a run.",
     invoke_without_command=True,
+    no_args_is_help=False,
 )
 T = TypeVar("T")
 
 TenantOpt = Annotated[str, typer.Option("--tenant", help="the tenant (organisation) acted in")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON instead of a table")]
 
 
 def _fail(exc: MemvaultError) -> None:
@@ -73,10 +73,6 @@ def _memory(tenant: str) -> Iterator[Memory]:
         _fail(exc)
 
 
-def _json(value: Any) -> None:
-    out.print_json(json.dumps(value, default=str))
-
-
 # --- jobs schedule -----------------------------------------------------------------------------
 
 
@@ -88,12 +84,12 @@ def schedule_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     with _admin() as admin:
         found = _call(admin.schedule)
     if as_json:
-        _json([s.model_dump(mode="json") for s in found])
+        print_json(found)
         return
-    table = Table("job", "interval", "last run", "outcome", "took", "next due")
+    shown = table("job", "interval", "last run", "outcome", "took", "next due")
     for s in found:
         last = s.last_run
-        table.add_row(
+        shown.add_row(
             s.name,
             f"{s.interval_s:g} s ({s.interval_setting})",
             f"{last.started_at:%Y-%m-%d %H:%M}{' (dry)' if last.dry_run else ''}"
@@ -103,11 +99,11 @@ def schedule_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             f"{last.duration_ms:.0f} ms" if last and last.duration_ms is not None else "",
             f"{s.next_due:%Y-%m-%d %H:%M}",
         )
-    out.print(table)
+    out.print(shown)
 
 
 def _print_run(run: ScheduledRun) -> None:
-    _json(run.model_dump(mode="json", exclude_defaults=False))
+    print_json(run)
     if run.outcome == "stopped":
         err.print(
             "[yellow]safety stop:[/yellow] the run would change more than "
@@ -121,6 +117,7 @@ def _print_run(run: ScheduledRun) -> None:
 def schedule_run(
     name: Annotated[str, typer.Argument(help="cleanup, tiers, decay, audit_partitions, …")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, change nothing")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (what it prints anyway)")] = False,
 ) -> None:
     """Run one job now, due or not (still only one runner across every process)."""
     with _admin() as admin:
@@ -132,24 +129,32 @@ def schedule_run(
 def schedule_undo(
     name: Annotated[str, typer.Argument(help="the job (decay)")],
     run_id: Annotated[int, typer.Argument(help="the run's id (jobs schedule runs)")],
+    as_json: Annotated[bool, typer.Option("--json", help='{"restored": N}')] = False,
 ) -> None:
     """Put back what one run changed; values changed since are left as they are."""
     with _admin() as admin:
         restored = _call(lambda: admin.undo_scheduled(name, run_id))
-    out.print(f"run {run_id} of {name} undone: {restored} value(s) put back")
+    if as_json:
+        print_json({"restored": restored})
+    else:
+        out.print(f"run {run_id} of {name} undone: {restored} value(s) put back")
 
 
 @schedule_app.command("runs")
 def schedule_runs(
     job: Annotated[str | None, typer.Option(help="only this job")] = None,
     limit: Annotated[int, typer.Option()] = 20,
+    as_json: JsonOpt = False,
 ) -> None:
     """Recent runs, newest first."""
     with _admin() as admin:
         found = _call(lambda: admin.scheduled_runs(job, limit))
-    table = Table("id", "job", "started", "outcome", "dry", "counts")
+    if as_json:
+        print_json(found)
+        return
+    shown = table("id", "job", "started", "outcome", "dry", "counts")
     for r in found:
-        table.add_row(
+        shown.add_row(
             str(r.id),
             r.job,
             f"{r.started_at:%Y-%m-%d %H:%M:%S}",
@@ -157,7 +162,7 @@ def schedule_runs(
             "yes" if r.dry_run else "",
             json.dumps(r.counts, default=str)[:120],
         )
-    out.print(table)
+    out.print(shown)
 
 
 # --- audit, erase ------------------------------------------------------------------------------
@@ -178,11 +183,11 @@ def audit(
             lambda: memory.audit_log(user_id=user, operation=operation, since=since, limit=limit)
         )
     if as_json:
-        _json([e.model_dump(mode="json") for e in page.results])
+        print_json(page.results)
         return
-    table = Table("at", "operation", "user", "actor", "results", "ms", "ok")
+    shown = table("at", "operation", "user", "actor", "results", "ms", "ok")
     for e in page.results:
-        table.add_row(
+        shown.add_row(
             f"{e.at:%Y-%m-%d %H:%M:%S}",
             e.operation,
             e.user_id or "",
@@ -191,7 +196,7 @@ def audit(
             "" if e.latency_ms is None else f"{e.latency_ms:.1f}",
             "yes" if e.success else f"no ({e.error_code})",
         )
-    out.print(table)
+    out.print(shown)
 
 
 @lifecycle_app.command("erase")
@@ -200,35 +205,41 @@ def erase(
     memory_id: Annotated[str | None, typer.Option("--memory", help="only this memory")] = None,
     app: Annotated[str | None, typer.Option(help="only this app's memories")] = None,
     tenant: TenantOpt = "default",
+    yes: YesOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the receipt (always JSON)")] = False,
 ) -> None:
-    """Delete a memory, or all of a user's, from every store; prints the deletion receipt."""
+    """Delete a memory, or all of a user's, from every store; prints the deletion receipt
+    (erasing a whole user asks first unless --yes)."""
+    if memory_id is None:
+        scope = f"app {app!r} of " if app else ""
+        confirm(f"Erase every memory of {scope}user {user!r} from every store?", yes=yes)
     with _memory(tenant) as memory:
         if memory_id is not None:
             receipt = _call(lambda: memory.erase(memory_id, user_id=user))
         else:
             receipt = _call(lambda: memory.erase_user(user_id=user, app_id=app))
-    _json(receipt.model_dump(mode="json"))
+    print_json(receipt)
 
 
 @lifecycle_app.command("erase-tenant")
 def erase_tenant(
     tenant: Annotated[str, typer.Argument(help="the tenant to erase")],
-    yes: Annotated[bool, typer.Option("--yes", help="no question asked")] = False,
+    yes: YesOpt = False,
     shred: Annotated[
         bool,
         typer.Option("--shred", help="also destroy its data key (needs per-tenant keys)"),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the receipt (always JSON)")] = False,
 ) -> None:
     """Erase a whole tenant: memories, derived rows, history, audit, API keys (and with
-    --shred its data key: crypto-shredding)."""
-    if not yes:
-        typer.confirm(f"Erase every memory of tenant {tenant!r}?", abort=True)
+    --shred its data key: crypto-shredding); asks first unless --yes."""
+    confirm(f"Erase every memory of tenant {tenant!r}?", yes=yes)
     with _admin() as admin:
         if shred:
             receipt = _call(lambda: admin.shred_tenant(tenant))
         else:
             receipt = _call(lambda: admin.erase_tenant(tenant))
-    _json(receipt.model_dump(mode="json"))
+    print_json(receipt)
 
 
 # --- backup, restore, export -------------------------------------------------------------------
@@ -251,11 +262,16 @@ def restore(
     replace: Annotated[
         bool, typer.Option("--replace", help="replace a store that already holds memories")
     ] = False,
+    yes: YesOpt = False,
 ) -> None:
     """Load a backup into this store (stop servers and workers on it first). Start with the
-    key the backup was made under (key file or MEMVAULT_ENCRYPTION_KEY)."""
+    key the backup was made under (key file or MEMVAULT_ENCRYPTION_KEY). --replace asks
+    first unless --yes."""
     from memvault.config import Settings
     from memvault.lifecycle import backup as backups
+
+    if replace:
+        confirm("Replace everything in this store with the backup?", yes=yes)
 
     _call(lambda: backups.restore_sync(Settings(), file, replace=replace))
     out.print(f"restored {file}")
@@ -293,7 +309,7 @@ def is_export_file(path: Path) -> bool:
     return False
 
 
-def import_export_file(path: Path, tenant: str = "default") -> None:
+def import_export_file(path: Path, tenant: str = "default", *, as_json: bool = False) -> None:
     """What ``memvault import`` does with a file written by ``memvault export``: every line
     checked first; each problem is printed as FILE:LINE: field: problem, and nothing is
     imported unless there is none."""
@@ -313,21 +329,98 @@ def import_export_file(path: Path, tenant: str = "default") -> None:
         except MemvaultError as exc:
             for found in exc.details.get("errors", []):
                 at = numbers[found["line"] - 1] if 0 < found["line"] <= len(numbers) else "?"
-                where = escape(f"{path}:{at}: {found['field']}: {found['problem']}")
+                where = _escape(f"{path}:{at}: {found['field']}: {found['problem']}")
                 err.print(f"[red]error:[/red] {where}", highlight=False)
             _fail(exc)
             raise  # unreachable: _fail always exits
-    out.print(", ".join(f"{n} {what}" for what, n in counts.items() if n))
+    if as_json:
+        print_json(counts)
+    else:
+        out.print(", ".join(f"{n} {what}" for what, n in counts.items() if n))
 
 
-def memory_doctor(user: str, tenant: str = "default") -> bool:
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def memory_doctor(user: str, tenant: str = "default", *, as_json: bool = False) -> bool:
     """The ``doctor --memory`` report; True when nothing needs doing."""
     with _memory(tenant) as memory:
         report = _call(lambda: memory.memory_health(user_id=user))
-    table = Table("finding", "count", "recommendation", "action")
+    if as_json:
+        print_json(report)
+        return not report.findings
+    shown = table("finding", "count", "recommendation", "fix")
     for f in report.findings:
-        action = f"POST {f.action.path} {json.dumps(f.action.body)[:80]}" if f.action else ""
-        table.add_row(f.kind, str(f.count), f.recommendation, action)
+        shown.add_row(f.kind, str(f.count), f.recommendation, _fix_command(f, user, tenant))
     out.print(f"{report.total} memories of {user!r}")
-    out.print(table if report.findings else "nothing to do")
+    out.print(shown if report.findings else "nothing to do")
     return not report.findings
+
+
+def _fix_command(finding: HealthFinding, user: str, tenant: str) -> str:
+    if finding.action is None:
+        return ""
+    if finding.action.method != "POST":
+        return f"{finding.action.method} {finding.action.path} (read it, then decide)"
+    where = "" if tenant == "default" else f" --tenant {tenant}"
+    return f"memvault fix {finding.kind} -u {user}{where}"
+
+
+# Actions that remove memories; the others (archive, retry_jobs, consolidate) can be undone
+# or only add.
+_DESTRUCTIVE = {"delete", "merge"}
+
+
+@lifecycle_app.command("fix")
+def fix(
+    finding: Annotated[str, typer.Argument(help="a finding of `doctor --memory`, e.g. stale")],
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    tenant: TenantOpt = "default",
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Do what `doctor --memory` recommends for FINDING, through the normal write path (and
+    so the audit log): near_duplicates merges every cluster, the others act on the memories
+    the finding lists. Deleting and merging ask first unless --yes."""
+    with _memory(tenant) as memory:
+        report = _call(lambda: memory.memory_health(user_id=user))
+        found = next((f for f in report.findings if f.kind == finding), None)
+        if found is None:
+            kinds = ", ".join(f.kind for f in report.findings) or "none"
+            err.print(f"nothing to fix: no {finding!r} finding for {user!r} (findings: {kinds})")
+            raise typer.Exit(1 if report.findings else 0)
+        action = found.action
+        if action is None or action.method != "POST":
+            err.print(
+                f"[red]error:[/red] {finding!r} has no action to apply: {found.recommendation}",
+                highlight=False,
+            )
+            raise typer.Exit(1)
+        bodies = [action.body]
+        if found.clusters:  # the action names the first cluster; one merge per cluster
+            ids = [[str(i) for i in cluster] for cluster in found.clusters]
+            bodies = [{**action.body, "memory_ids": cluster} for cluster in ids]
+        if action.body["action"] in _DESTRUCTIVE:
+            confirm(
+                f"{action.body['action'].capitalize()} {_counted(bodies)} of {user!r} ({finding})?",
+                yes=yes,
+            )
+        results = [_call(partial(memory.health_action, body)) for body in bodies]
+    _print_fixed(results, as_json)
+
+
+def _counted(bodies: list[dict[str, Any]]) -> str:
+    memories = sum(len(b.get("memory_ids", [])) for b in bodies)
+    return f"{memories} memories" + (f" in {len(bodies)} clusters" if len(bodies) > 1 else "")
+
+
+def _print_fixed(results: list[HealthActionResult], as_json: bool) -> None:
+    changed = sum(r.changed for r in results)
+    if as_json:
+        each = [r.model_dump(mode="json") for r in results]
+        print_json({"action": results[0].action, "changed": changed, "results": each})
+    else:
+        out.print(f"{results[0].action}: {changed} changed")
