@@ -18,7 +18,7 @@ document.addEventListener("DOMContentLoaded", () => {
     textureOnViewport: big,
     hideEdgesOnViewport: big,
     minZoom: 0.05,
-    maxZoom: 4,
+    maxZoom: 1.5,
     style: [
       { selector: "node", style: { "background-color": "#0b5cad", label: big ? "" : "data(label)",
         "font-size": 10, color: "#1b1f24", width: 14, height: 14 } },
