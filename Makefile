@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench docs clean
+.PHONY: run test lint bench docs clean cluster-test
 
 # The suite in parallel processes, each with its own embedded PostgreSQL (up to 4; one per
 # core below that). Work stealing evens out the few long fault and fuzz tests.
@@ -56,6 +56,11 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/recall.py
 	$(BIN)/python bench/search_latency.py
 	$(BIN)/python bench/http_load.py
+
+# The cluster drill (docs/cluster.md): Patroni, etcd, HAProxy, PgBouncer and memvault hosts in
+# network namespaces, faults injected under load, every acknowledged write checked. As root.
+cluster-test: $(VENV)/.installed
+	$(BIN)/python cluster/run.py
 
 # The documentation site on http://127.0.0.1:8000, rebuilt on every change to docs/.
 docs: $(VENV)/.installed-dev

@@ -1,0 +1,266 @@
+"""`make cluster-test`: build the cluster in network namespaces, drive a mixed workload of two
+tenants, inject faults one after another under that load, then check every acknowledged write.
+
+Topology (one bridge, 10.77.0.0/24):
+  ctl  10.77.0.10  etcd, HAProxy (:5000, to the primary by Patroni's /primary), PgBouncer (:6432)
+  pg1..pg3 .11-.13 Patroni + PostgreSQL 16 + pgvector, synchronous mode, failsafe mode
+  api1, api2 .21-.22  memvault serve (through PgBouncer, transaction mode)
+  wk1, wk2  .31-.32   memvault worker
+Run as root. Prints the figures and writes them to figures.json in its working directory
+(under /tmp, with every process's log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cluster import hosts as net
+from cluster.services import REQUEST_TIMEOUT_S, Topology, install_missing
+from cluster.workload import WRITES, Answer, Workload, verify
+from memvault.crypto import generate_key
+
+CLIENTS = 8
+
+
+def build(root: Path) -> Topology:
+    logs = root / "logs"
+    logs.mkdir(parents=True)
+    net.make_bridge()
+
+    def host(name: str, last: int) -> net.Host:
+        made = net.Host(name, f"{net.NET}.{last}", logs)
+        made.create()
+        return made
+
+    return Topology(
+        root=root,
+        ctl=host("ctl", 10),
+        pgs=[host(f"pg{i}", 10 + i) for i in (1, 2, 3)],
+        apis=[host(f"api{i}", 20 + i) for i in (1, 2)],
+        workers=[host(f"wk{i}", 30 + i) for i in (1, 2)],
+        key=generate_key(),
+    )
+
+
+def start(topo: Topology, figures: dict[str, Any]) -> dict[str, str]:
+    began = time.monotonic()
+    topo.start_etcd()
+    time.sleep(1)  # etcd's first election; Patroni retries anyway
+    topo.start_patroni(topo.pgs[0])
+    topo.wait_for_cluster(180, replicas=0)
+    for pg in topo.pgs[1:]:
+        topo.start_patroni(pg)
+    topo.wait_for_cluster(240, replicas=2)
+    topo.start_haproxy()
+    topo.start_pgbouncer()
+    _create_database(topo)
+    keys = {
+        tenant: json.loads(topo.cli("api-keys", "create", "--tenant", tenant, "--json"))["key"]
+        for tenant in ("acme", "globex")
+    }
+    for api in topo.apis:
+        topo.start_api(api)
+    for worker in topo.workers:
+        topo.start_worker(worker)
+    _wait_ready([f"http://{a.ip}:8765" for a in topo.apis], 180)
+    figures["cluster_start_s"] = round(time.monotonic() - began, 1)
+    return keys
+
+
+def _create_database(topo: Topology) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with psycopg.connect(
+                topo.direct_url.replace("/memvault", "/postgres"), autocommit=True
+            ) as conn:
+                if not conn.execute(
+                    "SELECT 1 FROM pg_database WHERE datname = 'memvault'"
+                ).fetchone():
+                    conn.execute("CREATE DATABASE memvault")
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def _wait_ready(urls: list[str], deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    for url in urls:
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not come up")
+            time.sleep(1)
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+async def _phase(
+    work: Workload, name: str, inject: Callable[[], Awaitable[dict[str, Any]]], settle_s: float
+) -> dict[str, Any]:
+    """Inject one fault under load; then how the writes went from the fault on."""
+    await asyncio.sleep(settle_s)
+    at = time.monotonic()
+    print(f"[{time.strftime('%H:%M:%S')}] fault: {name}", flush=True)
+    result = await inject()
+    await asyncio.sleep(settle_s)
+    # Every answer that came after the fault, the requests already in flight at it included.
+    after = [a for a in work.answers if a.ended >= at]
+    result.update(_summary(after, at))
+    print(f"    {json.dumps(result)}", flush=True)
+    return result
+
+
+def _summary(answers: list[Answer], at: float) -> dict[str, Any]:
+    writes = [a for a in answers if a.op in WRITES]
+    ok_writes = sorted(a.ended for a in writes if 200 <= a.status < 300 and a.started >= at)
+    failed = [a for a in answers if not 200 <= a.status < 300]
+    slowest_503 = max((a.ended - a.started for a in failed if a.status == 503), default=0.0)
+    slowest = max((a.ended - a.started for a in answers), default=0.0)
+    return {
+        "slowest_answer_s": round(slowest, 2),
+        "requests": len(answers),
+        "errors": len(failed),
+        "error_codes": _counts(f"{a.status} {a.code}".strip() for a in failed),
+        "retry_after_on_503": sorted({a.retry_after or "-" for a in failed if a.status == 503}),
+        "slowest_503_s": round(slowest_503, 2),
+        "writes_resume_s": round(ok_writes[0] - at, 2) if ok_writes else None,
+    }
+
+
+def _counts(values: Any) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for v in values:
+        counted[v] = counted.get(v, 0) + 1
+    return counted
+
+
+def faults(topo: Topology, work: Workload) -> list[Callable[[], Awaitable[dict[str, Any]]]]:
+    async def kill_primary() -> dict[str, Any]:
+        leader = topo.leader()
+        victim = next(h for h in topo.pgs if h.name == leader)
+        killed = time.monotonic()
+        victim.kill_all()
+        new = None
+        while time.monotonic() - killed < 90:
+            new = topo.leader()
+            if new and new != leader:
+                break
+            await asyncio.sleep(0.2)
+        failover = time.monotonic() - killed
+        topo.start_patroni(victim)  # it comes back as a replica (pg_rewind)
+        return {
+            "fault": "kill -9 primary host",
+            "old": leader,
+            "new": new,
+            "failover_s": round(failover, 2),
+        }
+
+    async def partition() -> dict[str, Any]:
+        for api in topo.apis:
+            api.partition_from(topo.ctl)
+        await asyncio.sleep(REQUEST_TIMEOUT_S + 5)
+        healed = time.monotonic()
+        for api in topo.apis:
+            api.heal()
+        return {
+            "fault": "API hosts partitioned from the database path",
+            "held_s": REQUEST_TIMEOUT_S + 5,
+            "healed_at_s": round(healed, 1),
+        }
+
+    async def pgbouncer() -> dict[str, Any]:
+        topo.restart_pgbouncer()
+        return {"fault": "PgBouncer kill -9 and restart"}
+
+    async def worker() -> dict[str, Any]:
+        topo.workers[0].kill_all()
+        await asyncio.sleep(3)
+        topo.start_worker(topo.workers[0])
+        return {"fault": "kill -9 worker host wk1 (restarted after 3 s)"}
+
+    async def api() -> dict[str, Any]:
+        topo.apis[0].kill_all()
+        await asyncio.sleep(3)
+        topo.start_api(topo.apis[0])
+        return {"fault": "kill -9 API host api1 (restarted after 3 s)"}
+
+    async def etcd_down() -> dict[str, Any]:
+        for pid in topo.ctl.pids():
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "etcd":
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(20)
+        primaries = topo.answering_primary()
+        topo.start_etcd()
+        return {"fault": "etcd kill -9 for 20 s", "primary_while_down": primaries}
+
+    return [kill_primary, partition, pgbouncer, worker, api, etcd_down]
+
+
+async def drive(topo: Topology, keys: dict[str, str], figures: dict[str, Any]) -> None:
+    urls = [f"http://{a.ip}:8765" for a in topo.apis]
+    work = Workload(urls, keys, client_timeout_s=REQUEST_TIMEOUT_S + 20)
+    load = asyncio.create_task(work.run(CLIENTS))
+    figures["phases"] = [await _phase(work, f.__name__, f, 12) for f in faults(topo, work)]
+    work.stop.set()
+    await load
+    ok = [a for a in work.answers if 200 <= a.status < 300]
+    figures["load"] = {
+        "clients": CLIENTS,
+        "requests": len(work.answers),
+        "ok": len(ok),
+        "p50_ms": round(statistics.median(a.ended - a.started for a in ok) * 1000, 1)
+        if ok
+        else None,
+    }
+    figures["check"] = await verify(urls[1], keys, work.acked, deadline_s=120)
+
+
+def main() -> int:
+    install_missing()
+    root = Path(tempfile.mkdtemp(prefix="memvault-cluster-"))
+    root.chmod(0o755)  # PostgreSQL and PgBouncer run as another user, under this directory
+    figures: dict[str, Any] = {"root": str(root)}
+    began = time.monotonic()
+    topo = build(root)
+    try:
+        keys = start(topo, figures)
+        print(f"cluster up in {figures['cluster_start_s']} s; logs in {root / 'logs'}", flush=True)
+        asyncio.run(drive(topo, keys, figures))
+    finally:
+        for h in [*topo.apis, *topo.workers, *topo.pgs, topo.ctl]:
+            h.destroy()
+        net.remove_bridge()
+        figures["total_s"] = round(time.monotonic() - began, 1)
+        (root / "figures.json").write_text(json.dumps(figures, indent=1))
+        print(json.dumps(figures, indent=1))
+    check = figures.get("check", {})
+    failures = ("missing", "content_differs", "duplicated", "in_another_tenant", "not_searchable")
+    return 1 if any(check.get(f, 1) for f in failures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

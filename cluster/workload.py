@@ -1,0 +1,239 @@
+"""A mixed workload of two tenants against the API hosts, and the check of what it was told.
+
+Each client loops over the operations (add with wait, add in the background, a batch, a
+conversation, a search, remember()), on the API hosts in turn, and records every answer.
+Every stored text carries a unique token, so a write the API acknowledged (2xx) can be looked
+for afterwards: present exactly once, in its own tenant only, and found by a search for it.
+A write that got no answer (a killed process, a timeout) is unknown, not acknowledged: it is
+not counted either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+OPERATIONS = ("add_wait", "add_async", "batch", "messages", "search", "remember")
+WRITES = {"add_wait", "add_async", "batch", "messages"}
+
+
+@dataclass
+class Answer:
+    op: str
+    host: str
+    started: float
+    ended: float
+    status: int  # 0: no answer (connection refused or cut, client timeout)
+    code: str = ""
+    retry_after: str | None = None
+
+
+@dataclass
+class Acked:
+    tenant: str
+    user: str
+    content: str
+    id: str
+
+
+@dataclass
+class Workload:
+    hosts: list[str]
+    keys: dict[str, str]  # tenant -> API key
+    client_timeout_s: float
+    answers: list[Answer] = field(default_factory=list)
+    acked: list[Acked] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def run(self, clients: int) -> None:
+        limits = httpx.Limits(max_connections=clients * 2)
+        async with httpx.AsyncClient(timeout=self.client_timeout_s, limits=limits) as http:
+            await asyncio.gather(*(self._client(http, n) for n in range(clients)))
+
+    async def _client(self, http: httpx.AsyncClient, n: int) -> None:
+        tenant = sorted(self.keys)[n % len(self.keys)]
+        user = f"user{n}"
+        ops = itertools.cycle(OPERATIONS)
+        hosts = itertools.cycle(
+            self.hosts[n % len(self.hosts) :] + self.hosts[: n % len(self.hosts)]
+        )
+        while not self.stop.is_set():
+            await self._one(http, next(ops), next(hosts), tenant, user)
+
+    async def _one(
+        self, http: httpx.AsyncClient, op: str, host: str, tenant: str, user: str
+    ) -> None:
+        method, path, body, contents = _request(op, user)
+        headers = {"Authorization": f"Bearer {self.keys[tenant]}"}
+        started = time.monotonic()
+        try:
+            response = await http.request(method, f"{host}{path}", json=body, headers=headers)
+        except httpx.HTTPError:
+            self.answers.append(Answer(op, host, started, time.monotonic(), 0))
+            await asyncio.sleep(0.2)
+            return
+        answer = Answer(op, host, started, time.monotonic(), response.status_code)
+        if response.status_code >= 400:
+            answer.code = _code(response)
+            answer.retry_after = response.headers.get("retry-after")
+            self.answers.append(answer)
+            await asyncio.sleep(0.2)
+            return
+        self.answers.append(answer)
+        if op in WRITES:
+            for content, memory_id in zip(contents, _ids(response.json()), strict=True):
+                self.acked.append(Acked(tenant, user, content, memory_id))
+
+
+def _request(op: str, user: str) -> tuple[str, str, dict[str, Any] | None, list[str]]:
+    def text(kind: str) -> str:
+        # A token to find it by and words of its own: no two texts are near-duplicates, so
+        # deduplication (which would rightly fold them together) leaves each one stored.
+        # Letters only: a run of digits could read as a phone number and be redacted.
+        words = " ".join(_letters(uuid.uuid4().hex[:7]) for _ in range(6))
+        return f"{kind} {_letters(uuid.uuid4().hex)} {words}"
+
+    if op == "add_wait":
+        content = text("waited")
+        return "POST", "/v1/memories?wait=true", {"content": content, "user_id": user}, [content]
+    if op == "add_async":
+        content = text("queued")
+        body = {"content": content, "user_id": user}
+        return "POST", "/v1/memories?async=true", body, [content]
+    if op == "batch":
+        contents = [text("batched") for _ in range(3)]
+        body = {"memories": [{"content": c, "user_id": user} for c in contents]}
+        return "POST", "/v1/memories/batch", body, contents
+    if op == "messages":
+        contents = [text("said"), text("answered")]
+        messages = [
+            {"role": "user", "content": contents[0]},
+            {"role": "assistant", "content": contents[1]},
+        ]
+        body = {"messages": messages, "user_id": user, "conversation_id": f"drill-{user}"}
+        return "POST", "/v1/messages", body, contents
+    if op == "search":
+        return "POST", "/v1/memories/search", {"query": text("what"), "user_id": user}, []
+    return "POST", "/v1/remember", {"query": text("remember"), "user_id": user}, []
+
+
+def _letters(hex_text: str) -> str:
+    return hex_text.translate(str.maketrans("0123456789", "ghijklmnop"))
+
+
+def _ids(body: Any) -> list[str]:
+    if isinstance(body, list):
+        return [str(r["id"]) for r in body]
+    if "results" in body:
+        return [str(r["id"]) for r in body["results"]]
+    return [str(body["id"])]
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return ""
+
+
+# --- the check ---------------------------------------------------------------------------------
+
+
+async def verify(
+    host: str, keys: dict[str, str], acked: list[Acked], deadline_s: float
+) -> dict[str, Any]:
+    """Every acknowledged write: present exactly once, in its own tenant only, searchable."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        await _settled(http, host, keys, acked, deadline_s)
+        stored = await _stored(http, host, keys, acked)
+        ids = {
+            t: {i for found in contents.values() for i in found} for t, contents in stored.items()
+        }
+        missing = [a for a in acked if a.id not in ids[a.tenant]]
+        altered = [a for a in acked if a.id not in stored[a.tenant].get(a.content, [])]
+        twice = [a for a in acked if len(stored[a.tenant].get(a.content, [])) > 1]
+        leaked = [a for a in acked for t in keys if t != a.tenant and a.content in stored[t]]
+        unfound = await _unfound(http, host, keys, acked)
+    return {
+        "acknowledged": len(acked),
+        "missing": len(missing),
+        "content_differs": len(altered),
+        "duplicated": len(twice),
+        "in_another_tenant": len(leaked),
+        "not_searchable": len(unfound),
+        "examples": [a.content for a in (missing + altered + twice + leaked + unfound)[:5]],
+    }
+
+
+async def _settled(
+    http: httpx.AsyncClient, host: str, keys: dict[str, str], acked: list[Acked], deadline_s: float
+) -> None:
+    """Wait until every acknowledged background write is embedded (the workers' job)."""
+    deadline = time.monotonic() + deadline_s
+    pending = [a for a in acked if a.content.startswith("queued")]
+    while pending and time.monotonic() < deadline:
+        still = []
+        for a in pending:
+            got = await http.get(
+                f"{host}/v1/memories/{a.id}",
+                params={"user_id": a.user},
+                headers={"Authorization": f"Bearer {keys[a.tenant]}"},
+            )
+            if got.status_code != 200 or not got.json().get("embedded"):
+                still.append(a)
+        pending = still
+        if pending:
+            await asyncio.sleep(1)
+
+
+async def _stored(
+    http: httpx.AsyncClient, host: str, keys: dict[str, str], acked: list[Acked]
+) -> dict[str, dict[str, list[str]]]:
+    """Per tenant: content -> ids of every memory of the drill's users, read page by page."""
+    users = sorted({a.user for a in acked})
+    stored: dict[str, dict[str, list[str]]] = {t: {} for t in keys}
+    for tenant, key in keys.items():
+        for user in users:
+            cursor: str | None = None
+            while True:
+                params: dict[str, Any] = {"user_id": user, "limit": 100}
+                if cursor:
+                    params["cursor"] = cursor
+                page = (
+                    await http.get(
+                        f"{host}/v1/memories",
+                        params=params,
+                        headers={"Authorization": f"Bearer {key}"},
+                    )
+                ).json()
+                for memory in page["results"]:
+                    stored[tenant].setdefault(memory["content"], []).append(memory["id"])
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    break
+    return stored
+
+
+async def _unfound(
+    http: httpx.AsyncClient, host: str, keys: dict[str, str], acked: list[Acked]
+) -> list[Acked]:
+    gate = asyncio.Semaphore(8)
+
+    async def found(a: Acked) -> bool:
+        token = a.content.split()[1]
+        async with gate:
+            answer = await http.post(
+                f"{host}/v1/memories/search",
+                json={"query": token, "user_id": a.user, "recipe": "keyword", "limit": 5},
+                headers={"Authorization": f"Bearer {keys[a.tenant]}"},
+            )
+        return answer.status_code == 200 and a.id in {r["id"] for r in answer.json()["results"]}
+
+    hits = await asyncio.gather(*(found(a) for a in acked))
+    return [a for a, hit in zip(acked, hits, strict=True) if not hit]
