@@ -87,14 +87,14 @@ def test_every_setting_is_documented_with_what_it_does() -> None:
 
 
 def test_every_client_method_is_an_operation_of_the_http_reference() -> None:
-    from memvault.client import ROUTES
+    from memvault.operations import client_operations
 
     reference = _reference()
     documented = {(method, path) for method, path, _ in reference.operations()}
-    assert {(route.method, route.path) for route in ROUTES} <= documented
+    assert {(op.method, op.path) for op in client_operations()} <= documented
     page = reference.http_reference()
-    for route in ROUTES:
-        assert f"`{route.name}`" in page
+    for op in client_operations():
+        assert f"`{op.service}`" in page and f"`{op.method} {op.path}`" in page
 
 
 def test_every_mcp_tool_and_argument_tells_the_model_what_it_is_for() -> None:

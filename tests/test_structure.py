@@ -1,11 +1,13 @@
 """The shape DESIGN.md draws, read from the code itself: dependencies point one way, the faces
 reach the store only through the service, no two modules import each other in a circle
-(typing-only and function-level imports included), and every face takes the filters the one
-model defines."""
+(typing-only and function-level imports included), every face takes the filters the one
+model defines, and every operation is declared once (the routes, the client, the MCP tools and the
+sync face are derived)."""
 
 from __future__ import annotations
 
 import ast
+import asyncio
 import dataclasses
 import inspect
 import typing
@@ -13,14 +15,17 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 import memvault
-from memvault.client import ROUTES, Route
+from memvault._sync import NOT_DERIVED, STUB, surface_stub
+from memvault.api.routes import query_model, split_example
 from memvault.db import tables
 from memvault.db.records import ApiKeyRow, AuditRow, HistoryRow, JobRow, MemoryRow, ScheduledRunRow
 from memvault.models import MemoryQuery, SearchRequest
+from memvault.operations import OPERATIONS, Operation, client_operations
 
 ROOT = Path(memvault.__file__).parent
 FACES = (
@@ -49,7 +54,9 @@ def _module_name(path: Path) -> str:
 
 
 MODULES = {
-    _module_name(p): p for p in ROOT.rglob("*.py") if "migrations" not in p.relative_to(ROOT).parts
+    _module_name(p): p
+    for p in [*ROOT.rglob("*.py"), *ROOT.rglob("*.pyi")]  # stubs import for the type checker
+    if "migrations" not in p.relative_to(ROOT).parts
 }
 
 
@@ -171,41 +178,207 @@ def test_the_routes_take_the_same_filters(client: TestClient) -> None:
     )
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
-def test_every_client_route_has_the_library_method_it_stands_in_for(route: Route) -> None:
-    name = route.name
+CLIENT_OPERATIONS = client_operations()
+ROUTED = tuple(op for op in OPERATIONS if op.routed)
+
+
+def _library(op: Operation) -> typing.Callable[..., typing.Any]:
+    assert op.service is not None
+    method: typing.Callable[..., typing.Any] = getattr(memvault.AsyncMemory, op.service)
+    return method
+
+
+@pytest.mark.parametrize("op", CLIENT_OPERATIONS, ids=lambda op: op.service)
+def test_every_client_method_has_the_library_method_it_stands_in_for(op: Operation) -> None:
+    name, service = op.service, _library(op)
+    assert name is not None
     library = inspect.signature(getattr(memvault.Memory, name))
-    assert getattr(memvault.AsyncMemory, name) is route.service
     assert inspect.signature(getattr(memvault.MemoryClient, name)) == library
     assert inspect.signature(getattr(memvault.AsyncMemoryClient, name)) == library
-    hints = typing.get_type_hints(route.service)
+    hints = typing.get_type_hints(service)
     assert typing.get_type_hints(getattr(memvault.AsyncMemoryClient, name)) == hints
-    assert set(route.path_names) <= set(library.parameters), "a path name no argument fills"
-    assert set(route.wire) <= set(library.parameters), "a wire name for no argument"
+    assert set(op.path_names) <= set(library.parameters), "a path name no argument fills"
+    assert set(op.renamed) <= set(library.parameters), "a wire name for no argument"
 
 
-def test_the_client_routes_name_each_library_method_once() -> None:
-    names = [route.name for route in ROUTES]
-    assert len(names) == len(set(names))
+def test_the_table_names_each_library_method_and_route_once() -> None:
+    services = [op.service for op in CLIENT_OPERATIONS]
+    assert len(services) == len(set(services))
+    routes = [(op.method, op.path) for op in ROUTED]
+    assert len(routes) == len(set(routes))
+    unrouted = [(op.method, op.path) for op in OPERATIONS if not op.routed]
+    assert set(unrouted) <= set(routes), "an operation answered by no route"
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r.name)
-def test_every_client_route_is_one_the_server_answers(client: TestClient, route: Route) -> None:
+def _served(client: TestClient) -> dict[tuple[str, str], dict[str, typing.Any]]:
     spec = client.get("/openapi.json").json()
-    operations = spec["paths"].get(route.path, {})
-    assert route.method.lower() in operations, f"{route.method} {route.path} is not served"
-    operation = operations[route.method.lower()]
-    if route.body is None:
+    return {
+        (method.upper(), path): operation
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+    }
+
+
+def test_the_served_operations_are_the_table_and_each_is_documented(client: TestClient) -> None:
+    served = _served(client)
+    assert set(served) == {(op.method, op.path) for op in ROUTED}
+    for (method, path), operation in served.items():
+        assert operation.get("summary") and operation.get("description"), (method, path)
+        samples = operation.get("x-codeSamples") or [{}]
+        assert samples[0].get("source", "").startswith(f"curl -X {method} "), (method, path)
+        if "requestBody" in operation:
+            assert "example" in operation["requestBody"]["content"]["application/json"]
+
+
+def _api_routes(routes: list[typing.Any]) -> typing.Iterator[APIRoute]:
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        elif hasattr(route, "original_router"):  # an included router
+            yield from _api_routes(route.original_router.routes)
+
+
+def _route_scope(route: APIRoute) -> str | None:
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        if getattr(dependency.call, "__name__", "") == "memory_for":
+            return str(inspect.getclosurevars(dependency.call).nonlocals["scope"])
+        pending.extend(dependency.dependencies)
+    return None
+
+
+@pytest.mark.parametrize("op", ROUTED, ids=lambda op: f"{op.method} {op.path}")
+def test_every_operation_is_served_as_the_table_declares(client: TestClient, op: Operation) -> None:
+    operation = _served(client)[(op.method, op.path)]
+    assert (operation["summary"], operation["description"]) == (op.summary, op.description)
+    assert str(op.status) in operation["responses"]
+    routes = _api_routes(client.app.routes)  # type: ignore[attr-defined]
+    # The table's routes (the dashboard's pages are mounted under their own prefix).
+    ours = [r for r in routes if r.endpoint.__module__.startswith("memvault.api.routes")]
+    (route,) = [r for r in ours if r.name == op.name and r.path == op.path]
+    assert _route_scope(route) == op.scope
+    if op.handler is not None:
+        return
+    if op.body is None:
         assert "requestBody" not in operation
     else:
         body = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-        assert body.rsplit("/", 1)[-1] == route.body.__name__
+        assert body.rsplit("/", 1)[-1] == op.body.__name__
     served = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
-    arguments = inspect.signature(route.service).parameters
-    named = set(route.query if isinstance(route.query, tuple) else route.query.model_fields)
-    sent = named & {route.wire.get(name, name) for name in arguments}
-    assert sent or not named, f"{route.method} {route.path}: no argument goes in its query"
-    assert sent <= served, f"{route.method} {route.path} takes no {sorted(sent - served)}"
+    query = query_model(op)
+    assert served == {f.wire for f in op.flags} | set(query.model_fields if query else ())
+
+
+@pytest.mark.parametrize("op", OPERATIONS, ids=lambda op: f"{op.method} {op.path} {op.service}")
+def test_every_example_is_a_valid_request(op: Operation) -> None:
+    path, params, body = split_example(op)
+    assert set(path) == set(op.path_names)
+    query = query_model(op) if op.handler is None else None
+    if query is not None:
+        query.model_validate({k: v for k, v in params.items() if k in query.model_fields})
+    if op.body is not None:
+        op.body.model_validate(body)
+    else:
+        assert not body, f"{op.name}: {sorted(body)} go nowhere"
+
+
+def _route_declarations(path: Path) -> list[str]:
+    """Routes declared in a module: ``@x.get(...)``-style decorators and ``add_api_route``
+    calls, less pages kept out of the OpenAPI document (``include_in_schema=False``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        verb = node.func.attr
+        if verb not in {"get", "post", "put", "patch", "delete", "api_route", "add_api_route"}:
+            continue
+        hidden = any(
+            k.arg == "include_in_schema" and isinstance(k.value, ast.Constant) and not k.value.value
+            for k in node.keywords
+        )
+        routed = verb == "add_api_route" or (
+            node.args
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).startswith("/")
+        )
+        if routed and not hidden:
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_routes_client_methods_and_tools_come_from_the_operation_table_only() -> None:
+    generator = ROOT / "api" / "routes" / "__init__.py"
+    declared = [
+        where
+        for name, path in MODULES.items()
+        if name.startswith("memvault.api") and path != generator
+        for where in _route_declarations(path)
+    ]
+    assert declared == [], "declare an operation in memvault/operations.py instead"
+    client_source = ast.parse((ROOT / "client.py").read_text())
+    paths = [
+        node.value
+        for node in ast.walk(client_source)
+        if isinstance(node, ast.Constant) and str(node.value).startswith("/v1")
+    ]
+    assert paths == [], "the client's requests are the operation table's"
+    functions = {
+        node.name
+        for node in ast.parse((ROOT / "mcp.py").read_text()).body
+        if isinstance(node, ast.AsyncFunctionDef)
+        and node.args.args
+        and node.args.args[0].arg == "ctx"
+    }
+    assert functions == {op.mcp.name for op in OPERATIONS if op.mcp is not None}
+
+
+def test_the_mcp_tools_are_the_marked_operations_as_described() -> None:
+    from contextlib import asynccontextmanager
+
+    from memvault import mcp
+
+    @asynccontextmanager
+    async def no_store(_: typing.Any) -> typing.AsyncIterator[None]:
+        yield None
+
+    tools = asyncio.run(mcp.build_server(no_store).list_tools())  # type: ignore[arg-type]
+    marked = [op.mcp for op in OPERATIONS if op.mcp is not None]
+    assert [(t.name, t.description) for t in tools] == [(m.name, m.description) for m in marked]
+    for tool, mark in zip(tools, marked, strict=True):
+        assert tool.annotations is not None
+        assert bool(tool.annotations.read_only_hint) == mark.read_only
+        assert bool(tool.annotations.destructive_hint) == mark.destructive
+
+
+def test_the_sync_face_is_derived_from_every_coroutine_method() -> None:
+    service = ROOT / "service.py"
+    written = [
+        node.lineno
+        for node in ast.walk(ast.parse(service.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "blocking"
+    ]
+    assert written == [], "Memory's methods are derived; write the coroutine on AsyncMemory"
+    core = {
+        name
+        for name, method in inspect.getmembers(memvault.AsyncMemory, inspect.iscoroutinefunction)
+        if not name.startswith("_")
+    }
+    face = {
+        name
+        for name, value in vars(memvault.Memory).items()
+        if inspect.isfunction(value) and not name.startswith("_")
+    }
+    assert face == core - NOT_DERIVED
+    for name in face:
+        expected = inspect.signature(getattr(memvault.AsyncMemory, name))
+        assert inspect.signature(getattr(memvault.Memory, name)) == expected, name
+
+
+def test_the_type_checkers_view_of_the_sync_face_is_current() -> None:
+    """Regenerate with ``python -m memvault._stubs`` after changing an AsyncMemory coroutine."""
+    current = ast.dump(ast.parse(STUB.read_text()))
+    assert current == ast.dump(ast.parse(surface_stub(memvault.AsyncMemory, "Memory")))
 
 
 @pytest.mark.parametrize(

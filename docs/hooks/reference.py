@@ -4,8 +4,9 @@ A page holds a marker such as ``<!-- reference:settings -->``; the build replace
 table made from the code that defines it, so the published reference cannot drift from it:
 
 - ``settings``: every field of ``memvault.config.Settings`` (variable, type, default, meaning);
-- ``http``: every operation of the FastAPI app's OpenAPI document, with the client method
-  (``memvault.client.ROUTES``) that calls it;
+- ``http``: every operation of the operation table (``memvault.operations``), with its docs,
+  scope, client method and example from the table and its parameters from the served OpenAPI
+  document;
 - ``mcp``: the tools ``memvault mcp`` really serves (``memvault.mcp.build_server``);
 - ``cli``: every ``memvault`` command with its arguments and options (the typer app).
 
@@ -132,18 +133,6 @@ def settings_reference() -> str:
 # --- HTTP ----------------------------------------------------------------------------------------
 
 
-def _scope(route: Any) -> str:
-    """The API-key scope a route's dependencies ask for; none for the unauthenticated ones."""
-    pending = list(route.dependant.dependencies)
-    while pending:
-        dependency = pending.pop()
-        call = dependency.call
-        if call is not None and getattr(call, "__name__", "") == "memory_for":
-            return str(inspect.getclosurevars(call).nonlocals.get("scope", "?"))
-        pending.extend(dependency.dependencies)
-    return "none" if not route.path.startswith("/v1") else "key"
-
-
 @functools.cache
 def _app() -> Any:
     """The app as ``memvault serve`` builds it (its routes only: nothing is started)."""
@@ -156,32 +145,6 @@ def _app() -> Any:
 def openapi() -> dict[str, Any]:
     spec: dict[str, Any] = _app().openapi()
     return spec
-
-
-def _scopes() -> dict[tuple[str, str], str]:
-    from fastapi.routing import APIRoute
-
-    def walk(routes: list[Any]) -> Iterator[APIRoute]:
-        for route in routes:
-            if isinstance(route, APIRoute):
-                yield route
-            elif hasattr(route, "original_router"):  # an included router
-                yield from walk(route.original_router.routes)
-
-    return {
-        (method.upper(), route.path): _scope(route)
-        for route in walk(_app().router.routes)
-        for method in route.methods
-    }
-
-
-def _client_methods() -> dict[tuple[str, str], list[Callable[..., Any]]]:
-    from memvault.client import ROUTES
-
-    methods: dict[tuple[str, str], list[Callable[..., Any]]] = {}
-    for route in ROUTES:
-        methods.setdefault((route.method, route.path), []).append(route.service)
-    return methods
 
 
 def _schema_name(ref: dict[str, Any] | None) -> str:
@@ -244,34 +207,37 @@ def operations(spec: dict[str, Any] | None = None) -> Iterator[tuple[str, str, d
 
 
 def http_reference() -> str:
-    spec, scopes, clients = openapi(), _scopes(), _client_methods()
-    by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
-    for method, path, operation in operations(spec):
-        by_tag.setdefault((operation.get("tags") or ["other"])[0], []).append(
-            (method, path, operation)
-        )
+    """Every operation of the table, by tag: its docs, scope and example from the table, its
+    parameters and answer as the served OpenAPI document has them."""
+    from memvault.api.routes import curl
+    from memvault.operations import OPERATIONS
+
+    spec = openapi()
+    by_tag: dict[str, list[Any]] = {}
+    for op in OPERATIONS:
+        by_tag.setdefault(op.tag, []).append(op)
     out = []
-    for tag, entries in by_tag.items():
+    for tag, ops in by_tag.items():
         out.append(f"### {tag.capitalize()}\n")
-        for method, path, operation in entries:
-            services = clients.get((method, path), [])
-            description = operation.get("description") or "\n\n".join(
-                _first_paragraph(s.__doc__) for s in services if s.__doc__
-            )
-            out.append(f"#### `{method} {path}`\n")
-            out.append(f"**{operation.get('summary', '')}.** {_prose(description)}\n")
-            facts = [f"scope: {scopes.get((method, path), '?')}"]
+        for op in (op for op in ops if op.routed):
+            operation = spec["paths"][op.path][op.method.lower()]
+            services = [o.service for o in ops if (o.method, o.path) == (op.method, op.path)]
+            out.append(f"#### `{op.method} {op.path}`\n")
+            out.append(f"**{_prose(op.summary)}.** {_prose(op.description)}\n")
+            facts = [f"scope: {op.scope or 'none'}"]
             if _body(operation):
                 facts.append(f"body: `{_body(operation)}`")
             if _answer(operation):
                 facts.append(f"answer: `{_answer(operation)}`")
-            if services:
-                names = ", ".join(f"`{s.__name__}`" for s in services)
+            if any(services):
+                names = ", ".join(f"`{name}`" for name in services if name)
                 facts.append(f"client and library: {names}")
+            if op.mcp is not None:
+                facts.append(f"MCP tool: `{op.mcp.name}`")
             out.append("- " + " · ".join(facts))
             out.extend(f"- {p}" for p in _parameters(operation))
             out.extend(f"- {p}" for p in _body_fields(spec, operation))
-            out.append("")
+            out.append(f"\n```bash\n{curl(op)}\n```\n")
     return "\n".join(out)
 
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import types
+import typing
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar
 
 from pydantic import BaseModel
 
 P = ParamSpec("P")
+DECLARED = "__declared_signature__"
 R = TypeVar("R")
 
 
@@ -80,6 +84,8 @@ def takes(
             for name, info in model.model_fields.items()
             if name not in taken
         ]
+        # The signature as written stays the type checker's view (see ``surface_stub``).
+        setattr(method, DECLARED, inspect.signature(method))
         method.__signature__ = inspect.signature(method).replace(  # type: ignore[attr-defined]
             parameters=[*head, *fields, *tail]
         )
@@ -112,3 +118,114 @@ class SyncFace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Not sync faces of their core: the constructor and the closing (``SyncFace.close``).
+NOT_DERIVED = frozenset({"open", "close"})
+
+
+def coroutine_methods(core: type) -> list[tuple[str, Callable[..., Coroutine[Any, Any, Any]]]]:
+    """The public coroutine methods of ``core`` (its bases' included), by name."""
+    return [
+        (name, method)
+        for name, method in inspect.getmembers(core, inspect.iscoroutinefunction)
+        if not name.startswith("_") and name not in NOT_DERIVED
+    ]
+
+
+def derive_blocking(face: type, core: type) -> None:
+    """Give ``face`` a blocking twin of every public coroutine method of ``core``, so a method
+    added to the async core is on the sync face without a line written for it."""
+    for name, method in coroutine_methods(core):
+        if name not in vars(face):
+            setattr(face, name, blocking(method))
+
+
+# --- the type checker's view of a derived face ----------------------------------------------------
+
+
+def _render(annotation: Any, modules: set[str]) -> str:
+    """An annotation as source text, module-qualified, with pydantic's field metadata dropped."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _render(args[0], modules)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_render(arg, modules) for arg in args)
+    if origin is typing.Literal:
+        modules.add("typing")
+        return f"typing.Literal[{', '.join(repr(arg) for arg in args)}]"
+    if annotation is type(None) or annotation is None:
+        return "None"
+    if annotation is typing.Any:
+        modules.add("typing")
+        return "typing.Any"
+    if origin is not None:
+        return f"{_render(origin, modules)}[{', '.join(_render(a, modules) for a in args)}]"
+    if isinstance(annotation, type):
+        if annotation.__module__ == "builtins":
+            return f"builtins.{annotation.__qualname__}"
+        modules.add(annotation.__module__)
+        return f"{annotation.__module__}.{annotation.__qualname__}"
+    raise TypeError(f"cannot render the annotation {annotation!r}")
+
+
+def _stub_method(name: str, method: Callable[..., Any], modules: set[str]) -> str:
+    hints = typing.get_type_hints(method)
+    parameters = []
+    signature = getattr(method, DECLARED, None) or inspect.signature(method)
+    for parameter in signature.parameters.values():
+        annotation = parameter.annotation
+        if isinstance(annotation, str) or parameter.name in hints:
+            annotation = hints.get(parameter.name, annotation)
+        text = parameter.name
+        if parameter.name != "self" and annotation is not inspect.Parameter.empty:
+            text += f": {_render(annotation, modules)}"
+        if parameter.default is not inspect.Parameter.empty:
+            text += " = ..."
+        parameters.append((parameter.kind, text))
+    return f"    def {name}({_join(parameters)}) -> {_render(hints.get('return'), modules)}: ..."
+
+
+def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
+    kinds = inspect.Parameter
+    out: list[str] = []
+    starred = False
+    for i, (kind, text) in enumerate(parameters):
+        if kind is kinds.KEYWORD_ONLY and not starred:
+            out.append("*")
+            starred = True
+        star = "**" if kind is kinds.VAR_KEYWORD else "*" if kind is kinds.VAR_POSITIONAL else ""
+        out.append(star + text)
+        starred = starred or kind is kinds.VAR_POSITIONAL
+        following = parameters[i + 1][0] if i + 1 < len(parameters) else None
+        if kind is kinds.POSITIONAL_ONLY and following is not kinds.POSITIONAL_ONLY:
+            out.append("/")
+    return ", ".join(out)
+
+
+def surface_stub(core: type, name: str) -> str:
+    """Stub source declaring, for the type checker, the blocking twins ``derive_blocking``
+    gives a face of ``core``: the parameters as the coroutine declares them (a model's fields
+    taken as ``**fields`` stay so, as they are for the core), its result as the return."""
+    modules: set[str] = {"builtins"}
+    methods = [_stub_method(n, m, modules) for n, m in coroutine_methods(core)]
+    ours = sorted(m for m in modules if m.split(".")[0] == "memvault")
+    imports = (
+        [f"import {m}" for m in sorted(modules - set(ours))] + [""] + [f"import {m}" for m in ours]
+    )
+    return "\n".join(
+        [
+            f'"""The blocking methods of ``{name}``, for type checkers: generated from',
+            f"``{core.__module__}.{core.__qualname__}`` by ``python -m memvault._stubs``; do not",
+            'edit. At run time ``derive_blocking`` makes the same methods from the same core."""',
+            "",
+            *imports,
+            "",
+            f"class {name}Methods:",
+            *methods,
+            "",
+        ]
+    )
+
+
+STUB = Path(__file__).with_name("_memory_methods.pyi")

@@ -13,8 +13,9 @@ error answered by the server is raised as the class its envelope's ``code`` name
 (``memvault.errors``); a server that cannot be reached, or does not answer in time, is
 ``ServerUnreachable`` (a ``StoreUnavailable``). No httpx exception escapes.
 
-Every method is made from one entry of :data:`ROUTES` (see :class:`Route`): its name, signature,
-annotations and docstring are the service method's, so the client cannot drift from the library.
+Every method is made from one entry of the operation table (``memvault.operations``): its name,
+signature, annotations and docstring are the service method's, so the client cannot drift from
+the library, and its request is the one the server's route for that entry reads.
 
 Not offered over HTTP: whole-store work (``Admin``), which runs where the store is (the
 ``memvault`` CLI), and ``for_tenant``: a client's tenant is the one its API key belongs to.
@@ -25,10 +26,9 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import string
 import typing
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Self
@@ -39,40 +39,6 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from memvault._sync import SyncFace, blocking
-from memvault.cognitive.models import (
-    Conversation,
-    ConversationPage,
-    ConversationStart,
-    Goal,
-    GoalCompletion,
-    GoalInput,
-    GoalPage,
-    Profile,
-    ProfileUpdate,
-    Reinforcement,
-    RememberRequest,
-    Strategy,
-    StrategyInput,
-    ToolInvocation,
-    ToolUse,
-    TurnsRequest,
-    WorkingContext,
-    WorkingValue,
-)
-from memvault.cognitive.wire import (
-    Cleared,
-    ContextValue,
-    ConversationParams,
-    GoalParams,
-    OwnerInChannel,
-    OwnerParams,
-    RememberAnswer,
-    StatsParams,
-    StrategyPage,
-    StrategyParams,
-    ToolStatsPage,
-    TurnPage,
-)
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -84,54 +50,12 @@ from memvault.errors import (
     Unauthorized,
     for_code,
 )
-from memvault.graph.models import (
-    EntitiesQuery,
-    EntityDetail,
-    EntityList,
-    FactInput,
-    FactList,
-    FactsQuery,
-    GraphQuery,
-    GraphView,
-    MergeRequest,
-    PromoteRequest,
-    ReviewList,
-    ReviewsQuery,
-)
-from memvault.lifecycle.models import (
-    AuditPage,
-    AuditQuery,
-    DeletionReceipt,
-    DeletionRequest,
-    ExportPage,
-    HealthActionRequest,
-    HealthActionResult,
-    ImportCounts,
-    ImportRequest,
-    MemoryHealth,
-)
-from memvault.models import (
-    AddResult,
-    BatchRequest,
-    BatchResult,
-    DeleteResult,
-    Fact,
-    HistoryPage,
-    MemoryInput,
-    MemoryPage,
-    MemoryQuery,
-    MemoryRecord,
-    MemoryUpdate,
-    MessagesRequest,
-    Owner,
-    SearchRequest,
-    SearchResult,
-)
+from memvault.operations import Operation, client_operations
 from memvault.service import AsyncMemory, parse_id, validated
 
 if TYPE_CHECKING:
     # For type checkers the clients have the library's data methods with the library's types;
-    # at run time they get them from ROUTES below (and nothing else of AsyncMemory / Memory).
+    # at run time they get them from the operation table (and nothing else of the service).
     from memvault.service import AsyncMemory as _AsyncSurface
     from memvault.service import Memory as _SyncSurface
 else:
@@ -151,152 +75,6 @@ _BY_STATUS: dict[int, type[MemvaultError]] = {
     503: ServerUnreachable,
     504: ServerUnreachable,
 }
-
-
-# --- the route table -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Route:
-    """One client method, declared as the HTTP request that answers it.
-
-    ``Route(method, path, service, response, query=..., body=..., wire=..., returns=...)``:
-
-    - ``method``: the HTTP method, ``"GET"``, ``"POST"``, ``"PUT"``, ``"PATCH"``, ``"DELETE"``.
-    - ``path``: the path template; each ``{name}`` is filled from the argument of that name
-      (an argument the service annotates as ``UUID`` is checked as one before anything is sent).
-    - ``service``: the ``AsyncMemory`` method (or a mixin's) the client method stands in for. The
-      client method takes its name, signature, annotations and docstring from it, so
-      ``inspect.signature(MemoryClient.x) == inspect.signature(Memory.x)``.
-    - ``response``: the model the answer is parsed into; ``None`` for an answer with no body
-      (204), and the method returns ``None``.
-    - ``query``: what goes in the query string. A tuple of argument names (sent as given, e.g.
-      the ``wait`` flag), or a model: the arguments that are its fields are validated by it and
-      sent (lists repeat their key, objects are JSON). Without a ``body``, every argument not in
-      the path goes in the query string.
-    - ``body``: the model the remaining arguments are validated by and sent as the JSON body.
-    - ``wire``: argument names the server spells differently (``{"background": "async"}``);
-      ``query`` and ``body`` speak the server's names.
-    - ``returns``: a field of the response to return instead of the whole (``"results"`` of a
-      page, ``"deleted"`` of a count, ``"root"`` of a root model).
-    - ``whole``: an argument that is the body entire (the ``body`` model, or a mapping of its
-      fields), for a service method that takes its request as one value.
-
-    An argument the service annotates as a UUID and requires is checked as one before anything
-    is sent, wherever it goes: a ``None`` there is refused, never taken for "not given" (a
-    deletion's ``memory_id`` left out would widen it to every memory of the user). A keyword
-    the service does not take is refused too, even where the model has a field of that name.
-
-    Arguments the caller did not give are not sent: the server applies its own defaults, as the
-    library does. Adding a client method is adding an entry to ``ROUTES``.
-    """
-
-    method: str
-    path: str
-    service: Callable[..., Coroutine[Any, Any, Any]]
-    response: type[BaseModel] | None
-    query: type[BaseModel] | tuple[str, ...] = ()
-    body: type[BaseModel] | None = None
-    wire: Mapping[str, str] = field(default_factory=dict)
-    returns: str | None = None
-    whole: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.service.__name__
-
-    @property
-    def path_names(self) -> tuple[str, ...]:
-        return tuple(name for _, name, _, _ in string.Formatter().parse(self.path) if name)
-
-
-_FLAGS = ("wait", "async")
-_BACKGROUND = {"background": "async"}
-
-ROUTES: tuple[Route, ...] = (
-    Route("POST", "/v1/memories", AsyncMemory.add, AddResult,
-          query=_FLAGS, body=MemoryInput, wire=_BACKGROUND),
-    Route("POST", "/v1/memories/batch", AsyncMemory.add_many, BatchResult,
-          query=_FLAGS, body=BatchRequest, wire={**_BACKGROUND, "items": "memories"},
-          returns="results"),
-    Route("POST", "/v1/messages", AsyncMemory.add_messages, BatchResult,
-          query=("wait",), body=MessagesRequest, returns="results"),
-    Route("GET", "/v1/memories/{memory_id}", AsyncMemory.get, MemoryRecord, query=Owner),
-    Route("GET", "/v1/memories", AsyncMemory.list, MemoryPage, query=MemoryQuery),
-    Route("PATCH", "/v1/memories/{memory_id}", AsyncMemory.update, MemoryRecord,
-          query=Owner, body=MemoryUpdate),
-    Route("DELETE", "/v1/memories/{memory_id}", AsyncMemory.delete, None, query=Owner),
-    Route("DELETE", "/v1/memories", AsyncMemory.delete_all, DeleteResult,
-          query=MemoryQuery, returns="deleted"),
-    Route("GET", "/v1/memories/{memory_id}/history", AsyncMemory.history, HistoryPage,
-          query=Owner, returns="results"),
-    Route("POST", "/v1/memories/search", AsyncMemory.search, SearchResult, body=SearchRequest),
-    # the lifecycle; one path, two methods: the body's memory_id picks which
-    Route("GET", "/v1/audit", AsyncMemory.audit_log, AuditPage, query=AuditQuery),
-    Route("POST", "/v1/deletions", AsyncMemory.erase, DeletionReceipt, body=DeletionRequest),
-    Route("POST", "/v1/deletions", AsyncMemory.erase_user, DeletionReceipt, body=DeletionRequest),
-    Route("DELETE", "/v1/conversations/{conversation_id}", AsyncMemory.erase_conversation,
-          DeletionReceipt, query=OwnerParams),
-    Route("GET", "/v1/health/memory", AsyncMemory.memory_health, MemoryHealth, query=Owner),
-    Route("POST", "/v1/health/memory/actions", AsyncMemory.health_action, HealthActionResult,
-          body=HealthActionRequest, whole="request"),
-    Route("GET", "/v1/export", AsyncMemory.export_memories, ExportPage, query=Owner,
-          returns="results"),
-    Route("POST", "/v1/import", AsyncMemory.import_memories, ImportCounts,
-          body=ImportRequest, wire={"lines": "memories"}, returns="root"),
-    # cognitive memory (api/routes/cognitive.py)
-    Route("POST", "/v1/conversations", AsyncMemory.start_conversation, Conversation,
-          body=ConversationStart),
-    Route("GET", "/v1/conversations", AsyncMemory.list_conversations, ConversationPage,
-          query=ConversationParams, returns="results"),
-    Route("GET", "/v1/conversations/{conversation_id}", AsyncMemory.get_conversation,
-          Conversation, query=OwnerParams),
-    Route("POST", "/v1/conversations/{conversation_id}/turns", AsyncMemory.add_turns, TurnPage,
-          query=("wait",), body=TurnsRequest, returns="results"),
-    Route("PUT", "/v1/working/{conversation_id}/context/{key}", AsyncMemory.set_context, None,
-          body=WorkingValue),
-    Route("GET", "/v1/working/{conversation_id}/context/{key}", AsyncMemory.get_context_value,
-          ContextValue, query=OwnerInChannel, returns="value"),
-    Route("DELETE", "/v1/working/{conversation_id}/context/{key}",
-          AsyncMemory.delete_context_value, None, query=OwnerInChannel),
-    Route("GET", "/v1/working/{conversation_id}", AsyncMemory.get_context, WorkingContext,
-          query=OwnerInChannel),
-    Route("DELETE", "/v1/working/{conversation_id}", AsyncMemory.clear_session, Cleared,
-          query=OwnerInChannel, returns="deleted"),
-    Route("POST", "/v1/tools/invocations", AsyncMemory.record_tool_use, ToolInvocation,
-          body=ToolUse),
-    Route("GET", "/v1/tools/stats", AsyncMemory.tool_stats, ToolStatsPage, query=StatsParams,
-          returns="results"),
-    Route("POST", "/v1/strategies", AsyncMemory.learn_strategy, Strategy, body=StrategyInput),
-    Route("GET", "/v1/strategies", AsyncMemory.find_strategies, StrategyPage,
-          query=StrategyParams, returns="results"),
-    Route("POST", "/v1/strategies/{strategy_id}/reinforce", AsyncMemory.reinforce_strategy,
-          Strategy, body=Reinforcement),
-    Route("POST", "/v1/goals", AsyncMemory.add_goal, Goal, body=GoalInput),
-    Route("GET", "/v1/goals", AsyncMemory.list_goals, GoalPage, query=GoalParams,
-          returns="results"),
-    Route("GET", "/v1/goals/{goal_id}", AsyncMemory.get_goal, Goal, query=OwnerParams),
-    Route("POST", "/v1/goals/{goal_id}/complete", AsyncMemory.complete_goal, Goal,
-          body=GoalCompletion),
-    Route("GET", "/v1/profile", AsyncMemory.get_profile, Profile, query=OwnerInChannel),
-    Route("PATCH", "/v1/profile", AsyncMemory.update_profile, Profile, body=ProfileUpdate),
-    Route("POST", "/v1/remember", AsyncMemory.remember, RememberAnswer, body=RememberRequest),
-    # the knowledge graph and fact promotion
-    Route("POST", "/v1/facts", AsyncMemory.add_fact, Fact, body=FactInput),
-    Route("GET", "/v1/facts", AsyncMemory.facts, FactList, query=FactsQuery, returns="results"),
-    Route("GET", "/v1/facts/reviews", AsyncMemory.fact_reviews, ReviewList, query=ReviewsQuery,
-          returns="results"),
-    Route("POST", "/v1/facts/{fact_id}/promote", AsyncMemory.promote, Fact, body=PromoteRequest),
-    Route("GET", "/v1/entities", AsyncMemory.entities, EntityList, query=EntitiesQuery,
-          returns="results"),
-    Route("GET", "/v1/entities/{entity_id}", AsyncMemory.entity, EntityDetail, query=Owner),
-    Route("GET", "/v1/entities/{entity_id}/graph", AsyncMemory.entity_graph, GraphView,
-          query=GraphQuery),
-    Route("POST", "/v1/entities/{entity_id}/merge", AsyncMemory.merge_entities, EntityDetail,
-          body=MergeRequest),
-    Route("POST", "/v1/entities/{entity_id}/split", AsyncMemory.split_entity, EntityDetail,
-          query=Owner),
-)  # fmt: skip
 
 
 # --- requests and answers (the one place that knows the wire format) --------------------------
@@ -323,51 +101,57 @@ def _path_value(name: str, value: Any, is_id: bool) -> str:
     return str(parse_id(value, field=name)) if is_id else quote(str(value), safe="")
 
 
-def _ids(route: Route) -> frozenset[str]:
+def _service(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
+    assert op.service is not None
+    method: Callable[..., Coroutine[Any, Any, Any]] = getattr(AsyncMemory, op.service)
+    return method
+
+
+def _ids(op: Operation) -> frozenset[str]:
     """The arguments the service annotates as UUIDs that are required: in the path, or
     wherever they are sent."""
-    hints = typing.get_type_hints(route.service)
-    parameters = inspect.signature(route.service).parameters
+    hints = typing.get_type_hints(_service(op))
+    parameters = inspect.signature(_service(op)).parameters
     required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty}
     return frozenset(
         name
-        for name in {*route.path_names, *required}
+        for name in {*op.path_names, *required}
         if hints.get(name) is UUID or UUID in typing.get_args(hints.get(name))
     )
 
 
-def _spread(route: Route, values: dict[str, Any]) -> dict[str, Any]:
+def _spread(op: Operation, values: dict[str, Any]) -> dict[str, Any]:
     """The ``whole`` argument's fields in place of the argument."""
-    if route.whole is None:
+    if op.whole is None:
         return values
-    request = values.pop(route.whole, None)
+    request = values.pop(op.whole, None)
     if isinstance(request, BaseModel):
         request = request.model_dump(exclude_unset=True)
     if not isinstance(request, Mapping):
-        raise InvalidInput("The request is not valid.", details={"field": route.whole})
+        raise InvalidInput("The request is not valid.", details={"field": op.whole})
     return {**values, **request}
 
 
-def _request(route: Route, given: dict[str, Any], ids: frozenset[str]) -> _Request:
+def _request(op: Operation, given: dict[str, Any], ids: frozenset[str]) -> _Request:
     """Split the caller's arguments into path, query string and body, each validated by its
-    model, as the route declares."""
+    model, as the operation declares."""
     for name in ids:
         value: Any = given.get(name)
         given[name] = parse_id(value, field=name)
-    values = _spread(route, {route.wire.get(k, k): v for k, v in given.items() if v is not None})
-    path = route.path.format_map(
-        {name: _path_value(name, values.pop(name), name in ids) for name in route.path_names}
+    renamed = op.renamed
+    values = _spread(op, {renamed.get(k, k): v for k, v in given.items() if v is not None})
+    path = op.path.format_map(
+        {name: _path_value(name, values.pop(name), name in ids) for name in op.path_names}
     )
-    if isinstance(route.query, tuple):
-        params = {name: values.pop(name) for name in route.query if name in values}
-    else:
-        fields = values if route.body is None else route.query.model_fields
+    params = {f.wire: values.pop(f.wire) for f in op.flags if f.wire in values}
+    if op.query is not None:
+        fields = values if op.body is None else op.query.model_fields
         taken = {name: values.pop(name) for name in list(values) if name in fields}
-        params = _json(validated(route.query, **taken))
-    if route.body is None:
+        params |= _json(validated(op.query, **taken))
+    if op.body is None:
         params.update(values)
         return _Request(path, _query(params), None)
-    return _Request(path, _query(params), _json(validated(route.body, **values)))
+    return _Request(path, _query(params), _json(validated(op.body, **values)))
 
 
 def _accepting(signature: inspect.Signature) -> inspect.Signature:
@@ -549,36 +333,37 @@ class AsyncMemoryClient(_AsyncSurface):
             raise _unexpected(response.status_code) from None
 
 
-def _async_method(route: Route) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """The client method for one route, with the service method's signature."""
-    signature = inspect.signature(route.service)
+def _async_method(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The client method for one operation, with the service method's signature."""
+    service = _service(op)
+    signature = inspect.signature(service)
     accepting = _accepting(signature)
-    ids = _ids(route)
+    ids = _ids(op)
     fields = {
-        *(route.query if isinstance(route.query, tuple) else route.query.model_fields),
-        *(route.body.model_fields if route.body is not None else ()),
+        *(f.wire for f in op.flags),
+        *(op.query.model_fields if op.query is not None else ()),
+        *(op.body.model_fields if op.body is not None else ()),
     }
+    name = service.__name__
 
     async def call(self: AsyncMemoryClient, /, *args: Any, **kwargs: Any) -> Any:
         bound = accepting.bind(self, *args, **kwargs).arguments
         given = {k: v for k, v in bound.items() if k not in ("self", "_unknown")}
         unknown: dict[str, Any] = bound.get("_unknown", {})
         if taken := sorted(fields & set(unknown)):
-            raise InvalidInput(
-                f"{route.name} takes no {', '.join(taken)}.", details={"field": taken[0]}
-            )
-        request = _request(route, {**given, **unknown}, ids)
-        payload, status = await self._send(route.method, request)
-        if route.response is None:
+            raise InvalidInput(f"{name} takes no {', '.join(taken)}.", details={"field": taken[0]})
+        request = _request(op, {**given, **unknown}, ids)
+        payload, status = await self._send(op.method, request)
+        if op.response is None:
             return None
-        answer = _parse(route.response, payload, status)
-        return answer if route.returns is None else getattr(answer, route.returns)
+        answer = _parse(op.response, payload, status)
+        return answer if op.returns is None else getattr(answer, op.returns)
 
-    call.__name__ = route.name
-    call.__qualname__ = f"AsyncMemoryClient.{route.name}"
-    call.__doc__ = route.service.__doc__
+    call.__name__ = name
+    call.__qualname__ = f"AsyncMemoryClient.{name}"
+    call.__doc__ = service.__doc__
     call.__signature__ = signature  # type: ignore[attr-defined]
-    call.__annotations__ = typing.get_type_hints(route.service)
+    call.__annotations__ = typing.get_type_hints(service)
     return call
 
 
@@ -603,12 +388,13 @@ class MemoryClient(_SyncSurface):
         SyncFace.__init__(self, opening())
 
 
-# The methods are set from the table rather than written in the class bodies, so an entry in
-# ROUTES is all a new one takes.
-for _route in ROUTES:
-    setattr(AsyncMemoryClient, _route.name, _async_method(_route))
-    setattr(MemoryClient, _route.name, blocking(getattr(AsyncMemoryClient, _route.name)))
-del _route
+# The methods are set from the operation table rather than written in the class bodies, so an
+# entry there is all a new one takes.
+for _op in client_operations():
+    _method = _async_method(_op)
+    setattr(AsyncMemoryClient, _method.__name__, _method)
+    setattr(MemoryClient, _method.__name__, blocking(_method))
+del _op, _method
 
 
-__all__ = ["DEFAULT_TIMEOUT", "ROUTES", "AsyncMemoryClient", "MemoryClient", "Route"]
+__all__ = ["DEFAULT_TIMEOUT", "AsyncMemoryClient", "MemoryClient"]

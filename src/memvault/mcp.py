@@ -1,8 +1,9 @@
 """The MCP server: one user's long-term memory (memories, facts, entities) as tools for a model.
 
 ``memvault mcp`` serves it over stdio (the MCP client starts it as a subprocess) or streamable
-HTTP. Each tool is a thin wrapper over :class:`~memvault.service.AsyncMemory`. The tenant and
-the user come from the server's configuration, never from the tool caller: a model reaches the
+HTTP. Its tools are the operations the operation table (``memvault.operations``) marks with a
+``Tool``, described there; each is a thin wrapper here over ``AsyncMemory``. The tenant and the
+user come from the server's configuration, never from the tool caller: a model reaches the
 memories of the one user the server was started for, and no others.
 
 stdio keeps stdout for the protocol alone: while it serves, the SDK points file descriptor 1 at
@@ -31,6 +32,7 @@ from memvault import __version__
 from memvault.config import LogLevel, Settings
 from memvault.errors import MemvaultError
 from memvault.models import DedupAction, Fact, MemoryRecord, MemoryType
+from memvault.operations import OPERATIONS, Tool
 from memvault.service import AsyncMemory
 
 INSTRUCTIONS = """\
@@ -111,7 +113,8 @@ def _tool_errors() -> Iterator[None]:
         raise ToolError(f"{exc.message} {reasons}".strip()) from None
 
 
-# --- the tools: their docstrings and field descriptions are what the model reads ----------------
+# --- the tools: the operation table's descriptions and these field descriptions are what the
+# model reads ------------------------------------------------------------------------------------
 
 MemoryId = Annotated[str, Field(description="the id a previous memory tool returned")]
 Tags = Annotated[
@@ -136,13 +139,6 @@ async def add_memory(
         datetime | None, Field(description="when it happened, ISO 8601, if not now")
     ] = None,
 ) -> AddOut:
-    """Remember one fact about the user for future conversations.
-
-    Store what will matter later: preferences, personal details, relationships, decisions,
-    plans and commitments, and the outcomes of tasks. One fact per call, not a transcript.
-    Storing a fact that is already known is harmless: duplicates are detected and related
-    memories merged (see `action`). Secrets such as card numbers and passwords are redacted.
-    """
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         added = await owner.memory.add(
@@ -166,12 +162,6 @@ async def search_memories(
         list[str] | None, Field(description="only memories carrying all of these tags")
     ] = None,
 ) -> SearchOut:
-    """Find the user's memories most relevant to a query, best first (meaning and keywords).
-
-    Search before answering whenever what you know about the user could matter: their
-    preferences, past conversations, people and projects they mentioned, earlier decisions.
-    Search again with other words if the first results miss.
-    """
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         found = await owner.memory.search(query, user_id=owner.user_id, limit=limit, tags=tags)
@@ -180,7 +170,6 @@ async def search_memories(
 
 
 async def get_memory(ctx: Ctx, memory_id: MemoryId) -> MemoryOut:
-    """Read one memory by its id."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         record = await owner.memory.get(memory_id, user_id=owner.user_id)
@@ -197,10 +186,6 @@ async def list_memories(
         str | None, Field(description="next_cursor from the previous page, to go on")
     ] = None,
 ) -> PageOut:
-    """List the user's memories, newest first, a page at a time.
-
-    To answer a question, prefer search_memories; list to review or tidy what is stored.
-    """
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         page = await owner.memory.list(user_id=owner.user_id, limit=limit, tags=tags, cursor=cursor)
@@ -218,11 +203,6 @@ async def update_memory(
         Field(description="keys to merge into the metadata; a key set to null is removed"),
     ] = None,
 ) -> MemoryOut:
-    """Correct a memory that is out of date or wrong (give content, metadata or both).
-
-    Use it when the user corrects something or a fact changed (a new address, a changed
-    preference), rather than adding a second memory that contradicts the first.
-    """
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         record = await owner.memory.update(
@@ -232,7 +212,6 @@ async def update_memory(
 
 
 async def delete_memory(ctx: Ctx, memory_id: MemoryId) -> DeletedOut:
-    """Forget one memory for good. Use it when the user asks you to forget something."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         await owner.memory.delete(memory_id, user_id=owner.user_id)
@@ -268,9 +247,6 @@ async def remember(
         int | None, Field(ge=16, le=100_000, description="longest block to return, in tokens")
     ] = None,
 ) -> str:
-    """Recall everything relevant before you answer, as one block to read: the user's profile,
-    their active goals, this session's context, past conversation turns and strategies that
-    worked, within a token budget."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         bundle = await owner.memory.remember(
@@ -290,7 +266,6 @@ async def add_goal(
     parent_id: Annotated[str | None, Field(description="the goal this is a step of")] = None,
     deadline: Annotated[datetime | None, Field(description="when it is due, ISO 8601")] = None,
 ) -> GoalOut:
-    """Record a goal the user is working towards (a step of a larger one with parent_id)."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         goal = await owner.memory.add_goal(
@@ -309,7 +284,6 @@ async def complete_goal(
     result: Annotated[str | None, Field(description="what came of it")] = None,
     abandoned: Annotated[bool, Field(description="true when given up, not achieved")] = False,
 ) -> GoalOut:
-    """Mark a goal done (or abandoned); goals waiting on it are unblocked."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         goal = await owner.memory.complete_goal(
@@ -330,7 +304,6 @@ async def record_tool_use(
     latency_ms: Annotated[float | None, Field(ge=0, description="how long it took")] = None,
     conversation_id: Annotated[str | None, Field(description="the session it ran in")] = None,
 ) -> ToolUseOut:
-    """Log a tool call and how it went, so later tasks can learn which tools work."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         used = await owner.memory.record_tool_use(
@@ -396,11 +369,6 @@ async def remember_fact(
         datetime | None, Field(description="since when it holds, ISO 8601, if not now")
     ] = None,
 ) -> FactOut:
-    """Record one structured fact about the user's world (give object or value).
-
-    A new value of a one-at-a-time relation (lives_in, works_for, …) replaces the current one;
-    the old value stays in the history.
-    """
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         fact = await owner.memory.add_fact(
@@ -418,7 +386,6 @@ async def remember_fact(
 async def about_entity(
     ctx: Ctx, name: Annotated[str, Field(description="a person, place, project, … by name")]
 ) -> AboutOut:
-    """What is known about someone or something: its current facts and what it relates to."""
     owner = ctx.request_context.lifespan_context
     with _tool_errors():
         found = await owner.memory.entities(user_id=owner.user_id, q=name, limit=1)
@@ -435,22 +402,17 @@ async def about_entity(
     )
 
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_TOOLS = (
-    (add_memory, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
-    (search_memories, _READ),
-    (get_memory, _READ),
-    (list_memories, _READ),
-    (update_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
-    (delete_memory, ToolAnnotations(destructive_hint=True, open_world_hint=False)),
-    # cognitive memory
-    (remember, _READ),
-    (add_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
-    (complete_goal, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
-    (record_tool_use, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
-    (remember_fact, ToolAnnotations(destructive_hint=False, open_world_hint=False)),
-    (about_entity, _READ),
-)
+def _hints(tool: Tool) -> ToolAnnotations:
+    if tool.read_only:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    return ToolAnnotations(destructive_hint=tool.destructive, open_world_hint=False)
+
+
+def tools() -> list[tuple[Tool, Callable[..., Any]]]:
+    """The operations marked as tools in the operation table, each with its function here
+    (named as the tool): the table says what the model reads, the function shapes the call."""
+    here = sys.modules[__name__]
+    return [(op.mcp, getattr(here, op.mcp.name)) for op in OPERATIONS if op.mcp is not None]
 
 
 Lifespan = Callable[[MCPServer[Owner]], AbstractAsyncContextManager[Owner]]
@@ -465,8 +427,10 @@ def build_server(lifespan: Lifespan, *, log_level: LogLevel = "INFO") -> MCPServ
         lifespan=lifespan,
         log_level=log_level,
     )
-    for tool, hints in _TOOLS:
-        server.add_tool(tool, annotations=hints)
+    for tool, function in tools():
+        server.add_tool(
+            function, name=tool.name, description=tool.description, annotations=_hints(tool)
+        )
     return server
 
 

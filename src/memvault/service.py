@@ -12,11 +12,11 @@ import binascii
 import builtins
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
 
 from memvault import jsonvalues
-from memvault._sync import SyncFace, blocking, takes
+from memvault._sync import SyncFace, derive_blocking, takes
 from memvault.backend import Backend
 from memvault.cognitive.face import CognitiveFace
 from memvault.config import Settings
@@ -55,6 +55,11 @@ from memvault.runtime import open_backend
 from memvault.sealing import open_content, seal_content, to_record
 from memvault.validation import parse_id as parse_id
 from memvault.validation import validated as validated
+
+if TYPE_CHECKING:
+    from memvault._memory_methods import MemoryMethods as _Methods
+else:
+    _Methods = object
 
 # What enrichment decides about a text, so an edit of the text decides it again.
 _ENRICHED = ("importance", "memory_type", "valid_until", "categories")
@@ -505,8 +510,9 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
         return result
 
 
-class Memory(SyncFace):
-    """The synchronous face of :class:`AsyncMemory`, same methods, same behaviour.
+class Memory(SyncFace, _Methods):
+    """The synchronous face of :class:`AsyncMemory`, same methods, same behaviour: each public
+    coroutine method of ``AsyncMemory`` has a blocking twin here, made by walking the class.
 
     ``Memory()`` reads ``MEMVAULT_*`` settings from the environment, like the CLI does; pass a
     :class:`~memvault.config.Settings` to be explicit.
@@ -521,71 +527,15 @@ class Memory(SyncFace):
     ) -> None:
         super().__init__(AsyncMemory.open(settings or Settings(), tenant_id=tenant_id, actor=actor))
 
-    add = blocking(AsyncMemory.add)
-    add_many = blocking(AsyncMemory.add_many)
-    add_messages = blocking(AsyncMemory.add_messages)
-    get = blocking(AsyncMemory.get)
-    list = blocking(AsyncMemory.list)
-    update = blocking(AsyncMemory.update)
-    delete = blocking(AsyncMemory.delete)
-    delete_all = blocking(AsyncMemory.delete_all)
-    history = blocking(AsyncMemory.history)
-    search = blocking(AsyncMemory.search)
-    # --- lifecycle ---
-    erase = blocking(AsyncMemory.erase)
-    erase_user = blocking(AsyncMemory.erase_user)
-    erase_conversation = blocking(AsyncMemory.erase_conversation)
-    audit_log = blocking(AsyncMemory.audit_log)
-    flush_audit = blocking(AsyncMemory.flush_audit)
-    memory_health = blocking(AsyncMemory.memory_health)
-    health_action = blocking(AsyncMemory.health_action)
-    export_memories = blocking(AsyncMemory.export_memories)
-    import_memories = blocking(AsyncMemory.import_memories)
-    # --- cognitive memory ---
-    start_conversation = blocking(AsyncMemory.start_conversation)
-    add_turns = blocking(AsyncMemory.add_turns)
-    get_conversation = blocking(AsyncMemory.get_conversation)
-    list_conversations = blocking(AsyncMemory.list_conversations)
-    archive_conversation = blocking(AsyncMemory.archive_conversation)
-    recent_turns = blocking(AsyncMemory.recent_turns)
-    search_turns = blocking(AsyncMemory.search_turns)
-    set_context = blocking(AsyncMemory.set_context)
-    get_context_value = blocking(AsyncMemory.get_context_value)
-    delete_context_value = blocking(AsyncMemory.delete_context_value)
-    get_context = blocking(AsyncMemory.get_context)
-    clear_session = blocking(AsyncMemory.clear_session)
-    push_thought = blocking(AsyncMemory.push_thought)
-    pop_thought = blocking(AsyncMemory.pop_thought)
-    set_active_goal = blocking(AsyncMemory.set_active_goal)
-    record_tool_use = blocking(AsyncMemory.record_tool_use)
-    tool_stats = blocking(AsyncMemory.tool_stats)
-    learn_strategy = blocking(AsyncMemory.learn_strategy)
-    find_strategies = blocking(AsyncMemory.find_strategies)
-    reinforce_strategy = blocking(AsyncMemory.reinforce_strategy)
-    add_goal = blocking(AsyncMemory.add_goal)
-    get_goal = blocking(AsyncMemory.get_goal)
-    list_goals = blocking(AsyncMemory.list_goals)
-    complete_goal = blocking(AsyncMemory.complete_goal)
-    update_profile = blocking(AsyncMemory.update_profile)
-    get_profile = blocking(AsyncMemory.get_profile)
-    update_profile_from_facts = blocking(AsyncMemory.update_profile_from_facts)
-    remember = blocking(AsyncMemory.remember)
-    # --- knowledge graph ---
-    add_fact = blocking(AsyncMemory.add_fact)
-    facts = blocking(AsyncMemory.facts)
-    fact_reviews = blocking(AsyncMemory.fact_reviews)
-    entities = blocking(AsyncMemory.entities)
-    entity = blocking(AsyncMemory.entity)
-    entity_graph = blocking(AsyncMemory.entity_graph)
-    merge_entities = blocking(AsyncMemory.merge_entities)
-    split_entity = blocking(AsyncMemory.split_entity)
-    export_graph = blocking(AsyncMemory.export_graph)
-    promote = blocking(AsyncMemory.promote)
-
     @property
     def tenant_id(self) -> str:
         tenant: str = self._async.tenant_id
         return tenant
+
+
+# A coroutine method added to AsyncMemory (or one of its parts) is on Memory without a line here;
+# the type checker reads the same methods from the stub ``python -m memvault._stubs`` writes.
+derive_blocking(Memory, AsyncMemory)
 
 
 __all__ = ["AsyncMemory", "Memory"]

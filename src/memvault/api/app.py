@@ -18,7 +18,7 @@ from memvault.api import docs, errors, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
-from memvault.api.routes import cognitive, graph, lifecycle, memories, messages, operations
+from memvault.api.routes import build_router
 from memvault.config import Settings
 from memvault.service import AsyncMemory
 from memvault.ui import install as install_dashboard
@@ -139,11 +139,6 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
-    app.include_router(memories.router)
-    app.include_router(messages.router)
-    app.include_router(operations.router)
-    app.include_router(lifecycle.router)
-    app.include_router(cognitive.router)
-    app.include_router(graph.router)
+    app.include_router(build_router())
     install_dashboard(app)
     return app

@@ -1,21 +1,22 @@
-"""Operations: liveness, readiness, Prometheus metrics, and the tenant's job queue (admin)."""
+"""The hand-written handlers: operations that are more than one call of the service (readiness
+checks, Prometheus text, whole-tenant work through ``Admin``, a path that answers two service
+methods). The operation table (``memvault.operations``) still declares each one's path, scope
+and docs and names its handler here; the route is made from both."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from memvault.admin import AsyncAdmin
-from memvault.api.deps import AdminMemory
-from memvault.api.schemas import V1_ERRORS
+from memvault.api.deps import AdminMemory, WriteMemory
+from memvault.lifecycle.models import DeletionReceipt, DeletionRequest
 from memvault.models import EmbeddingJob
-
-router = APIRouter(tags=["operations"])
 
 
 class JobPage(BaseModel):
@@ -32,16 +33,11 @@ class Readiness(BaseModel):
     checks: dict[str, Check]
 
 
-@router.get("/health")
 async def health() -> dict[str, str]:
-    """Liveness: the process answers."""
     return {"status": "ok"}
 
 
-@router.get("/ready", responses={503: {"model": Readiness}})
 async def ready(request: Request) -> JSONResponse:
-    """Readiness: the embedding model is loaded, the database answers, its schema is current,
-    and a worker is alive."""
     admin: AsyncAdmin = request.app.state.admin
     found = await admin.readiness()
     checks = {"model": _model_check(request.app.state.model_load)}
@@ -59,31 +55,46 @@ def _model_check(load: asyncio.Task[None]) -> Check:
     return Check(ok=True, detail="loaded")
 
 
-@router.get("/metrics", response_class=Response)
 async def metrics() -> Response:
-    """Prometheus metrics: request latency per route, queue depth, job outcomes, embedding
-    cache hits and misses, provider and LLM fallbacks, memories stored, store outages.
-
-    Answered from memory, never from the database: queue gauges are refreshed in the
-    background, so a hung store cannot hang the scrape that should show it."""
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/v1/admin/jobs", responses=V1_ERRORS)
 async def tenant_jobs(
     request: Request,
     memory: AdminMemory,
     status: Annotated[Literal["queued", "processing", "done", "failed"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> JobPage:
-    """This tenant's embedding jobs, most recently changed first (admin scope)."""
     admin: AsyncAdmin = request.app.state.admin
     found = await admin.list_jobs(tenant_id=memory.tenant_id, status=status, limit=limit)
     return JobPage(results=found)
 
 
-@router.post("/v1/admin/jobs/retry", responses=V1_ERRORS)
 async def retry_tenant_jobs(request: Request, memory: AdminMemory) -> dict[str, int]:
-    """Put this tenant's failed jobs back in the queue (admin scope)."""
     admin: AsyncAdmin = request.app.state.admin
     return {"retried": await admin.retry_jobs(tenant_id=memory.tenant_id)}
+
+
+async def deletions(body: DeletionRequest, memory: WriteMemory) -> DeletionReceipt:
+    # One path, two service methods: the body's memory_id picks which.
+    if body.memory_id is not None:
+        return await memory.erase(body.memory_id, user_id=body.user_id)
+    return await memory.erase_user(user_id=body.user_id, app_id=body.app_id)
+
+
+async def erase_tenant(request: Request, memory: AdminMemory) -> DeletionReceipt:
+    admin: AsyncAdmin = request.app.state.admin
+    return await admin.erase_tenant(memory.tenant_id, actor=memory.actor)
+
+
+async def shred_tenant(request: Request, memory: AdminMemory) -> DeletionReceipt:
+    admin: AsyncAdmin = request.app.state.admin
+    return await admin.shred_tenant(memory.tenant_id, actor=memory.actor)
+
+
+# What a handler's route needs beyond the table: readiness documents its 503 answer, metrics
+# answer Prometheus text rather than JSON.
+ROUTE_OPTIONS: dict[str, dict[str, Any]] = {
+    "ready": {"responses": {503: {"model": Readiness}}},
+    "metrics": {"response_class": Response},
+}
