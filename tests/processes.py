@@ -19,6 +19,8 @@ from typing import IO, Any
 import httpx
 import psutil
 
+from tests.waiting import NeverHappened, wait_until
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -79,23 +81,18 @@ class Server(Process):
         super().__init__(["serve"], env, log)
 
     def wait_ready(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> bool:
             assert self.popen.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{self.base}/ready", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"not ready in {timeout} s:\n{self.log.read_text()[-3000:]}")
+            return httpx.get(f"{self.base}/ready", timeout=2).status_code == 200
+
+        try:
+            wait_until(ready, timeout, "not ready", ignore=(httpx.TransportError,))
+        except NeverHappened as exc:
+            raise AssertionError(f"{exc}:\n{self.log.read_text()[-3000:]}") from None
 
 
 def eventually(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.2)
+    wait_until(check, timeout, f"{what}: not", interval=0.2)
 
 
 class Postmaster:
@@ -183,12 +180,12 @@ class Load:
                 try:
                     answer = self._send(http, texts)
                 except httpx.TransportError:
-                    time.sleep(0.05)  # the server is gone: unacknowledged, not counted
+                    time.sleep(0.05)  # load's back-off: the server is gone, not acknowledged
                     continue
                 self.statuses.append(answer.status_code)
                 if answer.status_code >= 500:
                     self.bodies.append(answer.text)
-                    time.sleep(0.05)
+                    time.sleep(0.05)  # load's back-off after a refusal
                 elif answer.status_code == 201:
                     results = answer.json().get("results", [answer.json()])
                     self.acked.update(zip(texts, (r["id"] for r in results), strict=True))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+
+from tests.waiting import wait_until
 
 
 @contextmanager
@@ -24,9 +25,12 @@ def serving(app: Any) -> Iterator[str]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        while not server.started:
+
+        def started() -> bool:
             assert thread.is_alive(), "the server did not start"
-            time.sleep(0.005)
+            return bool(server.started)
+
+        wait_until(started, 30, "the server never started", interval=0.005)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True

@@ -47,6 +47,7 @@ from memvault.lifecycle.models import (
     MemoryHealth,
 )
 from memvault.models import AddResult, MemoryRecord, SearchResult
+from tests.conftest import backend_of
 from tests.serving import serving
 from tests.test_client_cognitive import COGNITIVE_METHODS
 
@@ -485,8 +486,8 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
     async def keys() -> tuple[str, str]:
         memory = await AsyncMemory.open(settings)
         try:
-            writer = await auth.create_key(memory._backend.engine, "acme", "read,write")
-            reader = await auth.create_key(memory._backend.engine, "acme", "read")
+            writer = await auth.create_key(backend_of(memory).engine, "acme", "read,write")
+            reader = await auth.create_key(backend_of(memory).engine, "acme", "read")
             return writer.key, reader.key
         finally:
             await memory.close()

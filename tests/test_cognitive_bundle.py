@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
 from memvault.cognitive.models import Turn
+from tests.conftest import backend_of
 
 TRIP: list[dict[str, Any]] = [
     {"role": "user", "content": "I want to spend a week in Lisbon in May."},
@@ -23,7 +24,7 @@ TRIP: list[dict[str, Any]] = [
 
 
 def _tokens(memory: AsyncMemory, text: str) -> int:
-    return len(memory._backend.embeddings.primary.tokenizer().spans(text))
+    return len(backend_of(memory).embeddings.primary.tokenizer().spans(text))
 
 
 def _body(prompt: str) -> list[str]:
@@ -76,7 +77,7 @@ async def test_a_fact_and_the_memory_it_came_from_are_one_item_the_fact_first(
     assert sum(str(stored.id) in f.detail["memory_ids"] for f in bundle.facts) == 2
     assert bundle.tokens == _tokens(memory, prompt)
     # Reading it counts as reading the memory it came from.
-    await memory._backend.access.flush()
+    await backend_of(memory).access.flush()
     assert (await memory.get(stored.id, user_id="kate")).access_count == 1
 
 

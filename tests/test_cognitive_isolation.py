@@ -16,6 +16,7 @@ from memvault import AsyncMemory, Settings
 from memvault.api import create_app
 from memvault.db.tables import COGNITIVE_TABLES
 from memvault.db.tenancy import all_tenants, tenant_scope
+from tests.conftest import backend_of
 
 
 async def _fill(memory: AsyncMemory, user: str = "u") -> dict[str, Any]:
@@ -31,7 +32,7 @@ async def _fill(memory: AsyncMemory, user: str = "u") -> dict[str, Any]:
 
 
 async def _tenants_seen(memory: AsyncMemory, table: str) -> set[str]:
-    async with memory._backend.engine.connect() as conn:
+    async with backend_of(memory).engine.connect() as conn:
         rows = await conn.execute(sa.text(f"SELECT DISTINCT tenant_id FROM {table}"))
         return set(rows.scalars().all())
 
@@ -56,19 +57,19 @@ async def test_every_cognitive_table_refuses_writes_into_another_tenant(
 ) -> None:
     await _fill(memory.for_tenant("globex"))
     with tenant_scope("acme"):
-        async with memory._backend.engine.begin() as conn:
+        async with backend_of(memory).engine.begin() as conn:
             moved = await conn.execute(
                 sa.text(f"UPDATE {table} SET tenant_id = 'acme' WHERE tenant_id = 'globex'")
             )
             deleted = await conn.execute(sa.text(f"DELETE FROM {table}"))
             assert (moved.rowcount, deleted.rowcount) == (0, 0)
     with all_tenants():
-        async with memory._backend.engine.connect() as conn:
+        async with backend_of(memory).engine.connect() as conn:
             row = (await conn.execute(sa.text(f"SELECT * FROM {table} LIMIT 1"))).mappings().one()
     columns = ", ".join(row)
     values = ", ".join(f":{c}" for c in row)
     with tenant_scope("acme"), pytest.raises(DBAPIError, match="row-level security"):
-        async with memory._backend.engine.begin() as conn:
+        async with backend_of(memory).engine.begin() as conn:
             await conn.execute(sa.text(f"INSERT INTO {table} ({columns}) VALUES ({values})"), row)
     with all_tenants():
         assert await _tenants_seen(memory, table) == {"globex"}
@@ -235,7 +236,7 @@ async def test_key_rotation_reseals_every_cognitive_row(make_settings: Any, raw:
     await during.close()
     assert report.retired_key_ids
     after = await AsyncMemory.open(make_settings(encryption_key=new_key))
-    active = after._backend.keys.current().active.key_id
+    active = backend_of(after).keys.current().active.key_id
     for table in SEALED_COGNITIVE:
         keys = {r[0] for r in raw.execute(f"SELECT DISTINCT key_id FROM {table.name}")}
         assert keys == {active}, table.name

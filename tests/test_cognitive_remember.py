@@ -21,6 +21,7 @@ from memvault.cognitive.bundle import (
     weighted,
 )
 from memvault.cognitive.models import Goal, Profile
+from tests.conftest import backend_of
 
 
 async def _populate(memory: AsyncMemory) -> str:
@@ -100,7 +101,7 @@ async def test_remember_brings_every_kind_from_the_channel_and_global(memory: As
         assert text in prompt
     assert bundle.tokens == _tokens(memory, prompt) <= bundle.budget_tokens
     # Recalled memories count as accessed, in the background.
-    await memory._backend.access.flush()
+    await backend_of(memory).access.flush()
     record = await memory.get(bundle.episodic[0].id, user_id="ann")
     assert record.access_count == 1
 
@@ -206,7 +207,7 @@ async def test_the_time_window_bounds_episodic_recall(memory: AsyncMemory) -> No
 
 
 async def test_counting_texts_together_counts_each_as_alone(memory: AsyncMemory) -> None:
-    spans = memory._backend.embeddings.primary.tokenizer().spans
+    spans = backend_of(memory).embeddings.primary.tokenizer().spans
     texts = [
         "## Relevant memories",
         "- [turn, proj 2026-01-02] The staging database runs on port 5433",
@@ -220,7 +221,7 @@ async def test_counting_texts_together_counts_each_as_alone(memory: AsyncMemory)
 
 
 def _tokens(memory: AsyncMemory, text: str) -> int:
-    return len(memory._backend.embeddings.primary.tokenizer().spans(text))
+    return len(backend_of(memory).embeddings.primary.tokenizer().spans(text))
 
 
 # --- the pure parts ------------------------------------------------------------------------------

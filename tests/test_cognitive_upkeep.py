@@ -15,6 +15,7 @@ import pytest
 from memvault.config import Settings
 from memvault.lifecycle import jobs
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 NOW = datetime(2030, 6, 15, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -37,7 +38,7 @@ async def store(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMe
 async def test_cleanup_archives_conversations_idle_past_the_setting(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
-    assert store._backend.settings.conversation_archive_after_days == 90
+    assert backend_of(store).settings.conversation_archive_after_days == 90
     idle = NOW - 90 * DAY
     when = {
         "just_past": (idle - 2 * DAY, idle - timedelta(seconds=1)),
@@ -58,30 +59,30 @@ async def test_cleanup_archives_conversations_idle_past_the_setting(
         rows = raw.execute("SELECT id FROM conversations WHERE archived").fetchall()
         return {name for name, ident in ids.items() if (ident,) in rows}
 
-    dry = await jobs.run_job(store._backend, "cleanup", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "cleanup", dry_run=True, clock=at(NOW))
     assert dry.counts["conversations.would_archive"] == 2 and archived() == set()
-    run = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert run.outcome == "ok" and run.counts["conversations.archived"] == 2
     assert archived() == {"just_past", "never_talked"}
     listed = {c.id for c in await store.list_conversations(user_id="u")}
     assert listed == {ids["at_threshold"], ids["old_but_talking"], ids["new"]}
-    again = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+    again = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert again.counts["conversations.archived"] == 0
 
 
 async def test_cleanup_purges_expired_working_memory_rows(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
-    assert store._backend.settings.redis_url is None  # the UNLOGGED table holds them
+    assert backend_of(store).settings.redis_url is None  # the UNLOGGED table holds them
     for key in ("gone", "kept"):
         await store.set_context("s", key, key, user_id="u")
     raw.execute(
         "UPDATE working_memory SET expires_at = CASE key WHEN 'gone' THEN %s ELSE %s END",
         (NOW - timedelta(seconds=1), NOW + timedelta(seconds=1)),
     )
-    dry = await jobs.run_job(store._backend, "cleanup", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "cleanup", dry_run=True, clock=at(NOW))
     assert dry.counts["working_memory.would_purge"] == 1
-    run = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert run.counts["working_memory.purged"] == 1
     assert raw.execute("SELECT key FROM working_memory").fetchall() == [("kept",)]
 
@@ -120,7 +121,7 @@ def _learned(raw: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
 async def test_patterns_learns_from_conversations_whose_tools_worked_at_the_thresholds(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
-    s = store._backend.settings
+    s = backend_of(store).settings
     assert (s.patterns_min_steps, s.patterns_lookback_days, s.patterns_interval_s) == (
         2,
         7,
@@ -138,11 +139,11 @@ async def test_patterns_learns_from_conversations_whose_tools_worked_at_the_thre
     _move_calls(raw, old, NOW - 7 * DAY - timedelta(seconds=1))  # outside the lookback
     _move_calls(raw, edge, NOW - 7 * DAY)  # at it: still looked at
 
-    dry = await jobs.run_job(store._backend, "patterns", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "patterns", dry_run=True, clock=at(NOW))
     assert (dry.outcome, dry.counts["would_learn"], dry.counts["conversations"]) == ("ok", 4, 6)
     assert _learned(raw) == []
 
-    run = await jobs.run_job(store._backend, "patterns", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "patterns", clock=at(NOW))
     assert run.outcome == "ok" and run.counts["learned"] == 4
     learned = {row[0]: row[1:] for row in _learned(raw)}
     assert learned == {
@@ -157,7 +158,7 @@ async def test_patterns_learns_from_conversations_whose_tools_worked_at_the_thre
         ("search", "fetch"),
     }
 
-    again = await jobs.run_job(store._backend, "patterns", clock=at(NOW))
+    again = await jobs.run_job(backend_of(store), "patterns", clock=at(NOW))
     assert again.counts["learned"] == 0 and len(_learned(raw)) == 4  # idempotent
 
     # The conversation goes on and works further: its longer sequence is new, learned once.
@@ -166,7 +167,7 @@ async def test_patterns_learns_from_conversations_whose_tools_worked_at_the_thre
         "UPDATE tool_invocations SET created_at = %s WHERE id = %s",
         (NOW - timedelta(minutes=30), mail.id),
     )
-    later = await jobs.run_job(store._backend, "patterns", clock=at(NOW))
+    later = await jobs.run_job(backend_of(store), "patterns", clock=at(NOW))
     assert later.counts["learned"] == 1
     sequences = [r[1] for r in _learned(raw) if r[0] == worked]
     assert sequences == [["search", "fetch", "sum"], ["search", "fetch", "sum", "mail"]]
@@ -178,7 +179,7 @@ async def test_patterns_skips_a_sequence_already_learned_by_hand(
     convo = await _conversation(store, [("search", True), ("fetch", True)])
     _move_calls(raw, convo, NOW - timedelta(hours=1))
     await store.learn_strategy("look it up", user_id="u", conversation_id=convo)
-    run = await jobs.run_job(store._backend, "patterns", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "patterns", clock=at(NOW))
     assert run.counts["learned"] == 0 and len(_learned(raw)) == 1
 
 

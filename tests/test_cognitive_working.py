@@ -3,7 +3,6 @@ expiring, no session (or tenant) seeing another's."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -16,8 +15,10 @@ from hypothesis import strategies as st
 
 from memvault import AsyncMemory, InvalidInput, NotFound, Settings, StoreUnavailable
 from memvault.cognitive.working import PostgresWorkingStore, WorkingMemory, redis_key
+from tests.conftest import REDIS_URL, backend_of
+from tests.waiting import wait_for
 
-REDIS = "redis://127.0.0.1:6379/0"
+REDIS = REDIS_URL  # this worker's own Redis database
 
 
 @pytest.fixture(params=["postgres", "redis"])
@@ -83,8 +84,11 @@ async def test_entries_expire(memory: AsyncMemory) -> None:
         "short": "soon gone",
         "long": "stays",
     }
-    await asyncio.sleep(0.4)
-    assert (await memory.get_context("c1", user_id="ann")).values == {"long": "stays"}
+
+    async def expired() -> bool:
+        return (await memory.get_context("c1", user_id="ann")).values == {"long": "stays"}
+
+    await wait_for(expired, 10, "the 0.2 s entry never expired")
     with pytest.raises(InvalidInput):
         await memory.set_context("c1", "k", 1, user_id="ann", ttl_seconds=0)
 
@@ -113,8 +117,8 @@ async def test_postgres_store_expires_by_its_clock_and_seals(
     memory: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
     now = [1_000_000.0]
-    store = PostgresWorkingStore(memory._backend.engine, clock=lambda: now[0])
-    working = WorkingMemory(store, memory._backend.keys, ttl_s=3600, max_turns=5, max_thoughts=5)
+    store = PostgresWorkingStore(backend_of(memory).engine, clock=lambda: now[0])
+    working = WorkingMemory(store, backend_of(memory).keys, ttl_s=3600, max_turns=5, max_thoughts=5)
     session = ("ann", "_global", "c9")
     from memvault.db.tenancy import tenant_scope
 

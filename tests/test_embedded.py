@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import subprocess
@@ -17,6 +16,8 @@ import pytest
 from memvault import AsyncMemory, ConfigurationError, DataDirInUse, KeyMismatch, Memory, Settings
 from memvault.admin import Admin
 from memvault.db.embedded import ServeLock
+from tests.conftest import backend_of
+from tests.waiting import wait_for
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
@@ -102,11 +103,12 @@ async def _beating(url: str) -> list[str]:
 
 
 async def _until(url: str, done: Callable[[list[str]], bool]) -> list[str]:
-    for _ in range(300):  # the successor tries every 5 s; give it two tries on a busy machine
-        if done(pids := await _beating(url)):
-            return pids
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"worker heartbeats never got there: {pids}")
+    async def beating() -> list[str] | None:
+        pids = await _beating(url)
+        return pids if done(pids) else None
+
+    # The successor tries every 5 s: give it two tries on a busy machine.
+    return await wait_for(beating, 15, "worker heartbeats never got there")
 
 
 @pytest.mark.slow
@@ -139,7 +141,7 @@ async def _take_over(data: Path, holder: subprocess.Popen[str]) -> None:
         Settings(data_dir=data, embedding_provider="hash", run_worker=True)
     )
     try:
-        url = memory._backend.url
+        url = backend_of(memory).url
         assert await _until(url, lambda pids: len(pids) == 1) == [str(holder.pid)]
         await memory.add("stored while the other process runs the worker", user_id="u")
         assert await _beating(url) == [str(holder.pid)]  # none started here

@@ -24,6 +24,7 @@ from memvault.embedding.cache import PostgresCache, RedisCache
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.service import EmbeddingService
 from memvault.service import AsyncMemory
+from tests.conftest import REDIS_URL, backend_of
 from tests.fakes import DIMS, closed_port_url, embedding_server, fake_vector
 
 
@@ -130,9 +131,9 @@ async def test_cache_hits_skip_the_provider(
 ) -> None:
     memory = await AsyncMemory.open(make_settings())
     cache = (
-        PostgresCache(memory._backend.engine, 3600)
+        PostgresCache(backend_of(memory).engine, 3600)
         if backend == "postgres"
-        else RedisCache("redis://127.0.0.1:6379/0", 3600)
+        else RedisCache(REDIS_URL, 3600)
     )
     texts = [f"cached text {uuid.uuid4()}" for _ in range(3)]
     with embedding_server() as (url, script):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memvault import AsyncMemory, ConfigurationError, KeyMismatch, Settings
 from memvault.admin import AsyncAdmin
 from memvault.crypto import Keyring, associated_data, generate_key, parse_key
+from tests.conftest import backend_of
 
 SECRET = "the launch code is purple-elephant-42"
 
@@ -119,5 +120,5 @@ async def test_rotation_under_concurrent_writes_loses_no_row(
         page = await after.list(user_id=f"user{i}", limit=100)
         assert len(page.results) == len(range(i, 300, 7))
     keys = {row[0] for row in raw.execute("SELECT DISTINCT key_id FROM memories")}
-    assert keys == {after._backend.keys.current().active.key_id}
+    assert keys == {backend_of(after).keys.current().active.key_id}
     await after.close()

@@ -7,10 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -330,10 +329,9 @@ def test_offline_never_raises_and_every_fact_is_about_a_known_entity(
     ],
     ids=["one-long-word", "many-names", "many-auxiliaries", "long-favourite"],
 )
-def test_pathological_text_costs_time_in_proportion_to_its_length(text: str) -> None:
-    started = time.perf_counter()
-    offline(text)
-    assert time.perf_counter() - started < 5.0  # about 0.05-0.5 s; minutes when quadratic
+def test_pathological_text_is_extracted_consistently(text: str) -> None:
+    # Its time (once minutes, when a scan was quadratic) is measured by bench/text_speed.py.
+    assert_consistent(offline(text))
 
 
 # --- predicates ------------------------------------------------------------------------------
@@ -564,9 +562,8 @@ async def test_a_timeout_falls_back_to_the_offline_rules(
     provider: str, server: LLMServer, make_llm: Callable[..., LLM]
 ) -> None:
     server.script(replace(answer(provider, GOOD), delay_s=1.0))
-    started = datetime.now(UTC)
+    # The answer comes after the timeout: the rules' facts, labelled with why.
     result = await extract(TEXT, speaker="Sam", reference_time=NOW, llm=make_llm(timeout_s=0.2))
-    assert datetime.now(UTC) - started < timedelta(seconds=1)
     assert result.extractor == f"offline (llm:{provider}/test-model failed: llm_unavailable)"
     assert ("Dana", "works_for", "Initech") in triples(result)
 

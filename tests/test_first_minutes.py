@@ -27,14 +27,14 @@ from memvault.api import create_app
 from memvault.cli import app
 from memvault.embedding import local
 from memvault.logs import JsonFormatter, TextFormatter, wants_json
-from tests.conftest import KEY
+from tests.conftest import KEY, backend_of
 from tests.waiting import wait_until
 
 runner = CliRunner()
 
 
 def new_key(client: TestClient, tenant: str, scopes: str = "read,write") -> str:
-    engine = client.app.state.memory._backend.engine  # type: ignore[attr-defined]
+    engine = backend_of(client.app.state.memory).engine  # type: ignore[attr-defined]
     return client.portal.call(auth.create_key, engine, tenant, scopes, None).key  # type: ignore[union-attr]
 
 

@@ -25,6 +25,7 @@ from memvault.db.tenancy import all_tenants
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import derive
 from memvault.graph.claims import SELF, EntityMention, Extraction, FactClaim, RelationClaim
+from tests.conftest import backend_of
 
 Y2020, Y2021, Y2023, Y2024 = (datetime(y, 1, 1, tzinfo=UTC) for y in (2020, 2021, 2023, 2024))
 
@@ -205,7 +206,7 @@ async def test_embedding_similarity_joins_above_the_threshold_only(
     make_settings: Callable[..., Settings],
 ) -> None:
     probe = await AsyncMemory.open(make_settings())
-    embedded = await probe._backend.embeddings.embed_batch(
+    embedded = await backend_of(probe).embeddings.embed_batch(
         ["International Business Machines", "International Business Machines Corp"]
     )
     await probe.close()
@@ -341,7 +342,7 @@ async def test_search_answers_facts_and_entities_only_when_asked(
     # What a search returns counts an access, written in the background as memories' are.
     (before,) = await memory.entities(user_id="u", q="Caroline")
     assert before.access_count == 0
-    await memory._backend.access.flush()
+    await backend_of(memory).access.flush()
     (after,) = await memory.entities(user_id="u", q="Caroline")
     assert after.access_count == 1 and after.salience == pytest.approx(before.salience + 0.02)
 
@@ -395,15 +396,15 @@ async def test_rotation_reseals_every_graph_column_and_rekeys_lookups(
         + raw.execute("SELECT count(*) FROM memory_history").fetchone()[0]
     )
     with all_tenants():
-        async with during._backend.engine.connect() as conn:
-            active = during._backend.keys.current().active.key_id
+        async with backend_of(during).engine.connect() as conn:
+            active = backend_of(during).keys.current().active.key_id
             assert await store.count_sealed_under_other_keys(conn, active) == sealed_rows
     await AsyncAdmin.of(during).rotate_encryption_key(reload_grace_s=0)
     await during.close()
 
     after = await AsyncMemory.open(make_settings(encryption_key=new_key))
     try:
-        active = after._backend.keys.current().active.key_id
+        active = backend_of(after).keys.current().active.key_id
         for table in ("entities", "facts", "relations"):
             keys = {r[0] for r in raw.execute(f"SELECT DISTINCT key_id FROM {table}")}
             assert keys == {active}, table
@@ -489,7 +490,7 @@ async def test_a_batch_derives_every_item_with_one_embedding_call(
         texts = [f"Person{i} moved to Town{i}." for i in range(3)]
         for i, text in enumerate(texts):
             claims[text] = Extraction(facts=(lives_in(f"Person{i}", f"Town{i}"),))
-        embeddings = memory._backend.embeddings
+        embeddings = backend_of(memory).embeddings
         calls: list[int] = []
         real = embeddings.embed_batch
 

@@ -16,6 +16,7 @@ from memvault.db.tables import GRAPH_TABLES, metadata
 from memvault.graph import derive, sealed
 from memvault.graph.claims import EntityMention, Extraction, FactClaim, RelationClaim
 from memvault.retrieval.terms import query_term_ids
+from tests.conftest import backend_of
 
 ONLY_A = "Caroline works for Zyxwerk, a robotics firm in Paris."
 BOTH = "Caroline lives in Paris."
@@ -79,7 +80,7 @@ async def test_deleting_a_memory_removes_what_only_it_held(
     (zyx,) = await memory.entities(user_id="u", q="Zyxwerk")
     works_for = await memory.facts(user_id="u", entity="Zyxwerk")
     assert {f.predicate for f in works_for} == {"works_for", "makes"}
-    keyring = memory._backend.keys.current()
+    keyring = backend_of(memory).keys.current()
     term_ids = query_term_ids(keyring, "Zyxwerk robots GmbH")
     name_key = sealed.name_key(keyring, "Zyxwerk")
     fact_ids = [f.id for f in works_for]
@@ -108,7 +109,7 @@ async def _entity_rows(memory: AsyncMemory, user: str) -> list[Any]:
     from memvault.db.tenancy import tenant_scope
 
     with tenant_scope(memory.tenant_id):
-        async with memory._backend.engine.connect() as conn:
+        async with backend_of(memory).engine.connect() as conn:
             return await graph_db.list_entities(
                 conn, memory.tenant_id, user, type=None, keys=[], term_ids=[], limit=100
             )

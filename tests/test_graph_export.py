@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import redis
 
 from memvault import AsyncMemory
 from memvault.graph.claims import Extraction, RelationClaim
+from tests.waiting import wait_until
 
 
 def _free_port() -> int:
@@ -41,15 +41,7 @@ def falkordb(tmp_path: Path) -> Iterator[redis.Redis]:
     )  # fmt: skip
     client = redis.Redis(port=port, decode_responses=True)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_until(client.ping, 20, "FalkorDB never answered", ignore=(redis.ConnectionError,))
         yield client
     finally:
         client.close()

@@ -18,6 +18,7 @@ from memvault.api import create_app
 from memvault.db.tables import GRAPH_TABLES
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.graph.claims import EntityMention, Extraction, FactClaim, RelationClaim
+from tests.conftest import backend_of
 
 tenants = st.sampled_from(["acme", "globex"])
 users = st.sampled_from(["alice", "bob"])
@@ -96,7 +97,7 @@ async def two_tenants(
 
 
 async def _tenants_in(memory: AsyncMemory, table: str) -> set[str]:
-    async with memory._backend.engine.connect() as conn:
+    async with backend_of(memory).engine.connect() as conn:
         rows = await conn.execute(sa.text(f"SELECT DISTINCT tenant_id FROM {table}"))
         return set(rows.scalars().all())
 
@@ -119,7 +120,7 @@ async def test_another_tenant_can_neither_change_nor_delete_graph_rows(
 ) -> None:
     memory = two_tenants
     with tenant_scope("acme"):
-        async with memory._backend.engine.begin() as conn:
+        async with backend_of(memory).engine.begin() as conn:
             for table in GRAPH_TABLES:
                 changed = await conn.execute(
                     sa.text(f"UPDATE {table} SET user_id = 'x' WHERE tenant_id = 'globex'")
@@ -134,7 +135,7 @@ async def test_another_tenant_can_neither_change_nor_delete_graph_rows(
                 )
                 assert deleted.rowcount == 0, table
         with pytest.raises(DBAPIError, match="row-level security"):
-            async with memory._backend.engine.begin() as conn:
+            async with backend_of(memory).engine.begin() as conn:
                 await conn.execute(
                     sa.text(
                         "INSERT INTO fact_reviews (tenant_id, id, user_id, fact_id, "
@@ -154,7 +155,7 @@ def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
 
 
 def _key(client: TestClient, tenant: str) -> dict[str, str]:
-    engine = client.app.state.memory._backend.engine  # type: ignore[attr-defined]
+    engine = backend_of(client.app.state.memory).engine  # type: ignore[attr-defined]
     created = client.portal.call(auth.create_key, engine, tenant, "read,write", None)  # type: ignore[union-attr]
     return {"Authorization": f"Bearer {created.key}"}
 

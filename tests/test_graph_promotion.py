@@ -16,6 +16,7 @@ from memvault import AsyncMemory, InvalidInput, NotFound
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.lifecycle import jobs
 from memvault.models import Fact
+from tests.conftest import backend_of
 
 
 async def _fact_in_conversations(memory: AsyncMemory, conversations: int) -> Fact:
@@ -81,12 +82,12 @@ async def test_the_job_promotes_at_and_only_at_the_thresholds(
     fact = await _fact_in_conversations(memory, conversations)
     _set(raw, fact, confidence, accesses)
 
-    dry = await jobs.run_job(memory._backend, "promote", dry_run=True)
+    dry = await jobs.run_job(backend_of(memory), "promote", dry_run=True)
     assert (dry.outcome, dry.dry_run) == ("ok", True)
     assert dry.counts["would_promote"] == int(promoted)
     assert _global(raw) == []
 
-    run = await jobs.run_job(memory._backend, "promote")
+    run = await jobs.run_job(backend_of(memory), "promote")
     assert run.outcome == "ok" and run.counts["promoted"] == int(promoted)
     copies = _global(raw)
     assert [source for _, source in copies] == ([fact.id] if promoted else [])
@@ -94,10 +95,10 @@ async def test_the_job_promotes_at_and_only_at_the_thresholds(
         (copy,) = [f for f in await memory.facts(user_id="ann") if f.id == copies[0][0]]
         assert (copy.channel, copy.claim, copy.value) == ("_global", fact.claim, fact.value)
         assert copy.memory_ids == fact.memory_ids  # erasing the source takes the copy too
-        await memory._backend.audit.flush()
+        await backend_of(memory).audit.flush()
         entries = await memory.audit_log(user_id="ann", operation="promote")
         assert [e.actor for e in entries.results] == ["lifecycle:promote"]
-    again = await jobs.run_job(memory._backend, "promote")
+    again = await jobs.run_job(backend_of(memory), "promote")
     assert again.counts["promoted"] == 0 and len(_global(raw)) == len(copies)
 
 
@@ -122,7 +123,7 @@ async def test_promote_by_hand_is_idempotent_and_owned(memory: AsyncMemory) -> N
 async def test_the_promotion_link_is_behind_row_level_security(memory: AsyncMemory) -> None:
     fact = await memory.add_fact("ann", "speaks", value="Portuguese", user_id="u", channel="p")
     await memory.promote(fact.id, user_id="u", reason="everywhere")
-    engine = memory._backend.engine
+    engine = backend_of(memory).engine
 
     async def count() -> int:
         async with engine.connect() as conn:

@@ -22,8 +22,8 @@ import redis
 from memvault.config import Settings
 from memvault.retrieval.terms import blind_terms
 from memvault.service import AsyncMemory
+from tests.conftest import REDIS_URL, backend_of
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 KEEPS_IDS = ("audit_log", "memory_history")
 
 
@@ -104,12 +104,12 @@ async def _fill(store: AsyncMemory, user: str, marker: str) -> dict[str, str]:
 
 
 def _signatures(store: AsyncMemory, user: str, marker: str, texts: list[str]) -> dict[str, str]:
-    keyring = store._backend.keys.current()
+    keyring = backend_of(store).keys.current()
     sigs = {"marker": marker}
     for text in texts:
         terms, _ = blind_terms(keyring, text)
         sigs.update({f"term:{text}:{t}": str(t) for t in terms if str(t).lstrip("-")[:1]})
-    for tag in store._backend.embeddings.owner_tags(("default", user)):
+    for tag in backend_of(store).embeddings.owner_tags(("default", user)):
         sigs["cache-owner-tag"] = f"memvault:emb:{tag.hex()}"
     return {k: v for k, v in sigs.items() if not k.startswith("term:") or marker in k}
 
@@ -125,7 +125,7 @@ async def test_erasing_a_memory_then_the_user_leaves_nothing_anywhere(
     assert any(f"Zqx{marker}ville" in c for c in claims), claims  # derived, so checked below
 
     # One memory first: its text, what was derived from it, its cache entries.
-    service = store._backend.embeddings
+    service = backend_of(store).embeddings
     names = [k.removeprefix("entity:") for k in ids if k.startswith("entity:")]
     derived = [t for t in claims + names if f"Zqx{marker}ville" in t or f"Vrb{marker}" in t]
     assert any(t in names for t in derived), (names, derived)
@@ -170,7 +170,7 @@ async def test_erasing_a_tenant_takes_the_cache_entries_of_all_its_users(
     await acme.search(f"who asked about qvz{marker}", user_id="asker")
     await acme.remember(f"what about qvz{marker}", user_id="another")
     await globex.search(f"who asked about qvz{marker}", user_id="asker")
-    service = store._backend.embeddings
+    service = backend_of(store).embeddings
     acme_tags, globex_tags = (
         service.tenant_tags(acme.tenant_id),
         service.tenant_tags(globex.tenant_id),

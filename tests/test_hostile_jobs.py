@@ -10,6 +10,7 @@ import psycopg
 
 from memvault import AsyncMemory
 from memvault.lifecycle import jobs
+from tests.conftest import backend_of
 from tests.test_graph_promotion import _fact_in_conversations, _global, _set
 
 
@@ -47,7 +48,7 @@ async def test_cleanup_is_not_stopped_by_one_tenants_altered_row(
         _expire(raw, memory_id)
     _corrupt_memory(raw, broken.id)
 
-    run = await jobs.run_job(memory._backend, "cleanup")
+    run = await jobs.run_job(backend_of(memory), "cleanup")
 
     assert run.outcome == "ok", run
     remaining = {r[0] for r in raw.execute("SELECT id FROM memories").fetchall()}
@@ -68,7 +69,7 @@ async def test_the_promote_job_skips_a_fact_it_cannot_promote_and_reports_it(
         (broken.id,),
     )
 
-    run = await jobs.run_job(memory._backend, "promote")
+    run = await jobs.run_job(backend_of(memory), "promote")
 
     assert run.outcome == "ok", run
     assert run.counts["promoted"] == 1

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from memvault import AsyncMemory, InvalidInput
 from memvault.api import create_app
 from memvault.config import Settings
+from tests.conftest import backend_of
 
 HUGE = "x" * 600_000
 
@@ -81,7 +82,7 @@ async def test_the_audit_writer_sets_aside_a_row_it_cannot_write_and_writes_the_
 
     settings = make_settings(embedding_provider="hash", audit_flush_ms=60_000)
     async with await AsyncMemory.open(settings) as store:
-        audit = store._backend.audit
+        audit = backend_of(store).audit
         failed = AUDIT_ROWS.labels("failed")._value.get()
         audit.record(
             AuditEvent(
@@ -197,7 +198,7 @@ async def test_the_audit_writer_keeps_rows_while_the_store_is_away(
 
     settings = make_settings(embedding_provider="hash", audit_flush_ms=60_000)
     async with await AsyncMemory.open(settings) as store:
-        audit = store._backend.audit
+        audit = backend_of(store).audit
         reachable = audit._engine
         audit._engine = create_engine("postgresql://nobody@127.0.0.1:1/none", pool_size=1)
         set_aside = AUDIT_ROWS.labels("set_aside")._value.get()

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory, ContentTooLong, PIIRejected
 from memvault.config import Settings
+from tests.conftest import backend_of
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ async def test_index_text_passes_the_pii_policy_and_the_length_limit(
     assert added.content == "contact record 7"
     with pytest.raises(PIIRejected):
         await hashed.add("r", user_id="ix-4", index_text="jane@example.com", pii_policy="reject")
-    limit = hashed._backend.settings.max_content_chars
+    limit = backend_of(hashed).settings.max_content_chars
     with pytest.raises(ContentTooLong):
         await hashed.add("r", user_id="ix-4", index_text="x" * (limit + 1))
     assert len((await hashed.list(user_id="ix-4")).results) == 1

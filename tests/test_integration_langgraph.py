@@ -9,7 +9,6 @@ sequences through langgraph's InMemoryStore and MemvaultStore and asks for the s
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +33,7 @@ from langgraph.store.memory import InMemoryStore
 from memvault import AsyncMemory, Memory
 from memvault.config import Settings
 from memvault.integrations.langgraph import MemvaultStore
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -183,11 +183,11 @@ async def test_an_expired_item_is_gone_from_every_read(store: MemvaultStore) -> 
     await store.aput(("t",), "short", {"v": 1}, ttl=3 / 60)  # three seconds
     await store.aput(("t",), "long", {"v": 2}, ttl=60)
     assert await store.aget(("t",), "short", refresh_ttl=False) is not None
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
-    while await store.aget(("t",), "short", refresh_ttl=False) is not None:
-        assert loop.time() < deadline, "the item outlived its TTL"
-        await asyncio.sleep(0.1)
+
+    async def gone() -> bool:
+        return await store.aget(("t",), "short", refresh_ttl=False) is None
+
+    await wait_for(gone, 30, "the item outlived its TTL", interval=0.1)
     assert [i.key for i in await store.asearch(("t",))] == ["long"]
     assert [i.key for i in await store.asearch(("t",), query="v")] == ["long"]
 

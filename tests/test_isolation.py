@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memvault import AsyncMemory, NotFound
 from memvault.db.tenancy import all_tenants, tenant_scope
+from tests.conftest import backend_of
 
 tenants = st.sampled_from(["acme", "globex", "initech"])
 users = st.sampled_from(["alice", "bob", "carol"])
@@ -85,7 +86,7 @@ TENANT_TABLES = (
 
 
 async def _tenants_seen(memory: AsyncMemory, table: str) -> set[str]:
-    async with memory._backend.engine.connect() as conn:
+    async with backend_of(memory).engine.connect() as conn:
         rows = await conn.execute(sa.text(f"SELECT DISTINCT tenant_id FROM {table}"))
         return set(rows.scalars().all())
 
@@ -107,7 +108,7 @@ async def test_the_database_hides_other_tenants_from_a_query_without_a_filter(
     with all_tenants():
         assert await _tenants_seen(memory, "memories") == {"acme", "globex"}
 
-    async with memory._backend.engine.connect() as conn:
+    async with backend_of(memory).engine.connect() as conn:
         owner = await conn.scalar(
             sa.text("SELECT tableowner FROM pg_tables WHERE tablename = 'memories'")
         )
@@ -117,7 +118,7 @@ async def test_the_database_hides_other_tenants_from_a_query_without_a_filter(
 async def test_the_database_refuses_writes_into_another_tenant(memory: AsyncMemory) -> None:
     theirs = await memory.for_tenant("globex").add("globex plans", user_id="u", infer=False)
     with tenant_scope("acme"):
-        async with memory._backend.engine.begin() as conn:
+        async with backend_of(memory).engine.begin() as conn:
             changed = await conn.execute(
                 sa.text("UPDATE memories SET importance = 1 WHERE id = :i"), {"i": theirs.id}
             )
@@ -129,7 +130,7 @@ async def test_the_database_refuses_writes_into_another_tenant(memory: AsyncMemo
             )
             assert moved.rowcount == 0
         with pytest.raises(DBAPIError, match="row-level security"):
-            async with memory._backend.engine.begin() as conn:
+            async with backend_of(memory).engine.begin() as conn:
                 await conn.execute(
                     sa.text(
                         "INSERT INTO memory_history (tenant_id, memory_id, user_id, action, actor) "

@@ -16,6 +16,7 @@ from memvault.retrieval.search import rrf
 from memvault.retrieval.terms import terms
 from memvault.service import AsyncMemory
 from memvault.text import STOP_WORDS
+from tests.conftest import backend_of
 
 DISTRACTORS = [
     "The office wifi is slow in the afternoon",
@@ -83,7 +84,7 @@ async def test_the_database_holds_no_plaintext_term(
     assert dict(columns)["term"] == "bigint"
     dump = raw.execute("SELECT string_agg(t::text, ' ') FROM memory_terms t").fetchone()
     assert dump is not None and "quokka" not in dump[0] and "wifi" not in dump[0]
-    keyring = memory._backend.keys.current()
+    keyring = backend_of(memory).keys.current()
     stored = {row[0] for row in raw.execute("SELECT term FROM memory_terms")}
     assert keyring.term_id("quokkaflux") in stored
 
@@ -198,7 +199,7 @@ async def test_large_scopes_rank_from_remembered_statistics_with_the_same_answer
         if channel:
             ask["channel"] = channel
         whole = await memory.search("router reboot mesh", **ask)
-        stats = memory._backend.keyword_stats.get(("default", "wendy"))
+        stats = backend_of(memory).keyword_stats.get(("default", "wendy"))
         assert stats is not None and stats.n_docs == 60
         monkeypatch.setattr(keywords, "LOOKUP_MIN_SCOPE", 1)
         # The best 50 only (a whole list's worth): none of the team's.

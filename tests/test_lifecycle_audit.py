@@ -16,6 +16,7 @@ from memvault.api import create_app
 from memvault.config import Settings
 from memvault.crypto import generate_key
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 
 async def _activity(store: AsyncMemory) -> Any:
@@ -109,7 +110,7 @@ async def test_rotation_reseals_audited_queries(
     async with await AsyncMemory.open(after) as store:
         (entry,) = (await store.audit_log(operation="retrieve")).results
         assert entry.query == "what does Fay play"
-        active = store._backend.keys.current().active.key_id
+        active = backend_of(store).keys.current().active.key_id
     keys = raw.execute("SELECT DISTINCT query_key_id FROM audit_log WHERE query_key_id IS NOT NULL")
     assert keys.fetchall() == [(active,)]
 
@@ -119,7 +120,7 @@ def test_the_audit_route_is_admin_only_and_sees_only_its_tenant(
 ) -> None:
     settings = make_settings(auth="required", embedding_provider="hash", audit_level="reads")
     with TestClient(create_app(settings)) as api:
-        engine = api.app.state.memory._backend.engine  # type: ignore[attr-defined]
+        engine = backend_of(api.app.state.memory).engine  # type: ignore[attr-defined]
 
         def key(tenant: str, scopes: str) -> dict[str, str]:
             created = api.portal.call(auth.create_key, engine, tenant, scopes, None)  # type: ignore[union-attr]
@@ -167,5 +168,5 @@ async def test_stores_carry_their_session_and_dedup_outcome_and_metrics_count(
         outcomes = sorted(a for e in entries for a in e.details["dedup"])
         assert outcomes == ["duplicate_exact", "stored_new", "stored_new"]
         before = runs()
-        await jobs.run_job(store._backend, "tiers")
+        await jobs.run_job(backend_of(store), "tiers")
         assert runs() == before + 1

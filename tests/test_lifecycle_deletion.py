@@ -19,8 +19,7 @@ from memvault.config import Settings
 from memvault.errors import NotFound
 from memvault.retrieval.terms import blind_terms
 from memvault.service import AsyncMemory
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
+from tests.conftest import REDIS_URL, backend_of
 
 
 @pytest.fixture
@@ -65,7 +64,7 @@ async def _signatures(
     store: AsyncMemory, raw: psycopg.Connection[Any], memory_id: Any, shared: set[int]
 ) -> dict[str, str]:
     """``shared``: blind terms another, kept memory also has (its owner's name, say)."""
-    keyring = store._backend.keys.current()
+    keyring = backend_of(store).keys.current()
     sigs: dict[str, str] = {}
     contents = raw.execute(
         "SELECT ciphertext FROM memories WHERE id = %(i)s UNION ALL "
@@ -83,7 +82,7 @@ async def _signatures(
                 sigs[f"text:{text}"] = text
                 terms, _ = blind_terms(keyring, text)
                 sigs.update({f"term{n}:{t}": str(t) for t in terms if t not in shared})
-                service = store._backend.embeddings
+                service = backend_of(store).embeddings
                 model = service.primary.model_id
                 for owner in (None, ("default", "ana")):
                     (key,) = service.cache_keys(model, [text], owner)
@@ -108,7 +107,7 @@ async def test_a_deleted_memory_leaves_no_trace_in_any_table_or_in_redis(
         "WHERE memory_id = %s",
         (added.id,),
     )
-    shared, _ = blind_terms(store._backend.keys.current(), kept.content)
+    shared, _ = blind_terms(backend_of(store).keys.current(), kept.content)
     signatures = await _signatures(store, raw, added.id, set(shared))
     # In a thread: a background transaction of the store (an audit partition being made, say)
     # may hold a lock the scan waits for, and it can only finish while the loop runs.

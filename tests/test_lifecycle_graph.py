@@ -18,6 +18,7 @@ from memvault.config import Settings
 from memvault.lifecycle import jobs
 from memvault.metrics import CONSOLIDATION_BACKLOG
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 NOW = datetime(2030, 6, 15, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -68,7 +69,7 @@ async def test_consolidate_derives_the_turns_facts_once_and_marks_the_conversati
     _forget_graph(raw)
     assert _count(raw, "SELECT count(*) FROM facts") == 0
 
-    dry = await jobs.run_job(store._backend, "consolidate", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "consolidate", dry_run=True, clock=at(NOW))
     assert dry.outcome == "ok"
     assert dry.counts == {"would_consolidate": 2, "would_extract": 6}
     assert _count(raw, "SELECT count(*) FROM facts") == 0
@@ -77,7 +78,7 @@ async def test_consolidate_derives_the_turns_facts_once_and_marks_the_conversati
     lag = next(f for f in health.findings if f.kind == "consolidation_lag")
     assert lag.count == len(TALK) and "in 1 conversation" in lag.recommendation
 
-    run = await jobs.run_job(store._backend, "consolidate", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "consolidate", clock=at(NOW))
     assert run.outcome == "ok", run
     assert run.counts["conversations"] == 2 and run.counts["turns_extracted"] == 6
     assert run.counts["turns_with_facts"] >= 2
@@ -92,7 +93,7 @@ async def test_consolidate_derives_the_turns_facts_once_and_marks_the_conversati
     health = await store.memory_health(user_id="ann")
     assert "consolidation_lag" not in {f.kind for f in health.findings}
 
-    again = await jobs.run_job(store._backend, "consolidate", clock=at(NOW + DAY))
+    again = await jobs.run_job(backend_of(store), "consolidate", clock=at(NOW + DAY))
     assert again.counts == {
         "conversations": 0,
         "turns_extracted": 0,
@@ -109,12 +110,12 @@ async def test_consolidate_skips_turns_that_already_have_facts(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
     await _conversation(store)
-    await jobs.run_job(store._backend, "consolidate", clock=at(NOW))
+    await jobs.run_job(backend_of(store), "consolidate", clock=at(NOW))
     before = _count(raw, "SELECT count(*) FROM facts")
     with_facts = _count(raw, "SELECT count(DISTINCT memory_id) FROM fact_sources")
     assert before >= 2 and with_facts >= 2
     raw.execute("UPDATE conversations SET consolidated_at = NULL, consolidated_turns = 0")
-    run = await jobs.run_job(store._backend, "consolidate", clock=at(NOW + DAY))
+    run = await jobs.run_job(backend_of(store), "consolidate", clock=at(NOW + DAY))
     assert run.counts["conversations"] == 1
     assert run.counts["turns_extracted"] == len(TALK) - with_facts
     assert _count(raw, "SELECT count(*) FROM facts") == before
@@ -145,7 +146,7 @@ async def test_entity_salience_decays_past_the_idle_threshold_and_undo_restores_
         "UPDATE entities SET last_accessed = %s WHERE id = %s",
         (NOW - timedelta(hours=24), fresh[0]),
     )
-    run = await jobs.run_job(store._backend, "decay", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "decay", clock=at(NOW))
     assert run.outcome == "ok" and run.counts["entity_salience"] == 1
     salience = dict(raw.execute("SELECT id, salience FROM entities").fetchall())
     assert salience[idle[0]] == pytest.approx(0.8 * 0.95)
@@ -155,7 +156,7 @@ async def test_entity_salience_decays_past_the_idle_threshold_and_undo_restores_
     ).fetchall()
     assert logged == [(pytest.approx(0.8), pytest.approx(0.76))]
 
-    assert await jobs.undo(store._backend, "decay", run.id or 0) == sum(run.counts.values())
+    assert await jobs.undo(backend_of(store), "decay", run.id or 0) == sum(run.counts.values())
     assert raw.execute("SELECT salience FROM entities WHERE id = %s", idle).fetchone() == (
         pytest.approx(0.8),
     )
@@ -178,7 +179,7 @@ async def test_inferred_confidence_decays_weekly_to_the_floor_and_explicit_does_
         raw.execute(
             "UPDATE facts SET certainty = 'uncertain', confidence = 0.32 WHERE id = %s", uncertain
         )
-        run = await jobs.run_job(store._backend, "decay", clock=at(NOW))
+        run = await jobs.run_job(backend_of(store), "decay", clock=at(NOW))
         assert run.counts["fact_confidence"] == 2
         confidence = dict(raw.execute("SELECT id, confidence FROM facts").fetchall())
         # Daily runs of a weekly rate: 0.5 ** (1/7) per run; never below the floor.
@@ -186,12 +187,12 @@ async def test_inferred_confidence_decays_weekly_to_the_floor_and_explicit_does_
         assert confidence[uncertain[0]] == pytest.approx(0.3)
         assert confidence[explicit[0]] == pytest.approx(0.9)
         for n in range(1, 30):
-            await jobs.run_job(store._backend, "decay", clock=at(NOW + n * DAY))
+            await jobs.run_job(backend_of(store), "decay", clock=at(NOW + n * DAY))
         assert raw.execute("SELECT confidence FROM facts WHERE id = %s", inferred).fetchone() == (
             pytest.approx(0.3),
         )
         # Changed again by later runs: the first run's undo leaves the value as it is now.
-        await jobs.undo(store._backend, "decay", run.id or 0)
+        await jobs.undo(backend_of(store), "decay", run.id or 0)
         assert raw.execute("SELECT confidence FROM facts WHERE id = %s", inferred).fetchone() == (
             pytest.approx(0.3),
         )
@@ -205,10 +206,10 @@ async def test_undo_of_fact_decay_restores_confidence(
     await _graph(store, raw)
     raw.execute("UPDATE facts SET certainty = 'inferred', confidence = 0.6")
     total = _count(raw, "SELECT count(*) FROM facts")
-    run = await jobs.run_job(store._backend, "decay", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "decay", clock=at(NOW))
     assert run.counts["fact_confidence"] == total
     assert _count(raw, "SELECT count(*) FROM facts WHERE confidence < 0.6") == total
-    assert await jobs.undo(store._backend, "decay", run.id or 0) >= total
+    assert await jobs.undo(backend_of(store), "decay", run.id or 0) >= total
     assert _count(raw, "SELECT count(*) FROM facts WHERE confidence = 0.6") == total
 
 
@@ -236,12 +237,12 @@ async def test_cleanup_deletes_low_salience_idle_entities_with_their_facts(
     naming = _count(
         raw, "SELECT count(*) FROM facts WHERE %s IN (subject_id, object_id)", doomed[0]
     )
-    dry = await jobs.run_job(store._backend, "cleanup", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "cleanup", dry_run=True, clock=at(NOW))
     assert dry.counts["entities.would_delete_entities"] == 1
     assert dry.counts["entities.would_delete_facts"] == naming >= 1
     entities = _count(raw, "SELECT count(*) FROM entities")
 
-    run = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert run.outcome == "ok" and run.counts["entities.deleted"] == 1
     assert _count(raw, "SELECT count(*) FROM entities") == entities - 1
     assert (
@@ -356,7 +357,7 @@ async def test_consolidate_and_batches_naming_the_same_people_never_deadlock(
             for n in range(4)
         ]
         run, *_ = await asyncio.gather(
-            jobs.run_job(store._backend, "consolidate", clock=at(NOW + round_ * DAY)),
+            jobs.run_job(backend_of(store), "consolidate", clock=at(NOW + round_ * DAY)),
             *(store.add_many(batch) for batch in batches),
         )
         assert run.outcome == "ok", run
@@ -373,7 +374,7 @@ async def test_one_tenants_bad_record_stops_no_other_tenants_consolidation(
     raw.execute(
         "UPDATE memories SET nonce = decode(repeat('00', 12), 'hex') WHERE tenant_id = 'mallory'"
     )
-    run = await jobs.run_job(store._backend, "consolidate", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "consolidate", clock=at(NOW))
     assert run.outcome == "ok", run
     assert run.counts["conversations"] == 1 and run.counts["skipped"] == 1
     consolidated = raw.execute(

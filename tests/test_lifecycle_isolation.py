@@ -20,6 +20,7 @@ from memvault.config import Settings
 from memvault.db.tenancy import tenant_scope
 from memvault.lifecycle import jobs
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 
 async def test_lifecycle_tables_show_and_change_only_the_current_tenant(
@@ -33,10 +34,10 @@ async def test_lifecycle_tables_show_and_change_only_the_current_tenant(
             "UPDATE memories SET importance = 6, created_at = now() - interval '60 days',"
             " updated_at = now() - interval '60 days'"
         )
-        run = await jobs.run_job(store._backend, "decay", clock=lambda: datetime.now(UTC))
+        run = await jobs.run_job(backend_of(store), "decay", clock=lambda: datetime.now(UTC))
         assert run.counts["memory_importance"] == 2
         await store.flush_audit()
-        engine = store._backend.engine
+        engine = backend_of(store).engine
         with tenant_scope("acme"):
             async with engine.begin() as conn:
                 for table in ("decay_changes", "audit_log"):
@@ -60,7 +61,7 @@ def test_lifecycle_routes_answer_404_for_another_tenants_ids(
 ) -> None:
     settings = make_settings(auth="required", embedding_provider="hash")
     with TestClient(create_app(settings)) as api:
-        engine = api.app.state.memory._backend.engine  # type: ignore[attr-defined]
+        engine = backend_of(api.app.state.memory).engine  # type: ignore[attr-defined]
 
         def key(tenant: str) -> dict[str, str]:
             created = api.portal.call(auth.create_key, engine, tenant, "read,write,admin", None)  # type: ignore[union-attr]

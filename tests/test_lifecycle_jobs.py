@@ -4,7 +4,6 @@ its undo), audit partitions; dry runs, the safety stop, due intervals and the on
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,8 +16,9 @@ from memvault.config import Settings
 from memvault.errors import InvalidInput
 from memvault.lifecycle import jobs
 from memvault.service import AsyncMemory
-from tests.conftest import KEY
+from tests.conftest import KEY, backend_of
 from tests.processes import Process, environment
+from tests.waiting import wait_until
 
 NOW = datetime(2030, 6, 15, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -72,11 +72,11 @@ async def test_cleanup_deletes_exactly_what_expired_by_the_clock(
     for n in range(6):  # enough other memories that the safety stop stays out of it
         await _add(store, f"unrelated note {n}")
 
-    dry = await jobs.run_job(store._backend, "cleanup", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "cleanup", dry_run=True, clock=at(NOW))
     assert (dry.outcome, dry.dry_run, dry.counts["would_delete"]) == ("ok", True, 2)
     assert {gone, temporal_gone} <= _ids(raw)
 
-    run = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert run.outcome == "ok" and run.counts["deleted"] == 2
     assert gone not in _ids(raw) and temporal_gone not in _ids(raw)
     assert {kept, persistent} <= _ids(raw)
@@ -96,7 +96,7 @@ async def test_the_safety_stop_holds_back_a_run_that_would_touch_too_much(
         doomed = [await _add(store, f"note {n}", user="heavy") for n in range(3)]
         for memory_id in doomed[:2]:
             _set(raw, memory_id, expires_at=NOW - DAY)
-        run = await jobs.run_job(store._backend, "cleanup", clock=at(NOW))
+        run = await jobs.run_job(backend_of(store), "cleanup", clock=at(NOW))
     assert (run.outcome, run.error_code) == ("stopped", "safety_stop")
     assert run.report == [{"tenant_id": "default", "user_id": "heavy", "touched": 2, "total": 3}]
     assert set(doomed) <= _ids(raw)  # nothing was deleted
@@ -116,12 +116,12 @@ async def test_tiers_move_by_idleness_at_the_thresholds_and_search_filters_by_ti
     _set(raw, ids["warm"], last_accessed=NOW - 31 * DAY)
     _set(raw, ids["back"], tier="cold", last_accessed=NOW - DAY)
     _set(raw, edge, last_accessed=NOW - 30 * DAY)  # exactly at the threshold: stays hot
-    s = store._backend.settings
+    s = backend_of(store).settings
     assert (s.tier_warm_after_days, s.tier_cold_after_days) == (30, 180)
     settings = s.model_copy(update={"lifecycle_max_share": 1.0})
-    store._backend.settings = settings
+    backend_of(store).settings = settings
 
-    run = await jobs.run_job(store._backend, "tiers", clock=at(NOW))
+    run = await jobs.run_job(backend_of(store), "tiers", clock=at(NOW))
     assert run.outcome == "ok", run
     tiers = dict(raw.execute("SELECT id, tier FROM memories").fetchall())
     assert tiers[ids["hot"]] == "hot" and tiers[edge] == "hot"
@@ -141,7 +141,7 @@ async def test_tiers_move_by_idleness_at_the_thresholds_and_search_filters_by_ti
 async def test_decay_lowers_idle_importance_to_the_floor_and_undo_puts_it_back(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
-    store._backend.settings = store._backend.settings.model_copy(
+    backend_of(store).settings = backend_of(store).settings.model_copy(
         update={"lifecycle_max_share": 1.0}
     )
     idle, recent, at_floor, edited = [await _add(store, f"memo {n}") for n in range(4)]
@@ -150,13 +150,13 @@ async def test_decay_lowers_idle_importance_to_the_floor_and_undo_puts_it_back(
         _set(raw, memory_id, importance=importance)
     _set(raw, recent, last_accessed=NOW - 29 * DAY)
 
-    first = await jobs.run_job(store._backend, "decay", clock=at(NOW))
+    first = await jobs.run_job(backend_of(store), "decay", clock=at(NOW))
     assert first.counts["memory_importance"] == 2
     importance = dict(raw.execute("SELECT id, importance FROM memories").fetchall())
     assert importance == {idle: 4, recent: 5, at_floor: 3, edited: 6}
 
-    second = await jobs.run_job(store._backend, "decay", clock=at(NOW + DAY))
-    third = await jobs.run_job(store._backend, "decay", clock=at(NOW + 2 * DAY))
+    second = await jobs.run_job(backend_of(store), "decay", clock=at(NOW + DAY))
+    third = await jobs.run_job(backend_of(store), "decay", clock=at(NOW + 2 * DAY))
     assert second.counts["memory_importance"] == 2 and third.counts["memory_importance"] == 2
     importance = dict(raw.execute("SELECT id, importance FROM memories").fetchall())
     assert importance[idle] == 3  # the floor, never below
@@ -164,13 +164,13 @@ async def test_decay_lowers_idle_importance_to_the_floor_and_undo_puts_it_back(
 
     assert first.id and second.id and third.id
     # Newest first: each run puts back what it lowered, and what changed since stays.
-    assert await jobs.undo(store._backend, "decay", third.id) == 1  # recent (idle by then)
-    assert await jobs.undo(store._backend, "decay", second.id) == 1
-    assert await jobs.undo(store._backend, "decay", first.id) == 1
+    assert await jobs.undo(backend_of(store), "decay", third.id) == 1  # recent (idle by then)
+    assert await jobs.undo(backend_of(store), "decay", second.id) == 1
+    assert await jobs.undo(backend_of(store), "decay", first.id) == 1
     importance = dict(raw.execute("SELECT id, importance FROM memories").fetchall())
     assert importance == {idle: 5, recent: 5, at_floor: 3, edited: 9}
     with pytest.raises(InvalidInput):
-        await jobs.undo(store._backend, "decay", first.id)  # once only
+        await jobs.undo(backend_of(store), "decay", first.id)  # once only
 
 
 # --- audit partitions ------------------------------------------------------------------------
@@ -188,14 +188,14 @@ async def test_audit_partitions_are_made_ahead_and_dropped_past_retention(
     store: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
     old = NOW - 91 * DAY
-    await jobs.run_job(store._backend, "audit_partitions", clock=at(old))
+    await jobs.run_job(backend_of(store), "audit_partitions", clock=at(old))
     assert "audit_log_p20300316" in _partitions(raw)
-    dry = await jobs.run_job(store._backend, "audit_partitions", dry_run=True, clock=at(NOW))
+    dry = await jobs.run_job(backend_of(store), "audit_partitions", dry_run=True, clock=at(NOW))
     assert dry.counts["create"] == ["2030-06-15", "2030-06-16", "2030-06-17", "2030-06-18"]
     assert dry.counts["drop"] == ["2030-03-16"]
     assert "audit_log_p20300615" not in _partitions(raw)
 
-    await jobs.run_job(store._backend, "audit_partitions", clock=at(NOW))
+    await jobs.run_job(backend_of(store), "audit_partitions", clock=at(NOW))
     made = _partitions(raw)
     assert "audit_log_p20300316" not in made
     assert "audit_log_p20300317" in made  # 90 days back: kept
@@ -211,7 +211,7 @@ async def test_audit_partitions_are_made_ahead_and_dropped_past_retention(
 
 
 async def test_a_job_runs_when_due_and_not_before(store: AsyncMemory) -> None:
-    backend = store._backend
+    backend = backend_of(store)
     daily = {n for n, j in jobs.JOBS.items() if j.interval_s(backend.settings) == 86_400}
     assert daily >= {"cleanup", "tiers", "decay", "audit_partitions"}
     first = {r.job for r in await jobs.run_due(backend, clock=at(NOW))}
@@ -229,9 +229,9 @@ async def test_a_job_runs_when_due_and_not_before(store: AsyncMemory) -> None:
 async def test_a_held_job_is_skipped_not_run_twice(store: AsyncMemory, database_url: str) -> None:
     with psycopg.connect(database_url, autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(hashtextextended('memvault.schedule:tiers', 0))")
-        run = await jobs.run_job(store._backend, "tiers", clock=at(NOW))
+        run = await jobs.run_job(backend_of(store), "tiers", clock=at(NOW))
     assert (run.outcome, run.id) == ("skipped", None)
-    assert (await jobs.run_job(store._backend, "tiers", clock=at(NOW))).outcome == "ok"
+    assert (await jobs.run_job(backend_of(store), "tiers", clock=at(NOW))).outcome == "ok"
 
 
 def test_two_worker_processes_run_each_job_once_per_interval(
@@ -251,8 +251,18 @@ def test_two_worker_processes_run_each_job_once_per_interval(
         consolidate_interval_s=1,
     )
     workers = [Process(["worker"], env, tmp_path / f"worker{n}.log") for n in range(2)]
+
+    def every_job_ran_twice() -> bool:
+        counts = dict(
+            raw.execute(
+                "SELECT job, count(*) FROM scheduled_runs WHERE finished_at IS NOT NULL "
+                "GROUP BY job"
+            ).fetchall()
+        )
+        return all(counts.get(job, 0) >= 2 for job in jobs.JOBS)
+
     try:
-        time.sleep(12)
+        wait_until(every_job_ran_twice, 90, "every job did not run twice", interval=0.2)
     finally:
         for worker in workers:
             worker.stop()
@@ -290,7 +300,7 @@ async def test_the_cleanup_job_and_the_cleanup_command_delete_the_same_memories(
     before = _ids(raw)
 
     if by == "scheduled job":
-        run = await jobs.run_job(store._backend, "cleanup", clock=at(now))
+        run = await jobs.run_job(backend_of(store), "cleanup", clock=at(now))
         deleted = run.counts["deleted"]
     else:
         deleted = await AsyncAdmin.of(store).purge_expired()

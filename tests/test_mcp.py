@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -25,6 +24,7 @@ from mcp_types import CallToolResult, TextContent
 import memvault
 from memvault.service import AsyncMemory
 from tests.conftest import KEY
+from tests.waiting import wait_until
 
 TOOLS = {
     "about_entity",
@@ -210,12 +210,13 @@ def http_server(database_url: str, tmp_path: Path) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
+
+        def listening() -> bool:
+            assert proc.poll() is None, "the MCP server exited"
             with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+                return sock.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_until(listening, 60, "the MCP server never listened")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.send_signal(signal.SIGTERM)

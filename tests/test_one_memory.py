@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from memvault import AsyncMemory
 from memvault.errors import Conflict, NotFound
 from memvault.lifecycle import jobs
+from tests.conftest import backend_of
 
 MOVE = "I moved from Berlin to Munich last year. I work at Acme."
 RESTATED = "I live in Munich and I work for Acme."
@@ -190,7 +191,7 @@ async def test_turns_added_after_a_consolidation_are_consolidated_by_the_next(
     assert any(f.object == "Oslo" for f in await memory.facts(user_id="ann"))
     health = await memory.memory_health(user_id="ann")
     assert "consolidation_lag" not in {f.kind for f in health.findings}
-    again = await jobs.run_job(memory._backend, "consolidate")
+    again = await jobs.run_job(backend_of(memory), "consolidate")
     assert again.counts["conversations"] == 0
 
 

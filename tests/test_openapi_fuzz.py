@@ -22,6 +22,7 @@ from schemathesis.specs.openapi.checks import (
 
 from memvault import AsyncMemory, Settings, auth
 from memvault.api import create_app
+from tests.conftest import backend_of
 from tests.serving import serving
 
 # Per operation and mode: ~15 operations x 2 modes x this stays within a minute or two here.
@@ -37,7 +38,7 @@ CHECKS = [
 async def _admin_key(settings: Settings) -> str:
     memory = await AsyncMemory.open(settings)
     try:
-        return (await auth.create_key(memory._backend.engine, "fuzz", "read,write,admin")).key
+        return (await auth.create_key(backend_of(memory).engine, "fuzz", "read,write,admin")).key
     finally:
         await memory.close()
 
@@ -57,6 +58,7 @@ OPERATIONS = [
     ("POST", "/v1/memories/batch"),
     ("POST", "/v1/memories/search"),
     ("GET", "/v1/memories"),
+    ("GET", "/v1/memories/count"),
     ("DELETE", "/v1/memories"),
     ("GET", "/v1/memories/{memory_id}"),
     ("PATCH", "/v1/memories/{memory_id}"),

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,9 @@ from memvault import Settings
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.errors import ConfigurationError
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 from tests.processes import free_port
+from tests.waiting import wait_until
 
 # Fewer server connections than the app's pool: transactions of both tenants, the worker and
 # the scheduler share them, so any state left on one would show up in another's transaction.
@@ -95,20 +96,20 @@ def pgbouncer(pg_server: EmbeddedPostgres) -> Iterator[int]:
 
 
 def _wait_for(port: int, process: subprocess.Popen[bytes], workdir: Path) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with psycopg.connect(_admin(port), autocommit=True):
-                return
-        except psycopg.OperationalError as exc:
-            if process.poll() is not None or time.monotonic() > deadline:
-                logs = [
-                    (workdir / n).read_text()
-                    for n in ("stderr.log", "pgbouncer.log")
-                    if (workdir / n).exists()
-                ]
-                raise AssertionError(f"PgBouncer did not start: {logs}") from exc
-            time.sleep(0.1)
+    def accepts() -> bool:
+        if process.poll() is not None:
+            logs = [
+                (workdir / n).read_text()
+                for n in ("stderr.log", "pgbouncer.log")
+                if (workdir / n).exists()
+            ]
+            raise AssertionError(f"PgBouncer did not start: {logs}")
+        with psycopg.connect(_admin(port), autocommit=True):
+            return True
+
+    wait_until(
+        accepts, 20, "PgBouncer did not accept a connection", ignore=(psycopg.OperationalError,)
+    )
 
 
 def _admin(port: int) -> str:
@@ -180,7 +181,7 @@ async def test_a_workload_of_two_tenants_runs_through_pgbouncer_in_transaction_m
         assert {h.id for h in own.results} <= {r.id for r in theirs[:6]} and own.results
         # Row-level security holds: each transaction runs as the app role, whichever server
         # connection it got (PgBouncer connects as the owner, who would bypass the policies).
-        async with memory._backend.engine.begin() as conn:
+        async with backend_of(memory).engine.begin() as conn:
             who = await conn.exec_driver_sql("SELECT current_user, current_setting('jit')")
             assert who.one() == ("memvault_app", "off")
     finally:

@@ -14,6 +14,7 @@ import pytest
 from memvault import InvalidInput, Settings
 from memvault.errors import PIIRejected
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 CARD = "4111 1111 1111 1111"
 
@@ -149,7 +150,7 @@ async def test_a_batch_is_one_embedding_call_and_one_transaction(
     memory: AsyncMemory, raw: psycopg.Connection[Any]
 ) -> None:
     calls: list[int] = []
-    service = memory._backend.embeddings
+    service = backend_of(memory).embeddings
     original = service.embed_batch
 
     async def counting(texts: Any) -> Any:
@@ -210,7 +211,7 @@ async def test_background_adds_are_enriched_now_and_deduplicated_by_the_worker(
     other = await memory.add("Quinn's exam is on Friday", user_id="quinn", background=True)
     assert late.dedup.action == "pending" and not late.embedded
     assert late.importance is not None and late.sources["importance"] == "rules"
-    assert await Worker(memory._backend).run_once() == 2
+    assert await Worker(backend_of(memory)).run_once() == 2
     with pytest.raises(NotFound):
         await memory.get(late.id, user_id="quinn")
     assert [h.actor for h in await memory.history(late.id, user_id="quinn")][-1] == "dedup"

@@ -24,6 +24,7 @@ from memvault.db import keywords, store, tenancy, vectors
 from memvault.db.tenancy import APP_ROLE
 from memvault.models import MemoryFilter
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 
 TABLES = ("memories", "memory_chunks", "memory_terms")
 WORDS = ["garden", "invoice", "piano", "harbour", "lemon", "tennis", "Madrid", "printer"]
@@ -92,7 +93,7 @@ def captured(memory: AsyncMemory) -> Iterator[list[tuple[str, Any]]]:
         if statement.lstrip().upper().startswith(("SELECT", "WITH", "SET", "RESET")):
             sent.append((statement, parameters))
 
-    engine = memory._backend.engine.sync_engine
+    engine = backend_of(memory).engine.sync_engine
     event.listen(engine, "before_cursor_execute", record)
     try:
         yield sent
@@ -247,10 +248,10 @@ async def test_bulk_adds_analyse_the_tables_in_the_background(
     for n in range(3):
         await memory.add(f"single note {n}", user_id="ada", infer=False)
     await memory.add_many(notes("ada", 150))
-    await memory._backend.analyzer.idle()
+    await backend_of(memory).analyzer.idle()
     assert analysed(raw) == set()  # single adds and 150 batched rows: not yet
     await memory.add_many(notes("bob", 60))
-    await memory._backend.analyzer.idle()
+    await backend_of(memory).analyzer.idle()
     assert analysed(raw) == set(TABLES)
     await memory.close()
 
@@ -302,7 +303,7 @@ async def test_only_ranking_transactions_begin_with_nested_loops_off(
     """Ranking transactions say it with their tenant (a round trip fewer per candidate list);
     the next transaction on the same pooled connection plans as usual again."""
     memory = await stored(pool_size=1)
-    engine = memory._backend.engine
+    engine = backend_of(memory).engine
 
     async def nestloop() -> str:
         async with engine.begin() as conn:

@@ -13,6 +13,8 @@ from memvault.api import create_app
 from memvault.config import Settings
 from memvault.embedding import HashEmbedder
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
+from tests.waiting import wait_for
 
 
 class GatedEmbedder(HashEmbedder):
@@ -21,18 +23,19 @@ class GatedEmbedder(HashEmbedder):
     def __init__(self) -> None:
         super().__init__(384)
         self.gate = asyncio.Event()
+        self.loading = asyncio.Event()  # set when start-up begins loading the model
 
     async def warm(self) -> None:
+        self.loading.set()
         await self.gate.wait()
 
 
 async def poll(http: httpx.AsyncClient, done: Callable[[dict[str, Any]], bool]) -> httpx.Response:
-    for _ in range(1000):
+    async def answered() -> httpx.Response | None:
         response = await http.get("/ready")
-        if done(response.json()):
-            return response
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"/ready never got there: {response.json()}")
+        return response if done(response.json()) else None
+
+    return await wait_for(answered, 30, "/ready never got there")
 
 
 async def test_ready_is_503_until_the_model_is_loaded(
@@ -41,7 +44,7 @@ async def test_ready_is_503_until_the_model_is_loaded(
     settings = make_settings(embedding_provider="hash", run_worker=True)
     memory = await AsyncMemory.open(settings)
     gated = GatedEmbedder()
-    memory._backend.embeddings.primary = gated
+    backend_of(memory).embeddings.primary = gated
     app = create_app(settings, memory=memory)
     transport = httpx.ASGITransport(app=app)
     try:
@@ -74,7 +77,7 @@ async def test_the_local_model_is_loaded_at_start(make_settings: Callable[..., S
     ):
         ready = await poll(http, lambda body: body["status"] == "ready")
         assert ready.status_code == 200
-        primary = app.state.memory._backend.embeddings.primary
+        primary = backend_of(app.state.memory).embeddings.primary
         assert primary.load().encoder.backend == "onnx"
 
 
@@ -90,10 +93,10 @@ async def test_a_serving_app_sets_start_up_aside_from_the_collector_once_loaded(
             gc.unfreeze()
             memory = await AsyncMemory.open(settings)
             gated = GatedEmbedder()
-            memory._backend.embeddings.primary = gated
+            backend_of(memory).embeddings.primary = gated
             app = create_app(settings, memory=memory, serving=serving)
             async with app.router.lifespan_context(app):
-                await asyncio.sleep(0.05)
+                await asyncio.wait_for(gated.loading.wait(), 30)
                 assert gc.get_freeze_count() == 0  # the model is still loading
                 gated.gate.set()
                 await app.state.model_load

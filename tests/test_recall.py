@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from memvault import Settings
 from memvault.api import create_app
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 from tests.llm_fakes import LLMServer, Reply, anthropic_tool_reply, llm_server, openai_reply
 
 ASKED_AT = datetime(2023, 6, 14, 15, 0, tzinfo=UTC)  # a Wednesday
@@ -150,7 +151,7 @@ async def test_searches_count_accesses_in_the_background(memory: AsyncMemory) ->
     assert (await memory.get(ramen, user_id="u")).access_count == 0
     await memory.search("ramen", user_id="u", limit=1)
     await memory.search("ramen", user_id="u", limit=1, track_access=False)
-    await memory._backend.access.flush()
+    await backend_of(memory).access.flush()
     stored = await memory.get(ramen, user_id="u")
     assert stored.access_count == 2 and stored.last_accessed is not None
     untouched = await memory.get(ids[MEALS[2][0]], user_id="u")

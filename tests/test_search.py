@@ -13,6 +13,7 @@ from memvault import InvalidInput, Settings
 from memvault.api import create_app
 from memvault.service import AsyncMemory
 from memvault.worker import Worker
+from tests.conftest import backend_of
 
 FACTS = [
     "Erin's favourite drink is green tea",
@@ -30,7 +31,7 @@ async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncM
 
 
 async def embed_all(memory: AsyncMemory) -> None:
-    b = memory._backend
+    b = backend_of(memory)
     worker = Worker(b)
     while await worker.run_once():
         pass
@@ -110,7 +111,7 @@ async def test_a_stale_scope_size_changes_no_result(memory: AsyncMemory, remembe
         await memory.add(fact, user_id="erin")
     await embed_all(memory)
     counted = await memory.search("Erin's sister", user_id="erin", recipe="vector", limit=10)
-    backend = memory._backend
+    backend = backend_of(memory)
     backend.scope_sizes.put("default", "erin", counted.model, remembered)
     stale = await memory.search("Erin's sister", user_id="erin", recipe="vector", limit=10)
     assert backend.scope_sizes.get("default", "erin", counted.model) == remembered

@@ -13,6 +13,7 @@ from memvault import Settings
 from memvault.db import templates, vectors
 from memvault.service import AsyncMemory
 from memvault.worker import Worker
+from tests.conftest import backend_of
 
 TEXTS = {
     ("ana", "work"): ["Ana ships the billing service on Fridays", "Ana reviews pull requests"],
@@ -27,7 +28,7 @@ async def _stored(settings: Settings) -> AsyncMemory:
     for (user, channel), texts in TEXTS.items():
         for text in texts:
             await memory.add(text, user_id=user, channel=channel)
-    worker = Worker(memory._backend)
+    worker = Worker(backend_of(memory))
     while await worker.run_once():
         pass
     return memory
@@ -77,7 +78,7 @@ async def test_a_template_run_without_one_of_its_values_fails(
                 sa.literal("ana") == templates.param("user_id", type_=sa.Text())
             ),
         )
-        async with memory._backend.engine.connect() as conn:
+        async with backend_of(memory).engine.connect() as conn:
             assert (await conn.execute(built, {"user_id": "ana"})).scalar() == 1
             with pytest.raises(StatementError, match="user_id"):
                 await conn.execute(built)

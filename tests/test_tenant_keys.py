@@ -29,7 +29,7 @@ from memvault.crypto import (
 )
 from memvault.errors import Conflict
 from memvault.sealing import open_content
-from tests.conftest import KEY
+from tests.conftest import KEY, backend_of
 
 SECRET = "the vault code is 7-indigo-otter"
 
@@ -71,7 +71,7 @@ async def test_everything_of_a_tenant_round_trips_under_its_own_key(
     assert await acme.get_context_value("c1", "city", user_id="u") == {"name": "Porto"}
 
     key_id = tenant_key_id(raw, "acme")
-    master = store._backend.keys.current().active.key_id
+    master = backend_of(store).keys.current().active.key_id
     assert key_id is not None and key_id != master
     assert sealed_row(raw, added.id)[2] == key_id
     for table in ("facts", "entities"):
@@ -132,7 +132,7 @@ async def test_rotation_rewraps_tenant_keys_and_moves_rows_from_before_they_were
     # as a store that ran per-tenant keys before this rotation would have it.
     old_master = Keyring(parse_key(old))
     acme_key = unwrap_tenant_key(
-        during._backend.keys.current(),
+        backend_of(during).keys.current(),
         "acme",
         Sealed(
             *raw.execute(
@@ -164,7 +164,7 @@ async def test_rotation_rewraps_tenant_keys_and_moves_rows_from_before_they_were
     assert {t: tenant_key_id(raw, t) for t in ("acme", "globex")} == key_ids
     assert sealed_row(raw, before.id)[2] == key_ids["acme"]
     masters = {r[0] for r in raw.execute("SELECT DISTINCT master_key_id FROM tenant_keys")}
-    assert masters == {after._backend.keys.current().active.key_id}
+    assert masters == {backend_of(after).keys.current().active.key_id}
     await after.close()
 
 
@@ -195,7 +195,7 @@ async def test_shredding_leaves_surviving_ciphertext_unreadable(
     new_key = tenant_key_id(raw, "acme")
     assert new_key is not None and new_key != old_key
     with pytest.raises(KeyMismatch, match="destroyed"):
-        open_content(store._backend.keys, "acme", doomed.id, ciphertext, nonce, old_key)
+        open_content(backend_of(store).keys, "acme", doomed.id, ciphertext, nonce, old_key)
 
 
 async def test_a_shred_in_another_process_takes_effect_there(

@@ -19,7 +19,7 @@ from memvault.admin import AsyncAdmin
 from memvault.db.tenancy import tenant_scope
 from memvault.service import AsyncMemory
 from memvault.worker import Worker
-from tests.conftest import KEY
+from tests.conftest import KEY, backend_of
 from tests.fakes import Script, embedding_server
 
 
@@ -58,7 +58,7 @@ async def store(http_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMe
 
 
 def worker_for(memory: AsyncMemory) -> Worker:
-    b = memory._backend
+    b = backend_of(memory)
     return Worker(b)
 
 
@@ -127,8 +127,8 @@ async def test_two_workers_never_process_the_same_job(
             total += n
         return total
 
-    settings = store._backend.settings.model_copy(update={"worker_batch_size": 7})
-    b = store._backend
+    settings = backend_of(store).settings.model_copy(update={"worker_batch_size": 7})
+    b = backend_of(store)
     workers = [Worker(b, settings) for _ in range(2)]
     done = await asyncio.gather(*(drain(w) for w in workers))
     assert sum(done) == 60 and all(done)
@@ -201,7 +201,7 @@ async def test_fallback_vectors_are_marked_and_redone_when_the_provider_returns(
 async def _model_of(memory: AsyncMemory, memory_id: Any) -> str | None:
     # A raw query runs under the row-level policies too: it must name its tenant.
     with tenant_scope(memory.tenant_id):
-        async with memory._backend.engine.connect() as conn:
+        async with backend_of(memory).engine.connect() as conn:
             return (
                 await conn.execute(
                     sa.text("SELECT embedding_model FROM memories WHERE id = :i"),
