@@ -32,6 +32,7 @@ document.addEventListener("DOMContentLoaded", () => {
     window.location.href = holder.dataset.base + "/graph?entity=" + encodeURIComponent(event.target.id());
   });
   cy.ready(() => {
+    // Milliseconds cytoscape took to draw (bench/dashboard.py reads it).
     holder.dataset.ready = String(Math.round(performance.now() - started));
     const status = document.getElementById("graph-status");
     if (status) status.textContent += " Drawn; select an entity to open it.";

@@ -1,0 +1,225 @@
+"""The dashboard's speed: the memory list and a memory's page on a user with 10,000 memories
+(targets: p95 <= 100 ms), and the knowledge-graph page with 2,000 nodes in headless Chromium
+(target: interactive <= 1.5 s, from navigation start to the graph drawn and answering).
+
+A served store (uvicorn on 127.0.0.1, auth off, hash embeddings, no worker) on a private
+embedded PostgreSQL; the pages are fetched over HTTP as a browser would, after a warm-up.
+
+    .venv/bin/python bench/dashboard.py [--memories 10000] [--requests 200] [--nodes 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import uvicorn
+from playwright.sync_api import sync_playwright
+
+from _corpus import memories as corpus
+from memvault import AsyncMemory, Settings
+from memvault.api import create_app
+from memvault.crypto import generate_key
+from memvault.db.embedded import EmbeddedPostgres
+
+from _stats import print_table, summary_ms
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LIST_USER, GRAPH_USER = "bench", "graph"
+
+
+KEY = generate_key()
+
+
+def _settings(url: str, work: Path, nodes: int) -> Settings:
+    return Settings(
+        database_url=url,
+        encryption_key=KEY,
+        data_dir=work / "data",
+        embedding_provider="hash",
+        auth="off",
+        rate_limit_per_s=0,
+        run_worker=False,
+        graph_max_nodes=nodes + 100,
+        graph_max_edges=nodes * 2,
+    )
+
+
+async def _fill(store: AsyncMemory, count: int) -> list[str]:
+    ids: list[str] = []
+    texts = corpus(count)
+    for start in range(0, count, 500):
+        items = [
+            {"content": t, "user_id": LIST_USER, "infer": False} for t in texts[start : start + 500]
+        ]
+        ids += [str(r.id) for r in await store.add_many(items)]
+    return ids
+
+
+async def _graph(store: AsyncMemory, nodes: int) -> str:
+    """A hub, 40 entities it knows, and each of them knowing nodes/40 others: depth 2 reaches
+    about ``nodes`` entities. Names are single unlike tokens, so no two resolve as one."""
+    hubs = 40
+    gate = asyncio.Semaphore(8)
+
+    async def fact(subject: str, target: str) -> None:
+        async with gate:
+            await store.add_fact(subject, "knows", object=target, user_id=GRAPH_USER)
+
+    await asyncio.gather(*(fact("Hub", f"p{h:03x}z") for h in range(hubs)))
+    await asyncio.gather(*(fact(f"p{n % hubs:03x}z", f"q{n:04x}k") for n in range(nodes - hubs)))
+    (hub,) = await store.entities(user_id=GRAPH_USER, q="Hub", limit=1)
+    return str(hub.id)
+
+
+@contextmanager
+def _serving(app: Any) -> Iterator[str]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, log_level="warning", ws="none")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive(), "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def _pages(base: str, ids: list[str], requests: int) -> dict[str, dict[str, float]]:
+    rng = random.Random(7)
+    samples: dict[str, list[float]] = {
+        "list (50 rows)": [],
+        "list, next page": [],
+        "memory page": [],
+    }
+    with httpx.Client(base_url=base, timeout=30) as http:
+        http.get("/ui/user", params={"user_id": LIST_USER})
+        first = http.get("/ui/memories")
+        cursor = first.text.split("cursor=", 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        targets = {
+            "list (50 rows)": lambda: "/ui/memories",
+            "list, next page": lambda: f"/ui/memories?cursor={cursor}",
+            "memory page": lambda: f"/ui/memories/{rng.choice(ids)}",
+        }
+        for _ in range(20):  # warm: plans, pools, templates
+            for make in targets.values():
+                http.get(make())
+        for _ in range(requests):
+            for name, make in targets.items():
+                start = time.perf_counter()
+                answer = http.get(make())
+                samples[name].append(time.perf_counter() - start)
+                assert answer.status_code == 200, (name, answer.status_code)
+    return {name: summary_ms(s) for name, s in samples.items()}
+
+
+def _graph_page(base: str, hub: str, runs: int) -> tuple[list[float], list[float], int]:
+    interactive, drawing = [], []
+    nodes = 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.goto(f"{base}/ui/user?user_id={GRAPH_USER}")
+        for _ in range(runs + 1):
+            page.goto(f"{base}/ui/graph?entity={hub}&depth=2")
+            page.wait_for_selector("#graph[data-ready]", timeout=60_000)
+            # Interactive: the graph answers a tap on a node (navigation itself not timed).
+            at, drawn, nodes = page.evaluate(
+                """() => { const el = document.getElementById('graph');
+                   return [performance.now(), Number(el.dataset.ready),
+                           JSON.parse(document.getElementById('graph-data').textContent)
+                               .nodes.length]; }"""
+            )
+            interactive.append(at / 1000)
+            drawing.append(drawn / 1000)
+        browser.close()
+    return interactive[1:], drawing[1:], nodes
+
+
+async def _prepare(url: str, work: Path, memories: int, nodes: int) -> tuple[list[str], str]:
+    store = await AsyncMemory.open(_settings(url, work, nodes))
+    try:
+        ids = await _fill(store, memories)
+        hub = await _graph(store, nodes)
+    finally:
+        await store.close()
+    return ids, hub
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--nodes", type=int, default=2_000)
+    parser.add_argument("--graph-runs", type=int, default=7)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="memvault-bench-dashboard-"))
+    pg = EmbeddedPostgres(work / "pg")
+    try:
+        pg.start()
+        with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "bench"')
+        url = pg.admin_url("bench")
+        started = time.perf_counter()
+        ids, hub = asyncio.run(_prepare(url, work, args.memories, args.nodes))
+        print(
+            f"seeded {len(ids)} memories and a {args.nodes}-node graph in "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+        with _serving(create_app(_settings(url, work, args.nodes))) as base:
+            rows = _pages(base, ids, args.requests)
+            interactive, drawing, nodes = _graph_page(base, hub, args.graph_runs)
+        print_table(
+            f"dashboard pages over HTTP, user with {args.memories} memories, "
+            f"{args.requests} requests each (target p95 <= 100 ms)",
+            rows,
+        )
+        print(
+            f"\ngraph page, {nodes} nodes, depth 2, headless Chromium, {args.graph_runs} loads "
+            "(target <= 1.5 s)"
+        )
+        print("| measure | median s | max s |")
+        print("|---|---|---|")
+        print(
+            f"| interactive (navigation start -> graph drawn) | "
+            f"{statistics.median(interactive):.2f} | {max(interactive):.2f} |"
+        )
+        print(
+            f"| of which drawing (cytoscape start -> ready) | "
+            f"{statistics.median(drawing):.2f} | {max(drawing):.2f} |"
+        )
+        print(f"\nload average (1, 5, 15 min): {os.getloadavg()}, cores: {os.cpu_count()}")
+    finally:
+        pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
