@@ -7,14 +7,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.graph import EntityRow, scope, vector_text
+from memvault.db.graph import (
+    ENTITY_COLUMNS,
+    FACT_COLUMNS,
+    EntityRow,
+    FactRow,
+    record,
+    scope,
+    vector_text,
+)
 from memvault.db.records import RankedMemory
 from memvault.db.store import (
     ACCESS_COUNTS,
@@ -28,6 +36,7 @@ from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
 _e = entities.c
+R = TypeVar("R", EntityRow, FactRow)
 _f = facts.c
 
 
@@ -166,67 +175,140 @@ async def walk(
     return found
 
 
-async def keyword_matches(
+@dataclass(frozen=True)
+class Candidate(Generic[R]):
+    """A fact or entity that recall found: how many of the query's terms it holds (0: none)
+    and how near its text is to the query's vector (``None``: not among the nearest)."""
+
+    row: R
+    matched: int
+    similarity: float | None
+
+
+async def entity_candidates(
     conn: AsyncConnection,
     tenant_id: str,
     user_id: str,
-    kind: str,
     term_ids: Sequence[int],
+    vector: Sequence[float] | None,
+    model: str | None,
+    *,
+    by_terms: int,
+    by_meaning: int,
+) -> list[Candidate[EntityRow]]:
+    """The owner's entities holding most of the query's terms (at most ``by_terms``) and
+    those whose names are nearest ``vector`` (unmerged, at most ``by_meaning``), with their
+    rows: one statement."""
+    rows = await _candidates(
+        conn, "entity", tenant_id, user_id, term_ids, vector, model, by_terms, by_meaning
+    )
+    return [Candidate(record(EntityRow, r), int(r.matched or 0), _similarity(r)) for r in rows]
+
+
+async def fact_candidates(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    term_ids: Sequence[int],
+    vector: Sequence[float] | None,
+    model: str | None,
+    *,
     limit: int,
-) -> dict[UUID, int]:
-    """Facts or entities of the owner by how many of the query's terms they hold."""
-    if not term_ids:
-        return {}
-    query = template(("graph", "keyword matches", kind, limit), _keyword_matches, kind, limit)
-    params = {"tenant_id": tenant_id, "user_id": user_id, "terms": list(term_ids)}
-    return {r.item: int(r.matched) for r in await conn.execute(query, params)}
+) -> list[Candidate[FactRow]]:
+    """The owner's facts holding most of the query's terms and those whose claims are
+    nearest ``vector`` (exact), at most ``limit`` of each, with their rows: one statement."""
+    rows = await _candidates(
+        conn, "fact", tenant_id, user_id, term_ids, vector, model, limit, limit
+    )
+    return [Candidate(record(FactRow, r), int(r.matched or 0), _similarity(r)) for r in rows]
 
 
-def _keyword_matches(kind: str, limit: int) -> sa.Select[Any]:
-    table, column = (fact_terms, "fact_id") if kind == "fact" else (entity_terms, "entity_id")
-    c = table.c
-    matched = sa.func.count(sa.distinct(c.term)).label("matched")
-    return (
-        sa.select(c[column].label("item"), matched)
-        .where(
+def _similarity(row: Any) -> float | None:
+    return None if row.distance is None else 1.0 - float(row.distance)
+
+
+async def _candidates(
+    conn: AsyncConnection,
+    kind: str,
+    tenant_id: str,
+    user_id: str,
+    term_ids: Sequence[int],
+    vector: Sequence[float] | None,
+    model: str | None,
+    by_terms: int,
+    by_meaning: int,
+) -> Sequence[Any]:
+    terms = sorted(set(term_ids))
+    near = vector is not None and model is not None and by_meaning > 0
+    if not terms and not near:
+        return []
+    dims = len(vector) if near and vector is not None else None
+    shape = (kind, bool(terms), by_terms, dims, by_meaning)
+    query = template(("graph", "candidates", *shape), _candidates_query, *shape)
+    params: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
+    if terms:
+        params["terms"] = terms
+    if near and vector is not None:
+        params |= {"model": model, "q": vector_text(vector)}
+    return list(await conn.execute(query, params))
+
+
+def _candidates_query(
+    kind: str, with_terms: bool, by_terms: int, dims: int | None, by_meaning: int
+) -> sa.Select[Any]:
+    """The term matches and the nearest rows, each ranked in a materialised CTE and only
+    then joined to their rows by primary key (the plan holds without table statistics)."""
+    table, terms, item = (
+        (facts, fact_terms, "fact_id") if kind == "fact" else (entities, entity_terms, "entity_id")
+    )
+    columns = FACT_COLUMNS if kind == "fact" else ENTITY_COLUMNS
+    c, t = table.c, terms.c
+    ranked: list[sa.CTE] = []
+    if with_terms:
+        matched = sa.func.count(sa.distinct(t.term))
+        ranked.append(
+            sa.select(t[item].label("id"), matched.label("matched"))
+            .where(
+                t.tenant_id == param("tenant_id"),
+                t.user_id == param("user_id"),
+                t.term.in_(param("terms", expanding=True)),
+            )
+            .group_by(t[item])
+            .order_by(matched.desc(), t[item])
+            .limit(by_terms)
+            .cte("by_terms")
+            .prefix_with("MATERIALIZED")
+        )
+    if dims is not None:
+        probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
+        distance = c.embedding.op("<=>", return_type=sa.Float)(probe)
+        where = [
             c.tenant_id == param("tenant_id"),
             c.user_id == param("user_id"),
-            c.term.in_(param("terms", expanding=True)),
+            c.embedding_model == param("model"),
+        ]
+        if kind == "entity":
+            where.append(c.merged_into.is_(None))
+        ranked.append(
+            sa.select(c.id, distance.label("distance"))
+            .where(*where)
+            .order_by(distance)
+            .limit(by_meaning)
+            .cte("by_meaning")
+            .prefix_with("MATERIALIZED")
         )
-        .group_by(c[column])
-        .order_by(matched.desc(), c[column])
-        .limit(limit)
-    )
-
-
-async def nearest_facts(
-    conn: AsyncConnection,
-    tenant_id: str,
-    user_id: str,
-    vector: Sequence[float],
-    model: str,
-    limit: int,
-) -> dict[UUID, float]:
-    """The owner's facts by cosine similarity of their claims to ``vector`` (exact)."""
-    shape = (len(vector), limit)
-    query = template(("graph", "nearest facts", *shape), _nearest_facts, *shape)
-    params = {"tenant_id": tenant_id, "user_id": user_id, "model": model, "q": vector_text(vector)}
-    return {r.id: 1.0 - float(r.distance) for r in await conn.execute(query, params)}
-
-
-def _nearest_facts(dims: int, limit: int) -> sa.Select[Any]:
-    probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
-    distance = _f.embedding.op("<=>", return_type=sa.Float)(probe)
-    return (
-        sa.select(_f.id, distance.label("distance"))
-        .where(
-            _f.tenant_id == param("tenant_id"),
-            _f.user_id == param("user_id"),
-            _f.embedding_model == param("model"),
-        )
-        .order_by(distance)
-        .limit(limit)
-    )
+    ids = sa.union(*(sa.select(r.c.id) for r in ranked)).subquery("found")
+    joined = ids.join(table, sa.and_(c.tenant_id == param("tenant_id"), c.id == ids.c.id))
+    by_terms_cte = next((r for r in ranked if r.name == "by_terms"), None)
+    by_meaning_cte = next((r for r in ranked if r.name == "by_meaning"), None)
+    extra: list[sa.ColumnElement[Any]] = []
+    for cte, name in ((by_terms_cte, "matched"), (by_meaning_cte, "distance")):
+        if cte is None:
+            extra.append(sa.null().label(name))
+        else:
+            joined = joined.outerjoin(cte, cte.c.id == ids.c.id)
+            extra.append(cte.c[name])
+    return sa.select(*columns, *extra).select_from(joined)
 
 
 # --- facts as extra keys of the memories they were read from -------------------------------

@@ -10,6 +10,7 @@ access, so facts and entities that keep being recalled rank a little higher.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,53 +80,76 @@ async def recall(
         return channels is None or channel in channels
 
     now = datetime.now(UTC)
-    async with backend.engine.connect() as conn:
-        entity_words = await graph_walk.keyword_matches(
-            conn, tenant_id, user, "entity", term_ids, CANDIDATES
-        )
-        entity_scores = {i: n / max(len(words), 1) for i, n in entity_words.items()}
-        if vector is not None and model is not None:
-            near = await graph_db.nearest_entities(conn, tenant_id, user, vector, model, 10)
-            for entity, similarity in near:
-                if similarity >= ENTITY_SIMILARITY_FLOOR:
-                    entity_scores[entity.id] = entity_scores.get(entity.id, 0.0) + similarity
-        named = await graph_db.fetch_entities(conn, tenant_id, entity_scores)
-        named = {i: e for i, e in named.items() if e.user_id == user and in_scope(e.channel)}
-        hops = await _expand(backend, conn, tenant_id, user, named, entity_scores, now)
-        fact_words = await graph_walk.keyword_matches(
-            conn, tenant_id, user, "fact", term_ids, CANDIDATES
-        )
-        fact_meaning: dict[UUID, float] = {}
-        if vector is not None and model is not None:
-            fact_meaning = await graph_walk.nearest_facts(
-                conn, tenant_id, user, vector, model, CANDIDATES
+
+    async def about_named() -> tuple[
+        dict[UUID, float], dict[UUID, EntityRow], graph_walk.Walk, list[FactRow]
+    ]:
+        """The entities the query names, the graph around the best of them, and the facts
+        about that neighbourhood: one connection, three statements in turn."""
+        async with backend.engine.connect() as conn:
+            found = await graph_walk.entity_candidates(
+                conn, tenant_id, user, term_ids, vector, model, by_terms=CANDIDATES, by_meaning=10
             )
-        about = await graph_db.query_facts(
-            conn,
-            tenant_id,
-            graph_db.FactQuery(user_id=user, entity_ids=sorted(hops), limit=CANDIDATES * 4),
-            now,
-        )
-        candidates = await graph_db.fetch_facts(conn, tenant_id, [*fact_words, *fact_meaning])
-        rows = {
-            r.id: r for r in [*candidates.values(), *about] if _live(r, now) and in_scope(r.channel)
-        }
-        scored = {
-            i: _fact_scores(r, fact_words, len(words), fact_meaning, hops, now)
-            for i, r in rows.items()
-        }
-        fact_order = sorted(scored, key=lambda i: (-scored[i]["final"], str(i)))[: request.limit]
-        entity_order = sorted(
-            (i for i in entity_scores if i in named),
-            key=lambda i: (-_entity_final(named[i], entity_scores[i]), str(i)),
-        )[: request.limit]
-        kept = [rows[i] for i in fact_order]
-        ids = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
-        entities = await graph_db.fetch_entities(conn, tenant_id, ids | set(entity_order))
+            scores: dict[UUID, float] = {}
+            for c in found:
+                if c.matched:
+                    scores[c.row.id] = c.matched / max(len(words), 1)
+                if c.similarity is not None and c.similarity >= ENTITY_SIMILARITY_FLOOR:
+                    scores[c.row.id] = scores.get(c.row.id, 0.0) + c.similarity
+            named = {
+                c.row.id: c.row
+                for c in found
+                if c.row.id in scores and c.row.user_id == user and in_scope(c.row.channel)
+            }
+            walked = await _expand(backend, conn, tenant_id, user, named, scores, now)
+            about = await graph_db.query_facts(
+                conn,
+                tenant_id,
+                graph_db.FactQuery(
+                    user_id=user, entity_ids=sorted(walked.nodes), limit=CANDIDATES * 4
+                ),
+                now,
+            )
+        return scores, named, walked, about
+
+    async def matching() -> list[graph_walk.Candidate[FactRow]]:
+        async with backend.engine.connect() as conn:
+            return await graph_walk.fact_candidates(
+                conn, tenant_id, user, term_ids, vector, model, limit=CANDIDATES
+            )
+
+    # Two independent searches on two connections: recall waits for the longer, not both.
+    (entity_scores, named, walked, about), matches = await asyncio.gather(about_named(), matching())
+    hops = walked.nodes
+    fact_words = {c.row.id: c.matched for c in matches if c.matched}
+    fact_meaning = {c.row.id: c.similarity for c in matches if c.similarity is not None}
+    rows = {
+        r.id: r
+        for r in [*(c.row for c in matches), *about]
+        if _live(r, now) and in_scope(r.channel)
+    }
+    scored = {
+        i: _fact_scores(r, fact_words, len(words), fact_meaning, hops, now) for i, r in rows.items()
+    }
+    fact_order = sorted(scored, key=lambda i: (-scored[i]["final"], str(i)))[: request.limit]
+    entity_order = sorted(
+        (i for i in entity_scores if i in named),
+        key=lambda i: (-_entity_final(named[i], entity_scores[i]), str(i)),
+    )[: request.limit]
+    kept = [rows[i] for i in fact_order]
+    # Names for what is shown: the walk and the named entities brought most of them.
+    entities = {**walked.entities, **named}
+    shown = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
+    async with backend.engine.connect() as conn:
+        entities |= await graph_db.fetch_entities(conn, tenant_id, shown - entities.keys())
         sources = await graph_db.sources_of(conn, tenant_id, fact_order)
     if request.track_access:  # written in the background, as memories' accesses are
         backend.access.record_graph(tenant_id, fact_order, entity_order)
-    names = {i: sealed.open_entity(keyring, e).name for i, e in entities.items()}
+    names = {
+        i: sealed.open_entity(keyring, entities[i]).name
+        for i in shown | set(entity_order)
+        if i in entities
+    }
     wanted = set(request.include)
     return Recalled(
         facts=[
@@ -170,13 +194,14 @@ async def _expand(
     named: dict[UUID, EntityRow],
     scores: dict[UUID, float],
     now: datetime,
-) -> dict[UUID, int]:
-    """The best-named entities and their neighbours within two hops: id → hops."""
+) -> graph_walk.Walk:
+    """The best-named entities and their neighbours within two hops (id → hops), with
+    their rows."""
     best = sorted(named, key=lambda i: (-scores[i], str(i)))[:EXPANDED_ENTITIES]
     if not best:
-        return {}
+        return graph_walk.Walk({}, [], {})
     settings = backend.settings
-    found = await graph_walk.walk(
+    return await graph_walk.walk(
         conn,
         tenant_id,
         user_id,
@@ -187,7 +212,6 @@ async def _expand(
         max_nodes=settings.graph_max_nodes * len(best),  # as many as walking each alone
         max_edges=settings.graph_max_edges,
     )
-    return found.nodes
 
 
 def _live(row: FactRow, now: datetime) -> bool:
