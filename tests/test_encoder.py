@@ -134,6 +134,19 @@ def test_graph_is_built_once_then_cached(first_load: OnnxEncoder, graph_dir: Pat
     np.testing.assert_allclose(second.encode(["same"]), first_load.encode(["same"]), atol=1e-6)
 
 
+def test_built_graph_is_a_valid_onnx_model(first_load: OnnxEncoder) -> None:
+    """Written on protobuf alone, the graph is still what ONNX's own checker accepts (full
+    check: types and shapes inferred through every node), with dynamic batch and sequence."""
+    import onnx
+
+    model = onnx.load(str(first_load.onnx_file))
+    onnx.checker.check_model(model, full_check=True)
+    assert [i.name for i in model.graph.input] == ["input_ids", "attention_mask", "token_type_ids"]
+    dims = [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", "sequence"]
+    assert model.opset_import[0].version == 17 and model.ir_version == 8
+
+
 def _model_copy(tmp_path: Path, name: str) -> Path:
     """The bundled model's files, the weights linked rather than copied."""
     source = bundled_model_path()

@@ -1,6 +1,7 @@
 """The default install runs without torch: the server's import path, a stored memory embedded by
 the bundled model, and a search that finds it, with torch, transformers, sentence-transformers,
-scipy, scikit-learn and sympy refused at import; what does need torch says which extra to add."""
+scipy, scikit-learn, sympy and the onnx package refused at import; what does need torch says
+which extra to add."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import Any
 from memvault import Settings
 from memvault.embedding.local import bundled_model_path
 
-REFUSED = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn", "sympy")
+# onnx too: the encoder's graph is written on protobuf alone (embedding/onnx_proto.py).
+REFUSED = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn", "sympy", "onnx")
 
 # Runs in a fresh interpreter: a finder ahead of every other one refuses the heavy packages as
 # if they were not installed, then the server is built and used as `memvault serve` would.

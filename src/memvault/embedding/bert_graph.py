@@ -6,7 +6,8 @@ per layer self-attention (additive mask on padded keys, softmax over ``QK^T / sq
 the output projection and a residual LayerNorm, the feed-forward block with the model's GELU
 and a second residual LayerNorm; then the mean of the unpadded tokens, L2-normalised. Batch and
 sequence axes are dynamic. The weights are read with safetensors' numpy loader, and the graph
-is made with the ``onnx`` package's helpers: nothing here imports torch or transformers.
+is written as ONNX protobuf messages (:mod:`memvault.embedding.onnx_proto`): nothing here
+imports torch, transformers or the ``onnx`` package.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+from memvault.embedding import onnx_proto
 
 # Part of the cache file's name: a change to what the graph computes must change it.
 BUILDER_VERSION = 1
@@ -90,20 +91,20 @@ class _Graph:
     """Nodes and initialisers, each output named after its operator and a counter."""
 
     def __init__(self) -> None:
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
+        self.nodes: list[Any] = []  # onnx_proto's NodeProto and TensorProto messages
+        self.initializers: list[Any] = []
         self._count = 0
 
     def const(self, array: npt.NDArray[Any], name: str | None = None) -> str:
         self._count += 1
         name = name or f"const_{self._count}"
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        self.initializers.append(onnx_proto.tensor(array, name))
         return name
 
     def op(self, op_type: str, *inputs: str, output: str = "", **attributes: Any) -> str:
         self._count += 1
         output = output or f"{op_type.lower()}_{self._count}"
-        self.nodes.append(helper.make_node(op_type, list(inputs), [output], **attributes))
+        self.nodes.append(onnx_proto.node(op_type, inputs, [output], **attributes))
         return output
 
     def linear(self, x: str, weights: Weights, prefix: str) -> str:
@@ -123,13 +124,14 @@ class _Graph:
         return self.const(np.array(values, dtype=np.int64))
 
 
-def build(model_dir: Path) -> onnx.ModelProto:
-    """The graph of the model in ``model_dir``: token ids in, one unit vector per text out."""
+def build(model_dir: Path) -> Any:
+    """The graph of the model in ``model_dir``: token ids in, one unit vector per text out
+    (an ONNX ModelProto message)."""
     check(model_dir)
     bert, weights = Bert.read(model_dir), load_weights(model_dir)
     g = _Graph()
     hidden = _embeddings(g, weights, bert)
-    mask = g.op("Cast", "attention_mask", to=TensorProto.FLOAT)
+    mask = g.op("Cast", "attention_mask", to=onnx_proto.FLOAT)
     # Padded keys get the lowest float added to their score, so softmax gives them nothing.
     key_mask = g.op("Unsqueeze", mask, g.ints(1, 2))
     additive = g.op(
@@ -140,26 +142,17 @@ def build(model_dir: Path) -> onnx.ModelProto:
     for layer in range(bert.layers):
         hidden = _layer(g, weights, bert, hidden, additive, f"encoder.layer.{layer}")
     embedding = _mean_pool_normalise(g, hidden, mask)
-    graph = helper.make_graph(
+    return onnx_proto.model(
         g.nodes,
         "sentence-encoder",
-        [_int_input(name) for name in INPUTS],
-        [helper.make_tensor_value_info(embedding, TensorProto.FLOAT, ["batch", bert.hidden])],
+        [onnx_proto.value_info(name, onnx_proto.INT64, ["batch", "sequence"]) for name in INPUTS],
+        [onnx_proto.value_info(embedding, onnx_proto.FLOAT, ["batch", bert.hidden])],
         g.initializers,
-    )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", _OPSET)],
+        opset=_OPSET,
         ir_version=_IR_VERSION,
         producer_name="memvault",
         producer_version=str(BUILDER_VERSION),
     )
-    onnx.checker.check_model(model)
-    return model
-
-
-def _int_input(name: str) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
 
 
 def _embeddings(g: _Graph, weights: Weights, bert: Bert) -> str:
