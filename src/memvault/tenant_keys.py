@@ -22,6 +22,7 @@ from memvault.crypto import (
     wrap_tenant_key,
 )
 from memvault.db import tenant_keys as db
+from memvault.db.units import reading, transaction
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -48,7 +49,7 @@ async def load(
     if conn is not None:
         await _load(keys, conn, todo)
         return
-    async with engine.begin() as own:
+    async with transaction(engine) as own:
         await _load(keys, own, todo)
 
 
@@ -91,7 +92,7 @@ async def rewrap_all(keys: KeyringSource, engine: AsyncEngine, batch: int) -> in
     master = keys.current()
     total = 0
     while True:
-        async with engine.begin() as conn:
+        async with transaction(engine) as conn:
             rows = await db.claim_to_rewrap(conn, master.active.key_id, batch)
             for row in rows:
                 key = unwrap_tenant_key(
@@ -108,7 +109,7 @@ async def rewrap_all(keys: KeyringSource, engine: AsyncEngine, batch: int) -> in
         total += len(rows)
         if len(rows) < batch:
             break
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         left = await db.count_under_other_masters(conn, master.active.key_id)
     if left:
         raise RuntimeError(f"{left} tenant keys stayed locked during rotation; run it again.")

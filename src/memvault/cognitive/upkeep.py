@@ -14,6 +14,7 @@ from memvault.cognitive.procedural import STRATEGIES, learned_sequence
 from memvault.cognitive.sealed import seal_payload
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationToolCall
+from memvault.db.units import reading, transaction
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
 
 # --- cleanup -----------------------------------------------------------------------------------
@@ -23,14 +24,14 @@ async def archive_conversations(ctx: RunContext) -> dict[str, int]:
     """Conversations idle past ``conversation_archive_after_days`` are archived (kept, and
     searchable, but out of the default listing)."""
     before = ctx.now - timedelta(days=ctx.settings.conversation_archive_after_days)
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         n = await db.archive_idle_conversations(conn, before, dry_run=ctx.dry_run)
     return {"would_archive" if ctx.dry_run else "archived": n}
 
 
 async def purge_working_memory(ctx: RunContext) -> dict[str, int]:
     """Expired rows that abandoned sessions left in the UNLOGGED table (Redis expires its own)."""
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         if ctx.dry_run:
             return {"would_purge": await db.count_expired_working(conn, ctx.now)}
         return {"purged": await db.purge_expired_working(conn, ctx.now)}
@@ -60,7 +61,7 @@ async def patterns(ctx: RunContext) -> Outcome:
     once per conversation (a rerun, or a conversation that did not change, learns nothing)."""
     settings = ctx.settings
     since = ctx.now - timedelta(days=settings.patterns_lookback_days)
-    async with ctx.backend.engine.connect() as conn:
+    async with reading(ctx.backend.engine) as conn:
         calls = await db.tool_calls_of_recent_conversations(conn, since)
         by_conversation: dict[Conversation, list[ConversationToolCall]] = defaultdict(list)
         for call in calls:
@@ -102,7 +103,7 @@ async def patterns(ctx: RunContext) -> Outcome:
                 **seal_payload(ctx.backend.keys, STRATEGIES, (tenant_id, ident), payload),
             }
         )
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         for values in rows:
             await db.insert_strategy(conn, values)
     return Outcome(

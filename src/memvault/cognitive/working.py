@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memvault.cognitive.sealed import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class PostgresWorkingStore:
     ) -> None:
         user_id, channel, conversation_id = session
         now = self._now()
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             await db.put_working(
                 conn,
                 {
@@ -93,18 +94,18 @@ class PostgresWorkingStore:
     async def get(
         self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
     ) -> list[Entry]:
-        async with self._engine.connect() as conn:
+        async with reading(self._engine) as conn:
             rows = await db.get_working(conn, tenant_id, session, slot, key, self._now())
         return [Entry(r.slot, r.key, Sealed(r.ciphertext, r.nonce, r.key_id)) for r in rows]
 
     async def delete(
         self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
     ) -> int:
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             return await db.delete_working(conn, tenant_id, session, slot, key)
 
     async def purge_expired(self) -> int:
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             return await db.purge_expired_working(conn, self._now())
 
     async def aclose(self) -> None:

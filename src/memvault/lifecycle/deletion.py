@@ -36,6 +36,7 @@ from memvault.db.erasure import (
 )
 from memvault.db.records import DoomedMemory
 from memvault.db.tables import audit_log, memory_history
+from memvault.db.units import reading
 from memvault.errors import KeyMismatch, NotFound
 from memvault.graph import sealed
 from memvault.lifecycle import deletion_steps as steps
@@ -251,7 +252,7 @@ async def erase_expired(backend: Backend, now: datetime, actor: str) -> int:
     """Delete every tenant's expired memories (db/erasure.py says which: the scheduled cleanup
     deletes the same), one receipt per tenant."""
     condition = expired_where(now)
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         tenants = sorted({r.tenant_id for r in await db.touched_per_user(conn, condition)})
     total = 0
     for tenant_id in tenants:

@@ -13,6 +13,7 @@ from memvault.db import cognitive as cognitive_db
 from memvault.db import health as health_db
 from memvault.db import jobs as jobs_db
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.lifecycle import deletion, graph_jobs, health, portable
 from memvault.lifecycle.audit import AuditEvent, query_aad
@@ -93,7 +94,7 @@ class LifecycleFace:
         receipt."""
         ident = _identifier(conversation_id, "conversation_id")
         owner = _identifier(user_id, "user_id")
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             if not await cognitive_db.conversation_exists(conn, self.tenant_id, owner, ident):
                 raise NotFound("No such conversation for this user.", details={"id": ident})
         return await deletion.erase(
@@ -140,7 +141,7 @@ class LifecycleFace:
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit is 1 to 1000.", details={"field": "limit"})
         await self._backend.audit.flush()
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await audit_db.read_rows(
                 conn, self.tenant_id, user_id=user_id, operation=operation, since=since, limit=limit
             )
@@ -210,7 +211,7 @@ class LifecycleFace:
         with self._audit(
             "tier" if request.action == "archive" else "update", owner, memory_ids=ids
         ) as event:
-            async with self._backend.engine.begin() as conn:
+            async with transaction(self._backend.engine) as conn:
                 if request.action == "archive":
                     changed = await health_db.set_tier(conn, self.tenant_id, owner, ids, "cold")
                 else:

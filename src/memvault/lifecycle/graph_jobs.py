@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memvault.db import graph_lifecycle as db
+from memvault.db.units import reading, transaction
 from memvault.graph.derive import Source, derive_many, lock_names
 from memvault.graph.store import Owner
 from memvault.lifecycle.models import HEALTH_ACTIONS, HealthAction, HealthFinding
@@ -50,7 +51,7 @@ async def _derive_turns(backend: Backend, turns: list[db.FactlessTurn], *, offli
             for t in part
         ]
         derived = await derive_many(backend, sources, offline=offline)
-        async with backend.engine.begin() as conn:
+        async with transaction(backend.engine) as conn:
             await lock_names(conn, derived)
             for turn, derivation in zip(part, derived, strict=True):
                 if derivation is not None:
@@ -60,7 +61,7 @@ async def _derive_turns(backend: Backend, turns: list[db.FactlessTurn], *, offli
 
 
 async def _set_lag_metrics(backend: Backend, ctx: RunContext) -> db.ConsolidationLag:
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         lag = await db.consolidation_lag(conn)
     CONSOLIDATION_BACKLOG.set(lag.count)
     CONSOLIDATION_LAG.set((ctx.now - lag.oldest).total_seconds() if lag.oldest else 0.0)
@@ -74,10 +75,10 @@ async def _consolidate_one(
     (turns read, turns that gave facts). Offline, only turns without facts are read again
     (extraction at write took the others); with an LLM, every waiting turn goes to it."""
     offline = backend.judge.llm is None
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         turns = await db.waiting_turns(conn, [pending], factless_only=offline)
     with_facts = await _derive_turns(backend, turns, offline=offline)
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         await db.mark_consolidated(conn, pending, now)
     return len(turns), with_facts
 
@@ -91,7 +92,7 @@ async def _consolidate_all(
     counts = {"conversations": 0, "turns_extracted": 0, "turns_with_facts": 0, "skipped": 0}
     last: db.PendingConversation | None = None
     while True:
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine) as conn:
             pending = await db.pending_conversations(conn, _CONVERSATIONS_PER_PASS, last, owner)
         if not pending:
             return counts
@@ -124,7 +125,7 @@ async def consolidate(ctx: RunContext) -> Outcome:
     claims, so the safety stop (a share of a user's memories changed) has nothing to weigh.
     A conversation that fails is skipped and reported (``skipped``); the rest go on."""
     if ctx.dry_run:
-        async with ctx.backend.engine.connect() as conn:
+        async with reading(ctx.backend.engine) as conn:
             lag = await db.consolidation_lag(conn)
             waiting = await db.count_waiting_turns(conn)
         return Outcome({"would_consolidate": lag.count, "would_extract": waiting})
@@ -150,7 +151,7 @@ def _per_run(rate: float, period_s: float, ctx: RunContext) -> float:
 
 async def _decay_entities(ctx: RunContext) -> int:
     s = ctx.settings
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         return await db.decay_entities(
             conn,
             ctx.run_id,
@@ -161,19 +162,19 @@ async def _decay_entities(ctx: RunContext) -> int:
 
 async def _decay_facts(ctx: RunContext) -> int:
     s = ctx.settings
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         return await db.decay_facts(
             conn, ctx.run_id, _per_run(s.fact_decay_rate, 7 * _DAY_S, ctx), s.fact_decay_floor
         )
 
 
 async def _undo_entities(backend: Backend, run_id: int) -> int:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         return await db.undo_decay(conn, run_id, db.ENTITY_SALIENCE)
 
 
 async def _undo_facts(backend: Backend, run_id: int) -> int:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         return await db.undo_decay(conn, run_id, db.FACT_CONFIDENCE)
 
 
@@ -194,10 +195,10 @@ async def forget_entities(ctx: RunContext) -> dict[str, int]:
     s = ctx.settings
     below, before = s.entity_cleanup_salience, ctx.now - timedelta(days=s.entity_cleanup_idle_days)
     if ctx.dry_run:
-        async with ctx.backend.engine.connect() as conn:
+        async with reading(ctx.backend.engine) as conn:
             counts = await db.count_forgettable_entities(conn, below, before)
         return {f"would_delete_{k}": n for k, n in counts.items()}
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         return {"deleted": await db.delete_forgettable_entities(conn, below, before)}
 
 
@@ -207,7 +208,7 @@ async def forget_entities(ctx: RunContext) -> dict[str, int]:
 async def consolidation_probe(
     backend: Backend, tenant_id: str, user_id: str
 ) -> HealthFinding | None:
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         lag = await db.user_consolidation_lag(conn, tenant_id, user_id)
     if not lag.count:
         return None
@@ -227,7 +228,7 @@ async def consolidation_probe(
 
 
 async def reviews_probe(backend: Backend, tenant_id: str, user_id: str) -> HealthFinding | None:
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         count = await db.open_reviews(conn, tenant_id, user_id)
     if not count:
         return None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memvault.db import health as db
+from memvault.db.units import reading
 from memvault.lifecycle import graph_jobs
 from memvault.lifecycle.models import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.models import HealthAction, HealthFinding, MemoryHealth
@@ -56,7 +57,7 @@ async def report(
     now = now or datetime.now(UTC)
     s = backend.settings
     findings: list[HealthFinding] = []
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         total, _ = await db.count_where(conn, tenant_id, user_id)
         checks = (
             (

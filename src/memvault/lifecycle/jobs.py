@@ -20,6 +20,7 @@ from memvault.db import audit
 from memvault.db import lifecycle as db
 from memvault.db.erasure import expired_where, in_tenant, one_of
 from memvault.db.records import UserShare
+from memvault.db.units import reading, transaction
 from memvault.graph import promote
 from memvault.lifecycle import graph_jobs, health
 from memvault.lifecycle.audit import AuditEvent
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 
 async def _per_user(ctx: RunContext, condition: MemoryCondition) -> list[UserShare]:
-    async with ctx.backend.engine.connect() as conn:
+    async with reading(ctx.backend.engine) as conn:
         return await db.touched_per_user(conn, condition)
 
 
@@ -124,7 +125,7 @@ async def _erase_isolated(
     except OUTAGES:
         raise
     except Exception:  # narrowed below, memory by memory
-        async with ctx.backend.engine.connect() as conn:
+        async with reading(ctx.backend.engine) as conn:
             doomed = [(r.id, r.user_id) for r in await db.pick_for_deletion(conn, where)]
     receipts = []
     for memory_id, user_id in doomed:
@@ -165,13 +166,13 @@ async def tiers(ctx: RunContext) -> Outcome:
         timedelta(days=settings.tier_cold_after_days),
     )
     per_user = await _per_user(ctx, db.tier_changes(due))
-    async with ctx.backend.engine.connect() as conn:
+    async with reading(ctx.backend.engine) as conn:
         moves = await db.tier_moves(conn, due)
     if stopped := _over_share(ctx, per_user):
         return Outcome({"would_move": moves}, stopped)
     if ctx.dry_run:
         return Outcome({"would_move": moves})
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         moved = await db.apply_tiers(conn, due)
     _audit_per_user(ctx, "tier", per_user)
     return Outcome({"moved": moved, **moves}, changed={"tiered": moved})
@@ -197,7 +198,7 @@ def _idle_importance(ctx: RunContext) -> MemoryCondition:
 
 async def _decay_importance(ctx: RunContext) -> int:
     s = ctx.settings
-    async with ctx.backend.engine.begin() as conn:
+    async with transaction(ctx.backend.engine) as conn:
         return await db.decay_importance(
             conn,
             ctx.run_id,
@@ -208,7 +209,7 @@ async def _decay_importance(ctx: RunContext) -> int:
 
 
 async def _undo_importance(backend: Backend, run_id: int) -> int:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         return await db.undo_importance(conn, run_id)
 
 
@@ -249,7 +250,7 @@ async def audit_partitions(ctx: RunContext) -> Outcome:
     today = ctx.now.date()
     wanted = {today + timedelta(days=n) for n in range(settings.audit_partitions_ahead_days + 1)}
     oldest_kept = today - timedelta(days=settings.audit_retention_days)
-    async with ctx.backend.ddl_engine.connect() as conn:
+    async with reading(ctx.backend.ddl_engine) as conn:
         existing = set(await audit.partition_days(conn))
     create, drop = sorted(wanted - existing), sorted(d for d in existing if d < oldest_kept)
     counts: dict[str, Any] = {
@@ -258,7 +259,7 @@ async def audit_partitions(ctx: RunContext) -> Outcome:
     }
     if ctx.dry_run:
         return Outcome(counts)
-    async with ctx.backend.ddl_engine.begin() as conn:
+    async with transaction(ctx.backend.ddl_engine) as conn:
         for day in create:
             await audit.create_partition(conn, day)
         for day in drop:
@@ -298,7 +299,7 @@ for _name, (_apply, _undo) in graph_jobs.DECAY.items():
 
 async def skipped_probe(backend: Backend, tenant_id: str, user_id: str) -> HealthFinding | None:
     """The user's records the latest run of each job went past (it could not handle them)."""
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         found = await db.skipped_for(conn, tenant_id, user_id)
     if not found:
         return None

@@ -45,6 +45,7 @@ from memvault.db.tables import (
     tool_invocations,
     user_profiles,
 )
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, PIIRejected
 from memvault.lifecycle import graph_portable
 from memvault.lifecycle.portable_format import (
@@ -130,7 +131,7 @@ def empty_counts() -> dict[str, int]:
 async def export_user(backend: Backend, tenant_id: str, user_id: str) -> list[dict[str, Any]]:
     """Every line of the user's export, as JSON-ready dicts: memories first, then the graph,
     then conversations, tool use, strategies, goals and profiles."""
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         rows = {k: await db.owned(conn, t, tenant_id, user_id) for k, t in db.TABLES.items()}
         mids = [r["id"] for r in rows["memory"]]
         history = _grouped(await db.children(conn, memory_history, tenant_id, "memory_id", mids))
@@ -515,7 +516,7 @@ async def import_lines(
     if not found.by_kind:
         return counts
     vectors_for = await graph_portable.missing_vectors(backend, found)
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         where = await plan(conn, tenant_id, found)
         if found.problems:
             _refuse(found.problems)
