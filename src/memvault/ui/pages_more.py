@@ -94,7 +94,13 @@ async def graph(view: View) -> Response:
 
 def _elements(found: dict[str, Any], centre: str) -> dict[str, Any]:
     nodes = [
-        {"id": n["id"], "label": n["name"], "type": n["type"], "centre": n["id"] == centre}
+        {
+            "id": n["id"],
+            "label": n["name"],
+            "type": n["type"],
+            "depth": n["depth"],
+            "centre": n["id"] == centre,
+        }
         for n in found["nodes"][:MAX_NODES]
     ]
     kept = {n["id"] for n in nodes}
