@@ -6,12 +6,17 @@ Topology (one bridge, 10.77.0.0/24):
   pg1..pg3 .11-.13 Patroni + PostgreSQL 16 + pgvector, synchronous mode, failsafe mode
   api1, api2 .21-.22  memvault serve (through PgBouncer, transaction mode)
   wk1, wk2  .31-.32   memvault worker
+    --asynchronous   replicas stream asynchronously (to measure what a failover loses)
+    --stall-replicas S   the replicas are cut off from the primary S s before it dies
+    --faults a,b     only these faults, in the drill's order (names: kill_primary, partition,
+                     pgbouncer, worker, api, etcd_down)
 Run as root. Prints the figures and writes them to figures.json in its working directory
 (under /tmp, with every process's log).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -36,7 +41,7 @@ from memvault.crypto import generate_key
 CLIENTS = 8
 
 
-def build(root: Path) -> Topology:
+def build(root: Path, synchronous: bool) -> Topology:
     logs = root / "logs"
     logs.mkdir(parents=True)
     net.make_bridge()
@@ -53,6 +58,7 @@ def build(root: Path) -> Topology:
         apis=[host(f"api{i}", 20 + i) for i in (1, 2)],
         workers=[host(f"wk{i}", 30 + i) for i in (1, 2)],
         key=generate_key(),
+        synchronous=synchronous,
     )
 
 
@@ -126,6 +132,7 @@ async def _phase(
     at = time.monotonic()
     print(f"[{time.strftime('%H:%M:%S')}] fault: {name}", flush=True)
     result = await inject()
+    at = result.pop("at", at)  # when the fault itself struck, when it came after a set-up
     await asyncio.sleep(settle_s)
     # Every answer that came after the fault, the requests already in flight at it included.
     after = [a for a in work.answers if a.ended >= at]
@@ -158,12 +165,24 @@ def _counts(values: Any) -> dict[str, int]:
     return counted
 
 
-def faults(topo: Topology, work: Workload) -> list[Callable[[], Awaitable[dict[str, Any]]]]:
+def faults(
+    topo: Topology, work: Workload, stall_replicas_s: float
+) -> list[Callable[[], Awaitable[dict[str, Any]]]]:
     async def kill_primary() -> dict[str, Any]:
         leader = topo.leader()
         victim = next(h for h in topo.pgs if h.name == leader)
+        # Replicas cut off from the primary a moment before it died: what was acknowledged
+        # meanwhile exists on the dead primary only, unless a synchronous replica had to
+        # confirm it first.
+        replicas = [h for h in topo.pgs if h is not victim] if stall_replicas_s else []
+        for replica in replicas:
+            replica.partition_from(victim)
+        cut = time.monotonic()
+        await asyncio.sleep(stall_replicas_s)
         killed = time.monotonic()
         victim.kill_all()
+        for replica in replicas:
+            replica.heal()
         new = None
         while time.monotonic() - killed < 90:
             new = topo.leader()
@@ -173,10 +192,17 @@ def faults(topo: Topology, work: Workload) -> list[Callable[[], Awaitable[dict[s
         failover = time.monotonic() - killed
         topo.start_patroni(victim)  # it comes back as a replica (pg_rewind)
         return {
+            "at": killed,
             "fault": "kill -9 primary host",
             "old": leader,
             "new": new,
             "failover_s": round(failover, 2),
+            "replicas_cut_off_s": stall_replicas_s,
+            "writes_acknowledged_while_cut_off": sum(
+                len(a.ids)
+                for a in work.answers
+                if a.op in WRITES and 200 <= a.status < 300 and cut <= a.ended <= killed
+            ),
         }
 
     async def partition() -> dict[str, Any]:
@@ -220,11 +246,15 @@ def faults(topo: Topology, work: Workload) -> list[Callable[[], Awaitable[dict[s
     return [kill_primary, partition, pgbouncer, worker, api, etcd_down]
 
 
-async def drive(topo: Topology, keys: dict[str, str], figures: dict[str, Any]) -> None:
+async def drive(
+    topo: Topology, keys: dict[str, str], figures: dict[str, Any], args: argparse.Namespace
+) -> None:
+    only = [f for f in args.faults.split(",") if f]
     urls = [f"http://{a.ip}:8765" for a in topo.apis]
     work = Workload(urls, keys, client_timeout_s=REQUEST_TIMEOUT_S + 20)
     load = asyncio.create_task(work.run(CLIENTS))
-    figures["phases"] = [await _phase(work, f.__name__, f, 12) for f in faults(topo, work)]
+    chosen = [f for f in faults(topo, work, args.stall_replicas) if not only or f.__name__ in only]
+    figures["phases"] = [await _phase(work, f.__name__, f, 12) for f in chosen]
     work.stop.set()
     await load
     ok = [a for a in work.answers if 200 <= a.status < 300]
@@ -240,16 +270,25 @@ async def drive(topo: Topology, keys: dict[str, str], figures: dict[str, Any]) -
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--asynchronous", action="store_true")
+    parser.add_argument("--faults", default="")
+    parser.add_argument("--stall-replicas", type=float, default=0.0)
+    args = parser.parse_args()
     install_missing()
     root = Path(tempfile.mkdtemp(prefix="memvault-cluster-"))
     root.chmod(0o755)  # PostgreSQL and PgBouncer run as another user, under this directory
-    figures: dict[str, Any] = {"root": str(root)}
+    figures: dict[str, Any] = {
+        "root": str(root),
+        "synchronous": not args.asynchronous,
+        "replicas_cut_off_s": args.stall_replicas,
+    }
     began = time.monotonic()
-    topo = build(root)
+    topo = build(root, synchronous=not args.asynchronous)
     try:
         keys = start(topo, figures)
         print(f"cluster up in {figures['cluster_start_s']} s; logs in {root / 'logs'}", flush=True)
-        asyncio.run(drive(topo, keys, figures))
+        asyncio.run(drive(topo, keys, figures, args))
     finally:
         for h in [*topo.apis, *topo.workers, *topo.pgs, topo.ctl]:
             h.destroy()

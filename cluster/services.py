@@ -61,6 +61,7 @@ class Topology:
     apis: list[Host]
     workers: list[Host]
     key: str
+    synchronous: bool = True
 
     @property
     def pooled_url(self) -> str:
@@ -94,7 +95,9 @@ class Topology:
         home.mkdir(exist_ok=True)
         shutil.chown(home, PG_USER)
         config = home / "patroni.yml"
-        config.write_text(json.dumps(_patroni_config(host, home, self.ctl.ip), indent=1))
+        config.write_text(
+            json.dumps(_patroni_config(host, home, self.ctl.ip, self.synchronous), indent=1)
+        )
         host.start("patroni", ["patroni", str(config)], user=PG_USER)
 
     def members(self) -> list[dict[str, Any]]:
@@ -246,7 +249,7 @@ pidfile = {home / "pgbouncer.pid"}
 REQUEST_TIMEOUT_S = 10.0
 
 
-def _patroni_config(host: Host, home: Path, etcd_ip: str) -> dict[str, Any]:
+def _patroni_config(host: Host, home: Path, etcd_ip: str, synchronous: bool) -> dict[str, Any]:
     return {
         "scope": "memvault",
         "name": host.name,
@@ -258,7 +261,7 @@ def _patroni_config(host: Host, home: Path, etcd_ip: str) -> dict[str, Any]:
                 "loop_wait": 2,
                 "retry_timeout": 4,
                 "maximum_lag_on_failover": 1048576,
-                "synchronous_mode": True,
+                "synchronous_mode": synchronous,
                 # Without etcd, a primary that still reaches every member keeps writing.
                 "failsafe_mode": True,
                 "postgresql": {

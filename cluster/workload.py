@@ -32,6 +32,7 @@ class Answer:
     status: int  # 0: no answer (connection refused or cut, client timeout)
     code: str = ""
     retry_after: str | None = None
+    ids: list[str] = field(default_factory=list)  # what an acknowledged write stored
 
 
 @dataclass
@@ -87,7 +88,8 @@ class Workload:
             return
         self.answers.append(answer)
         if op in WRITES:
-            for content, memory_id in zip(contents, _ids(response.json()), strict=True):
+            answer.ids = _ids(response.json())
+            for content, memory_id in zip(contents, answer.ids, strict=True):
                 self.acked.append(Acked(tenant, user, content, memory_id))
 
 
