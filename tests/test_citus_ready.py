@@ -24,7 +24,7 @@ REFERENCE_TABLES: dict[str, str] = {
 }
 # The one subquery a policy may hold: the setting read once per statement (an InitPlan)
 # instead of once per row. It reads no table, so no shard is involved in it; a plain
-# current_setting() measured 2-4x slower on a 10,000-row scan (docs/cluster.md#citus), so the
+# current_setting() measured 2-4x slower on a 10,000-row scan (bench/rls_policy.py), so the
 # policies keep this form here and the Citus page gives the plain one to use there.
 _SETTING_ONCE = re.compile(
     r"\(\s*SELECT current_setting\('memvault\.(tenant|all_tenants)'::text, true\)"
