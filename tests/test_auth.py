@@ -43,6 +43,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/memories/batch", {"json": {"memories": [{"content": "x", "user_id": "u"}]}}),
     ("POST", "/v1/memories/search", {"json": {"query": "x", "user_id": "u"}}),
     ("GET", "/v1/memories", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/memories/count", {"params": {"user_id": "u"}}),
     ("DELETE", "/v1/memories", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
     ("PATCH", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}, "json": {"tags": ["t"]}}),
@@ -248,6 +249,24 @@ def test_the_key_decides_the_tenant(api: TestClient) -> None:
     assert wiped.json() == {"deleted": 0}
     mine = call(api, "GET", path, acme, params={"user_id": "u"})
     assert mine.json()["content"] == body["content"]
+
+
+def test_a_count_sees_only_the_keys_tenant_and_refuses_what_it_does_not_take(
+    api: TestClient,
+) -> None:
+    acme, globex = new_key(api, "acme"), new_key(api, "globex")
+    for text in ("acme plans a launch", "acme hires"):
+        body = {"content": text, "user_id": "u", "metadata": {"team": "a"}, "infer": False}
+        assert call(api, "POST", "/v1/memories", acme, json=body).status_code == 201
+    count = "/v1/memories/count"
+    assert call(api, "GET", count, acme, params={"user_id": "u"}).json() == {"count": 2}
+    assert call(api, "GET", count, globex, params={"user_id": "u"}).json() == {"count": 0}
+    by_meta = call(api, "GET", count, acme, params={"user_id": "u", "metadata": '{"team":"a"}'})
+    assert by_meta.json() == {"count": 2}
+    for params in ({"user_id": "u", "limit": 5}, {"user_id": "u", "metadata": "[1]"}, {}):
+        refused = call(api, "GET", count, acme, params=params)
+        assert refused.status_code == 422, params
+        assert refused.json()["error"]["code"] == "invalid_input"
 
 
 operations = st.lists(

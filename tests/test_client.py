@@ -57,6 +57,7 @@ DATA_METHODS = [
     "add_messages",
     "get",
     "list",
+    "count",
     "update",
     "delete",
     "delete_all",
@@ -183,6 +184,24 @@ async def test_list_pages_with_a_cursor_and_filters(mem: Any) -> None:
     assert [m.content for m in by_meta.results] == ["note 3"]
     recent = await mem.list(user_id="nia", occurred_after=datetime(2024, 1, 4, tzinfo=UTC))
     assert {m.content for m in recent.results} == {"note 3", "note 4"}
+
+
+async def test_count_answers_how_many_match_the_filters_without_a_page(mem: Any) -> None:
+    for i in range(4):
+        await mem.add(f"entry {i}", user_id="cato", tags=["odd"] if i % 2 else [],
+                      metadata={"i": i}, infer=False)  # fmt: skip
+    await mem.add("another user's entry", user_id="other", tags=["odd"], infer=False)
+    assert await mem.count(user_id="cato") == 4
+    assert await mem.count(user_id="cato", tags=["odd"]) == 2
+    assert await mem.count(user_id="cato", metadata={"i": 3}) == 1
+    assert await mem.count(user_id="nobody") == 0
+    first = (await mem.list(user_id="cato", limit=1)).results[0]
+    await mem.delete(first.id, user_id="cato")
+    assert await mem.count(user_id="cato") == 3
+    with pytest.raises(InvalidInput):
+        await mem.count(user_id="cato", limit=5)  # a page size means nothing to a count
+    with pytest.raises(InvalidInput):
+        await mem.count(user_id="")
 
 
 async def test_search_finds_by_meaning_and_by_keyword(mem: Any) -> None:

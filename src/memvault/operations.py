@@ -91,6 +91,7 @@ from memvault.models import (
     DeleteResult,
     Fact,
     HistoryPage,
+    MemoryFilter,
     MemoryInput,
     MemoryPage,
     MemoryQuery,
@@ -200,6 +201,10 @@ class Operation:
         return {**self.wire, **{f.name: f.wire for f in self.flags if f.name != f.wire}}
 
 
+class MemoryCount(BaseModel):
+    count: int
+
+
 def _remember_answer(bundle: MemoryBundle) -> RememberAnswer:
     return RememberAnswer(**bundle.model_dump(), prompt=bundle.as_prompt())
 
@@ -286,6 +291,14 @@ OPERATIONS: tuple[Operation, ...] = (
             "question, prefer search_memories; list to review or tidy what is stored.",
             read_only=True,
         ),
+    ),
+    Operation(
+        "count_memories", "GET", "/v1/memories/count", "read",
+        "Count a user's memories",
+        "How many of a user's memories match the filters (every filter of `GET /v1/memories`), "
+        "without reading one of them.",
+        {"user_id": USER, "tags": ["travel"]},
+        _MEMORY, MemoryCount, service="count", query=MemoryFilter, returns="count",
     ),
     Operation(
         "delete_all_memories", "DELETE", "/v1/memories", "write",

@@ -23,6 +23,7 @@ from memvault.config import Settings
 from memvault.db import jobs, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading
 from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
 from memvault.graph.face import GraphFace
@@ -35,6 +36,7 @@ from memvault.models import (
     AddResult,
     DedupInfo,
     HistoryEntry,
+    MemoryFilter,
     MemoryInput,
     MemoryPage,
     MemoryQuery,
@@ -331,6 +333,15 @@ class AsyncMemory(LifecycleFace, CognitiveFace, GraphFace):
             event.result_count = len(page)
         next_cursor = _encode_cursor(page[-1]) if len(rows) > limit else None
         return MemoryPage(results=[self._record(r) for r in page], next_cursor=next_cursor)
+
+    @scoped_to_tenant
+    @takes(MemoryFilter)
+    async def count(self, /, **filters: Any) -> int:
+        """How many of a user's memories match the filters: every field of ``MemoryFilter``,
+        as ``list`` takes them, without reading or decrypting one of them."""
+        scope = validated(MemoryFilter, **filters)
+        async with reading(self._backend.engine) as conn:
+            return await store.count_memories(conn, self.tenant_id, scope)
 
     @scoped_to_tenant
     async def update(

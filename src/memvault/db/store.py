@@ -555,6 +555,14 @@ async def list_memories(
     return [MemoryRow.from_row(row) for row in await conn.execute(query)]
 
 
+async def count_memories(conn: AsyncConnection, tenant_id: str, filters: MemoryFilter) -> int:
+    """How many memories ``list_memories`` would page through with these filters."""
+    where = list_filters(tenant_id, filters)
+    return int(
+        await conn.scalar(sa.select(sa.func.count()).select_from(memories).where(*where)) or 0
+    )
+
+
 async def update_memory(
     conn: AsyncConnection, old: MemoryRow, values: dict[str, Any], actor: str
 ) -> MemoryRow:
