@@ -461,8 +461,6 @@ def test_sqlalchemy_is_imported_only_in_db() -> None:
 # db/units.py; one that starts opening its own fails the test below).
 OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.admin",
-    "memvault.auth",
-    "memvault.backend",
     "memvault.cognitive.episodic",
     "memvault.cognitive.goals",
     "memvault.cognitive.procedural",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from memvault.db import api_keys as db_keys
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound, Unauthorized
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ async def create_key(
         raise InvalidInput("A tenant id must be 1-255 characters.", details={"field": "tenant"})
     granted = parse_scopes(scopes)
     prefix, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
-    async with engine.begin() as conn:
+    async with transaction(engine) as conn:
         row = await db_keys.insert_key(
             conn,
             tenant_id=tenant_id,
@@ -101,7 +102,7 @@ async def create_key(
 
 
 async def list_keys(engine: AsyncEngine, tenant_id: str | None = None) -> list[ApiKeyInfo]:
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         rows = await db_keys.list_keys(conn, tenant_id)
     return [ApiKeyInfo.model_validate(r, from_attributes=True) for r in rows]
 
@@ -110,7 +111,7 @@ async def revoke_key(engine: AsyncEngine, key: str) -> ApiKeyInfo:
     """Revoke by id, prefix or the whole key; revoking twice keeps the first time."""
     match = _KEY.fullmatch(key)
     prefix = match["prefix"] if match else key.strip()
-    async with engine.begin() as conn:
+    async with transaction(engine) as conn:
         row = await db_keys.revoke(conn, prefix)
     if row is None:
         raise NotFound("No API key has that id or prefix.")
@@ -133,7 +134,7 @@ async def authenticate(engine: AsyncEngine, authorization: str | None) -> Princi
     match = _KEY.fullmatch(token.strip()) if scheme.lower() == "bearer" else None
     if match is None:
         raise KeyRefused("malformed")
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         row = await db_keys.by_prefix(conn, match["prefix"])
     if row is None or not hmac.compare_digest(row.secret_hash, _hash(match["secret"])):
         raise KeyRefused("unknown")

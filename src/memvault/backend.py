@@ -21,6 +21,7 @@ from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
 from memvault.db.keywords import ScopeStatistics
 from memvault.db.remembered import Remembered
+from memvault.db.units import transaction
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.service import EmbeddingService
 from memvault.lifecycle.audit import Audit
@@ -72,7 +73,7 @@ class Backend:
     async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
         """The token bucket every server process over this database shares (when no Redis):
         0 when ``key`` may go ahead, else the seconds until it may."""
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             wait = await ratelimit.take(conn, key, rate, burst)
             self._rate_takes += 1
             if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
