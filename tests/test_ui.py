@@ -80,9 +80,10 @@ def test_a_key_signs_in_and_out_and_a_wrong_key_is_refused(secured: TestClient) 
     out = secured.post("/ui/logout", data={"csrf": csrf_of(page.text)}, follow_redirects=False)
     assert out.status_code == 303
     assert secured.get("/ui/", follow_redirects=False).status_code == 303
+    _revocation(secured)
 
 
-def test_an_action_without_its_csrf_token_is_refused(client: TestClient) -> None:
+def _csrf_refusal(client: TestClient) -> None:
     on_app(client, store(client).add, "Coffee, black, no sugar", user_id="default", wait=True)
     client.get("/ui/")
     refused = client.post("/ui/health/action", data={"action": "consolidate"})
@@ -90,7 +91,7 @@ def test_an_action_without_its_csrf_token_is_refused(client: TestClient) -> None
     assert "security token" in refused.text and "Traceback" not in refused.text
 
 
-def test_a_revoked_key_ends_its_session(secured: TestClient) -> None:
+def _revocation(secured: TestClient) -> None:
     key = make_key(secured, "acme", "read")
     sign_in(secured, key)
     assert secured.get("/ui/").status_code == 200
@@ -98,7 +99,7 @@ def test_a_revoked_key_ends_its_session(secured: TestClient) -> None:
     assert secured.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"
 
 
-def test_links_follow_the_proxy_prefix(client: TestClient) -> None:
+def _proxy_prefix(client: TestClient) -> None:
     page = client.get("/ui/memories", headers={"X-Forwarded-Prefix": "/tools/memvault"})
     assert 'href="/tools/memvault/ui/static/app.css"' in page.text
     assert 'action="/tools/memvault/ui/user"' in page.text
@@ -128,7 +129,7 @@ def test_memories_list_search_and_a_memory_page(client: TestClient) -> None:
     assert client.get("/ui/memories/00000000-0000-0000-0000-000000000000").status_code == 404
 
 
-def test_the_recall_debugger_shows_scores_and_what_moved(client: TestClient) -> None:
+def _recall_debugger(client: TestClient) -> None:
     for text in ("Sam lives in Lisbon", "Sam works at a bakery", "Lisbon has trams"):
         on_app(client, store(client).add, text, user_id="sam", wait=True)
     page = client.get(
@@ -234,9 +235,7 @@ def test_a_health_action_changes_the_store_and_shows_its_audit_row(client: TestC
     assert len(left) == 1
 
 
-def test_erasing_a_user_needs_the_typed_confirmation_and_answers_a_receipt(
-    client: TestClient,
-) -> None:
+def _erasure(client: TestClient) -> None:
     client.post("/v1/memories", json={"content": "Secret plan", "user_id": "gone"})
     token = csrf_of(client.get("/ui/audit").text)
     wrong = client.post("/ui/erase", data={"csrf": token, "user_id": "gone", "confirm": "gon"})
@@ -259,3 +258,15 @@ def test_keys_are_created_and_revoked_within_the_tenant_only(secured: TestClient
     )
     assert probe.status_code == 404
     assert sign_in(secured, other).status_code == 303  # still valid
+
+
+def test_csrf_and_the_proxy_prefix(client: TestClient) -> None:
+    _proxy_prefix(client)  # first: it reads the cookie a new session is given
+    _csrf_refusal(client)
+
+
+def test_the_recall_debugger_and_erasure(client: TestClient) -> None:
+    """Scores and what moved between two settings; then a user erased with the typed
+    confirmation, answered with a receipt."""
+    _recall_debugger(client)
+    _erasure(client)
