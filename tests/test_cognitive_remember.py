@@ -17,10 +17,10 @@ from memvault.cognitive.bundle import (
     counted_together,
     diversify,
     fit,
-    recency,
     weighted,
 )
 from memvault.cognitive.models import Goal, Profile
+from memvault.retrieval.recency import recency
 from tests.conftest import backend_of
 
 

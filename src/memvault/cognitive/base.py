@@ -6,7 +6,6 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,15 +33,6 @@ def checked_id(value: str, field: str) -> str:
         for problem in found:
             problem["field"] = field
         raise InvalidInput("The request is not valid.", details={"errors": found}) from None
-
-
-def parse_uuid(value: UUID | str, field: str) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidInput(f"{field} must be a UUID.", details={"field": field}) from None
 
 
 def recall_channels(channel: str) -> builtins.list[str]:

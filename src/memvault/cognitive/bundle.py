@@ -139,13 +139,6 @@ class MemoryBundle(BaseModel):
 # --- scoring -----------------------------------------------------------------------------------
 
 
-def recency(at: datetime | None, now: datetime, half_life_days: float) -> float:
-    if at is None:
-        return 0.0
-    age_days = max((now - at).total_seconds(), 0.0) / 86_400
-    return float(0.5 ** (age_days / half_life_days))
-
-
 def weighted(
     kind: ItemKind, relevance: float, fresh: float, weights: dict[str, float]
 ) -> tuple[float, dict[str, float]]:

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import CognitiveBase, checked_id, parse_uuid, recall_channels
+from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Goal,
@@ -31,7 +31,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.claims import SELF
 from memvault.models import Fact
-from memvault.validation import validated
+from memvault.validation import parse_id, validated
 
 GOALS, PROFILES = "goals", "user_profiles"
 _STATUSES = ("active", "completed", "abandoned", "blocked")
@@ -71,7 +71,7 @@ class GoalFace(CognitiveBase):
 
     @scoped_to_tenant
     async def get_goal(self, goal_id: UUID | str, *, user_id: str) -> Goal:
-        ident = parse_uuid(goal_id, "goal_id")
+        ident = parse_id(goal_id, field="goal_id")
         user_id = checked_id(user_id, "user_id")
         async with self._backend.engine.connect() as conn:
             rows = await db.fetch_goals(conn, self.tenant_id, user_id, [ident])
@@ -116,7 +116,7 @@ class GoalFace(CognitiveBase):
         result: str | None = None,
     ) -> Goal:
         """Finish a goal (completed or abandoned) with its result; goals it blocked unblock."""
-        ident = parse_uuid(goal_id, "goal_id")
+        ident = parse_id(goal_id, field="goal_id")
         done = validated(GoalCompletion, user_id=user_id, status=status, result=result)
         async with self._backend.engine.begin() as conn:
             rows = await db.fetch_goals(conn, self.tenant_id, done.user_id, [ident])

@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import CognitiveBase, checked_id, parse_uuid, recall_channels
+from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Strategy,
@@ -33,7 +33,7 @@ from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
 from memvault.retrieval.search import embed_query
 from memvault.text import WORD, fold
-from memvault.validation import validated
+from memvault.validation import parse_id, validated
 
 INVOCATIONS, STRATEGIES = "tool_invocations", "strategies"
 
@@ -260,7 +260,7 @@ class ProceduralFace(CognitiveBase):
     async def reinforce_strategy(
         self, strategy_id: UUID | str, *, user_id: str, success: bool
     ) -> Strategy:
-        ident = parse_uuid(strategy_id, "strategy_id")
+        ident = parse_id(strategy_id, field="strategy_id")
         user_id = checked_id(user_id, "user_id")
         async with self._backend.engine.begin() as conn:
             row = await db.reinforce_strategy(

@@ -26,7 +26,6 @@ from memvault.cognitive.bundle import (
     diversify,
     fit,
     outcome_summary,
-    recency,
     weighted,
 )
 from memvault.cognitive.episodic import EpisodicFace
@@ -49,6 +48,7 @@ from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
 from memvault.graph.recall import recall
 from memvault.models import EntityHit, FactHit, SearchRequest
+from memvault.retrieval.recency import recency
 from memvault.retrieval.search import embed_query
 from memvault.text import STOP_WORDS, fold
 from memvault.validation import validated

@@ -99,10 +99,7 @@ MONTHS = (
     r"January|February|March|April|May|June|July|August|September|October|November|"
     r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
 )
-_MONTH = (
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\.?"
-)
+_MONTH = rf"(?:{MONTHS})\.?"
 _DATE = (
     rf"(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?"
     r"|\d{4}-\d{2}-\d{2}|today|tomorrow|yesterday|next\s+\w+|this\s+\w+)(?:,?\s+(?:19|20)\d\d)?"

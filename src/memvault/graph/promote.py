@@ -31,7 +31,7 @@ from memvault.lifecycle.schedule import (
     skipped,
 )
 from memvault.models import Fact
-from memvault.validation import validated
+from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -144,7 +144,7 @@ class PromotionFace:
     async def promote(self, fact_id: UUID | str, *, user_id: str, reason: str) -> Fact:
         """Copy a project-channel fact to the user's ``_global`` channel (linked
         PROMOTED_FROM); promoting it again answers the same copy."""
-        ident = _uuid(fact_id)
+        ident = parse_id(fact_id, field="fact_id")
         given = validated(PromoteRequest, user_id=user_id, reason=reason)
         promotion = await promote_fact(
             self._backend,
@@ -155,15 +155,6 @@ class PromotionFace:
             actor=self.actor,
         )
         return promotion.fact
-
-
-def _uuid(value: UUID | str) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise NotFound("No such fact.", details={"fact_id": str(value)}) from None
 
 
 # --- the scheduled job -------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from memvault.models import (
     TimeReport,
 )
 from memvault.retrieval import recall
+from memvault.retrieval.recency import recency
 from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_term_ids, query_terms
 from memvault.retrieval.when import TimeRange, about_now, parse_time
@@ -178,7 +179,6 @@ def rank(
     """The documented blend, for one candidate row. ``now`` is the moment the question is
     asked (its reference time): ages and expiry are measured from there, so a question asked
     at a date ranks as it would have then."""
-    age_days = max((now - row.occurred_at).total_seconds(), 0.0) / 86_400
     expired = (
         row.memory_type == "temporal" and row.valid_until is not None and row.valid_until <= now
     )
@@ -192,7 +192,7 @@ def rank(
     return Ranked(
         relevance=fused / best if best else 0.0,
         importance=(row.importance or 5) / 10,
-        recency=0.5 ** (age_days / half_life),
+        recency=recency(row.occurred_at, now, half_life),
         validity=validity,
         reinforcement=reinforcement(row.access_count),
         time=1.0 if when is not None and when.contains(row.occurred_at) else 0.0,
