@@ -39,6 +39,21 @@ def libpq_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+# A server cut off by the network (a partition, a failed-over primary's host gone) is noticed
+# by the kernel within seconds instead of TCP's minutes: data unacknowledged for 5 s, or an
+# idle connection whose keepalives go unanswered, ends the connection, and the request answers
+# 503 store_unavailable within its deadline. A live server acknowledges at once, however long
+# its query runs; Unix sockets ignore these.
+_NETWORK_LIMITS = {
+    "connect_timeout": 5,
+    "tcp_user_timeout": 5000,
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 2,
+}
+
+
 def create_engine(
     url: str, *, pool_size: int = 10, as_app: bool = True, transaction_pooler: bool = False
 ) -> AsyncEngine:
@@ -49,7 +64,7 @@ def create_engine(
     connection is free, so the role and settings are told per transaction instead of once
     per connection (PgBouncer also refuses the ``options`` startup parameter)."""
     options = "-c jit=off" + (f" -c role={tenancy.APP_ROLE}" if as_app else "")
-    connect_args: dict[str, Any] = {"prepare_threshold": None, "connect_timeout": 10}
+    connect_args: dict[str, Any] = {"prepare_threshold": None, **_NETWORK_LIMITS}
     if not transaction_pooler:
         connect_args["options"] = options
     engine = create_async_engine(
