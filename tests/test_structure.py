@@ -476,7 +476,6 @@ OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.pipeline.ingest",
     "memvault.retrieval.reinforce",
     "memvault.retrieval.search",
-    "memvault.rotation",
     "memvault.runtime",
     "memvault.service",
     "memvault.worker.runner",

@@ -26,6 +26,7 @@ from memvault.crypto import (
 from memvault.db import audit, cognitive, keywords, store
 from memvault.db.keysets import StaleKeys
 from memvault.db.tenancy import across_tenants
+from memvault.db.units import reading, transaction
 from memvault.graph.rotate import reseal_graph
 from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
@@ -48,7 +49,7 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         # row is sealed with the old key after we start sweeping.
         await asyncio.sleep(reload_grace_s)
     master = backend.keys.current()
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         await store.register_key(conn, master.active.key_id)
         registered = await store.registered_key_ids(conn)
     rewrapped = 0
@@ -88,7 +89,7 @@ async def _sweep(backend: Backend, stale: StaleKeys) -> tuple[int, int]:
                 history_done,
             )
             continue
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine) as conn:
             left = await store.count_sealed_under_other_keys(conn, stale)
         if left == 0:
             return memories_done, history_done
@@ -113,7 +114,7 @@ def _reseal(
 
 
 async def _reseal_memories(backend: Backend, stale: StaleKeys) -> int:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         rows = await store.claim_memories_to_reseal(conn, stale, BATCH)
         keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         postings: dict[str, dict[Any, tuple[str, dict[int, int], int]]] = {}
@@ -144,7 +145,7 @@ async def _reseal_memories(backend: Backend, stale: StaleKeys) -> int:
 
 
 async def _reseal_history(backend: Backend, stale: StaleKeys) -> int:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         rows = await store.claim_history_to_reseal(conn, stale, BATCH)
         keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         for row in rows:
@@ -174,7 +175,7 @@ async def _reseal_history(backend: Backend, stale: StaleKeys) -> int:
 
 async def _reseal_audit_queries(backend: Backend, stale: StaleKeys) -> int:
     """The verbose audit level's sealed query texts (bound to the tenant and audit row id)."""
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         rows = await audit.claim_queries_to_reseal(conn, stale, BATCH)
         keys = await _keyrings(backend, conn, {r.tenant_id for r in rows})
         for row in rows:
@@ -191,7 +192,7 @@ async def _reseal_audit_queries(backend: Backend, stale: StaleKeys) -> int:
 async def _reseal_cognitive(backend: Backend, stale: StaleKeys) -> int:
     """Conversations, working memory, tool use, strategies, goals and profiles: one sealed
     payload per row, bound to its table and primary key."""
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         rows = await cognitive.claim_sealed_to_reseal(conn, stale, BATCH)
         keys = await _keyrings(backend, conn, {r.key[0] for r in rows})
         for row in rows:
@@ -203,7 +204,7 @@ async def _reseal_cognitive(backend: Backend, stale: StaleKeys) -> int:
 
 
 async def _forget_retired(backend: Backend, keyring: Keyring) -> list[str]:
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         retired = sorted(await store.registered_key_ids(conn) - {keyring.active.key_id})
         if retired:
             await store.unregister_keys(conn, retired)
