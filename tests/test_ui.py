@@ -258,6 +258,13 @@ def test_keys_are_created_and_revoked_within_the_tenant_only(secured: TestClient
     )
     assert probe.status_code == 404
     assert sign_in(secured, other).status_code == 303  # still valid
+    acme = store(secured).for_tenant("acme")
+    secret = on_app(secured, acme.add, "Acme's launch is on Friday", user_id="default", wait=True)
+    # Signed in as globex: acme's memory is neither listed, found nor opened.
+    assert "launch" not in secured.get("/ui/memories").text
+    found = secured.get("/ui/memories", params={"q": "launch Friday"}).text
+    assert "0 hits" in found and "Acme&#39;s launch" not in found
+    assert secured.get(f"/ui/memories/{secret.id}").status_code == 404
 
 
 def test_csrf_and_the_proxy_prefix(client: TestClient) -> None:
