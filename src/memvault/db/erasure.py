@@ -58,8 +58,13 @@ def expired_where(now: datetime) -> MemoryCondition:
     ``valid_until``. The scheduled cleanup and ``memvault cleanup`` both delete these."""
     return sa.or_(
         sa.and_(_m.expires_at.is_not(None), _m.expires_at <= now),
-        sa.and_(_m.memory_type == "temporal", _m.valid_until.is_not(None), _m.valid_until <= now),
+        temporal_past_validity(now),
     )
+
+
+def temporal_past_validity(now: datetime) -> MemoryCondition:
+    """The temporal half of expired (memory health reports these before cleanup runs)."""
+    return sa.and_(_m.memory_type == "temporal", _m.valid_until.is_not(None), _m.valid_until <= now)
 
 
 def in_tenant(where: MemoryCondition, tenant_id: str) -> MemoryCondition:

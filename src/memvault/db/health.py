@@ -10,6 +10,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.erasure import temporal_past_validity
 from memvault.db.records import FailedJob
 from memvault.db.tables import embedding_jobs, memories, memory_chunks, memory_history
 from memvault.models import TURN_SOURCE
@@ -38,7 +39,8 @@ async def count_where(
 
 
 def expired_temporal(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.and_(_m.memory_type == "temporal", _m.valid_until <= now)
+    """What the next cleanup deletes as expired for being temporal (db/erasure.py says)."""
+    return temporal_past_validity(now)
 
 
 def not_recalled_since(before: datetime) -> sa.ColumnElement[bool]:
