@@ -1,44 +1,13 @@
-"""Request shapes that exist only on the HTTP side (query strings); bodies reuse models.py."""
+"""Shapes that exist only on the HTTP side: the error envelope and the errors a route documents.
+Query strings and bodies are the operation table's models (``memvault.operations``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from memvault.errors import InvalidInput
-from memvault.models import HistoryPage, MemoryQuery, Owner
-
-__all__ = ["CONFLICT", "V1_ERRORS", "DeleteAllParams", "HistoryPage", "ListParams", "Owner"]
-
-
-class ListParams(MemoryQuery):
-    """GET /v1/memories: ``MemoryQuery`` as a query string carries it (lists repeat their key;
-    ``metadata`` is a JSON object in a string), so the route's parameters are the library's."""
-
-    metadata: str | None = Field(  # type: ignore[assignment]
-        default=None, description='JSON object, e.g. {"topic":"food"}'
-    )
-
-    def filters(self) -> dict[str, Any]:
-        values = self.model_dump(exclude={"metadata"})
-        if self.metadata is not None:
-            try:
-                values["metadata"] = json.loads(self.metadata)
-            except (ValueError, RecursionError):  # nested past the parser's depth too
-                raise InvalidInput(
-                    "metadata must be a JSON object.", details={"field": "metadata"}
-                ) from None
-            if not isinstance(values["metadata"], dict):
-                raise InvalidInput("metadata must be a JSON object.", details={"field": "metadata"})
-        return values
-
-
-class DeleteAllParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: str
-    app_id: str | None = None
+__all__ = ["CONFLICT", "V1_ERRORS", "ErrorBody"]
 
 
 class ErrorDetail(BaseModel):
