@@ -19,7 +19,7 @@ from memvault.db.graph import (
     FACT_COLUMNS,
     EntityRow,
     FactRow,
-    record,
+    records,
     scope,
     vector_text,
 )
@@ -68,8 +68,7 @@ _LIVE_F = (
 # Each node comes back with its entity row (one round trip for the whole view).
 _NODE_COLUMNS = ", ".join(f"e.{f.name} AS node_{f.name}" for f in fields(EntityRow))
 _NO_NODE = ", ".join(f"NULL AS node_{f.name}" for f in fields(EntityRow))
-_WALK = sa.text(
-    f"""
+_WALK_NODES = f"""
     WITH RECURSIVE start AS MATERIALIZED (
         -- By primary key alone: unanalysed, the planner would read the owner's entities
         -- through the (tenant, user, name) index to find one id.
@@ -112,6 +111,8 @@ _WALK = sa.text(
     CROSS JOIN LATERAL (
         SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
     ) e
+"""
+_WALK_EDGES = f"""
     UNION ALL (
         SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
                GREATEST(a.depth, b.depth) AS depth, {_NO_NODE}
@@ -123,7 +124,9 @@ _WALK = sa.text(
         LIMIT :max_edges
     )
     """
-)
+# With the edges among the nodes (a view of the graph), or the nodes alone (recall).
+_WALK = sa.text(_WALK_NODES + _WALK_EDGES)
+_WALK_NODES_ONLY = sa.text(_WALK_NODES)
 
 
 @dataclass(frozen=True)
@@ -144,23 +147,25 @@ async def walk(
     fanout: int,
     max_nodes: int,
     max_edges: int,
+    edges: bool = True,
 ) -> Walk:
     """The entities within ``depth`` hops of any of ``starts`` (the owner's: others start
     nothing) in the owner's current graph, each at its fewest hops from one of them, with
-    their rows, and the edges among them: one statement however many starts."""
-    rows = await conn.execute(
-        _WALK,
-        {
-            "tenant": tenant_id,
-            "user": user_id,
-            "starts": list(starts),
-            "depth": depth,
-            "now": now,
-            "fanout": fanout,
-            "max_nodes": max_nodes,
-            "max_edges": max_edges,
-        },
-    )
+    their rows, and the edges among them (``edges=False``: the nodes alone): one statement
+    however many starts."""
+    params = {
+        "tenant": tenant_id,
+        "user": user_id,
+        "starts": list(starts),
+        "depth": depth,
+        "now": now,
+        "fanout": fanout,
+        "max_nodes": max_nodes,
+    }
+    if edges:
+        rows = await conn.execute(_WALK, params | {"max_edges": max_edges})
+    else:
+        rows = await conn.execute(_WALK_NODES_ONLY, params)
     found = Walk({}, [], {})
     names = [f.name for f in fields(EntityRow)]
     for r in rows:
@@ -202,7 +207,7 @@ async def entity_candidates(
     rows = await _candidates(
         conn, "entity", tenant_id, user_id, term_ids, vector, model, by_terms, by_meaning
     )
-    return [Candidate(record(EntityRow, r), int(r.matched or 0), _similarity(r)) for r in rows]
+    return _found(EntityRow, rows)
 
 
 async def fact_candidates(
@@ -220,7 +225,14 @@ async def fact_candidates(
     rows = await _candidates(
         conn, "fact", tenant_id, user_id, term_ids, vector, model, limit, limit
     )
-    return [Candidate(record(FactRow, r), int(r.matched or 0), _similarity(r)) for r in rows]
+    return _found(FactRow, rows)
+
+
+def _found(cls: type[R], rows: Sequence[Any]) -> list[Candidate[R]]:
+    return [
+        Candidate(found, int(row.matched or 0), _similarity(row))
+        for found, row in zip(records(cls, rows), rows, strict=True)
+    ]
 
 
 def _similarity(row: Any) -> float | None:

@@ -211,6 +211,7 @@ async def _expand(
         fanout=settings.graph_fanout,
         max_nodes=settings.graph_max_nodes * len(best),  # as many as walking each alone
         max_edges=settings.graph_max_edges,
+        edges=False,  # recall scores the nodes' facts; the edges among them are not read
     )
 
 
