@@ -9,7 +9,6 @@ reads both (tests/test_data_catalogue.py).
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from memvault.backend import Backend
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
