@@ -384,18 +384,23 @@ def fix(
 ) -> None:
     """Do what `doctor --memory` recommends for FINDING, through the normal write path (and
     so the audit log): near_duplicates merges every cluster, the others act on the memories
-    the finding lists. Deleting and merging ask first unless --yes."""
+    the finding lists (at most 50 at a time: run it again for more). Deleting and merging
+    ask first unless --yes."""
     with _memory(tenant) as memory:
         report = _call(lambda: memory.memory_health(user_id=user))
         found = next((f for f in report.findings if f.kind == finding), None)
         if found is None:
             kinds = ", ".join(f.kind for f in report.findings) or "none"
-            err.print(f"nothing to fix: no {finding!r} finding for {user!r} (findings: {kinds})")
+            err.print(
+                f"nothing to fix: no {finding!r} finding for {user!r} (findings: {kinds})",
+                markup=False,
+            )
             raise typer.Exit(1 if report.findings else 0)
         action = found.action
         if action is None or action.method != "POST":
             err.print(
-                f"[red]error:[/red] {finding!r} has no action to apply: {found.recommendation}",
+                f"[red]error:[/red] {_escape(finding)!r} has no action to apply: "
+                + _escape(found.recommendation),
                 highlight=False,
             )
             raise typer.Exit(1)
