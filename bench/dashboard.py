@@ -64,6 +64,7 @@ def _settings(url: str, work: Path, nodes: int) -> Settings:
         run_worker=False,
         graph_max_nodes=nodes + 100,
         graph_max_edges=nodes * 2,
+        graph_fanout=1000,  # every neighbour, so depth 2 reaches the whole star
     )
 
 
@@ -124,6 +125,8 @@ def _pages(base: str, ids: list[str], requests: int) -> dict[str, dict[str, floa
         first = http.get("/ui/memories")
         cursor = first.text.split("cursor=", 1)[1].split('"', 1)[0].replace("&amp;", "&")
         targets = {
+            # Baseline: the API's own JSON list of the same 50 memories, in the same run.
+            "API GET /v1/memories (JSON, 50)": lambda: f"/v1/memories?user_id={LIST_USER}&limit=50",
             "list (50 rows)": lambda: "/ui/memories",
             "list, next page": lambda: f"/ui/memories?cursor={cursor}",
             "memory page": lambda: f"/ui/memories/{rng.choice(ids)}",
@@ -131,6 +134,7 @@ def _pages(base: str, ids: list[str], requests: int) -> dict[str, dict[str, floa
         for _ in range(20):  # warm: plans, pools, templates
             for make in targets.values():
                 http.get(make())
+        samples = {name: [] for name in targets}
         for _ in range(requests):
             for name, make in targets.items():
                 start = time.perf_counter()
