@@ -472,7 +472,6 @@ OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.graph.rotate",
     "memvault.lifecycle.audit",
     "memvault.lifecycle.deletion",
-    "memvault.lifecycle.schedule",
     "memvault.pipeline.ingest",
     "memvault.retrieval.reinforce",
     "memvault.retrieval.search",

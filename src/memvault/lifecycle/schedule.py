@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.db import lifecycle as db
 from memvault.db.errors import CONNECTION_FAILED, store_errors
 from memvault.db.tenancy import all_tenants
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound, StoreUnavailable
 from memvault.lifecycle.models import JobStatus, ScheduledRun
 from memvault.metrics import LIFECYCLE_CHANGES, SCHEDULED_DURATION, SCHEDULED_RUNS
@@ -128,7 +129,7 @@ async def run_job(
         raise InvalidInput(f"The job {name!r} has no dry run.", details={"job": name})
     with all_tenants(), store_errors():
         # The lock lasts as long as this connection's transaction: until the block ends.
-        async with backend.engine.connect() as lock_conn:
+        async with reading(backend.engine) as lock_conn:
             if not await db.try_lock(lock_conn, name):
                 return _skipped(name, clock(), dry_run, "another runner holds the job")
             return await _run_locked(backend, job, dry_run, clock, only_if_due)
@@ -138,7 +139,7 @@ async def _run_locked(
     backend: Backend, job: ScheduledJob, dry_run: bool, clock: Clock, only_if_due: bool
 ) -> ScheduledRun:
     now = clock()
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         if only_if_due and not _due(await db.last_started(conn, job.name), job, backend, now):
             return _skipped(job.name, now, dry_run, "not due")
         run_id = await db.start_run(conn, job.name, now, dry_run)
@@ -169,7 +170,7 @@ async def _run_locked(
                 LIFECYCLE_CHANGES.labels(job.name, change).inc(n)
     duration = time.perf_counter() - started
     values.update(finished_at=now + timedelta(seconds=duration), duration_ms=duration * 1000)
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         await db.finish_run(conn, run_id, **values)
     SCHEDULED_RUNS.labels(job.name, values["outcome"]).inc()
     SCHEDULED_DURATION.labels(job.name).observe(duration)
@@ -208,7 +209,7 @@ async def statuses(backend: Backend, *, clock: Clock = utc_now) -> list[JobStatu
     """Every job with its last run (dry or not) and when it is next due."""
     now = clock()
     with all_tenants(), store_errors():
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine) as conn:
             latest = await db.latest_runs(conn)
             last_real = {name: await db.last_started(conn, name) for name in JOBS}
     found = []
@@ -232,7 +233,7 @@ async def statuses(backend: Backend, *, clock: Clock = utc_now) -> list[JobStatu
 
 async def history(backend: Backend, job: str | None, limit: int) -> list[ScheduledRun]:
     with all_tenants(), store_errors():
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine) as conn:
             rows = await db.runs(conn, job, limit)
     return [ScheduledRun.model_validate(r, from_attributes=True) for r in rows]
 
@@ -244,7 +245,7 @@ async def undo(backend: Backend, name: str, run_id: int, *, clock: Clock = utc_n
     if job.undo is None:
         raise InvalidInput(f"The job {name!r} cannot be undone.", details={"job": name})
     with all_tenants(), store_errors():
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine) as conn:
             run = await db.get_run(conn, run_id)
         if run is None or run.job != name:
             raise NotFound(f"No run {run_id} of {name!r}.", details={"run_id": run_id})
@@ -254,6 +255,6 @@ async def undo(backend: Backend, name: str, run_id: int, *, clock: Clock = utc_n
                 details={"run_id": run_id, "outcome": run.outcome},
             )
         restored = await job.undo(backend, run_id)
-        async with backend.engine.begin() as conn:
+        async with transaction(backend.engine) as conn:
             await db.mark_undone(conn, run_id, clock())
     return restored
