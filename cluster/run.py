@@ -64,8 +64,7 @@ def build(root: Path, synchronous: bool) -> Topology:
 
 def start(topo: Topology, figures: dict[str, Any]) -> dict[str, str]:
     began = time.monotonic()
-    topo.start_etcd()
-    time.sleep(1)  # etcd's first election; Patroni retries anyway
+    topo.start_etcd()  # Patroni waits for it by itself
     topo.start_patroni(topo.pgs[0])
     topo.wait_for_cluster(180, replicas=0)
     for pg in topo.pgs[1:]:
