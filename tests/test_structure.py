@@ -36,6 +36,7 @@ FACES = (
     "memvault.diagnostics",
     "memvault.integrations",
     "memvault.compat",
+    "memvault.ui",
 )
 # The framework adapters and compat APIs are thin over the service's public faces: nothing else.
 ADAPTER_REACH = {
