@@ -81,7 +81,8 @@ async def _fill(store: AsyncMemory, count: int) -> list[str]:
 
 async def _graph(store: AsyncMemory, nodes: int) -> str:
     """A hub, 40 entities it knows, and each of them knowing nodes/40 others: depth 2 reaches
-    about ``nodes`` entities. Names are single unlike tokens, so no two resolve as one."""
+    about ``nodes`` entities. Names are random hex words, so no two resolve as one entity
+    (numbered names such as "Leaf 12" and "Leaf 21" do)."""
     hubs = 40
     gate = asyncio.Semaphore(8)
 
@@ -89,8 +90,12 @@ async def _graph(store: AsyncMemory, nodes: int) -> str:
         async with gate:
             await store.add_fact(subject, "knows", object=target, user_id=GRAPH_USER)
 
-    await asyncio.gather(*(fact("Hub", f"p{h:03x}z") for h in range(hubs)))
-    await asyncio.gather(*(fact(f"p{n % hubs:03x}z", f"q{n:04x}k") for n in range(nodes - hubs)))
+    rng = random.Random(11)
+    people = [f"{rng.getrandbits(40):010x}" for _ in range(hubs)]
+    await asyncio.gather(*(fact("Hub", p) for p in people))
+    await asyncio.gather(
+        *(fact(people[n % hubs], f"{rng.getrandbits(40):010x}") for n in range(nodes - hubs))
+    )
     (hub,) = await store.entities(user_id=GRAPH_USER, q="Hub", limit=1)
     return str(hub.id)
 
@@ -198,7 +203,7 @@ def main() -> None:
             f"{time.perf_counter() - started:.0f} s"
         )
         with _serving(create_app(_settings(url, work, args.nodes))) as base:
-            rows = _pages(base, ids, args.requests)
+            rows = _pages(base, ids, args.requests) if ids else {}
             interactive, drawing, nodes = _graph_page(base, hub, args.graph_runs)
         print_table(
             f"dashboard pages over HTTP, user with {args.memories} memories, "
