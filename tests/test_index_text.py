@@ -4,7 +4,9 @@ what an adapter needs to store a record exactly while searching only some of it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -99,3 +101,18 @@ def test_index_text_over_http(make_settings: Callable[..., Settings]) -> None:
         assert [m["content"] for m in listed["results"]] == ['{"k":"v"}']
         bad = client.post("/v1/memories", json={**body, "index_text": "a\x00b"})
         assert bad.status_code == 422
+
+
+async def test_memory_health_does_not_report_an_unindexed_memory_as_lost(
+    hashed: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    hidden = await hashed.add("a record kept out of search", user_id="ix-5", index_text="")
+    lost = await hashed.add("a memory whose vectors went missing", user_id="ix-5", infer=False)
+    raw.execute("DELETE FROM memory_chunks WHERE memory_id = %s", (lost.id,))
+    raw.execute(
+        "UPDATE memories SET created_at = now() - interval '10 minutes' WHERE id = ANY(%s)",
+        ([hidden.id, lost.id],),
+    )
+    report = await hashed.memory_health(user_id="ix-5")
+    found = {f.kind: f for f in report.findings}
+    assert found["vectorless"].memory_ids == [lost.id]
