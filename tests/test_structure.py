@@ -15,17 +15,19 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from fastapi import FastAPI
 from fastapi.routing import APIRoute
-from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 import memvault
 from memvault._sync import NOT_DERIVED, STUB, surface_stub
+from memvault.api import create_app
 from memvault.api.routes import query_model, split_example
 from memvault.db import tables
 from memvault.db.records import ApiKeyRow, AuditRow, HistoryRow, JobRow, MemoryRow, ScheduledRunRow
 from memvault.models import MemoryQuery, SearchRequest
 from memvault.operations import OPERATIONS, Operation, client_operations
+from tests.conftest import KEY
 
 ROOT = Path(memvault.__file__).parent
 FACES = (
@@ -168,8 +170,18 @@ def test_every_face_takes_the_filters_the_model_defines(
         assert _keywords(getattr(face, method)) == expected, face.__name__
 
 
-def test_the_routes_take_the_same_filters(client: TestClient) -> None:
-    spec = client.get("/openapi.json").json()
+@pytest.fixture(scope="module")
+def app() -> FastAPI:
+    """The served app's routes and OpenAPI document, built once for the module: they are fixed
+    when the app is made, so no store is opened (the lifespan never runs)."""
+    settings = memvault.Settings(
+        database_url="postgresql://unused@127.0.0.1:1/unused", encryption_key=KEY, auth="off"
+    )
+    return create_app(settings)
+
+
+def test_the_routes_take_the_same_filters(app: FastAPI) -> None:
+    spec = app.openapi()
     listed = spec["paths"]["/v1/memories"]["get"]["parameters"]
     assert [p["name"] for p in listed] == list(MemoryQuery.model_fields)
     body = spec["paths"]["/v1/memories/search"]["post"]["requestBody"]["content"]
@@ -211,8 +223,8 @@ def test_the_table_names_each_library_method_and_route_once() -> None:
     assert set(unrouted) <= set(routes), "an operation answered by no route"
 
 
-def _served(client: TestClient) -> dict[tuple[str, str], dict[str, typing.Any]]:
-    spec = client.get("/openapi.json").json()
+def _served(app: FastAPI) -> dict[tuple[str, str], dict[str, typing.Any]]:
+    spec = app.openapi()
     return {
         (method.upper(), path): operation
         for path, item in spec["paths"].items()
@@ -220,8 +232,8 @@ def _served(client: TestClient) -> dict[tuple[str, str], dict[str, typing.Any]]:
     }
 
 
-def test_the_served_operations_are_the_table_and_each_is_documented(client: TestClient) -> None:
-    served = _served(client)
+def test_the_served_operations_are_the_table_and_each_is_documented(app: FastAPI) -> None:
+    served = _served(app)
     assert set(served) == {(op.method, op.path) for op in ROUTED}
     for (method, path), operation in served.items():
         assert operation.get("summary") and operation.get("description"), (method, path)
@@ -250,11 +262,11 @@ def _route_scope(route: APIRoute) -> str | None:
 
 
 @pytest.mark.parametrize("op", ROUTED, ids=lambda op: f"{op.method} {op.path}")
-def test_every_operation_is_served_as_the_table_declares(client: TestClient, op: Operation) -> None:
-    operation = _served(client)[(op.method, op.path)]
+def test_every_operation_is_served_as_the_table_declares(app: FastAPI, op: Operation) -> None:
+    operation = _served(app)[(op.method, op.path)]
     assert (operation["summary"], operation["description"]) == (op.summary, op.description)
     assert str(op.status) in operation["responses"]
-    routes = _api_routes(client.app.routes)  # type: ignore[attr-defined]
+    routes = _api_routes(app.routes)
     # The table's routes (the dashboard's pages are mounted under their own prefix).
     ours = [r for r in routes if r.endpoint.__module__.startswith("memvault.api.routes")]
     (route,) = [r for r in ours if r.name == op.name and r.path == op.path]
