@@ -479,7 +479,7 @@ OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.cognitive.procedural",
     "memvault.cognitive.remember",
     "memvault.embedding.cache",
-    "memvault.graph.face",
+    "memvault.graph.knowledge",
     "memvault.graph.promote",
     "memvault.graph.recall",
     "memvault.graph.rotate",

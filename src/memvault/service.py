@@ -26,7 +26,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
 from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
-from memvault.graph.face import GraphFace
+from memvault.graph.knowledge import GraphFace
 from memvault.graph.recall import recall as graph_recall
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.face import LifecycleFace
