@@ -29,7 +29,7 @@ from memvault.graph.derive import Derivation
 from memvault.graph.knowledge import GraphFace
 from memvault.graph.recall import recall as graph_recall
 from memvault.lifecycle.audit import AuditEvent
-from memvault.lifecycle.face import LifecycleFace
+from memvault.lifecycle.governance import LifecycleFace
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     TURN_SOURCE,
