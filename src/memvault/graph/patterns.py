@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from memvault.graph.claims import EntityType
 
@@ -214,11 +215,11 @@ class Shape:
     """
 
     predicate: str | None
-    regex: re.Pattern[str]
+    pattern: str
     object_type: EntityType | None
     # Words the shape cannot match without: a cheap search that spares the full pattern
     # on most sentences.
-    cue: re.Pattern[str]
+    cue_words: str
     subject_type: EntityType = "person"
     event: bool = False
     ends: bool = False
@@ -233,6 +234,17 @@ class Shape:
     # About what lies ahead (a plan, a trip): a year-less date already gone is next year's,
     # and a plan in the past tense ("I was going to call") is no plan.
     ahead: bool = False
+
+    # Compiled on first use, once per process: compiling every shape when the module is
+    # imported cost each `memvault` command and `import memvault.service` ~0.4 s, and a
+    # sentence whose cue does not match never needs its full pattern.
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    @cached_property
+    def cue(self) -> re.Pattern[str]:
+        return re.compile(rf"\b(?:{self.cue_words})", re.IGNORECASE)
 
 
 def _shape(
@@ -251,9 +263,9 @@ def _shape(
 ) -> Shape:
     return Shape(
         predicate,
-        re.compile(pattern),
+        pattern,
         object_type,
-        re.compile(rf"\b(?:{cue})", re.IGNORECASE),
+        cue,
         subject_type,
         event,
         ends,
