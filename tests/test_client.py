@@ -76,6 +76,7 @@ DATA_METHODS = [
     "add_fact",
     "facts",
     "fact_reviews",
+    "resolve_fact_review",
     "promote",
     "entities",
     "entity",

@@ -71,6 +71,7 @@ OPERATIONS = [
     ("POST", "/v1/facts"),
     ("GET", "/v1/facts"),
     ("GET", "/v1/facts/reviews"),
+    ("POST", "/v1/facts/reviews/{review_id}/resolve"),
     ("GET", "/v1/entities"),
     ("GET", "/v1/entities/{entity_id}"),
     ("GET", "/v1/entities/{entity_id}/graph"),

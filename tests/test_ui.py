@@ -279,3 +279,41 @@ def test_the_recall_debugger_and_erasure(client: TestClient) -> None:
     confirmation, answered with a receipt."""
     _recall_debugger(client)
     _erasure(client)
+
+
+def test_a_contradiction_is_resolved_from_the_graph_page(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(auth="required", graph_contradiction_policy="flag_review")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        writer = make_key(client, "acme", "read,write")
+        for employer in ("Initech", "Hooli"):
+            fact = {"user_id": "default", "subject": "Ann", "predicate": "works_for"}
+            answer = client.post(
+                "/v1/facts",
+                json={**fact, "object": employer},
+                headers={"Authorization": f"Bearer {writer}"},
+            )
+            assert answer.status_code == 201
+        sign_in(client, make_key(client, "acme", "read"))
+        page = client.get("/ui/graph")
+        assert "Ann works for Hooli" in page.text and "graph/reviews/resolve" not in page.text
+        review_id = on_app(
+            client, store(client).for_tenant("acme").fact_reviews, user_id="default"
+        )[0].id
+        form = {"csrf": csrf_of(page.text), "review_id": str(review_id), "keep": "fact"}
+        assert client.post("/ui/graph/reviews/resolve", data=form).status_code == 403
+        sign_in(client, make_key(client, "globex", "read,write"))
+        token = csrf_of(client.get("/ui/graph").text)
+        probe = client.post("/ui/graph/reviews/resolve", data={**form, "csrf": token})
+        assert probe.status_code == 404  # another tenant's review is as unknown as none
+        sign_in(client, writer)
+        page = client.get("/ui/graph")
+        assert "graph/reviews/resolve" in page.text
+        refused = client.post("/ui/graph/reviews/resolve", data={**form, "csrf": "forged"})
+        assert refused.status_code == 403
+        done = client.post("/ui/graph/reviews/resolve", data={**form, "csrf": csrf_of(page.text)})
+        assert done.status_code == 200
+        assert "Contradiction resolved" in done.text and "resolve_review" in done.text
+        after = client.get("/ui/graph").text
+        assert "conflicts with" not in after

@@ -1,7 +1,8 @@
 """The dashboard in a real browser: Debian's Chromium driven by Playwright, against a served
 store seeded through the API. Every page loads with no console error and no serious or
 critical axe-core violation; sign-in and sign-out, CSRF refusal, a read-only key, a path
-prefix, and a health action end to end (the change, the audit row, the receipt).
+prefix, a health action and a contradiction resolved end to end (the change, the audit row,
+the receipt).
 
 Screenshots of every page go to a temporary folder, or to ``UI_SCREENSHOTS_DIR`` when set
 (``UI_SCREENSHOTS_DIR=docs/img/dashboard`` refreshes the documentation's)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -90,6 +92,8 @@ def site(pg_server: EmbeddedPostgres, tmp_path_factory: pytest.TempPathFactory) 
         rate_limit_per_s=0,
         # The page tests need no meaning; the hash embedder spares loading the model.
         embedding_provider="hash",
+        # Contradictions wait for a person, so the graph page has one to resolve.
+        graph_contradiction_policy="flag_review",
     )
     # In a thread of its own: the suite's event loop may be running in this one.
     with ThreadPoolExecutor(1) as pool:
@@ -165,6 +169,10 @@ class Watched:
         self.page.get_by_role("button", name="Sign in").click()
         self.page.wait_for_url("**/ui/")
 
+    def sign_in_to_the_seeded_user(self, key: str) -> None:
+        self.sign_in(key)
+        self.open("/user?user_id=" + USER)
+
     def close(self) -> None:
         self.context.close()
 
@@ -195,8 +203,7 @@ def test_every_page_loads_clean_and_accessible(
 ) -> None:
     view = Watched(browser, site.url)
     try:
-        view.sign_in(site.admin_key)
-        view.open("/user?user_id=" + USER)
+        view.sign_in_to_the_seeded_user(site.admin_key)
         for name, path in PAGES.items():
             page = view.open(path)
             assert page.locator("h1").count() == 1, name
@@ -229,7 +236,7 @@ def test_sign_in_out_csrf_read_only_and_prefix(browser: Browser, site: Site) -> 
         view.problems.clear()  # the refused sign-in answered 401, as it should
 
         view.sign_in(site.read_key)
-        for path in ("/health", "/audit", "/admin", "/jobs"):
+        for path in ("/health", "/audit", "/admin", "/jobs", "/graph"):
             main = view.open(path).locator("main")
             assert main.locator("form[method=post]").count() == 0, path
         token = page.locator("input[name=csrf]").first.get_attribute("value")
@@ -261,8 +268,7 @@ def test_sign_in_out_csrf_read_only_and_prefix(browser: Browser, site: Site) -> 
 def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site) -> None:
     view = Watched(browser, site.url)
     try:
-        view.sign_in(site.admin_key)
-        view.open("/user?user_id=" + USER)
+        view.sign_in_to_the_seeded_user(site.admin_key)
         page = view.open("/health")
         page.get_by_role("button", name="Merge now").click()
         page.wait_for_selector(".receipt")
@@ -279,6 +285,28 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
         assert sorted(r.status_code for r in found) == [200, 404]
         (kept,) = [r.json() for r in found if r.status_code == 200]
         assert kept["metadata"]["merged_from"] == [t for t in site.twins if t != kept["id"]]
+        assert view.problems == []
+    finally:
+        view.close()
+
+
+def test_a_contradiction_resolved_from_the_graph_page(browser: Browser, site: Site) -> None:
+    view = Watched(browser, site.url)
+    try:
+        view.sign_in_to_the_seeded_user(site.admin_key)
+        page = view.open("/graph")
+        review = page.locator("li.review", has_text="Unbabel")
+        review.get_by_role("button", name=re.compile("Keep .*Unbabel")).click()
+        page.wait_for_selector("[role=status]")
+        assert "Contradiction resolved" in page.locator("main").inner_text()
+        assert page.locator("tr.audit-row", has_text="resolve_review").count() == 1
+        current = httpx.get(
+            f"{site.url}/v1/facts",
+            params={"user_id": USER, "predicate": "works_for"},
+            headers={"Authorization": f"Bearer {site.admin_key}"},
+        ).json()["results"]
+        assert [f["object"] for f in current] == ["Unbabel"]
+        assert view.open("/graph").locator("li.review", has_text="Unbabel").count() == 0
         assert view.problems == []
     finally:
         view.close()

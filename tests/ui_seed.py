@@ -1,6 +1,7 @@
 """A small, varied store for the dashboard's browser tests and screenshots: a conversation
 with a tool call (turns, facts, entities), memories with a near-duplicate pair, goals with a
-blocker, tool outcomes and a strategy — all written through the HTTP API, as an agent would."""
+blocker, tool outcomes, a strategy and two contradicting facts — all written through the HTTP
+API, as an agent would."""
 
 from __future__ import annotations
 
@@ -88,4 +89,10 @@ def seed(base: str, key: str | None) -> dict[str, Any]:
                 "tool_sequence": ["flat_search", "price_filter"],
             },
         )
+        # Under the flag_review policy the second is kept beside the first, for review.
+        for employer in ("Feedzai", "Unbabel"):
+            post(
+                "/v1/facts",
+                {"user_id": USER, "subject": "@user", "predicate": "works_for", "object": employer},
+            )
     return {"twins": twins}

@@ -255,6 +255,9 @@ class MemoryMethods:
     def remember(
         self, /, query: builtins.str, **fields: typing.Any
     ) -> memvault.cognitive.bundle.MemoryBundle: ...
+    def resolve_fact_review(
+        self, review_id: uuid.UUID | builtins.str, *, user_id: builtins.str, keep: builtins.str
+    ) -> memvault.graph.models.ResolvedReview: ...
     def search(
         self, /, query: builtins.str, **options: typing.Any
     ) -> memvault.models.SearchResult: ...

@@ -69,6 +69,8 @@ from memvault.graph.models import (
     GraphView,
     MergeRequest,
     PromoteRequest,
+    ResolvedReview,
+    ReviewDecision,
     ReviewList,
     ReviewsQuery,
 )
@@ -695,6 +697,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "Facts the contradiction policy left for a person to decide.",
         {**OWNER},
         _GRAPH, ReviewList, service="fact_reviews", query=ReviewsQuery, returns="results",
+    ),
+    Operation(
+        "resolve_fact_review", "POST", "/v1/facts/reviews/{review_id}/resolve", "write",
+        "Resolve a contradiction",
+        "Decide a review: keep the newer `fact` (it replaces the other), keep the fact it "
+        "`conflicts_with` (the newer one never held), or keep `both` (no contradiction). "
+        "Nothing is deleted: the replaced fact stays in the history, superseded, and other "
+        "reviews naming it close too.",
+        {"review_id": MEMORY_ID, **OWNER, "keep": "fact"},
+        _GRAPH, ResolvedReview, service="resolve_fact_review", body=ReviewDecision,
     ),
     Operation(
         "promote_fact", "POST", "/v1/facts/{fact_id}/promote", "write",

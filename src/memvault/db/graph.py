@@ -418,6 +418,35 @@ async def list_reviews(
     return records(ReviewRow, await conn.execute(query))
 
 
+async def fetch_review(
+    conn: AsyncConnection, tenant_id: str, user_id: str, review_id: UUID
+) -> ReviewRow | None:
+    """The owner's open review, locked: two people resolving it at once decide once."""
+    c = fact_reviews.c
+    query = (
+        sa.select(fact_reviews)
+        .where(*scope(c, tenant_id, user_id), c.id == review_id)
+        .with_for_update()
+    )
+    found = records(ReviewRow, await conn.execute(query))
+    return found[0] if found else None
+
+
+async def close_reviews(
+    conn: AsyncConnection, tenant_id: str, review_id: UUID, settled: Sequence[UUID]
+) -> list[UUID]:
+    """Close the review and every other naming a fact in ``settled`` (one no longer current
+    has nothing left to contradict); answers the ids closed."""
+    c = fact_reviews.c
+    named = sa.or_(c.fact_id.in_(list(settled)), c.conflicts_with.in_(list(settled)))
+    query = (
+        fact_reviews.delete()
+        .where(c.tenant_id == tenant_id, sa.or_(c.id == review_id, named))
+        .returning(c.id)
+    )
+    return sorted((await conn.execute(query)).scalars())
+
+
 @dataclass(frozen=True)
 class FactQuery:
     """Which facts: about these entities (any when ``None``), of this predicate; at a valid

@@ -14,7 +14,7 @@ from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound
-from memvault.graph import export, sealed
+from memvault.graph import export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.derive import Derivation, derive
 from memvault.graph.models import (
@@ -28,10 +28,13 @@ from memvault.graph.models import (
     GraphNode,
     GraphView,
     MergeRequest,
+    ResolvedReview,
+    ReviewDecision,
     ReviewsQuery,
 )
 from memvault.graph.promote import PromotionFace
 from memvault.graph.store import GraphWriter, Owner
+from memvault.lifecycle.audit import AuditEvent
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
 from memvault.retrieval.terms import query_term_ids
@@ -211,6 +214,37 @@ class GraphFace(PromotionFace):
             )
             for r in reviews
         ]
+
+    @scoped_to_tenant
+    async def resolve_fact_review(
+        self, review_id: UUID | str, *, user_id: str, keep: str
+    ) -> ResolvedReview:
+        """Decide a contradiction awaiting review: ``keep="fact"`` (the newer fact replaces the
+        other), ``"conflicts_with"`` (the newer one never held) or ``"both"`` (no contradiction).
+        Nothing is deleted: the replaced fact stays in the history, superseded."""
+        ident = parse_id(review_id, field="review_id")
+        decision: ReviewDecision = validated(ReviewDecision, user_id=user_id, keep=keep)
+        # An update of the facts' validity: the log's operations are a fixed set.
+        event = AuditEvent(self.tenant_id, "update", self.actor, decision.user_id, "fact")
+        with self._backend.audit.timed(event):
+            async with self._backend.engine.begin() as conn:
+                now = datetime.now(UTC)
+                done = await reviews.resolve(
+                    conn, self.tenant_id, decision.user_id, ident, decision.keep, now
+                )
+                pair = (done.review.fact_id, done.review.conflicts_with)
+                rows = await graph_db.fetch_facts(conn, self.tenant_id, pair)
+                fact, other = await self._facts_out(conn, [rows[i] for i in pair])
+            event.memory_ids = sorted({*fact.memory_ids, *other.memory_ids})
+            event.result_count = len(done.closed)
+            event.details = {
+                "via": "resolve_review",
+                "review_id": str(ident),
+                "keep": decision.keep,
+            }
+        return ResolvedReview(
+            id=ident, keep=decision.keep, fact=fact, conflicts_with=other, closed=done.closed
+        )
 
     # --- entities -------------------------------------------------------------------------
 

@@ -143,6 +143,31 @@ class ReviewsQuery(_Input):
     limit: int = Field(default=50, ge=1, le=1_000)
 
 
+# Which side of a contradiction stays true: the newer fact, the one it contradicts, or both.
+Keep = Literal["fact", "conflicts_with", "both"]
+
+
+class ReviewDecision(_Input):
+    """POST /v1/facts/reviews/{review_id}/resolve."""
+
+    user_id: Identifier
+    keep: Keep = Field(
+        description="`fact`: the newer fact replaces the one it contradicts; `conflicts_with`: "
+        "the newer fact never held and is replaced by the other; `both`: they do not "
+        "contradict each other and both stay current"
+    )
+
+
+class ResolvedReview(BaseModel):
+    id: UUID
+    keep: Keep
+    fact: Fact = Field(description="the newer fact, as it stands after the decision")
+    conflicts_with: Fact = Field(description="the fact it contradicted, after the decision")
+    closed: list[UUID] = Field(
+        description="the reviews closed: this one, and any other that named the fact replaced"
+    )
+
+
 class FactList(BaseModel):
     results: list[Fact]
 

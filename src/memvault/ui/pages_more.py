@@ -92,6 +92,16 @@ async def graph(view: View) -> Response:
     )
 
 
+@router.post("/graph/reviews/resolve", response_class=HTMLResponse)
+async def resolve_review(view: View) -> Response:
+    form = await view.form("write")
+    resolved = await view.memory.resolve_fact_review(
+        str(form.get("review_id", "")), user_id=view.user_id, keep=str(form.get("keep", ""))
+    )
+    audit = await view.memory.audit_log(user_id=view.user_id, operation="update", limit=5)
+    return page(view, "done.html", resolved=resolved, audit=audit.results)
+
+
 def _elements(found: dict[str, Any], centre: str) -> dict[str, Any]:
     nodes = [
         {
