@@ -236,10 +236,9 @@ async def reviews_probe(backend: Backend, tenant_id: str, user_id: str) -> Healt
         kind="contradictions_awaiting_review",
         count=count,
         recommendation="Facts that contradict a current one were kept beside it for review. "
-        "List them (each names both facts and their source memories); a review closes when "
-        "the wrong side's fact goes: delete its source memory (the health action 'delete' or "
-        "DELETE /v1/memories/{id}), which takes the fact with it. State the right value with "
-        "POST /v1/facts.",
+        "List them (each names both facts and their source memories) and decide each with "
+        "POST /v1/facts/reviews/{id}/resolve: keep the newer fact, the one it contradicts, or "
+        "both (the dashboard's knowledge graph page has the buttons).",
         action=HealthAction(method="GET", path="/v1/facts/reviews", body={"user_id": user_id}),
     )
 
