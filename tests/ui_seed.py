@@ -89,6 +89,10 @@ def seed(base: str, key: str | None) -> dict[str, Any]:
                 "tool_sequence": ["flat_search", "price_filter"],
             },
         )
+        # Recall as an agent asks it, so the overview has latencies to show.
+        for question in ("where does Maya live", "what does Maya drink", "who is Rui"):
+            post("/v1/memories/search", {"user_id": USER, "query": question})
+            post("/v1/remember", {"user_id": USER, "query": question})
         # Under the flag_review policy the second is kept beside the first, for review.
         for employer in ("Feedzai", "Unbabel"):
             post(

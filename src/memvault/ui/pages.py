@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from memvault.errors import InvalidInput
 from memvault.models import MemoryQuery, SearchRequest, SearchResult
-from memvault.ui import charts
+from memvault.ui import charts, latency
 from memvault.ui.web import UIRoute, Viewer, page, redirect, viewer
 
 router = APIRouter(route_class=UIRoute)
@@ -60,6 +60,7 @@ async def overview(view: View) -> Response:
         growth=charts.per_day(m.created_at for m in recent.results),
         growth_of=len(recent.results),
         kinds=charts.bars(counts),
+        latency=latency.recall_latency(),
     )
 
 
