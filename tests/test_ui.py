@@ -146,6 +146,20 @@ def _recall_debugger(client: TestClient) -> None:
     assert "A: vector" in page.text and "B: keyword" in page.text
     assert "similarity" in page.text or "vector" in page.text
     assert "Sam lives in Lisbon" in page.text
+    both = client.get(
+        "/ui/recall",
+        params={
+            "q": "where does Sam live",
+            "user_id": "sam",
+            "mode": "remember",
+            "b_budget_tokens": "16",
+            "b_include": "episodic",
+        },
+    )
+    assert both.status_code == 200, both.text[-500:]
+    assert "A: remember()" in both.text and "B: remember() · budget_tokens=16" in both.text
+    assert "Sam lives in Lisbon" in both.text
+    assert "not in B" in both.text  # the small budget left some of A's items out
 
 
 PAGES = (

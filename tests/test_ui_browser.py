@@ -48,6 +48,7 @@ PAGES = {
     "overview": "/",
     "memories": "/memories",
     "recall": "/recall?q=where+does+Maya+live&a_recipe=vector&b_recipe=keyword",
+    "recall-remember": "/recall?q=where+does+Maya+live&mode=remember&b_recency=0.9",
     "conversations": "/conversations",
     "conversation": "/conversations/move-to-lisbon",
     "graph": "/graph?q=Lisbon",

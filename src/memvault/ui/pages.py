@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse, Response
 
+from memvault.cognitive.bundle import BundleItem, ItemKind, MemoryBundle
+from memvault.cognitive.models import RememberRequest
 from memvault.errors import InvalidInput
 from memvault.models import MemoryQuery, SearchRequest, SearchResult
 from memvault.ui import charts, latency
@@ -145,17 +147,34 @@ async def one_memory(view: View, memory_id: str) -> Response:
     return page(view, "memory.html", m=record, changes=changes, derived=derived)
 
 
-_KNOBS = ("recipe", "limit", "time_mode", "fact_keys", "reference_time")
+_SEARCH_KNOBS = ("recipe", "limit", "time_mode", "fact_keys", "reference_time")
+_REMEMBER_KNOBS = ("limit", "budget_tokens", "recency", "include")
 
 
-def _setting(params: dict[str, str], side: str) -> dict[str, Any]:
+def _setting(params: dict[str, str], side: str, knobs: tuple[str, ...]) -> dict[str, Any]:
     chosen: dict[str, Any] = {}
-    for knob in _KNOBS:
+    for knob in knobs:
         value = params.get(f"{side}_{knob}", "").strip()
         if value in ("", "default"):
             continue
         chosen[knob] = {"on": True, "off": False}.get(value, value)
     return chosen
+
+
+def _sides(params: dict[str, str], knobs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Setting A, and B where it differs from A (B's knobs left at "as A" take A's)."""
+    a = _setting(params, "a", knobs)
+    b = {**a, **_setting(params, "b", knobs)}
+    return [a, b] if b != a else [a]
+
+
+def _remember_fields(chosen: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: v for k, v in chosen.items() if k not in ("recency", "include")}
+    if "recency" in chosen:
+        fields["weights"] = {"recency": chosen["recency"]}
+    if "include" in chosen:
+        fields["include"] = [chosen["include"]]
+    return fields
 
 
 @router.get("/recall", response_class=HTMLResponse)
@@ -164,18 +183,22 @@ async def recall(view: View) -> Response:
     q = params.get("q", "").strip()
     user = params.get("user_id", "").strip() or view.user_id
     runs: list[tuple[dict[str, Any], SearchResult]] = []
-    bundle = None
+    bundles: list[tuple[dict[str, Any], MemoryBundle]] = []
     if q and params.get("mode") == "remember":
-        bundle = await view.memory.remember(q, user_id=user)
+        for chosen in _sides(params, _REMEMBER_KNOBS):
+            asked = RememberRequest.model_validate(
+                {"query": q, "user_id": user, **_remember_fields(chosen)}
+            )
+            bundle = await view.memory.remember(**asked.model_dump(exclude_none=True))
+            bundles.append((chosen, bundle))
     elif q:
-        for side in ("a", "b"):
-            chosen = _setting(params, side)
-            if side == "b" and not chosen:
-                continue
+        for chosen in _sides(params, _SEARCH_KNOBS):
             request = SearchRequest.model_validate({"query": q, "user_id": user, **chosen})
             found = await view.memory.search(**{**request.model_dump(), "track_access": False})
             runs.append((chosen, found))
-    moved = _moves(runs)
+    ranked = [[str(h.id) for h in found.results] for _, found in runs] or [
+        [item.id for item in _items(bundle)] for _, bundle in bundles
+    ]
     return page(
         view,
         "recall.html",
@@ -183,24 +206,30 @@ async def recall(view: View) -> Response:
         user=user,
         params=params,
         runs=runs,
-        moved=moved,
-        bundle=bundle,
+        bundles=[(chosen, bundle, _items(bundle)) for chosen, bundle in bundles],
+        moved=_moves(ranked),
         recipes=SearchRequest.model_fields["recipe"].annotation.__args__,  # type: ignore[union-attr]
+        kinds=ItemKind.__args__,  # type: ignore[attr-defined]
     )
 
 
-def _moves(runs: list[tuple[dict[str, Any], SearchResult]]) -> dict[str, str]:
-    """For each hit of the second setting: where it stood in the first (new, up n, down n)."""
-    if len(runs) < 2:
+def _items(bundle: MemoryBundle) -> list[BundleItem]:
+    """The bundle's recalled items in the order the prompt shows them."""
+    return [*bundle.episodic, *bundle.semantic, *bundle.procedural]
+
+
+def _moves(ranked: list[list[str]]) -> dict[str, str]:
+    """For each item of the second setting: where it stood in the first (new, up n, down n);
+    items of the first that the second lost: dropped."""
+    if len(ranked) < 2:
         return {}
-    before = {h.id: i for i, h in enumerate(runs[0][1].results)}
+    before = {item: i for i, item in enumerate(ranked[0])}
     moved: dict[str, str] = {}
-    for i, hit in enumerate(runs[1][1].results):
-        was = before.get(hit.id)
+    for i, item in enumerate(ranked[1]):
+        was = before.get(item)
         if was is None:
-            moved[str(hit.id)] = "new"
+            moved[item] = "new"
         elif was != i:
-            moved[str(hit.id)] = f"{'up' if was > i else 'down'} {abs(was - i)}"
-    dropped = set(before) - {h.id for h in runs[1][1].results}
-    moved.update({str(d): "dropped" for d in dropped})
+            moved[item] = f"{'up' if was > i else 'down'} {abs(was - i)}"
+    moved.update({item: "dropped" for item in set(before) - set(ranked[1])})
     return moved
