@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from memvault import cli_cognitive, cli_lifecycle
+from memvault import cli_cognitive, cli_lifecycle, cli_store
 from memvault.cli_graph import entities_app, facts_app, graph_app
 from memvault.console import (
     JsonOpt,
@@ -61,6 +61,25 @@ T = TypeVar("T")
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]
 
 
+@app.callback()
+def _target(
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            envvar="MEMVAULT_SERVER_URL",
+            help="a running memvault server, e.g. http://127.0.0.1:8765: commands about a "
+            "user's memories go to it over HTTP instead of opening the store",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", envvar="MEMVAULT_API_KEY", help="with --server: the key to send"),
+    ] = None,
+) -> None:
+    cli_store.use(cli_store.Server(server, api_key) if server else None)
+
+
 def _fail(exc: MemvaultError, *, where: str = "") -> None:
     err.print(f"[red]error:[/red] {where}{_describe(exc)}", highlight=False)
     raise typer.Exit(1)
@@ -76,23 +95,11 @@ def _describe(exc: MemvaultError) -> str:
     return f"{exc.message} (field: {field})" if field else exc.message
 
 
-def _model_load_note(settings: Settings) -> None:
-    """Commands that embed load the local model on first use in a process; say so, once."""
-    if settings.embedding_provider == "local":
-        err.print("memvault: loading the embedding model (the first load takes a few seconds)…")
-
-
 @contextmanager
 def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[Memory]:
-    """A store for one command; embedding workers only for commands that wait on them."""
-    from memvault.config import Settings
-    from memvault.service import Memory
-
+    """A user's memories for one command: the store, or the server named by --server."""
     try:
-        settings = Settings(run_worker=worker)
-        if embeds:
-            _model_load_note(settings)
-        with Memory(settings, actor="cli") as memory:
+        with cli_store.memory(worker=worker, embeds=embeds) as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -122,11 +129,8 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 @contextmanager
 def _admin(*, worker: bool = False) -> Iterator[Admin]:
     """The whole store, for one operator command; embedding workers only when it waits on them."""
-    from memvault.admin import Admin
-    from memvault.config import Settings
-
     try:
-        with Admin(Settings(run_worker=worker)) as admin:
+        with cli_store.admin(worker=worker) as admin:
             yield admin
     except MemvaultError as exc:
         _fail(exc)
@@ -754,6 +758,7 @@ def doctor(
             raise typer.Exit(1)
         return
 
+    _call(cli_store.local_only)
     checks = asyncio.run(run_checks(Settings()))
     if as_json:
         print_json([asdict(check) for check in checks])

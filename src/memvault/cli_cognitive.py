@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from memvault import cli_store
 from memvault.console import YesOpt, confirm, err, print_json, typer_app
 from memvault.errors import MemvaultError
 
@@ -29,10 +30,7 @@ JsonAlways = Annotated[bool, typer.Option("--json", help="JSON (what it prints a
 @contextmanager
 def _memory() -> Iterator[Memory]:
     try:
-        from memvault.config import Settings
-        from memvault.service import Memory
-
-        with Memory(Settings(run_worker=False), actor="cli") as memory:
+        with cli_store.memory() as memory:
             yield memory
     except MemvaultError as exc:
         err.print(f"memvault: {exc.message}")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from memvault import cli_store
 from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
@@ -32,10 +33,7 @@ When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T0
 @contextmanager
 def _memory() -> Iterator[Memory]:
     try:
-        from memvault.config import Settings
-        from memvault.service import Memory
-
-        with Memory(Settings(run_worker=False), actor="cli") as memory:
+        with cli_store.memory() as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -224,6 +222,7 @@ def export_graph(
     ] = None,
 ) -> None:
     """The current graph as Cypher statements or CSV files for Neo4j / FalkorDB."""
+    _call(cli_store.local_only)  # no HTTP operation serves it
     with _memory() as memory:
         files = _call(lambda: memory.export_graph(format=format, user_id=user))
     if out_dir is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from memvault import cli_store
 from memvault.console import JsonOpt, YesOpt, confirm, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
@@ -52,10 +53,7 @@ def _call(fn: Callable[[], T]) -> T:
 @contextmanager
 def _admin() -> Iterator[Admin]:
     try:
-        from memvault.admin import Admin
-        from memvault.config import Settings
-
-        with Admin(Settings(run_worker=False)) as admin:
+        with cli_store.admin() as admin:
             yield admin
     except MemvaultError as exc:
         _fail(exc)
@@ -64,10 +62,7 @@ def _admin() -> Iterator[Admin]:
 @contextmanager
 def _memory(tenant: str) -> Iterator[Memory]:
     try:
-        from memvault.config import Settings
-        from memvault.service import Memory
-
-        with Memory(Settings(run_worker=False), tenant_id=tenant, actor="cli") as memory:
+        with cli_store.memory(tenant=tenant) as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -252,6 +247,7 @@ def backup(file: Annotated[Path, typer.Argument(help="where to write the dump")]
     from memvault.config import Settings
     from memvault.lifecycle import backup as backups
 
+    _call(cli_store.local_only)
     size = _call(lambda: backups.backup_sync(Settings(), file))
     out.print(f"wrote {file} ({size} bytes); keep the encryption key apart from it")
 
@@ -270,6 +266,7 @@ def restore(
     from memvault.config import Settings
     from memvault.lifecycle import backup as backups
 
+    _call(cli_store.local_only)
     if replace:
         confirm("Replace everything in this store with the backup?", yes=yes)
 
