@@ -36,6 +36,7 @@ import psycopg
 from _corpus import memories as corpus
 from _corpus import questions as corpus_questions
 from memvault import AsyncMemory, Settings
+from memvault.context import TenantContext
 from memvault.crypto import generate_key
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.lifecycle import jobs
@@ -71,9 +72,10 @@ def _record_cost(store: AsyncMemory, calls: int = 20_000) -> dict[str, float]:
     """Per-call time of what a search adds on its own path: ``Audit.timed`` around nothing."""
     samples = []
     ids = [uuid.uuid4() for _ in range(10)]
+    context = TenantContext(store._backend, store.tenant_id, store.actor)
     for _ in range(calls):
         start = time.perf_counter()
-        with store._audit("retrieve", "user0", query="what did I say about the garden") as e:
+        with context.audit("retrieve", "user0", query="what did I say about the garden") as e:
             e.result_count, e.memory_ids = 10, ids
         samples.append(time.perf_counter() - start)
     store._backend.audit._pending.clear()  # measured, not meant to be written

@@ -20,9 +20,13 @@ runner = CliRunner()
 
 
 def test_the_sync_face_has_every_cognitive_method(settings: Settings) -> None:
-    from memvault.cognitive.face import COGNITIVE_METHODS
+    from memvault._compose import resources
+    from memvault._sync import coroutine_methods
 
-    assert all(hasattr(Memory, name) for name in COGNITIVE_METHODS)
+    held = resources(AsyncMemory)
+    for resource in ("conversations", "working", "strategies", "goals", "profile", "recall"):
+        names = [name for name, _ in coroutine_methods(held[resource])]
+        assert names and all(hasattr(Memory, name) for name in names), resource
     with Memory(settings) as memory:
         goal = memory.add_goal("water the plants", user_id="ann", priority=3)
         assert [g.id for g in memory.list_goals(user_id="ann")] == [goal.id]

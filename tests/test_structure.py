@@ -389,9 +389,100 @@ def test_the_sync_face_is_derived_from_every_coroutine_method() -> None:
 
 
 def test_the_type_checkers_view_of_the_sync_face_is_current() -> None:
-    """Regenerate with ``python -m memvault._stubs`` after changing an AsyncMemory coroutine."""
+    """Regenerate with ``python -m memvault._stubs`` after changing an AsyncMemory coroutine or
+    the operation table (the door's derived methods are in the stub too)."""
     current = ast.dump(ast.parse(STUB.read_text()))
     assert current == ast.dump(ast.parse(surface_stub(memvault.AsyncMemory, "Memory")))
+
+
+# --- the service by composition ----------------------------------------------------------------
+
+SERVICE_LAYER = (
+    "memvault.service",
+    "memvault.memories",
+    "memvault.context",
+    "memvault.cognitive",
+    "memvault.graph",
+    "memvault.lifecycle",
+    "memvault.retrieval",
+    "memvault.pipeline",
+)
+
+
+def _service_classes() -> list[type]:
+    import importlib
+
+    found = []
+    for name in sorted(n for n in MODULES if n.startswith(SERVICE_LAYER) and n in _IMPORTABLE):
+        module = importlib.import_module(name)
+        found += [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value) and value.__module__ == name
+        ]
+    return found
+
+
+_IMPORTABLE = {n for n, p in MODULES.items() if p.suffix == ".py"}
+
+
+def test_no_service_class_is_built_from_mixins() -> None:
+    """A class of the service layer that is not data (a pydantic model, an exception, an enum)
+    derives from no other memvault class (the sync face's ``SyncFace`` aside): what it does is
+    its own methods, and what it needs is its constructor's parameters, never attributes a
+    sibling class in an inheritance chain is expected to set."""
+    import enum
+
+    from memvault._sync import SyncFace
+
+    data = (BaseModel, BaseException, enum.Enum)
+    mixed = {
+        cls.__qualname__: [b.__qualname__ for b in cls.__mro__[1:] if b.__module__ != "builtins"]
+        for cls in _service_classes()
+        if not issubclass(cls, data)
+        and any(b.__module__.startswith("memvault") and b is not SyncFace for b in cls.__mro__[1:])
+    }
+    assert mixed == {}
+
+
+def test_every_resource_is_reachable_from_the_door() -> None:
+    """Every resource (a class built with the tenant's ``context``) hangs off ``AsyncMemory``
+    and is built when the door is."""
+    from memvault._compose import is_resource, resources
+
+    held = resources(memvault.AsyncMemory)
+    defined = {cls for cls in _service_classes() if is_resource(cls)}
+    assert defined == set(held.values())
+    memory = memvault.AsyncMemory(typing.cast(typing.Any, None))  # no store: nothing is read
+    for attribute, kind in held.items():
+        assert isinstance(getattr(memory, attribute), kind), attribute
+
+
+def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
+    """Each public coroutine method of a resource is a verb of the door by the same name: the
+    operation table (or its library-only list) names its resource, and the door's method of
+    that name calls it (the everyday verbs written out, the rest derived)."""
+    from memvault._compose import DELEGATE, resources
+    from memvault._sync import coroutine_methods
+    from memvault.operations import service_calls
+
+    held = resources(memvault.AsyncMemory)
+    calls = dict(service_calls())
+    assert len(calls) == len(service_calls()), "a verb named twice"
+    offered = {
+        name: attribute for attribute, kind in held.items() for name, _ in coroutine_methods(kind)
+    }
+    assert calls == offered
+    written = {"add", "search", "get", "update", "delete", "list", "history", "add_messages"}
+    written |= {"remember"}
+    for name, attribute in calls.items():
+        door = getattr(memvault.AsyncMemory, name)
+        assert name in vars(memvault.AsyncMemory), name
+        assert getattr(door, DELEGATE, attribute) == attribute, name
+        assert (name in written) != hasattr(door, DELEGATE), name
+        implementation = getattr(held[attribute], name)
+        assert inspect.signature(door) == inspect.signature(implementation), name
+        assert door.__doc__ == implementation.__doc__, name
 
 
 @pytest.mark.parametrize(
@@ -485,11 +576,11 @@ OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.graph.rotate",
     "memvault.lifecycle.audit",
     "memvault.lifecycle.deletion",
+    "memvault.memories",
     "memvault.pipeline.ingest",
     "memvault.retrieval.reinforce",
     "memvault.retrieval.search",
     "memvault.runtime",
-    "memvault.service",
     "memvault.worker.runner",
 }
 

@@ -169,7 +169,9 @@ def _render(annotation: Any, modules: set[str]) -> str:
     raise TypeError(f"cannot render the annotation {annotation!r}")
 
 
-def _stub_method(name: str, method: Callable[..., Any], modules: set[str]) -> str:
+def _stub_method(
+    name: str, method: Callable[..., Any], modules: set[str], *, keyword: str = "def"
+) -> str:
     hints = typing.get_type_hints(method)
     parameters = []
     signature = getattr(method, DECLARED, None) or inspect.signature(method)
@@ -183,7 +185,8 @@ def _stub_method(name: str, method: Callable[..., Any], modules: set[str]) -> st
         if parameter.default is not inspect.Parameter.empty:
             text += " = ..."
         parameters.append((parameter.kind, text))
-    return f"    def {name}({_join(parameters)}) -> {_render(hints.get('return'), modules)}: ..."
+    result = _render(hints.get("return"), modules)
+    return f"    {keyword} {name}({_join(parameters)}) -> {result}: ..."
 
 
 def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
@@ -206,23 +209,36 @@ def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
 def surface_stub(core: type, name: str) -> str:
     """Stub source declaring, for the type checker, the blocking twins ``derive_blocking``
     gives a face of ``core``: the parameters as the coroutine declares them (a model's fields
-    taken as ``**fields`` stay so, as they are for the core), its result as the return."""
+    taken as ``**fields`` stay so, as they are for the core), its result as the return; and
+    the coroutine methods ``derive_delegates`` gave ``core`` itself (its resources' methods by
+    their flat names), as ``Async{name}Methods``."""
+    from memvault._compose import DELEGATE
+
     modules: set[str] = {"builtins"}
     methods = [_stub_method(n, m, modules) for n, m in coroutine_methods(core)]
+    delegated = [
+        _stub_method(n, m, modules, keyword="async def")
+        for n, m in coroutine_methods(core)
+        if hasattr(m, DELEGATE)
+    ]
     ours = sorted(m for m in modules if m.split(".")[0] == "memvault")
     imports = (
         [f"import {m}" for m in sorted(modules - set(ours))] + [""] + [f"import {m}" for m in ours]
     )
     return "\n".join(
         [
-            f'"""The blocking methods of ``{name}``, for type checkers: generated from',
-            f"``{core.__module__}.{core.__qualname__}`` by ``python -m memvault._stubs``; do not",
-            'edit. At run time ``derive_blocking`` makes the same methods from the same core."""',
+            f'"""The blocking methods of ``{name}`` and the derived ones of its core, for type',
+            f"checkers: generated from ``{core.__module__}.{core.__qualname__}`` by",
+            "``python -m memvault._stubs``; do not edit. At run time ``derive_blocking`` and",
+            '``derive_delegates`` make the same methods."""',
             "",
             *imports,
             "",
             f"class {name}Methods:",
             *methods,
+            "",
+            f"class Async{name}Methods:",
+            *delegated,
             "",
         ]
     )

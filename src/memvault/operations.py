@@ -10,9 +10,10 @@ rest is derived from :data:`OPERATIONS`:
 - the MCP tools (``memvault.mcp``): the operations marked with a :class:`Tool`;
 - the HTTP reference page of the documentation (``docs/hooks/reference.py``).
 
-The sync library face (``memvault.Memory``) is derived from ``AsyncMemory`` itself, so adding an
-operation is a method on ``AsyncMemory`` and an entry here. This module imports models only (no
-FastAPI, no HTTP client), so every face can read it.
+``AsyncMemory``'s flat methods (``memory.complete_goal`` for ``memory.goals.complete_goal``) are
+derived from it too, and the sync library face (``memvault.Memory``) from ``AsyncMemory``, so
+adding an operation is a method on the resource and an entry here. This module imports models
+only (no FastAPI, no HTTP client), so every face can read it.
 """
 
 from __future__ import annotations
@@ -149,8 +150,10 @@ class Operation:
     - ``scope``: what the API key must hold; ``None``: no key (liveness, metrics).
     - ``summary``, ``description``, ``example``: the docs. ``example`` holds a request's values
       by the names the wire uses: path names, query names, body fields.
-    - ``service``: the ``AsyncMemory`` method that does the work; the client method of that
-      name stands in for it, with its signature. ``None``: server-side only.
+    - ``resource``, ``service``: the method that does the work, ``service`` of the
+      ``AsyncMemory`` resource ``resource`` (``memory.goals.complete_goal``); ``AsyncMemory``
+      has it by its flat name too (``memory.complete_goal``), and so does the client, with its
+      signature. ``None``: server-side only.
     - ``query``: the model the query string is read and checked by (a library model; an
       object field travels as JSON in a string). Only the fields the service takes are read.
     - ``body``: the model of the JSON body. ``whole``: the service keyword that takes the body
@@ -177,6 +180,7 @@ class Operation:
     example: Mapping[str, Any]
     tag: str
     response: type[BaseModel] | None
+    resource: str | None = None
     service: str | None = None
     query: type[BaseModel] | None = None
     body: type[BaseModel] | None = None
@@ -238,7 +242,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "for that, up to `MEMVAULT_WAIT_TIMEOUT_S`).",
         {"wait": True, "user_id": USER, "content": "Prefers aisle seats on long flights",
          "tags": ["travel"]},
-        _MEMORY, AddResult, service="add", body=MemoryInput, flags=(WAIT, BACKGROUND),
+        _MEMORY, AddResult,
+        resource="memories", service="add", body=MemoryInput, flags=(WAIT, BACKGROUND),
         status=201,
         mcp=Tool(
             "add_memory",
@@ -258,7 +263,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "the order given.",
         {"memories": [{"user_id": USER, "content": "Lives in Lyon"},
                       {"user_id": USER, "content": "Allergic to peanuts"}]},
-        _MEMORY, BatchResult, service="add_many", body=BatchRequest, flags=(WAIT, BACKGROUND),
+        _MEMORY, BatchResult,
+        resource="memories", service="add_many", body=BatchRequest, flags=(WAIT, BACKGROUND),
         wire={"items": "memories"}, returns="results", status=201,
     ),
     Operation(
@@ -269,7 +275,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "time the query names is resolved against `reference_time`; `diagnostics` says what "
         "ran and how long it took.",
         {"user_id": USER, "query": "where does she like to sit on a plane?", "limit": 5},
-        _MEMORY, SearchResult, service="search", body=SearchRequest,
+        _MEMORY, SearchResult, resource="memories", service="search", body=SearchRequest,
         mcp=Tool(
             "search_memories",
             "Find the user's memories most relevant to a query, best first (meaning and "
@@ -286,7 +292,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "One page of memories, newest first, with every filter of `MemoryQuery`; pass "
         "`next_cursor` back as `cursor` for the next page.",
         {"user_id": USER, "tags": ["travel"], "limit": 20},
-        _MEMORY, MemoryPage, service="list", query=MemoryQuery,
+        _MEMORY, MemoryPage, resource="memories", service="list", query=MemoryQuery,
         mcp=Tool(
             "list_memories",
             "List the user's memories, newest first, a page at a time.\n\nTo answer a "
@@ -300,7 +306,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "How many of a user's memories match the filters (every filter of `GET /v1/memories`), "
         "without reading one of them.",
         {"user_id": USER, "tags": ["travel"]},
-        _MEMORY, MemoryCount, service="count", query=MemoryFilter, returns="count",
+        _MEMORY, MemoryCount,
+        resource="memories", service="count", query=MemoryFilter, returns="count",
     ),
     Operation(
         "delete_all_memories", "DELETE", "/v1/memories", "write",
@@ -308,14 +315,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete every memory of a user (in one app, if given) and every graph row of theirs; "
         "answers how many memories went (`POST /v1/deletions` answers the receipt).",
         {"user_id": USER},
-        _MEMORY, DeleteResult, service="delete_all", query=MemoryQuery, returns="deleted",
+        _MEMORY, DeleteResult,
+        resource="memories", service="delete_all", query=MemoryQuery, returns="deleted",
     ),
     Operation(
         "get_memory", "GET", "/v1/memories/{memory_id}", "read",
         "Read one memory",
         "One memory of this user, decrypted; 404 for another user's or tenant's id.",
         {"memory_id": MEMORY_ID, **OWNER},
-        _MEMORY, MemoryRecord, service="get", query=Owner,
+        _MEMORY, MemoryRecord, resource="memories", service="get", query=Owner,
         mcp=Tool("get_memory", "Read one memory by its id.", read_only=True),
     ),
     Operation(
@@ -325,7 +333,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "is enriched again and queued for re-embedding; an edit that changes nothing records "
         "nothing; a conversation turn's text cannot be edited (409).",
         {"memory_id": MEMORY_ID, **OWNER, "content": "Prefers window seats now"},
-        _MEMORY, MemoryRecord, service="update", query=Owner, body=MemoryUpdate, conflict=True,
+        _MEMORY, MemoryRecord,
+        resource="memories", service="update", query=Owner, body=MemoryUpdate, conflict=True,
         mcp=Tool(
             "update_memory",
             "Correct a memory that is out of date or wrong (give content, metadata or "
@@ -341,7 +350,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete a memory and everything derived from it (204; `POST /v1/deletions` answers the "
         "receipt).",
         {"memory_id": MEMORY_ID, **OWNER},
-        _MEMORY, None, service="delete", query=Owner, status=204,
+        _MEMORY, None, resource="memories", service="delete", query=Owner, status=204,
         mcp=Tool(
             "delete_memory",
             "Forget one memory for good. Use it when the user asks you to forget something.",
@@ -354,7 +363,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Every ADD, UPDATE and DELETE of a memory with old and new content, who and when, "
         "oldest first; kept after deletion.",
         {"memory_id": MEMORY_ID, **OWNER},
-        _MEMORY, HistoryPage, service="history", query=Owner, returns="results",
+        _MEMORY, HistoryPage,
+        resource="memories", service="history", query=Owner, returns="results",
     ),
     # --- messages ---------------------------------------------------------------------------
     Operation(
@@ -366,7 +376,8 @@ OPERATIONS: tuple[Operation, ...] = (
         {"user_id": USER, "conversation_id": CONVERSATION,
          "messages": [{"role": "user", "content": "I moved to Lyon last month."},
                       {"role": "assistant", "content": "Noted: Lyon it is."}]},
-        _MESSAGES, BatchResult, service="add_messages", body=MessagesRequest,
+        _MESSAGES, BatchResult,
+        resource="conversations", service="add_messages", body=MessagesRequest,
         flags=(WAIT_TURNS,), returns="results", status=201,
     ),
     # --- operations -------------------------------------------------------------------------
@@ -414,7 +425,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "The audit log",
         "This tenant's audit log, newest first, by user, operation and time.",
         {"user_id": USER, "operation": "retrieve", "limit": 100},
-        _LIFE, AuditPage, service="audit_log", query=AuditQuery,
+        _LIFE, AuditPage, resource="lifecycle", service="audit_log", query=AuditQuery,
     ),
     Operation(
         "delete_with_receipt", "POST", "/v1/deletions", "write",
@@ -422,7 +433,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete one memory (`memory_id`) from every store, or, without one, all of a user's (in "
         "one app, if given); answers the deletion receipt: what went from where.",
         {**OWNER, "memory_id": MEMORY_ID},
-        _LIFE, DeletionReceipt, service="erase", body=DeletionRequest, handler="deletions",
+        _LIFE, DeletionReceipt,
+        resource="lifecycle", service="erase", body=DeletionRequest, handler="deletions",
     ),
     Operation(
         "delete_with_receipt", "POST", "/v1/deletions", "write",
@@ -430,7 +442,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Without `memory_id`, every memory of the user (in one app, if given) and all derived "
         "from them; answers the deletion receipt.",
         {**OWNER},
-        _LIFE, DeletionReceipt, service="erase_user", body=DeletionRequest, routed=False,
+        _LIFE, DeletionReceipt,
+        resource="lifecycle", service="erase_user", body=DeletionRequest, routed=False,
     ),
     Operation(
         "erase_tenant", "DELETE", "/v1/admin/tenant", "admin",
@@ -453,14 +466,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "What this user's memories need (duplicates, stale, expired, failed jobs), each "
         "finding with its recommended action.",
         {**OWNER},
-        _LIFE, MemoryHealth, service="memory_health", query=Owner,
+        _LIFE, MemoryHealth, resource="health", service="memory_health", query=Owner,
     ),
     Operation(
         "memory_health_action", "POST", "/v1/health/memory/actions", "write",
         "Act on a health finding",
         "Merge, archive, delete or retry the memories of a finding, through the write path.",
         {**OWNER, "action": "archive", "memory_ids": [MEMORY_ID]},
-        _LIFE, HealthActionResult, service="health_action", body=HealthActionRequest,
+        _LIFE, HealthActionResult,
+        resource="health", service="health_action", body=HealthActionRequest,
         whole="request",
     ),
     Operation(
@@ -468,7 +482,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Export a user's memories",
         "Every memory of a user with its history and vectors, in the import format.",
         {**OWNER},
-        _LIFE, ExportPage, service="export_memories", query=Owner, returns="results",
+        _LIFE, ExportPage,
+        resource="lifecycle", service="export_memories", query=Owner, returns="results",
     ),
     Operation(
         "import_memories", "POST", "/v1/import", "write",
@@ -476,7 +491,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Load exported memories (ids, history and vectors kept); ids already here are skipped. "
         "Answers the counts: imported, skipped, queued for embedding.",
         {"memories": []},
-        _LIFE, ImportCounts, service="import_memories", body=ImportRequest,
+        _LIFE, ImportCounts, resource="lifecycle", service="import_memories", body=ImportRequest,
         wire={"lines": "memories"}, returns="root",
     ),
     # --- cognitive memory -------------------------------------------------------------------
@@ -485,7 +500,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Start a conversation",
         "Start a conversation ahead of its turns (409 if the user has one by that id).",
         {**OWNER, "conversation_id": CONVERSATION, "title": "Moving house"},
-        _COG, Conversation, service="start_conversation", body=ConversationStart, status=201,
+        _COG, Conversation,
+        resource="conversations", service="start_conversation", body=ConversationStart, status=201,
         conflict=True,
     ),
     Operation(
@@ -493,7 +509,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "List conversations",
         "A user's conversations, most recent first (archived ones on request).",
         {**OWNER, "limit": 50},
-        _COG, ConversationPage, service="list_conversations", query=ConversationParams,
+        _COG, ConversationPage,
+        resource="conversations", service="list_conversations", query=ConversationParams,
         returns="results",
     ),
     Operation(
@@ -501,7 +518,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Read a conversation",
         "A conversation with its turns, verbatim and in order.",
         {"conversation_id": CONVERSATION, **OWNER},
-        _COG, Conversation, service="get_conversation", query=OwnerParams,
+        _COG, Conversation, resource="conversations", service="get_conversation", query=OwnerParams,
     ),
     Operation(
         "add_turns", "POST", "/v1/conversations/{conversation_id}/turns", "write",
@@ -510,7 +527,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "turns' memories.",
         {"conversation_id": CONVERSATION, **OWNER,
          "turns": [{"role": "user", "content": "And I started a new job."}]},
-        _COG, TurnPage, service="add_turns", body=TurnsRequest, flags=(WAIT_TURNS,),
+        _COG, TurnPage,
+        resource="conversations", service="add_turns", body=TurnsRequest, flags=(WAIT_TURNS,),
         returns="results", status=201, deprecated=True,
     ),
     Operation(
@@ -519,7 +537,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete a conversation from every store: its turns and all derived from them, its tool "
         "calls, its session's working memory and the conversation; answers the receipt.",
         {"conversation_id": CONVERSATION, **OWNER},
-        _COG, DeletionReceipt, service="erase_conversation", query=OwnerParams,
+        _COG, DeletionReceipt,
+        resource="lifecycle", service="erase_conversation", query=OwnerParams,
     ),
     Operation(
         "set_context", "PUT", "/v1/working/{conversation_id}/context/{key}", "write",
@@ -527,14 +546,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "Keep a value in the session's working memory under `key`, for `ttl_seconds` if given "
         "(204).",
         {"conversation_id": CONVERSATION, "key": "destination", **OWNER, "value": "Lyon"},
-        _COG, None, service="set_context", body=WorkingValue, status=204,
+        _COG, None, resource="working", service="set_context", body=WorkingValue, status=204,
     ),
     Operation(
         "get_context_value", "GET", "/v1/working/{conversation_id}/context/{key}", "read",
         "Read a working-memory value",
         "The value kept under `key` in the session's working memory (null when none).",
         {"conversation_id": CONVERSATION, "key": "destination", **OWNER},
-        _COG, ContextValue, service="get_context_value", query=OwnerInChannel, returns="value",
+        _COG, ContextValue,
+        resource="working", service="get_context_value", query=OwnerInChannel, returns="value",
     ),
     Operation(
         "delete_context_value", "DELETE", "/v1/working/{conversation_id}/context/{key}",
@@ -542,21 +562,23 @@ OPERATIONS: tuple[Operation, ...] = (
         "Delete a working-memory value",
         "Drop one key from the session's working memory (204).",
         {"conversation_id": CONVERSATION, "key": "destination", **OWNER},
-        _COG, None, service="delete_context_value", query=OwnerInChannel, status=204,
+        _COG, None,
+        resource="working", service="delete_context_value", query=OwnerInChannel, status=204,
     ),
     Operation(
         "get_context", "GET", "/v1/working/{conversation_id}", "read",
         "A session's working memory",
         "Everything the session keeps in working memory: values, thoughts, the active goal.",
         {"conversation_id": CONVERSATION, **OWNER},
-        _COG, WorkingContext, service="get_context", query=OwnerInChannel,
+        _COG, WorkingContext, resource="working", service="get_context", query=OwnerInChannel,
     ),
     Operation(
         "clear_session", "DELETE", "/v1/working/{conversation_id}", "write",
         "Clear a session's working memory",
         "Drop the session's working memory; answers how many entries went.",
         {"conversation_id": CONVERSATION, **OWNER},
-        _COG, Cleared, service="clear_session", query=OwnerInChannel, returns="deleted",
+        _COG, Cleared,
+        resource="working", service="clear_session", query=OwnerInChannel, returns="deleted",
     ),
     Operation(
         "record_tool_use", "POST", "/v1/tools/invocations", "write",
@@ -564,7 +586,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Log a tool call and how it went (PII removed from its input and output), so later "
         "tasks can learn which tools work.",
         {**OWNER, "tool_name": "web_search", "success": True, "latency_ms": 420},
-        _COG, ToolInvocation, service="record_tool_use", body=ToolUse, status=201,
+        _COG, ToolInvocation,
+        resource="strategies", service="record_tool_use", body=ToolUse, status=201,
         mcp=Tool(
             "record_tool_use",
             "Log a tool call and how it went, so later tasks can learn which tools work.",
@@ -575,7 +598,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Tool statistics",
         "Per tool: calls, success rate and latency, from the recorded tool calls.",
         {**OWNER},
-        _COG, ToolStatsPage, service="tool_stats", query=StatsParams, returns="results",
+        _COG, ToolStatsPage,
+        resource="strategies", service="tool_stats", query=StatsParams, returns="results",
     ),
     Operation(
         "learn_strategy", "POST", "/v1/strategies", "write",
@@ -583,21 +607,23 @@ OPERATIONS: tuple[Operation, ...] = (
         "Keep a way of doing a task (a description and a tool sequence) to find again later.",
         {**OWNER, "description": "search the docs before answering",
          "tool_sequence": ["search"]},
-        _COG, Strategy, service="learn_strategy", body=StrategyInput, status=201,
+        _COG, Strategy,
+        resource="strategies", service="learn_strategy", body=StrategyInput, status=201,
     ),
     Operation(
         "find_strategies", "GET", "/v1/strategies", "read",
         "Find strategies for a task",
         "The strategies most like `task`, best first, weighed by how often they worked.",
         {**OWNER, "task": "answer a question about the docs", "limit": 5},
-        _COG, StrategyPage, service="find_strategies", query=StrategyParams, returns="results",
+        _COG, StrategyPage,
+        resource="strategies", service="find_strategies", query=StrategyParams, returns="results",
     ),
     Operation(
         "reinforce_strategy", "POST", "/v1/strategies/{strategy_id}/reinforce", "write",
         "Reinforce a strategy",
         "Record that a strategy worked (or did not) this time.",
         {"strategy_id": STRATEGY_ID, **OWNER, "success": True},
-        _COG, Strategy, service="reinforce_strategy", body=Reinforcement,
+        _COG, Strategy, resource="strategies", service="reinforce_strategy", body=Reinforcement,
     ),
     Operation(
         "add_goal", "POST", "/v1/goals", "write",
@@ -605,7 +631,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Record a goal the user is working towards (a step of a larger one with `parent_id`, "
         "blocked by others with `blocked_by`).",
         {**OWNER, "description": "Find a flat in Lyon", "priority": 8},
-        _COG, Goal, service="add_goal", body=GoalInput, status=201,
+        _COG, Goal, resource="goals", service="add_goal", body=GoalInput, status=201,
         mcp=Tool(
             "add_goal",
             "Record a goal the user is working towards (a step of a larger one with "
@@ -617,21 +643,21 @@ OPERATIONS: tuple[Operation, ...] = (
         "List goals",
         "A user's goals, by status and channel.",
         {**OWNER, "status": "active"},
-        _COG, GoalPage, service="list_goals", query=GoalParams, returns="results",
+        _COG, GoalPage, resource="goals", service="list_goals", query=GoalParams, returns="results",
     ),
     Operation(
         "get_goal", "GET", "/v1/goals/{goal_id}", "read",
         "Read a goal",
         "One goal with its status, result and what blocks it.",
         {"goal_id": GOAL_ID, **OWNER},
-        _COG, Goal, service="get_goal", query=OwnerParams,
+        _COG, Goal, resource="goals", service="get_goal", query=OwnerParams,
     ),
     Operation(
         "complete_goal", "POST", "/v1/goals/{goal_id}/complete", "write",
         "Complete a goal",
         "Mark a goal done (or abandoned); goals waiting on it are unblocked.",
         {"goal_id": GOAL_ID, **OWNER, "result": "Signed a lease"},
-        _COG, Goal, service="complete_goal", body=GoalCompletion,
+        _COG, Goal, resource="goals", service="complete_goal", body=GoalCompletion,
         mcp=Tool(
             "complete_goal",
             "Mark a goal done (or abandoned); goals waiting on it are unblocked.",
@@ -642,14 +668,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "Read the profile",
         "The user's profile: preferences, expertise, communication style.",
         {**OWNER},
-        _COG, Profile, service="get_profile", query=OwnerInChannel,
+        _COG, Profile, resource="profile", service="get_profile", query=OwnerInChannel,
     ),
     Operation(
         "update_profile", "PATCH", "/v1/profile", "write",
         "Update the profile",
         "Change the fields given; the others stay as they are.",
         {**OWNER, "communication_style": "brief"},
-        _COG, Profile, service="update_profile", body=ProfileUpdate, fields="set",
+        _COG, Profile,
+        resource="profile", service="update_profile", body=ProfileUpdate, fields="set",
     ),
     Operation(
         "remember", "POST", "/v1/remember", "read",
@@ -658,7 +685,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "relevant memories, past turns and strategies that worked, within a token budget; "
         "`prompt` is the block to put before the question.",
         {**OWNER, "query": "plan the move", "budget_tokens": 800},
-        _COG, RememberAnswer, service="remember", body=RememberRequest, fields="not_none",
+        _COG, RememberAnswer,
+        resource="recall", service="remember", body=RememberRequest, fields="not_none",
         shape=_remember_answer,
         mcp=Tool(
             "remember",
@@ -675,7 +703,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A fact stated directly (no extraction): a functional predicate supersedes the "
         "subject's current value per the contradiction policy.",
         {**OWNER, "subject": "@user", "predicate": "lives_in", "object": "Lyon"},
-        _GRAPH, Fact, service="add_fact", body=FactInput, status=201,
+        _GRAPH, Fact, resource="graph", service="add_fact", body=FactInput, status=201,
         mcp=Tool(
             "remember_fact",
             "Record one structured fact about the user's world (give object or value).\n\n"
@@ -689,14 +717,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "What is true now as currently known; `valid_at` / `known_at` ask about another time, "
         "`include_superseded` shows the history.",
         {**OWNER, "entity": "@user"},
-        _GRAPH, FactList, service="facts", query=FactsQuery, returns="results",
+        _GRAPH, FactList, resource="graph", service="facts", query=FactsQuery, returns="results",
     ),
     Operation(
         "fact_reviews", "GET", "/v1/facts/reviews", "read",
         "Facts to review",
         "Facts the contradiction policy left for a person to decide.",
         {**OWNER},
-        _GRAPH, ReviewList, service="fact_reviews", query=ReviewsQuery, returns="results",
+        _GRAPH, ReviewList,
+        resource="graph", service="fact_reviews", query=ReviewsQuery, returns="results",
     ),
     Operation(
         "resolve_fact_review", "POST", "/v1/facts/reviews/{review_id}/resolve", "write",
@@ -706,7 +735,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "Nothing is deleted: the replaced fact stays in the history, superseded, and other "
         "reviews naming it close too.",
         {"review_id": MEMORY_ID, **OWNER, "keep": "fact"},
-        _GRAPH, ResolvedReview, service="resolve_fact_review", body=ReviewDecision,
+        _GRAPH, ResolvedReview,
+        resource="graph", service="resolve_fact_review", body=ReviewDecision,
     ),
     Operation(
         "promote_fact", "POST", "/v1/facts/{fact_id}/promote", "write",
@@ -714,21 +744,22 @@ OPERATIONS: tuple[Operation, ...] = (
         "Copy a project-channel fact to the user's `_global` channel, linked PROMOTED_FROM; "
         "promoting it again answers the same copy.",
         {"fact_id": MEMORY_ID, **OWNER, "reason": "true everywhere"},
-        _GRAPH, Fact, service="promote", body=PromoteRequest,
+        _GRAPH, Fact, resource="graph", service="promote", body=PromoteRequest,
     ),
     Operation(
         "list_entities", "GET", "/v1/entities", "read",
         "List entities",
         "The people, places, organisations and things the user's facts name, by name or type.",
         {**OWNER, "q": "Lyon"},
-        _GRAPH, EntityList, service="entities", query=EntitiesQuery, returns="results",
+        _GRAPH, EntityList,
+        resource="graph", service="entities", query=EntitiesQuery, returns="results",
     ),
     Operation(
         "get_entity", "GET", "/v1/entities/{entity_id}", "read",
         "Read an entity",
         "An entity with its aliases and current facts.",
         {"entity_id": ENTITY_ID, **OWNER},
-        _GRAPH, EntityDetail, service="entity", query=Owner,
+        _GRAPH, EntityDetail, resource="graph", service="entity", query=Owner,
         mcp=Tool(
             "about_entity",
             "What is known about someone or something: its current facts and what it relates "
@@ -742,23 +773,49 @@ OPERATIONS: tuple[Operation, ...] = (
         "Nodes within `depth` hops and the edges among them (relations, and facts whose object "
         "is an entity).",
         {"entity_id": ENTITY_ID, **OWNER, "depth": 2},
-        _GRAPH, GraphView, service="entity_graph", query=GraphQuery,
+        _GRAPH, GraphView, resource="graph", service="entity_graph", query=GraphQuery,
     ),
     Operation(
         "merge_entity", "POST", "/v1/entities/{entity_id}/merge", "write",
         "Merge two entities",
         "Merge this entity into `into` (recorded: `…/split` undoes it).",
         {"entity_id": ENTITY_ID, **OWNER, "into": GOAL_ID},
-        _GRAPH, EntityDetail, service="merge_entities", body=MergeRequest,
+        _GRAPH, EntityDetail, resource="graph", service="merge_entities", body=MergeRequest,
     ),
     Operation(
         "split_entity", "POST", "/v1/entities/{entity_id}/split", "write",
         "Undo a merge",
         "Undo this entity's last merge.",
         {"entity_id": ENTITY_ID, **OWNER},
-        _GRAPH, EntityDetail, service="split_entity", query=Owner,
+        _GRAPH, EntityDetail, resource="graph", service="split_entity", query=Owner,
     ),
 )  # fmt: skip
+
+
+# The library's verbs no HTTP route offers, each (name, resource) as an operation's
+# ``service`` and ``resource``: ``AsyncMemory`` has them by their flat names too.
+LIBRARY_ONLY: tuple[tuple[str, str], ...] = (
+    ("archive_conversation", "conversations"),
+    ("recent_turns", "conversations"),
+    ("search_turns", "conversations"),
+    ("push_thought", "working"),
+    ("pop_thought", "working"),
+    ("set_active_goal", "working"),
+    ("update_profile_from_facts", "profile"),
+    ("export_graph", "graph"),
+    ("flush_audit", "lifecycle"),
+)
+
+
+def service_calls() -> tuple[tuple[str, str], ...]:
+    """Every library verb as (its flat name on ``AsyncMemory``, the resource it is a method
+    of): the operations' and the library's own."""
+    declared = tuple(
+        (op.service, op.resource)
+        for op in OPERATIONS
+        if op.service is not None and op.resource is not None
+    )
+    return declared + LIBRARY_ONLY
 
 
 def client_operations() -> tuple[Operation, ...]:
@@ -766,4 +823,12 @@ def client_operations() -> tuple[Operation, ...]:
     return tuple(op for op in OPERATIONS if op.service is not None)
 
 
-__all__ = ["OPERATIONS", "Flag", "Operation", "Tool", "client_operations"]
+__all__ = [
+    "LIBRARY_ONLY",
+    "OPERATIONS",
+    "Flag",
+    "Operation",
+    "Tool",
+    "client_operations",
+    "service_calls",
+]

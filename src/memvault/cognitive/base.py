@@ -1,23 +1,19 @@
-"""What every cognitive mixin of ``AsyncMemory`` stands on: the backend, the tenant, sealing
-bound to a table and key, owner and channel checks, and the service methods it reuses."""
+"""Owner, channel and session names checked as every identifier is, and the channels a project
+channel recalls from."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from memvault.backend import Backend
 from memvault.cognitive.models import GLOBAL_CHANNEL
-from memvault.cognitive.sealed import open_payload, seal_payload
 from memvault.errors import InvalidInput, validation_problems
-from memvault.models import AddResult, Identifier, SearchResult
+from memvault.models import Identifier
 
 if TYPE_CHECKING:
-    from memvault.models import Message, MessagesRequest
-    from memvault.pipeline.ingest import Within
+    pass
 
 
 class _Checked(BaseModel):
@@ -39,40 +35,3 @@ def recall_channels(channel: str) -> builtins.list[str]:
     """A project channel recalls its own memories and the user's global ones."""
     channel = checked_id(channel, "channel")
     return [channel] if channel == GLOBAL_CHANNEL else [channel, GLOBAL_CHANNEL]
-
-
-class CognitiveBase:
-    _backend: Backend
-    tenant_id: str
-
-    if TYPE_CHECKING:
-        search: Callable[..., Awaitable[SearchResult]]
-
-        async def add_messages(
-            self,
-            /,
-            messages: builtins.list[Message | dict[str, Any]],
-            *,
-            wait: bool = False,
-            **fields: Any,
-        ) -> builtins.list[AddResult]: ...
-
-        async def _store_turns(
-            self,
-            request: MessagesRequest,
-            conversation_id: str,
-            channel: str,
-            first_turn: int,
-            *,
-            wait: bool,
-            within: Within,
-        ) -> builtins.list[AddResult]: ...
-
-    def _seal_row(self, table: str, key: tuple[Any, ...], payload: Any) -> dict[str, Any]:
-        return seal_payload(self._backend.keys, table, (self.tenant_id, *key), payload)
-
-    def _open_row(self, table: str, key: tuple[Any, ...], row: Any) -> Any:
-        return open_payload(self._backend.keys, table, (self.tenant_id, *key), row)
-
-    def _count_tokens(self, text: str) -> int:
-        return len(self._backend.embeddings.primary.tokenizer().spans(text))

@@ -14,9 +14,10 @@ import builtins
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
+from memvault._sync import takes
+from memvault.cognitive.base import checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Conversation,
@@ -31,16 +32,49 @@ from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.embedding.service import Embedded
 from memvault.errors import Conflict, InvalidInput, NotFound
-from memvault.models import AddResult, MessagesRequest, SearchHit, SearchRequest
+from memvault.models import AddResult, Message, MessagesRequest, SearchHit, SearchRequest
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
 from memvault.sealing import open_content
 from memvault.validation import validated
 
+if TYPE_CHECKING:
+    from memvault.cognitive.session import Working
+    from memvault.context import TenantContext
+    from memvault.memories import Memories
+
 TABLE = "conversations"
 
 
-class EpisodicFace(CognitiveBase):
+class Conversations:
+    """Episodic memory: conversations, their turns, and the one way they grow."""
+
+    def __init__(self, context: TenantContext, memories: Memories, working: Working) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+        self._memories = memories
+        self._working = working
+
+    @scoped_to_tenant
+    @takes(MessagesRequest, positional=("messages",))
+    async def add_messages(
+        self,
+        /,
+        messages: builtins.list[Message | dict[str, Any]],
+        *,
+        wait: bool = False,
+        **fields: Any,
+    ) -> builtins.list[AddResult]:
+        """Store a conversation (or the next part of one) turn by turn, under your own
+        ``conversation_id`` (created on first use, appended to afterwards; without one, a new
+        conversation). Each turn is kept verbatim as a turn of that conversation and as a
+        searchable memory, enters the session's working memory, and is learned from at once
+        (the offline extractor's facts are there when this returns). PII protection applies to
+        every turn; an invalid turn stores none of them."""
+        request = validated(MessagesRequest, messages=messages, **fields)
+        return await self._append_turns(request, wait=wait)
+
     @scoped_to_tenant
     async def start_conversation(
         self,
@@ -77,7 +111,7 @@ class EpisodicFace(CognitiveBase):
             "id": ident,
             "user_id": start.user_id,
             "channel": start.channel,
-            **self._seal_row(TABLE, (ident,), {"title": start.title}),
+            **self._context.seal_row(TABLE, (ident,), {"title": start.title}),
         }
         if start.started_at is not None:
             values["started_at"] = start.started_at
@@ -111,7 +145,7 @@ class EpisodicFace(CognitiveBase):
                 content=s.content,
                 memory_id=s.id,
                 occurred_at=s.occurred_at or s.created_at,
-                token_count=self._count_tokens(s.content),
+                token_count=self._context.count_tokens(s.content),
                 model=m.model,
             )
             for s, m in zip(stored, request.messages, strict=True)
@@ -145,7 +179,7 @@ class EpisodicFace(CognitiveBase):
                     "memory_id": result.id,
                     "role": message.role,
                     "model": message.model,
-                    "token_count": self._count_tokens(result.content),
+                    "token_count": self._context.count_tokens(result.content),
                     "occurred_at": when,
                 }
                 for n, (message, result) in enumerate(zip(request.messages, stored, strict=True))
@@ -160,7 +194,7 @@ class EpisodicFace(CognitiveBase):
                 )
 
         try:
-            stored = await self._store_turns(
+            stored = await self._memories._store_turns(
                 request, ident, convo.channel, convo.turn_count, wait=wait, within=place_turns
             )
         except BaseException:
@@ -168,16 +202,13 @@ class EpisodicFace(CognitiveBase):
                 async with self._backend.engine.begin() as conn:
                     await db.forget_empty_conversation(conn, self.tenant_id, request.user_id, ident)
             raise
-        await self._remember_in_session(request.user_id, convo.channel, ident, stored, rows)
+        await self._working._remember_in_session(
+            request.user_id, convo.channel, ident, stored, rows
+        )
         return [
             result.model_copy(update={"conversation_id": ident, "turn_index": row["turn_index"]})
             for result, row in zip(stored, rows, strict=True)
         ]
-
-    async def _remember_in_session(
-        self, user_id: str, channel: str, conversation_id: str, stored: Any, rows: Any
-    ) -> None:
-        """Overridden by the working-memory mixin; episodes alone keep no session."""
 
     @scoped_to_tenant
     async def get_conversation(
@@ -353,7 +384,7 @@ class EpisodicFace(CognitiveBase):
     def _conversation(
         self, row: ConversationRow, turn_rows: Sequence[TurnWithContent] | None
     ) -> Conversation:
-        payload = self._open_row(TABLE, (row.id,), row)
+        payload = self._context.open_row(TABLE, (row.id,), row)
         turns = None
         if turn_rows is not None:
             following: list[int | None] = [r.turn_index for r in turn_rows[1:]]

@@ -11,11 +11,11 @@ import builtins
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
+from memvault.cognitive.base import checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Goal,
@@ -33,6 +33,10 @@ from memvault.graph.claims import SELF
 from memvault.models import Fact
 from memvault.validation import parse_id, validated
 
+if TYPE_CHECKING:
+    from memvault.context import TenantContext
+    from memvault.graph.knowledge import Graph
+
 GOALS, PROFILES = "goals", "user_profiles"
 _STATUSES = ("active", "completed", "abandoned", "blocked")
 
@@ -43,7 +47,14 @@ def read_status(stored: str, open_blockers: Iterable[UUID]) -> GoalStatus:
     return stored  # type: ignore[return-value]
 
 
-class GoalFace(CognitiveBase):
+class Goals:
+    """Goals a user works towards, open or completed."""
+
+    def __init__(self, context: TenantContext) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+
     @scoped_to_tenant
     @takes(GoalInput, positional=("description",))
     async def add_goal(self, /, description: str, **fields: Any) -> Goal:
@@ -58,7 +69,9 @@ class GoalFace(CognitiveBase):
             "priority": given.priority,
             "deadline": given.deadline,
             "parent_id": given.parent_id,
-            **self._seal_row(GOALS, (ident,), {"description": given.description, "result": None}),
+            **self._context.seal_row(
+                GOALS, (ident,), {"description": given.description, "result": None}
+            ),
         }
         linked = {*given.blocked_by, *([given.parent_id] if given.parent_id else [])}
         async with self._backend.engine.begin() as conn:
@@ -122,7 +135,7 @@ class GoalFace(CognitiveBase):
             rows = await db.fetch_goals(conn, self.tenant_id, done.user_id, [ident])
             if not rows:
                 raise NotFound("No such goal for this user.", details={"id": str(ident)})
-            payload = {**self._open_row(GOALS, (ident,), rows[0]), "result": done.result}
+            payload = {**self._context.open_row(GOALS, (ident,), rows[0]), "result": done.result}
             await db.finish_goal(
                 conn,
                 self.tenant_id,
@@ -131,13 +144,13 @@ class GoalFace(CognitiveBase):
                 {
                     "status": done.status,
                     "completed_at": datetime.now(UTC),
-                    **self._seal_row(GOALS, (ident,), payload),
+                    **self._context.seal_row(GOALS, (ident,), payload),
                 },
             )
         return await self.get_goal(ident, user_id=done.user_id)
 
     def _goal(self, row: GoalRow) -> Goal:
-        payload = self._open_row(GOALS, (row.id,), row)
+        payload = self._context.open_row(GOALS, (row.id,), row)
         return Goal(
             id=row.id,
             user_id=row.user_id,
@@ -199,7 +212,15 @@ def profile_update_from_facts(
     return changes
 
 
-class ProfileFace(CognitiveBase):
+class Profiles:
+    """A user's profile per channel, learned from the graph's facts about them."""
+
+    def __init__(self, context: TenantContext, graph: Graph) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+        self._graph = graph
+
     @scoped_to_tenant
     @takes(ProfileUpdate)
     async def update_profile(self, /, **fields: Any) -> Profile:
@@ -227,7 +248,7 @@ class ProfileFace(CognitiveBase):
                     "tenant_id": self.tenant_id,
                     "user_id": change.user_id,
                     "channel": change.channel,
-                    **self._seal_row(PROFILES, key, payload),
+                    **self._context.seal_row(PROFILES, key, payload),
                 },
             )
         return await self.get_profile(user_id=change.user_id, channel=change.channel)
@@ -288,11 +309,10 @@ class ProfileFace(CognitiveBase):
         or None when it changed them."""
         async with self._backend.engine.connect() as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
-        about = getattr(self, "facts", None)
-        if about is None:  # a cognitive face without the graph
-            return rows
         since = {r.channel: r.updated_at for r in rows}
-        facts: builtins.list[Fact] = await about(user_id=user_id, entity=SELF, limit=1_000)
+        facts: builtins.list[Fact] = await self._graph.facts(
+            user_id=user_id, entity=SELF, limit=1_000
+        )
         changed = False
         for channel in channels:
             learned = [
@@ -309,5 +329,5 @@ class ProfileFace(CognitiveBase):
         return None if changed else rows
 
     def _profile_payload(self, row: ProfileRow) -> dict[str, Any]:
-        payload: dict[str, Any] = self._open_row(PROFILES, (row.user_id, row.channel), row)
+        payload: dict[str, Any] = self._context.open_row(PROFILES, (row.user_id, row.channel), row)
         return payload

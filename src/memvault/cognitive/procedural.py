@@ -12,11 +12,11 @@ import builtins
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import CognitiveBase, checked_id, recall_channels
+from memvault.cognitive.base import checked_id, recall_channels
 from memvault.cognitive.models import (
     GLOBAL_CHANNEL,
     Strategy,
@@ -34,6 +34,9 @@ from memvault.pipeline import pii
 from memvault.retrieval.search import embed_query
 from memvault.text import WORD, fold
 from memvault.validation import parse_id, validated
+
+if TYPE_CHECKING:
+    from memvault.context import TenantContext
 
 INVOCATIONS, STRATEGIES = "tool_invocations", "strategies"
 
@@ -109,7 +112,14 @@ def strategy_text(
     return f"{name}: {steps} ({record})"
 
 
-class ProceduralFace(CognitiveBase):
+class Strategies:
+    """Procedural memory: tool calls and how they went, and the strategies learned from them."""
+
+    def __init__(self, context: TenantContext) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+
     @scoped_to_tenant
     @takes(ToolUse, positional=("tool_name",))
     async def record_tool_use(self, /, tool_name: str, **fields: Any) -> ToolInvocation:
@@ -133,7 +143,7 @@ class ProceduralFace(CognitiveBase):
             "tool_name": use.tool_name,
             "success": use.success,
             "latency_ms": use.latency_ms,
-            **self._seal_row(INVOCATIONS, (ident,), payload),
+            **self._context.seal_row(INVOCATIONS, (ident,), payload),
         }
         async with self._backend.engine.begin() as conn:
             if use.conversation_id is not None:
@@ -219,7 +229,7 @@ class ProceduralFace(CognitiveBase):
             "source_conversation_id": given.conversation_id,
             "model": embedded.model_id,
             "embedding": embedded.vectors[0],
-            **self._seal_row(STRATEGIES, (ident,), payload),
+            **self._context.seal_row(STRATEGIES, (ident,), payload),
         }
         async with self._backend.engine.begin() as conn:
             row = await db.insert_strategy(conn, values)
@@ -271,7 +281,7 @@ class ProceduralFace(CognitiveBase):
         return self._strategy(row)
 
     def _strategy(self, row: StrategyRow, *, similarity: float | None = None) -> Strategy:
-        payload = self._open_row(STRATEGIES, (row.id,), row)
+        payload = self._context.open_row(STRATEGIES, (row.id,), row)
         return Strategy(
             id=row.id,
             user_id=row.user_id,

@@ -8,7 +8,7 @@ import builtins
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from memvault._sync import takes
@@ -28,8 +28,6 @@ from memvault.cognitive.bundle import (
     outcome_summary,
     weighted,
 )
-from memvault.cognitive.episodic import EpisodicFace
-from memvault.cognitive.goals import GoalFace, ProfileFace
 from memvault.cognitive.models import (
     ALL_KINDS,
     Goal,
@@ -39,8 +37,7 @@ from memvault.cognitive.models import (
     TurnHit,
     WorkingContext,
 )
-from memvault.cognitive.procedural import INVOCATIONS, ProceduralFace
-from memvault.cognitive.session import WorkingFace
+from memvault.cognitive.procedural import INVOCATIONS
 from memvault.db import cognitive as db
 from memvault.db import remember as recent
 from memvault.db.tenancy import scoped_to_tenant
@@ -53,6 +50,13 @@ from memvault.retrieval.search import embed_query
 from memvault.text import STOP_WORDS, fold
 from memvault.validation import validated
 
+if TYPE_CHECKING:
+    from memvault.cognitive.episodic import Conversations
+    from memvault.cognitive.goals import Goals, Profiles
+    from memvault.cognitive.procedural import Strategies
+    from memvault.cognitive.session import Working
+    from memvault.context import TenantContext
+
 T = TypeVar("T")
 
 # An entity is worth a line when something stands behind it: a current fact about it, or
@@ -60,8 +64,27 @@ T = TypeVar("T")
 ENTITY_MIN_MENTIONS = 2
 
 
-class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileFace):
-    """Every cognitive mixin, and the recall that draws on them all."""
+class Recall:
+    """``remember()``: the recall that draws on every kind of memory, each from its resource."""
+
+    def __init__(
+        self,
+        context: TenantContext,
+        *,
+        conversations: Conversations,
+        strategies: Strategies,
+        goals: Goals,
+        profiles: Profiles,
+        working: Working,
+    ) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+        self.conversations = conversations
+        self.strategies = strategies
+        self.goals = goals
+        self.profiles = profiles
+        self.working = working
 
     @scoped_to_tenant
     @takes(RememberRequest, positional=("query",))
@@ -180,7 +203,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         )
         begun = time.perf_counter()
         spans = self._backend.embeddings.primary.tokenizer().spans
-        fitted = fit(bundle, self._count_tokens, counted_together(spans))
+        fitted = fit(bundle, self._context.count_tokens, counted_together(spans))
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         self._reinforce(fitted)
@@ -192,7 +215,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
     ) -> builtins.list[TurnHit]:
         window = request.time_window
         embedded = await query_vector
-        hits = await self._channel_search(
+        hits = await self.conversations._channel_search(
             request.query,
             request.user_id,
             request.channel,
@@ -239,7 +262,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             embedded = await query_vector
             if embedded is None:
                 return []
-            return await self._strategies_near(
+            return await self.strategies._strategies_near(
                 embedded, request.user_id, request.channel, min(request.limit, 5)
             )
 
@@ -262,7 +285,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
             )
         outcomes = []
         for row in rows:
-            payload = self._open_row(INVOCATIONS, (row.id,), row)
+            payload = self._context.open_row(INVOCATIONS, (row.id,), row)
             outcomes.append(
                 ToolOutcome(
                     id=str(row.id),
@@ -392,15 +415,15 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
                     now,
                     min(request.limit, RECENT_GOALS),
                 )
-            return [self._goal(r) for r in rows]
+            return [self.goals._goal(r) for r in rows]
 
-        active = self.list_goals(
+        active = self.goals.list_goals(
             user_id=request.user_id, status="active", channel=request.channel, limit=request.limit
         )
         return await asyncio.gather(active, finished())
 
     async def _profile(self, request: RememberRequest) -> Profile | None:
-        profile = await self.get_profile(user_id=request.user_id, channel=request.channel)
+        profile = await self.profiles.get_profile(user_id=request.user_id, channel=request.channel)
         return profile if _has_content(profile) else None
 
     async def _session_context(
@@ -409,7 +432,7 @@ class RememberFace(WorkingFace, EpisodicFace, ProceduralFace, GoalFace, ProfileF
         if request.conversation_id is None:
             return None
         try:
-            return await self.get_context(
+            return await self.working.get_context(
                 request.conversation_id, user_id=request.user_id, channel=request.channel
             )
         except StoreUnavailable:  # Redis down: recall the rest, and say what is missing

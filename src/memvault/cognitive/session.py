@@ -1,12 +1,12 @@
-"""Working memory as ``AsyncMemory`` methods: one live session per (user, channel,
+"""Working memory as a resource (``memory.working``): one live session per (user, channel,
 conversation) with named values, recent turns, a thought stack and the active goal."""
 
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.cognitive.base import CognitiveBase, checked_id
+from memvault.cognitive.base import checked_id
 from memvault.cognitive.models import GLOBAL_CHANNEL, WorkingContext, WorkingValue
 from memvault.cognitive.working import (
     WorkingMemory,
@@ -18,10 +18,20 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.errors import InvalidInput, NotFound
 from memvault.validation import validated
 
+if TYPE_CHECKING:
+    from memvault.context import TenantContext
+
 KV, TURNS, THOUGHTS, GOAL = "kv", "turns", "thoughts", "goal"
 
 
-class WorkingFace(CognitiveBase):
+class Working:
+    """Working memory: one live session per (user, channel, conversation)."""
+
+    def __init__(self, context: TenantContext) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+
     def _working(self) -> WorkingMemory:
         settings = self._backend.settings
         if self._backend.working is None:

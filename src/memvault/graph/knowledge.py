@@ -1,10 +1,10 @@
-"""``GraphFace``: the knowledge graph's methods on ``AsyncMemory`` (facts, entities, the walk,
-merges, reviews, export). Each runs in the view's tenant, on ``self._backend``."""
+"""``Graph``: the knowledge graph as a resource of ``AsyncMemory`` (``memory.graph``): facts,
+entities, the walk, merges, reviews, promotion, export. Each runs in the context's tenant."""
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -28,11 +28,12 @@ from memvault.graph.models import (
     GraphNode,
     GraphView,
     MergeRequest,
+    PromoteRequest,
     ResolvedReview,
     ReviewDecision,
     ReviewsQuery,
 )
-from memvault.graph.promote import PromotionFace
+from memvault.graph.promote import promote_fact
 from memvault.graph.store import GraphWriter, Owner
 from memvault.lifecycle.audit import AuditEvent
 from memvault.models import Entity, Fact, MemoryRecord
@@ -43,20 +44,22 @@ from memvault.validation import parse_id, validated
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
-    from memvault.backend import Backend
+    from memvault.context import TenantContext
 
 
 def _entity(value: UUID | str) -> UUID:
     return parse_id(value, field="entity_id")
 
 
-class GraphFace(PromotionFace):
-    """Mixed into ``AsyncMemory``: semantic memory over the same store."""
+class Graph:
+    """Semantic memory over the same store: facts, entities, the walk, merges, reviews,
+    promotion and export."""
 
-    _backend: Backend
-    tenant_id: str
-    actor: str
-    _fetch: Callable[..., Awaitable[MemoryRecord]]  # AsyncMemory's unaudited read
+    def __init__(self, context: TenantContext) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+        self.actor = context.actor
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -246,6 +249,22 @@ class GraphFace(PromotionFace):
             id=ident, keep=decision.keep, fact=fact, conflicts_with=other, closed=done.closed
         )
 
+    @scoped_to_tenant
+    async def promote(self, fact_id: UUID | str, *, user_id: str, reason: str) -> Fact:
+        """Copy a project-channel fact to the user's ``_global`` channel (linked
+        PROMOTED_FROM); promoting it again answers the same copy."""
+        ident = parse_id(fact_id, field="fact_id")
+        given = validated(PromoteRequest, user_id=user_id, reason=reason)
+        promotion = await promote_fact(
+            self._backend,
+            self.tenant_id,
+            ident,
+            user_id=given.user_id,
+            reason=given.reason.strip(),
+            actor=self.actor,
+        )
+        return promotion.fact
+
     # --- entities -------------------------------------------------------------------------
 
     @scoped_to_tenant
@@ -404,12 +423,10 @@ class GraphFace(PromotionFace):
 
     # --- a memory's text changed ----------------------------------------------------------
 
-    async def _derive_edit(self, memory_id: UUID, user_id: str, new_text: str) -> Derivation | None:
+    async def _derive_edit(self, current: MemoryRecord, new_text: str) -> Derivation | None:
         """What an edited memory's new text claims (extracted before the edit's
         transaction)."""
-        # Not ``get``: reading the memory back is part of the edit, not a read to audit.
-        current = await self._fetch(memory_id, user_id)
-        owner = Owner(self.tenant_id, user_id, current.app_id, current.channel)
+        owner = Owner(self.tenant_id, current.user_id, current.app_id, current.channel)
         return await derive(
             self._backend,
             owner,

@@ -18,10 +18,9 @@ from uuid import UUID, uuid4
 from memvault.cognitive.promotion import PromotionThresholds, is_prominent
 from memvault.db import graph as graph_db
 from memvault.db import graph_promotion as db
-from memvault.db.tenancy import scoped_to_tenant, tenant_scope
+from memvault.db.tenancy import tenant_scope
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
-from memvault.graph.models import PromoteRequest
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.schedule import (
     OUTAGES,
@@ -31,7 +30,6 @@ from memvault.lifecycle.schedule import (
     skipped,
 )
 from memvault.models import Fact
-from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -131,30 +129,6 @@ async def _fact(backend: Backend, tenant_id: str, fact_id: UUID) -> Fact:
         names = await _names(backend, conn, tenant_id, [row.subject_id, row.object_id])
         sources = (await graph_db.sources_of(conn, tenant_id, [fact_id]))[fact_id]
     return sealed.to_fact(backend.keys, row, names, sources)
-
-
-class PromotionFace:
-    """Mixed into ``GraphFace``: promotion by hand."""
-
-    _backend: Backend
-    tenant_id: str
-    actor: str
-
-    @scoped_to_tenant
-    async def promote(self, fact_id: UUID | str, *, user_id: str, reason: str) -> Fact:
-        """Copy a project-channel fact to the user's ``_global`` channel (linked
-        PROMOTED_FROM); promoting it again answers the same copy."""
-        ident = parse_id(fact_id, field="fact_id")
-        given = validated(PromoteRequest, user_id=user_id, reason=reason)
-        promotion = await promote_fact(
-            self._backend,
-            self.tenant_id,
-            ident,
-            user_id=given.user_id,
-            reason=given.reason.strip(),
-            actor=self.actor,
-        )
-        return promotion.fact
 
 
 # --- the scheduled job -------------------------------------------------------------------------

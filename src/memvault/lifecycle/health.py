@@ -10,17 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault.db import health as db
-from memvault.db.units import reading
-from memvault.lifecycle import graph_jobs
+from memvault.db import jobs as jobs_db
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading, transaction
+from memvault.errors import InvalidInput
+from memvault.lifecycle import deletion, graph_jobs
+from memvault.lifecycle.governance import identifier
 from memvault.lifecycle.models import HEALTH_ACTIONS as ACTIONS
-from memvault.lifecycle.models import HealthAction, HealthFinding, MemoryHealth
+from memvault.lifecycle.models import (
+    HealthAction,
+    HealthActionRequest,
+    HealthActionResult,
+    HealthFinding,
+    MemoryHealth,
+)
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
+    from memvault.context import TenantContext
+    from memvault.memories import Memories
 
 Probe = Callable[["Backend", str, str], Awaitable[HealthFinding | None]]
 # Consolidation lag (graph) and contradictions awaiting review (graph) register here.
@@ -137,3 +149,89 @@ async def report(
         if found is not None:
             findings.append(found)
     return MemoryHealth(user_id=user_id, total=total, findings=findings)
+
+
+class Health:
+    """What a user's memories need (duplicates, stale or unembedded memories, …) and the
+    actions that fix it, through the normal write path of ``memories``."""
+
+    def __init__(self, context: TenantContext, memories: Memories) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
+        self.actor = context.actor
+        self._memories = memories
+
+    @scoped_to_tenant
+    async def memory_health(self, *, user_id: str) -> MemoryHealth:
+        """What this user's memories need, each finding with its recommended action."""
+        owner = identifier(user_id, "user_id")
+        return await report(self._backend, self.tenant_id, owner)
+
+    @scoped_to_tenant
+    async def health_action(
+        self, request: HealthActionRequest | dict[str, Any]
+    ) -> HealthActionResult:
+        """Act on a finding through the normal write path (and so the audit): ``merge`` keeps
+        the first memory and deletes the rest (noting them on the first), ``archive`` moves
+        them to the cold tier, ``delete`` erases them, ``retry_jobs`` requeues failed jobs."""
+        if not isinstance(request, HealthActionRequest):
+            request = HealthActionRequest.model_validate(request)
+        owner = identifier(request.user_id, "user_id")
+        ids = list(dict.fromkeys(request.memory_ids))
+        if request.action == "consolidate":
+            with self._context.audit("update", owner, details={"via": "consolidate"}) as event:
+                counts = await graph_jobs.consolidate_user(self._backend, self.tenant_id, owner)
+                event.result_count = counts["turns_extracted"]
+            return HealthActionResult(action="consolidate", changed=counts["conversations"])
+        if request.action != "retry_jobs" and not ids:
+            raise InvalidInput("Name the memories to act on.", details={"field": "memory_ids"})
+        if request.action == "merge":
+            return await self._merge(owner, ids)
+        if request.action == "delete":
+            receipt = await deletion.erase(
+                self._backend,
+                self.tenant_id,
+                deletion.memories_where(self.tenant_id, owner, ids),
+                scope="memory",
+                user_id=owner,
+                actor=self.actor,
+            )
+            return HealthActionResult(action="delete", changed=receipt.memories, receipt=receipt)
+        with self._context.audit(
+            "tier" if request.action == "archive" else "update", owner, memory_ids=ids
+        ) as event:
+            async with transaction(self._backend.engine) as conn:
+                if request.action == "archive":
+                    changed = await db.set_tier(conn, self.tenant_id, owner, ids, "cold")
+                else:
+                    failed = await db.failed_jobs(conn, self.tenant_id, owner)
+                    wanted = [j.id for j in failed if not ids or j.memory_id in ids]
+                    changed = await jobs_db.retry_failed(conn, wanted) if wanted else 0
+                    # Memories with no job at all get one (a queued one is not doubled).
+                    bare = await db.owned_unembedded(conn, self.tenant_id, owner, ids)
+                    await jobs_db.enqueue(conn, self.tenant_id, bare)
+                    changed = max(changed, len(bare))
+            event.result_count = changed
+        return HealthActionResult(action=request.action, changed=changed)
+
+    async def _merge(self, owner: str, ids: list[UUID]) -> HealthActionResult:
+        if len(ids) < 2:
+            raise InvalidInput(
+                "A merge needs two memories or more.", details={"field": "memory_ids"}
+            )
+        keep, rest = ids[0], ids[1:]
+        with self._context.audit("merge", owner, memory_ids=ids) as event:
+            await self._memories.update(  # the normal write path
+                keep, user_id=owner, metadata={"merged_from": [str(i) for i in rest]}
+            )
+            receipt = await deletion.erase(
+                self._backend,
+                self.tenant_id,
+                deletion.memories_where(self.tenant_id, owner, rest),
+                scope="memory",
+                user_id=owner,
+                actor=self.actor,
+            )
+            event.result_count = receipt.memories
+        return HealthActionResult(action="merge", changed=receipt.memories, receipt=receipt)
