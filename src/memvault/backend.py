@@ -27,6 +27,7 @@ from memvault.embedding.service import EmbeddingService
 from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
+from memvault.vectorindex import VectorIndex, open_index
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -53,12 +54,21 @@ class Backend:
     working: WorkingStore | None = None
     # Owners' vector scope sizes, so a search need not count them every time.
     scope_sizes: ScopeSizes = field(default_factory=ScopeSizes)
+    # Where recall finds vectors (see ``vector_index``); opened on first use.
+    index: VectorIndex | None = None
     # Owners' BM25 statistics, so a search of a large scope need not read them every time.
     keyword_stats: Remembered[ScopeStatistics] = field(default_factory=Remembered)
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def vector_index(self) -> VectorIndex:
+        """pgvector, or the Qdrant index the settings name (vectorindex/)."""
+        if self.index is None:
+            self.index = open_index(self.engine, self.settings, self.scope_sizes)
+        return self.index
 
     async def load_tenant_keys(self, tenant_ids: Iterable[str]) -> None:
         """Load (or make) these tenants' data keys before their work (``per_tenant_keys``);
@@ -90,6 +100,8 @@ class Backend:
         if self.working is not None:
             await self.working.aclose()
         await self.analyzer.close()
+        if self.index is not None:
+            await self.index.close()
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()

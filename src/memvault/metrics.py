@@ -84,3 +84,13 @@ CONSOLIDATION_SKIPPED = Counter(
     "memvault_consolidation_skipped_total",
     "Conversations a consolidate run skipped because a record of theirs failed",
 )
+VECTOR_INDEX_SYNCS = Counter(
+    "memvault_vector_index_syncs_total",
+    "Memories synced to an external vector index from the outbox, by outcome",
+    ["outcome"],
+)
+VECTOR_INDEX_REPAIRS = Counter(
+    "memvault_vector_index_repairs_total",
+    "Points the reconcile sweep repaired in an external vector index, by kind of drift",
+    ["kind"],
+)

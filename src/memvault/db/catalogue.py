@@ -70,6 +70,12 @@ CATALOGUE: tuple[Place, ...] = (
         "left_out",
         why="undo records of a decay run: the store's own bookkeeping",
     ),
+    Place(
+        "vector_index_outbox",
+        "by_memory",
+        "left_out",
+        why="memories an external vector index has yet to sync: the store's own bookkeeping",
+    ),
     Place("entities", "graph", "line", kind="entity"),
     Place("facts", "graph", "line", kind="fact"),
     Place("relations", "graph", "line", kind="relation"),
@@ -137,6 +143,12 @@ CATALOGUE: tuple[Place, ...] = (
         "outside",
         "left_out",
         why="a deleted turn's words in its session's working memory",
+    ),
+    Place(
+        "vector_index",
+        "outside",
+        "left_out",
+        why="an external vector index's points (Qdrant): made again from the vectors",
     ),
 )
 

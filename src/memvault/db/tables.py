@@ -1006,3 +1006,24 @@ tenant_keys = Table(
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("tenant_id", name="pk_tenant_keys"),
 )
+
+# --- the external vector index's outbox (Qdrant) ------------------------------
+
+# Memories whose points an external vector index must sync with their rows and chunks, queued
+# by triggers in the writing transaction (migration 0017; enabled only while such an index is
+# configured). ``version`` is the queuing transaction's id: a sync removes the entry only if
+# no later write queued it again meanwhile.
+vector_index_outbox = Table(
+    "vector_index_outbox",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("memory_id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("version", BigInteger, nullable=False),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text),
+    Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("locked_until", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "memory_id", name="pk_vector_index_outbox"),
+    Index("ix_vector_index_outbox_ready", "available_at"),
+)

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
-from memvault.db import graph_walk, keywords, store, tenancy, vectors
+from memvault.db import graph_walk, keywords, store, tenancy
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
@@ -549,7 +549,7 @@ async def _nearest(
     conn: AsyncConnection,
 ) -> dict[str, Sequence[RankedMemory]]:
     embedded, index = vector
-    found = await vectors.nearest(
+    found = await backend.vector_index.pages(
         conn,
         tenant_id,
         list(pages.values()),
@@ -557,9 +557,6 @@ async def _nearest(
         embedded.model_id,
         embedded.dimensions,
         limit,
-        exact_max_chunks=backend.settings.search_exact_max_chunks,
-        ef_search=backend.settings.hnsw_ef_search,
-        sizes=backend.scope_sizes,
     )
     return dict(zip(pages, found, strict=True))
 

@@ -34,6 +34,7 @@ from memvault.lifecycle import jobs as lifecycle_jobs
 from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
+from memvault.vectorindex.feeder import Feeder
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -74,6 +75,7 @@ class Worker:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{next(_serial)}"
         self._failing_since: float | None = None
         self._backoff = _FIRST_BACKOFF_S
+        self.index_feeder = Feeder(backend)
 
     # --- loop ---------------------------------------------------------------------------------
 
@@ -99,6 +101,7 @@ class Worker:
                     await self._guarded(self.scheduled(), stop)
                     next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
+                done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
         finally:
