@@ -30,6 +30,11 @@ def test_the_sync_face_has_every_cognitive_method(settings: Settings) -> None:
     with Memory(settings) as memory:
         goal = memory.add_goal("water the plants", user_id="ann", priority=3)
         assert [g.id for g in memory.list_goals(user_id="ann")] == [goal.id]
+        # The same resource, reached from the sync door by its name.
+        done = memory.goals.complete_goal(goal.id, user_id="ann", result="watered")
+        assert [g.id for g in memory.goals.list_goals(user_id="ann", status="completed")] == [
+            done.id
+        ]
 
 
 def _run(*args: str) -> str:

@@ -9,13 +9,33 @@ import datetime
 import typing
 import uuid
 
+import memvault._sync
 import memvault.cognitive.bundle
+import memvault.cognitive.episodic
+import memvault.cognitive.goals
 import memvault.cognitive.models
+import memvault.cognitive.procedural
+import memvault.cognitive.remember
+import memvault.cognitive.session
+import memvault.graph.knowledge
 import memvault.graph.models
+import memvault.lifecycle.governance
+import memvault.lifecycle.health
 import memvault.lifecycle.models
+import memvault.memories
 import memvault.models
 
 class MemoryMethods:
+    conversations: memvault._sync.Blocking[memvault.cognitive.episodic.Conversations]
+    goals: memvault._sync.Blocking[memvault.cognitive.goals.Goals]
+    graph: memvault._sync.Blocking[memvault.graph.knowledge.Graph]
+    health: memvault._sync.Blocking[memvault.lifecycle.health.Health]
+    lifecycle: memvault._sync.Blocking[memvault.lifecycle.governance.Lifecycle]
+    memories: memvault._sync.Blocking[memvault.memories.Memories]
+    profile: memvault._sync.Blocking[memvault.cognitive.goals.Profiles]
+    recall: memvault._sync.Blocking[memvault.cognitive.remember.Recall]
+    strategies: memvault._sync.Blocking[memvault.cognitive.procedural.Strategies]
+    working: memvault._sync.Blocking[memvault.cognitive.session.Working]
     def add(self, /, content: builtins.str, *, wait: builtins.bool = ..., background: builtins.bool = ..., **fields: typing.Any) -> memvault.models.AddResult: ...
     def add_fact(self, subject: builtins.str, predicate: builtins.str, *, user_id: builtins.str, object: builtins.str | None = ..., value: builtins.str | None = ..., valid_from: datetime.datetime | None = ..., confidence: builtins.float | None = ..., source: builtins.str | None = ..., channel: builtins.str | None = ..., app_id: builtins.str | None = ...) -> memvault.models.Fact: ...
     def add_goal(self, /, description: builtins.str, **fields: typing.Any) -> memvault.cognitive.models.Goal: ...

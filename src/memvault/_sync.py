@@ -4,19 +4,21 @@ coroutine, so the logic is written once."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 import types
 import typing
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from pydantic import BaseModel
 
 P = ParamSpec("P")
 DECLARED = "__declared_signature__"
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class LoopThread:
@@ -120,6 +122,37 @@ class SyncFace:
         self.close()
 
 
+class Blocking(Generic[T]):
+    """A resource of the async core seen from its sync face (``memory.goals``): each of its
+    coroutine methods runs on the face's loop and waits; anything else is the resource's."""
+
+    def __init__(self, loop: LoopThread, resource: T) -> None:
+        self._loop = loop
+        self._resource = resource
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._resource, name)
+        if not inspect.iscoroutinefunction(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run(value(*args, **kwargs))
+
+        return call
+
+
+def derive_resources(face: type, held: dict[str, type]) -> None:
+    """Give ``face`` each resource of its core (``held``: attribute to resource class) as a
+    property answering the resource's blocking view."""
+    for attribute in held:
+
+        def view(self: _HasAsync, attribute: str = attribute) -> Blocking[Any]:
+            return Blocking(self._loop, getattr(self._async, attribute))
+
+        setattr(face, attribute, property(view))
+
+
 # Not sync faces of their core: the constructor and the closing (``SyncFace.close``).
 NOT_DERIVED = frozenset({"open", "close"})
 
@@ -212,9 +245,11 @@ def surface_stub(core: type, name: str) -> str:
     taken as ``**fields`` stay so, as they are for the core), its result as the return; and
     the coroutine methods ``derive_delegates`` gave ``core`` itself (its resources' methods by
     their flat names), as ``Async{name}Methods``."""
-    from memvault._compose import DELEGATE
+    from memvault._compose import DELEGATE, resources
 
-    modules: set[str] = {"builtins"}
+    modules: set[str] = {"builtins", "memvault._sync"}
+    held = sorted(resources(core).items())
+    views = [f"    {a}: memvault._sync.Blocking[{_render(kind, modules)}]" for a, kind in held]
     methods = [_stub_method(n, m, modules) for n, m in coroutine_methods(core)]
     delegated = [
         _stub_method(n, m, modules, keyword="async def")
@@ -235,6 +270,7 @@ def surface_stub(core: type, name: str) -> str:
             *imports,
             "",
             f"class {name}Methods:",
+            *views,
             *methods,
             "",
             f"class Async{name}Methods:",

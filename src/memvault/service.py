@@ -11,8 +11,8 @@ import builtins
 from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
 
-from memvault._compose import derive_delegates, verb
-from memvault._sync import SyncFace, derive_blocking
+from memvault._compose import derive_delegates, resources, verb
+from memvault._sync import SyncFace, derive_blocking, derive_resources
 from memvault.backend import Backend
 from memvault.cognitive.bundle import MemoryBundle
 from memvault.cognitive.episodic import Conversations
@@ -200,6 +200,7 @@ class Memory(SyncFace, _Methods):
 # A coroutine method added to AsyncMemory (or one of its parts) is on Memory without a line here;
 # the type checker reads the same methods from the stub ``python -m memvault._stubs`` writes.
 derive_blocking(Memory, AsyncMemory)
+derive_resources(Memory, resources(AsyncMemory))
 
 
 __all__ = ["AsyncMemory", "Memory"]
