@@ -28,6 +28,7 @@ from memvault.cognitive.models import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import GoalRow, ProfileRow
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.claims import SELF
 from memvault.models import Fact
@@ -86,7 +87,7 @@ class Goals:
     async def get_goal(self, goal_id: UUID | str, *, user_id: str) -> Goal:
         ident = parse_id(goal_id, field="goal_id")
         user_id = checked_id(user_id, "user_id")
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.fetch_goals(conn, self.tenant_id, user_id, [ident])
         if not rows:
             raise NotFound("No such goal for this user.", details={"id": str(ident)})
@@ -114,7 +115,7 @@ class Goals:
             else (["active", "blocked"] if status in ("active", "blocked") else [status])
         )
         channels = None if channel is None else recall_channels(channel)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.list_goals(conn, self.tenant_id, user_id, stored, channels, 1_000)
         goals = [self._goal(r) for r in rows]
         return [g for g in goals if status is None or g.status == status][: max(limit, 1)]
@@ -261,7 +262,7 @@ class Profiles:
         channels = recall_channels(channel)
         rows = await self._learn_profile(user_id, channels)
         if rows is None:  # it learned something: read the profiles it changed
-            async with self._backend.engine.connect() as conn:
+            async with reading(self._backend.engine) as conn:
                 rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         by_channel = {r.channel: r for r in rows}
         merged = Profile(user_id=user_id, channel=channels[0])
@@ -292,7 +293,7 @@ class Profiles:
         if not changes:
             return await self.get_profile(user_id=user_id, channel=channel)
         if "expertise" in changes:
-            async with self._backend.engine.connect() as conn:
+            async with reading(self._backend.engine) as conn:
                 rows = await db.fetch_profiles(
                     conn, self.tenant_id, checked_id(user_id, "user_id"), [channel], lock=False
                 )
@@ -307,7 +308,7 @@ class Profiles:
         last changed, folded into it: each fact once, so a preference the user removed by
         hand after the fact was learned stays removed. The channels' profile rows as read,
         or None when it changed them."""
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         since = {r.channel: r.updated_at for r in rows}
         facts: builtins.list[Fact] = await self._graph.facts(

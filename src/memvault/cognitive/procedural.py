@@ -28,6 +28,7 @@ from memvault.cognitive.models import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, StrategyRow, ToolStep
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
@@ -184,7 +185,7 @@ class Strategies:
         """Usage, success rate and average latency per tool and channel."""
         user_id = checked_id(user_id, "user_id")
         channels = None if channel is None else [checked_id(channel, "channel")]
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.tool_stats(conn, self.tenant_id, user_id, channels)
         return [
             ToolStats(
@@ -204,7 +205,7 @@ class Strategies:
         order) or one given, described for later tasks to find by meaning."""
         given = validated(StrategyInput, description=description, **fields)
         sequence = list(given.tool_sequence or [])
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             if given.conversation_id is not None:
                 await self._owned_conversation(conn, given.conversation_id, given.user_id)
                 rows = await db.conversation_tools(
@@ -252,7 +253,7 @@ class Strategies:
     async def _strategies_near(
         self, embedded: Embedded, user_id: str, channel: str, limit: int
     ) -> builtins.list[Strategy]:
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.nearest_strategies(
                 conn,
                 self.tenant_id,

@@ -41,6 +41,7 @@ from memvault.cognitive.procedural import INVOCATIONS
 from memvault.db import cognitive as db
 from memvault.db import remember as recent
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading, shared_reads
 from memvault.embedding.service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
 from memvault.graph.recall import recall
@@ -128,41 +129,46 @@ class Recall:
         no_semantic: tuple[builtins.list[BundleItem], int] = ([], 0)
         no_goals: tuple[builtins.list[Goal], builtins.list[Goal]] = ([], [])
         now = request.reference_time or datetime.now(UTC)
-        (
-            hits,
-            (strategies, outcomes),
-            (semantic, below_bar),
-            (goals, finished),
-            profile,
-            working,
-        ) = await asyncio.gather(
-            timed(
-                "episodic",
-                "episodic" in kinds,
-                lambda: self._episodic(request, query_vector),
-                no_hits,
-            ),
-            timed(
-                "procedural",
-                "procedural" in kinds,
-                lambda: self._procedural(request, channels, now, query_vector),
-                no_strategies,
-            ),
-            timed(
-                "semantic",
-                bool(kinds & {"facts", "entities"}),
-                lambda: self._semantic(request, channels, weights, query_vector),
-                no_semantic,
-            ),
-            timed("goals", "goals" in kinds, lambda: self._goals(request, channels, now), no_goals),
-            timed("profile", "profile" in kinds, lambda: self._profile(request), None),
-            timed(
-                "working",
-                "working" in kinds,
-                lambda: self._session_context(request, degraded),
-                None,
-            ),
-        )
+        # Each kind's small reads take turns on one connection (db/units.shared_reads); the
+        # ranked searches keep connections of their own.
+        async with shared_reads(self._backend.engine):
+            (
+                hits,
+                (strategies, outcomes),
+                (semantic, below_bar),
+                (goals, finished),
+                profile,
+                working,
+            ) = await asyncio.gather(
+                timed(
+                    "episodic",
+                    "episodic" in kinds,
+                    lambda: self._episodic(request, query_vector),
+                    no_hits,
+                ),
+                timed(
+                    "procedural",
+                    "procedural" in kinds,
+                    lambda: self._procedural(request, channels, now, query_vector),
+                    no_strategies,
+                ),
+                timed(
+                    "semantic",
+                    bool(kinds & {"facts", "entities"}),
+                    lambda: self._semantic(request, channels, weights, query_vector),
+                    no_semantic,
+                ),
+                timed(
+                    "goals", "goals" in kinds, lambda: self._goals(request, channels, now), no_goals
+                ),
+                timed("profile", "profile" in kinds, lambda: self._profile(request), None),
+                timed(
+                    "working",
+                    "working" in kinds,
+                    lambda: self._session_context(request, degraded),
+                    None,
+                ),
+            )
         half_life = settings.remember_half_life_days
         episodic, diversity_demoted = diversify(
             self._turn_items(hits, weights, now, half_life),
@@ -231,7 +237,7 @@ class Recall:
         )
         if not hits:
             return []
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
         return [
             TurnHit(
@@ -272,7 +278,7 @@ class Recall:
         self, request: RememberRequest, channels: builtins.list[str], now: datetime
     ) -> builtins.list[ToolOutcome]:
         """The session's latest tool calls first, then the user's latest, and how they went."""
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await recent.recent_tool_calls(
                 conn,
                 self.tenant_id,
@@ -387,7 +393,7 @@ class Recall:
         unsure = [e.id for e in named if e.id not in in_facts]
         support: dict[UUID, recent.Support] = {}
         if unsure:
-            async with self._backend.engine.connect() as conn:
+            async with reading(self._backend.engine) as conn:
                 support = await recent.entity_support(conn, self.tenant_id, unsure)
         return [
             e
@@ -405,7 +411,7 @@ class Recall:
         """Active goals, and those finished lately with their results."""
 
         async def finished() -> builtins.list[Goal]:
-            async with self._backend.engine.connect() as conn:
+            async with reading(self._backend.engine) as conn:
                 rows = await recent.finished_goals(
                     conn,
                     self.tenant_id,

@@ -48,6 +48,17 @@ def current_owner() -> tuple[str, str] | None:
     return (scope, user) if isinstance(scope, str) and user is not None else None
 
 
+def current_caller() -> tuple[str, str | None] | None:
+    """(tenant, user or None) of the call in progress, when it works for one tenant."""
+    scope = _scope.get()
+    return (scope, _user.get()) if isinstance(scope, str) else None
+
+
+def current_scope() -> object:
+    """The scope transactions announce now: a tenant id, every tenant, or None (no tenant)."""
+    return _scope.get()
+
+
 # Set on a connection's info for its current transaction: nested loops are off in it.
 NESTED_LOOPS_OFF = "memvault_nested_loops_off"
 

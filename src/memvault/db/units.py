@@ -7,12 +7,15 @@ imports SQLAlchemy nor catches its errors, and hands the connection to db/ funct
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memvault.db.errors import store_errors
-from memvault.db.tenancy import all_tenants, tenant_scope
+from memvault.db.tenancy import all_tenants, current_scope, tenant_scope
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -32,10 +35,82 @@ async def transaction(
 async def reading(
     engine: AsyncEngine, tenant_id: str | None = None, *, every_tenant: bool = False
 ) -> AsyncIterator[AsyncConnection]:
-    """A connection for reads: whatever it began is rolled back when the block ends."""
+    """A connection for reads: whatever it began is rolled back when the block ends. Inside
+    ``shared_reads`` (and for its tenant) the shared connection, one block at a time."""
+    shared = _shared.get()
+    if (
+        shared is not None
+        and shared.engine is engine
+        and tenant_id is None
+        and not every_tenant
+        and current_scope() == shared.scope
+    ):
+        async with shared.turn() as conn:
+            yield conn
+        return
     with _scope(tenant_id, every_tenant), store_errors():
         async with engine.connect() as conn:
             yield conn
+
+
+@asynccontextmanager
+async def shared_reads(engine: AsyncEngine) -> AsyncIterator[None]:
+    """Within the block, every ``reading`` of the caller's tenant on ``engine`` — in this task
+    and in the tasks it starts — takes turns on one connection: a recall made of many small
+    reads (goals, profile, tool calls, turns of the hits...) pays for one transaction, its
+    checkout, BEGIN, tenant setting and rollback, instead of one each. The small reads wait
+    for each other, which costs nothing while the long ones (the query's embedding, the
+    ranked searches, on connections of their own) run. A ``reading`` block must not wait for
+    another task's ``reading`` (it would wait for itself): keep such blocks to db/ calls."""
+    shared = _Shared(engine, current_scope())
+    token = _shared.set(shared)
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+        await shared.release()
+
+
+@dataclass(eq=False)
+class _Shared:
+    engine: AsyncEngine
+    scope: object
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    conn: AsyncConnection | None = None
+    holder: asyncio.Task[object] | None = None
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[AsyncConnection]:
+        task = asyncio.current_task()
+        if self.holder is not None and self.holder is task:  # nested in the same task
+            assert self.conn is not None
+            yield self.conn
+            return
+        async with self.lock:
+            self.holder = task
+            try:
+                with store_errors():
+                    if self.conn is None:
+                        self.conn = await self.engine.connect()
+                    try:
+                        yield self.conn
+                    except BaseException:
+                        # A failed statement aborts the transaction, and a cancelled one may
+                        # leave it mid-statement: the next turn starts on a fresh connection.
+                        await self.release()
+                        raise
+            finally:
+                self.holder = None
+
+    async def release(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            with store_errors():
+                # As SQLAlchemy's own blocks do: a cancelled caller still returns it to the pool.
+                await asyncio.shield(conn.close())
+
+
+_shared: ContextVar[_Shared | None] = ContextVar("memvault_shared_reads", default=None)
 
 
 def _scope(tenant_id: str | None, every_tenant: bool) -> ExitStack:

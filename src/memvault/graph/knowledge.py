@@ -13,6 +13,7 @@ from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
@@ -143,7 +144,7 @@ class Graph:
             include_superseded=include_superseded,
             limit=limit,
         )
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             entity_ids = None
             if query.entity is not None:
                 entity_ids = await self._entities_named(conn, query.user_id, query.entity)
@@ -202,7 +203,7 @@ class Graph:
     async def fact_reviews(self, *, user_id: str, limit: int = 50) -> builtins.list[FactReview]:
         """Contradictions the ``flag_review`` policy kept side by side, newest first."""
         query: ReviewsQuery = validated(ReviewsQuery, user_id=user_id, limit=limit)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             reviews = await graph_db.list_reviews(conn, self.tenant_id, query.user_id, query.limit)
             ids = {i for r in reviews for i in (r.fact_id, r.conflicts_with)}
             rows = await graph_db.fetch_facts(conn, self.tenant_id, ids)
@@ -284,7 +285,7 @@ class Graph:
         keyring = self._backend.keys.current(self.tenant_id)
         keys = sealed.name_keys(keyring, [query.q]) if query.q else []
         terms = query_term_ids(keyring, query.q) if query.q else []
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await graph_db.list_entities(
                 conn,
                 self.tenant_id,
@@ -320,7 +321,7 @@ class Graph:
     async def entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
         """One entity with its current facts (as subject or object)."""
         owner: OwnerInput = validated(OwnerInput, user_id=user_id)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             row = await self._owned_entity(conn, entity_id, owner.user_id)
             rows = await graph_db.query_facts(
                 conn,
@@ -347,7 +348,7 @@ class Graph:
                 details={"field": "depth", "limit": settings.graph_max_depth},
             )
         start = _entity(entity_id)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             found = await graph_walk.walk(
                 conn,
                 self.tenant_id,
@@ -453,7 +454,7 @@ class Graph:
         """The current graph of one user (or of the whole tenant) as files a graph database
         loads: ``cypher`` (one ``graph.cypher``) or ``csv`` (``nodes.csv``, ``edges.csv``)."""
         request: GraphExport = validated(GraphExport, format=format, user_id=user_id)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             ents, facts, rels = await graph_admin.export_rows(
                 conn, self.tenant_id, request.user_id, datetime.now(UTC)
             )

@@ -20,6 +20,7 @@ from uuid import UUID
 from memvault.db import graph as graph_db
 from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
+from memvault.db.units import reading
 from memvault.embedding.chunking import clean
 from memvault.embedding.service import Embedded
 from memvault.errors import MemvaultError
@@ -140,7 +141,7 @@ async def recall(
     # Names for what is shown: the walk and the named entities brought most of them.
     entities = {**walked.entities, **named}
     shown = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         entities |= await graph_db.fetch_entities(conn, tenant_id, shown - entities.keys())
         sources = await graph_db.sources_of(conn, tenant_id, fact_order)
     if request.track_access:  # written in the background, as memories' accesses are
