@@ -52,7 +52,9 @@ async def found(memory: AsyncMemory, query: str, **filters: Any) -> list[str]:
     return [hit.content for hit in result.results]
 
 
-async def test_filters_narrow_vector_recall(memory: AsyncMemory) -> None:
+async def test_filters_and_tiers_narrow_vector_recall(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
     await memory.add("fix the login bug", user_id="u", app_id="work", tags=["todo"])
     await memory.add("fix the bike chain", user_id="u", app_id="home", tags=["todo"])
     await memory.add("fixed the leaking tap", user_id="u", app_id="home", project_id="flat")
@@ -65,6 +67,13 @@ async def test_filters_narrow_vector_recall(memory: AsyncMemory) -> None:
     # Metadata is not in the index's payload: PostgreSQL filters the candidates.
     assert await found(memory, "fix the bike", metadata={"room": "hall"}) == ["fix the bike light"]
     assert len(await found(memory, "fix the bike")) == 4
+    # A tier change (the scheduled tiers job is one UPDATE of the row) reaches the payload.
+    assert await found(memory, "leaking tap", tier="cold") == []
+    raw.execute("UPDATE memories SET tier = 'cold' WHERE project_id = 'flat'")
+    raw.commit()
+    await settle(memory)
+    assert await found(memory, "leaking tap", tier="cold") == ["fixed the leaking tap"]
+    assert "fixed the leaking tap" not in await found(memory, "leaking tap", tier="hot")
 
 
 async def test_recall_matches_pgvector_exactly(memory: AsyncMemory) -> None:
@@ -97,35 +106,20 @@ def _filter(user_id: str, **fields: Any) -> Any:
     return MemoryFilter(user_id=user_id, **fields)
 
 
-async def test_a_tier_change_reaches_the_index(
-    memory: AsyncMemory, raw: psycopg.Connection[Any]
+async def test_updates_replace_points_and_deletes_remove_them_before_the_receipt(
+    memory: AsyncMemory,
 ) -> None:
-    kept = await memory.add("the spare key is under the mat", user_id="u")
-    await settle(memory)
-    assert await found(memory, "spare key", tier="cold") == []
-    # As the scheduled tiers job moves a memory: one UPDATE of the row.
-    raw.execute("UPDATE memories SET tier = 'cold' WHERE id = %s", (kept.id,))
-    raw.commit()
-    await settle(memory)
-    assert await found(memory, "spare key", tier="cold") == [kept.content]
-    assert await found(memory, "spare key", tier="hot") == []
-
-
-async def test_an_update_replaces_the_vector_and_keeps_one_entry(memory: AsyncMemory) -> None:
-    stored = await memory.add("my bike is red", user_id="u")
-    await settle(memory)
-    await memory.update(stored.id, user_id="u", content="my car is blue")
-    await settle(memory)
-    assert await found(memory, "my car is blue") == ["my car is blue"]
-    assert await backend_of(memory).vector_index.count("default", "u") in (0, 1)
-
-
-async def test_a_deleted_memory_leaves_the_index_before_the_receipt(memory: AsyncMemory) -> None:
     gone = await memory.add("the safe code is 4711", user_id="u")
-    kept = await memory.add("the safe is in the attic", user_id="u")
+    kept = await memory.add("my bike is red", user_id="u")
     await settle(memory)
     index = backend_of(memory).vector_index
     before = await index.count("default", "u")
+    # A new content: new points, the old ones gone, one entry still.
+    kept = await memory.update(kept.id, user_id="u", content="the safe is in the attic")
+    await settle(memory)
+    assert await index.count("default", "u") == before
+    both = await found(memory, "the safe is in the attic")
+    assert both[0] == kept.content and sorted(both) == sorted([kept.content, gone.content])
     receipt = await memory.erase(gone.id, user_id="u")
     # No feeder ran: the deletion itself removed the point.
     assert await found(memory, "the safe code") == [kept.content]
@@ -136,23 +130,20 @@ async def test_a_deleted_memory_leaves_the_index_before_the_receipt(memory: Asyn
     assert await index.count("default", "u") == 0
 
 
-async def test_a_memory_without_vectors_is_found_by_keywords_only(memory: AsyncMemory) -> None:
-    embedded = await memory.add("I keep bees on the roof", user_id="u")
-    await settle(memory)
-    waiting = await memory.add("bees bees bees, not yet embedded", user_id="u", background=True)
-    assert await found(memory, "bees") == [embedded.content]
-    hybrid = await memory.search("bees", user_id="u")
-    assert {h.id for h in hybrid.results} == {embedded.id, waiting.id}
-
-
-async def test_tenants_and_users_see_only_their_own(memory: AsyncMemory) -> None:
+async def test_tenants_and_users_see_only_their_own_and_vectors_only_what_has_them(
+    memory: AsyncMemory,
+) -> None:
     mine = await memory.add("I keep bees on the roof", user_id="u")
     await memory.add("I keep bees on the roof", user_id="other-user")
     other_tenant = memory.for_tenant("other-org")
     theirs = await other_tenant.add("I keep bees on the roof", user_id="u")
     await settle(memory)
+    waiting = await memory.add("bees bees bees, not yet embedded", user_id="u", background=True)
     result = await memory.search("bees", user_id="u", recipe="vector")
     assert [h.id for h in result.results] == [mine.id]
+    # Keywords find a memory without vectors; the vector list does not.
+    hybrid = await memory.search("bees", user_id="u")
+    assert {h.id for h in hybrid.results} == {mine.id, waiting.id}
     result = await other_tenant.search("bees", user_id="u", recipe="vector")
     assert [h.id for h in result.results] == [theirs.id]
     await memory.delete_all(user_id="u")

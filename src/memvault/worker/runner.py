@@ -35,6 +35,7 @@ from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 from memvault.vectorindex.feeder import Feeder
+from memvault.vectorindex.feeder import Feeder
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -76,6 +77,7 @@ class Worker:
         self._failing_since: float | None = None
         self._backoff = _FIRST_BACKOFF_S
         self.index_feeder = Feeder(backend)
+        self.index_feeder = Feeder(backend)
 
     # --- loop ---------------------------------------------------------------------------------
 
@@ -101,6 +103,7 @@ class Worker:
                     await self._guarded(self.scheduled(), stop)
                     next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
+                done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
                 done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
