@@ -28,7 +28,6 @@ from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
 from memvault.vectorindex import VectorIndex, open_index
-from memvault.vectorindex import VectorIndex, open_index
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -57,21 +56,12 @@ class Backend:
     scope_sizes: ScopeSizes = field(default_factory=ScopeSizes)
     # Where recall finds vectors (see ``vector_index``); opened on first use.
     index: VectorIndex | None = None
-    # Where recall finds vectors (see ``vector_index``); opened on first use.
-    index: VectorIndex | None = None
     # Owners' BM25 statistics, so a search of a large scope need not read them every time.
     keyword_stats: Remembered[ScopeStatistics] = field(default_factory=Remembered)
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    @property
-    def vector_index(self) -> VectorIndex:
-        """pgvector, or the Qdrant index the settings name (vectorindex/)."""
-        if self.index is None:
-            self.index = open_index(self.engine, self.settings, self.scope_sizes)
-        return self.index
 
     @property
     def vector_index(self) -> VectorIndex:
@@ -110,8 +100,6 @@ class Backend:
         if self.working is not None:
             await self.working.aclose()
         await self.analyzer.close()
-        if self.index is not None:
-            await self.index.close()
         if self.index is not None:
             await self.index.close()
         await self.embeddings.aclose()

@@ -266,25 +266,6 @@ class Settings(BaseSettings):
         description="how often a worker compares an external vector index with PostgreSQL and "
         "repairs what differs",
     )
-    vector_index: Literal["pgvector", "qdrant-edge", "qdrant"] = Field(
-        default="pgvector",
-        description="where recall finds vectors: pgvector (PostgreSQL itself), qdrant-edge (the "
-        "embedded Qdrant engine, data in <data_dir>/qdrant; needs memvault[qdrant]) or qdrant "
-        "(a Qdrant server at qdrant_url); PostgreSQL keeps every vector either way "
-        "(docs/vector-index.md)",
-    )
-    qdrant_url: str | None = Field(
-        default=None,
-        description="the Qdrant server of vector_index=qdrant (':memory:': qdrant-client's "
-        "in-process local mode, for trying it out)",
-    )
-    qdrant_api_key: SecretStr | None = Field(default=None, description="the Qdrant server's key")
-    vector_index_reconcile_interval_s: float = Field(
-        default=300.0,
-        gt=0,
-        description="how often a worker compares an external vector index with PostgreSQL and "
-        "repairs what differs",
-    )
     analyze_after_rows: int = Field(
         default=200,
         ge=0,

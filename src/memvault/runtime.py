@@ -21,7 +21,6 @@ from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.tenancy import all_tenants
 from memvault.db.vector_outbox import set_feeding
-from memvault.db.vector_outbox import set_feeding
 from memvault.db.vectors import ensure_index
 from memvault.embedding import build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
@@ -87,7 +86,6 @@ async def open_backend(settings: Settings) -> Backend:
         embeddings.cache_secrets = lambda: cache_secrets(keys.current())
         if embeddings.primary.dimensions:
             await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
-        await set_feeding(ddl_engine, settings.vector_index != "pgvector")
         await set_feeding(ddl_engine, settings.vector_index != "pgvector")
         backend = Backend(
             engine=engine,

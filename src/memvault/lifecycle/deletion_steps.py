@@ -281,22 +281,6 @@ async def _vector_index(backend: Backend, targets: Targets) -> int:
     return sum([await index.delete(targets.tenant_id, u, ids) for u, ids in by_user.items()])
 
 
-async def _vector_index(backend: Backend, targets: Targets) -> int:
-    """An external vector index's points of what goes (a whole user's or tenant's: their
-    collections), removed before the receipt is written; pgvector's went with the chunks.
-    The index away fails the deletion: the receipt must not claim what is still there."""
-    index = backend.vector_index
-    if not index.fed:
-        return 0
-    takes, user_id = _owner(targets)
-    if takes:
-        return await index.drop(targets.tenant_id, user_id)
-    by_user: dict[str, list[uuid.UUID]] = defaultdict(list)
-    for row in targets.rows:
-        by_user[row.user_id].append(row.id)
-    return sum([await index.delete(targets.tenant_id, u, ids) for u, ids in by_user.items()])
-
-
 # The stores outside PostgreSQL's transaction, by the name the catalogue gives them.
 OUTSIDE: dict[str, Outside] = {
     "embedding_cache": _embedding_cache,

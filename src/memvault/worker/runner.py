@@ -35,7 +35,6 @@ from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 from memvault.vectorindex.feeder import Feeder
-from memvault.vectorindex.feeder import Feeder
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -77,7 +76,6 @@ class Worker:
         self._failing_since: float | None = None
         self._backoff = _FIRST_BACKOFF_S
         self.index_feeder = Feeder(backend)
-        self.index_feeder = Feeder(backend)
 
     # --- loop ---------------------------------------------------------------------------------
 
@@ -103,7 +101,6 @@ class Worker:
                     await self._guarded(self.scheduled(), stop)
                     next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
-                done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
                 done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
