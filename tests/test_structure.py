@@ -485,6 +485,34 @@ def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
         assert door.__doc__ == implementation.__doc__, name
 
 
+# --- one name, one meaning ----------------------------------------------------------------------
+
+
+def test_each_word_list_is_written_once() -> None:
+    """The months are spelled out in ``memvault.text`` alone, and ``STOP_WORDS`` is the keyword
+    index's list there, no other: a second copy drifts from the first unseen."""
+    import re
+
+    month = re.compile(r"\bseptember\b", re.IGNORECASE)
+    spelling = {
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if month.search(node.value)
+    }
+    assert spelling == {"memvault.text"}
+    defining = {
+        name
+        for name, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id == "STOP_WORDS"
+    }
+    assert defining == {"memvault.text"}
+
+
 @pytest.mark.parametrize(
     ("record", "table"),
     [
@@ -568,7 +596,6 @@ OWN_CONNECTIONS_NOT_YET_MOVED = {
     "memvault.cognitive.episodic",
     "memvault.cognitive.goals",
     "memvault.cognitive.procedural",
-    "memvault.cognitive.remember",
     "memvault.embedding.cache",
     "memvault.graph.knowledge",
     "memvault.graph.promote",
