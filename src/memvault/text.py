@@ -34,6 +34,18 @@ STOP_WORDS = frozenset(
     )
 )
 
+# The months, in English whatever the locale: the one table dates are read by (event times,
+# the rules' time words, the graph's dates). Names folded; ``MONTHS`` adds the abbreviations.
+MONTH_NAMES = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+MONTHS: dict[str, int] = {
+    **{name: n for n, name in enumerate(MONTH_NAMES, start=1)},
+    **{name[:3]: n for n, name in enumerate(MONTH_NAMES, start=1)},
+    "sept": 9,
+}
+
 _stemmer = snowballstemmer.stemmer("english")
 
 

@@ -253,7 +253,7 @@ def _capitalised(sentence: str) -> str:
         words = match["words"].split()
         named = 0
         for word in words:
-            if word in p.STOP_WORDS or word in _NOT_A_PLACE or word.endswith("ing"):
+            if word in p.NOT_NAMES or word in _NOT_A_PLACE or word.endswith("ing"):
                 break
             named += 1
         words[:named] = [w[:1].upper() + w[1:] for w in words[:named]]
@@ -278,9 +278,9 @@ def _names(sentence: str, reading: _Reading) -> None:
 def _trim(raw: str) -> str | None:
     """A name without the capitalised function words around it ("Actually Dana" → "Dana")."""
     words = raw.split()
-    while words and words[0].casefold().rstrip(".") in p.STOP_WORDS:
+    while words and words[0].casefold().rstrip(".") in p.NOT_NAMES:
         words.pop(0)
-    while words and words[-1].casefold().rstrip(".") in p.STOP_WORDS:
+    while words and words[-1].casefold().rstrip(".") in p.NOT_NAMES:
         words.pop()
     name = " ".join(words)
     return name if name and len(name) <= 200 else None
@@ -588,7 +588,7 @@ def _value(predicate: str, raw: str, reading: _Reading) -> str | None:
         return None
     folded = value.casefold()
     first_word = folded.split()[0]
-    if first_word in _NOT_A_VALUE or folded in p.STOP_WORDS:
+    if first_word in _NOT_A_VALUE or folded in p.NOT_NAMES:
         return None
     special = _SPELLING.get(predicate)
     return special(value, reading) if special is not None else value

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from memvault import text
 from memvault.graph.claims import EntityType
 
 
@@ -33,15 +34,15 @@ NAME = rf"{_TOKEN}(?:\s+(?:(?:of|de|da|del|van|von|&)\s+)?{_TOKEN}){{0,3}}"
 NAME_PATTERN = re.compile(rf"(?<![\w'])(?:{NAME})")
 
 # Capitalised words that are not names: function words that open sentences, calendar words,
-# and discourse markers. Compared case-folded.
-STOP_WORDS = words(
+# and discourse markers. Compared case-folded. (The keyword index's stop words are another
+# list, ``text.STOP_WORDS``.)
+NOT_NAMES = words(
     """i a an the my our your his her their its we you he she they it this that these those
     actually correction sorry oops wait no yes oh well so but and or also just maybe probably
     perhaps guess hey hi hello thanks thank ok okay not what who where when why how which
     today yesterday tomorrow tonight last next this morning evening night week month year
-    monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december jan feb mar apr jun jul aug sep sept
-    oct nov dec spring summer autumn fall winter christmas easter
+    monday tuesday wednesday thursday friday saturday sunday
+    spring summer autumn fall winter christmas easter
     there here then now still since after before until in on at for to from with by of as if
     mr mrs ms dr prof sir madam mom mum dad grandma grandpa granny
     project team app service
@@ -52,7 +53,7 @@ STOP_WORDS = words(
     anyways btw fyi random funny weird guess turns lately currently somebody everything
     nothing right finally
     """
-)
+) | frozenset(text.MONTHS)
 
 # People are named after these; what follows a title is a person.
 TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof"})
@@ -96,10 +97,8 @@ RELATIVES: dict[str, str] = {
 }
 _REL = "|".join(sorted(RELATIVES, key=len, reverse=True))
 
-MONTHS = (
-    r"January|February|March|April|May|June|July|August|September|October|November|"
-    r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
-)
+# Longest first, so an alternation tries "September" before "Sept" and "Sep".
+MONTHS = "|".join(sorted((m.capitalize() for m in text.MONTHS), key=len, reverse=True))
 _MONTH = rf"(?:{MONTHS})\.?"
 _DATE = (
     rf"(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?"

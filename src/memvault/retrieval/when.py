@@ -24,12 +24,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-_MONTHS = {
-    name: n
-    for n in range(1, 13)
-    for name in (calendar.month_name[n].lower(), calendar.month_abbr[n].lower())
-}
-_MONTHS["sept"] = 9
+from memvault.text import MONTHS
+
+_MONTHS = MONTHS
 _WEEKDAYS = {calendar.day_name[n].lower(): n for n in range(7)}
 _NUMBERS = {
     "a": 1,

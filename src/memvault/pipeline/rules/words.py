@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from memvault.text import normalise
+from memvault.text import MONTH_NAMES, normalise
 
 
 def _words(text: str) -> frozenset[str]:
@@ -45,10 +45,7 @@ _NUMBER_WORDS = {
     "once": "1x", "twice": "2x", "first": "1st", "second": "2nd", "third": "3rd",
 }  # fmt: skip
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTHS = (
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-)  # fmt: skip
+_MONTHS = MONTH_NAMES
 # People and places named through someone else: "Ben" and "Ben's father" are two people.
 _RELATIONS = _words(
     """mother father mom mum dad sister brother son daughter wife husband partner boyfriend
