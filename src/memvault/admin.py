@@ -32,6 +32,7 @@ from memvault.lifecycle.operations import LifecycleAdmin
 from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
 from memvault.service import AsyncMemory
+from memvault.session_vault import SessionVault
 from memvault.worker import Worker
 
 
@@ -174,6 +175,10 @@ class AsyncAdmin(LifecycleAdmin):
     async def authenticate(self, authorization: str | None) -> Principal:
         with store_errors():
             return await auth.authenticate(self._backend.engine, authorization)
+
+    def session_vault(self) -> SessionVault:
+        """Where the dashboard keeps its sessions, so every server process finds them."""
+        return SessionVault(self._backend)
 
     async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
         with store_errors():

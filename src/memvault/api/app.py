@@ -114,6 +114,7 @@ def create_app(
         finally:
             app.state.model_load.cancel()
             await limiter.aclose()
+            await app.state.ui_sessions.aclose()
             if memory is None:
                 await opened.close()
 

@@ -270,6 +270,20 @@ rate_limit_buckets = Table(
     prefixes=["UNLOGGED"],
 )
 
+# Dashboard sessions every server process finds when no Redis is configured (db/ui_sessions.py):
+# keyed by a digest of the session id, the payload sealed under the master key. UNLOGGED:
+# losing them in a crash only asks every browser to sign in again.
+ui_sessions = Table(
+    "ui_sessions",
+    metadata,
+    Column("digest", LargeBinary, nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("digest", name="pk_ui_sessions"),
+    Index("ix_ui_sessions_expires", "expires_at"),
+    prefixes=["UNLOGGED"],
+)
+
 # --- lifecycle and audit ------------------------------------------------------------
 
 # One row per run of a scheduled lifecycle job (dry runs included). Store-wide like the worker
@@ -956,6 +970,7 @@ __all__ = [
     "strategies",
     "tenant_keys",
     "tool_invocations",
+    "ui_sessions",
     "user_profiles",
     "worker_heartbeats",
     "working_memory",

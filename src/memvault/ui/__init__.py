@@ -17,7 +17,7 @@ STATIC = Path(__file__).parent / "static"
 
 
 def install(app: FastAPI) -> None:
-    app.state.ui_sessions = Sessions()
+    app.state.ui_sessions = Sessions(lambda: app.state.admin.session_vault())
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static")
     for module in (auth_pages, pages, pages_more):
         app.include_router(module.router, prefix="/ui", include_in_schema=False)

@@ -20,8 +20,12 @@ async def login_form(request: Request) -> Response:
     admin: AsyncAdmin = request.app.state.admin
     if admin.settings.auth == "off":
         return redirect(request, "/")
-    # A session before sign-in only carries the form's CSRF token; it gets no key.
-    pending = sessions(request).start()
+    # A session before sign-in only carries the form's CSRF token; it gets no key. A reload
+    # keeps the one the browser holds rather than storing another.
+    held = sessions(request)
+    pending = await held.get(request.cookies.get(COOKIE))
+    if pending is None or pending.key is not None:
+        pending = await held.start()
     response = render(request, "login.html", {"csrf": pending.csrf, "view": None})
     set_cookie(request, response, pending)
     return response
@@ -30,7 +34,7 @@ async def login_form(request: Request) -> Response:
 @router.post("/login")
 async def login(request: Request) -> Response:
     held = sessions(request)
-    pending = held.get(request.cookies.get(COOKIE))
+    pending = await held.get(request.cookies.get(COOKIE))
     form = await request.form()
     token, key = form.get("csrf"), form.get("api_key")
     if pending is None or not pending.csrf_ok(token if isinstance(token, str) else None):
@@ -42,8 +46,8 @@ async def login(request: Request) -> Response:
             raise KeyRefused("malformed")
         await admin.authenticate(f"Bearer {key}")
     except KeyRefused:
-        held.end(pending.id)
-        again = held.start()
+        await held.end(pending.id)
+        again = await held.start()
         refused: Response = render(
             request,
             "login.html",
@@ -52,21 +56,21 @@ async def login(request: Request) -> Response:
         )
         set_cookie(request, refused, again)
         return refused
-    held.end(pending.id)
+    await held.end(pending.id)
     response = redirect(request, "/")
-    set_cookie(request, response, held.start(key=key))
+    set_cookie(request, response, await held.start(key=key))
     return response
 
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
     held = sessions(request)
-    session = held.get(request.cookies.get(COOKIE))
+    session = await held.get(request.cookies.get(COOKIE))
     form = await request.form()
     token = form.get("csrf")
     if session is None or not session.csrf_ok(token if isinstance(token, str) else None):
         raise Forbidden("The form's security token is missing or stale; reload the page.")
-    held.end(session.id)
+    await held.end(session.id)
     response = redirect(request, "/login")
     response.delete_cookie(COOKIE, path=base_path(request))
     return response

@@ -14,7 +14,7 @@ from memvault.cognitive.models import RememberRequest
 from memvault.errors import InvalidInput
 from memvault.models import MemoryQuery, SearchRequest, SearchResult
 from memvault.ui import charts, latency
-from memvault.ui.web import UIRoute, Viewer, page, redirect, viewer
+from memvault.ui.web import UIRoute, Viewer, page, redirect, sessions, viewer
 
 router = APIRouter(route_class=UIRoute)
 View = Annotated[Viewer, Depends(viewer)]
@@ -72,6 +72,7 @@ async def switch_user(view: View, user_id: Annotated[str, Query(max_length=255)]
     if not wanted:
         raise InvalidInput("Name a user.", details={"field": "user_id"})
     view.session.user_id = wanted
+    await sessions(view.request).save(view.session)
     return redirect(view, "/")
 
 

@@ -1,22 +1,21 @@
 """Dashboard sessions: an API key exchanged for a random session id held server side.
 
-The browser keeps only the id (HttpOnly, SameSite=Strict); the key stays in this process and
-is verified again on every request, so revoking it signs the session out at once. Sessions live
-in the serving process: behind several processes a load balancer must keep a browser on one
-(sticky sessions), or the browser signs in again where it lands."""
+The browser keeps only the id (HttpOnly, SameSite=Strict); the key stays on the server and is
+verified again on every request, so revoking it signs the session out at once. Sessions live
+where every server process finds them (``memvault.session_vault``: Redis, else PostgreSQL),
+so behind a load balancer a browser signed in on one process is signed in on all."""
 
 from __future__ import annotations
 
 import hmac
 import secrets
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from memvault.session_vault import SessionVault
 
 COOKIE = "memvault_ui"
 IDLE_S = 8 * 3600.0
-# A bound, so a flood of sign-in pages cannot grow the process without limit.
-MAX_SESSIONS = 10_000
 
 
 @dataclass
@@ -25,32 +24,46 @@ class Session:
     csrf: str
     key: str | None = None
     user_id: str = "default"
-    seen: float = field(default_factory=time.monotonic)
 
     def csrf_ok(self, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token, self.csrf)
 
 
 class Sessions:
-    def __init__(self) -> None:
-        self._held: OrderedDict[str, Session] = OrderedDict()
+    """The app's sessions, in the vault its store opens (made on first use: the store opens
+    with the app, after the dashboard is installed)."""
 
-    def get(self, session_id: str | None) -> Session | None:
-        found = self._held.get(session_id or "")
-        if found is None or time.monotonic() - found.seen > IDLE_S:
-            self._held.pop(session_id or "", None)
+    def __init__(self, vault: Callable[[], SessionVault]) -> None:
+        self._make = vault
+        self._vault: SessionVault | None = None
+
+    @property
+    def vault(self) -> SessionVault:
+        if self._vault is None:
+            self._vault = self._make()
+        return self._vault
+
+    async def get(self, session_id: str | None) -> Session | None:
+        if not session_id or len(session_id) > 100:
             return None
-        found.seen = time.monotonic()
-        self._held.move_to_end(found.id)
-        return found
+        values = await self.vault.load(session_id, IDLE_S)
+        if values is None:
+            return None
+        return Session(session_id, **values)
 
-    def start(self, *, key: str | None = None, user_id: str = "default") -> Session:
+    async def start(self, *, key: str | None = None, user_id: str = "default") -> Session:
         """A fresh id at every sign-in, so an id planted before it is worth nothing after."""
         session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), key, user_id)
-        self._held[session.id] = session
-        while len(self._held) > MAX_SESSIONS:
-            self._held.popitem(last=False)
+        await self.save(session)
         return session
 
-    def end(self, session_id: str) -> None:
-        self._held.pop(session_id, None)
+    async def save(self, session: Session) -> None:
+        values = {k: v for k, v in asdict(session).items() if k != "id"}
+        await self.vault.save(session.id, values, IDLE_S)
+
+    async def end(self, session_id: str) -> None:
+        await self.vault.drop(session_id)
+
+    async def aclose(self) -> None:
+        if self._vault is not None:
+            await self._vault.aclose()

@@ -108,13 +108,13 @@ class Viewer:
 async def viewer(request: Request) -> Viewer:
     admin: AsyncAdmin = request.app.state.admin
     held = sessions(request)
-    session = held.get(request.cookies.get(COOKIE))
+    session = await held.get(request.cookies.get(COOKIE))
     auth_on = admin.settings.auth != "off"
     new = session is None
     if session is None:
         if auth_on:
             raise SignInNeeded
-        session = held.start()
+        session = await held.start()
     principal = await _principal(admin, held, session, auth_on)
     await _take_rate_token(request, principal)
     store: AsyncMemory = request.app.state.memory
@@ -135,7 +135,7 @@ async def _principal(
         # Every view checks the key again: a revoked key ends the session at once.
         return await admin.authenticate(f"Bearer {session.key}")
     except KeyRefused:
-        held.end(session.id)
+        await held.end(session.id)
         raise SignInNeeded from None
 
 
