@@ -39,7 +39,7 @@ from memvault.models import (
     SearchResult,
     TimeReport,
 )
-from memvault.retrieval import recall
+from memvault.retrieval import techniques
 from memvault.retrieval.recency import recency
 from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_term_ids, query_terms
@@ -234,7 +234,7 @@ async def search(
         filters = _narrowed(filters, when)
 
     settings = backend.settings
-    switches: list[tuple[recall.Technique, bool | None, bool]] = [
+    switches: list[tuple[techniques.Technique, bool | None, bool]] = [
         ("expansion", request.expand, settings.recall_expand),
         ("hyde", request.hyde, settings.recall_hyde),
         ("self_query", request.self_query, settings.recall_self_query),
@@ -244,7 +244,7 @@ async def search(
         _embed(backend, [request.query])
         if recipe.vector_weight and query_embedding is None
         else _given(query_embedding if recipe.vector_weight else None),
-        recall.run(
+        techniques.run(
             backend.judge.llm,
             request.query,
             wanted,
@@ -385,7 +385,7 @@ def _probes(
     recipe: SearchConfig,
     filters: MemoryFilter,
     when: TimeRange | None,
-    extras: recall.Extras,
+    extras: techniques.Extras,
 ) -> list[Probe]:
     weights = recipe.probe_weights
     probes = [Probe("query", request.query, 1.0)]
