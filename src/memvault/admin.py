@@ -21,7 +21,7 @@ from memvault._sync import SyncFace, blocking
 from memvault.auth import ApiKeyInfo, CreatedKey, Principal
 from memvault.backend import Backend
 from memvault.config import Settings
-from memvault.db import engine, jobs
+from memvault.db import embedding_queue, engine
 from memvault.db.embedded import ServeLock
 from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants, tenant_scope
@@ -100,7 +100,7 @@ class AsyncAdmin(LifecycleAdmin):
         """Embedding jobs (of one tenant, or all), most recently changed first."""
         with _scope(tenant_id), store_errors():
             async with self._backend.engine.connect() as conn:
-                rows = await jobs.list_jobs(conn, status, limit)
+                rows = await embedding_queue.list_jobs(conn, status, limit)
         return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
 
     async def retry_jobs(
@@ -109,18 +109,18 @@ class AsyncAdmin(LifecycleAdmin):
         """Put failed jobs (all, or these ids; of one tenant, or all) back in the queue."""
         with _scope(tenant_id), store_errors():
             async with self._backend.engine.begin() as conn:
-                return await jobs.retry_failed(conn, job_ids)
+                return await embedding_queue.retry_failed(conn, job_ids)
 
     async def queue_counts(self, *, tenant_id: str | None = None) -> dict[str, int]:
         with _scope(tenant_id), store_errors():
             async with self._backend.engine.connect() as conn:
-                return await jobs.counts(conn)
+                return await embedding_queue.counts(conn)
 
     async def worker_heartbeat_age(self) -> float | None:
         """Seconds since the freshest worker heartbeat; None when no worker is running."""
         with all_tenants(), store_errors():
             async with self._backend.engine.connect() as conn:
-                return await jobs.last_heartbeat_age_s(conn)
+                return await embedding_queue.last_heartbeat_age_s(conn)
 
     async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
         """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
@@ -135,7 +135,7 @@ class AsyncAdmin(LifecycleAdmin):
         with all_tenants(), store_errors():
             while True:
                 async with self._backend.engine.begin() as conn:
-                    queued = await jobs.sweep(
+                    queued = await embedding_queue.sweep(
                         conn, active_model=self._backend.embeddings.active_model, limit=10_000
                     )
                 total += queued

@@ -18,7 +18,7 @@ from uuid import UUID
 from memvault import jsonvalues
 from memvault._sync import takes
 from memvault.context import TenantContext
-from memvault.db import jobs, keywords, store
+from memvault.db import embedding_queue, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
@@ -359,7 +359,7 @@ class Memories:
             row = await store.update_memory(conn, old, values, self.actor)
             if "ciphertext" in values:
                 assert new_text is not None
-                await jobs.enqueue(conn, self.tenant_id, [ident])
+                await embedding_queue.enqueue(conn, self.tenant_id, [ident])
                 terms, length = blind_terms(self._backend.keys.current(self.tenant_id), new_text)
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}

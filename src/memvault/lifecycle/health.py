@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from memvault.db import embedding_queue
 from memvault.db import health as db
-from memvault.db import jobs as jobs_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput
@@ -207,10 +207,10 @@ class Health:
                 else:
                     failed = await db.failed_jobs(conn, self.tenant_id, owner)
                     wanted = [j.id for j in failed if not ids or j.memory_id in ids]
-                    changed = await jobs_db.retry_failed(conn, wanted) if wanted else 0
+                    changed = await embedding_queue.retry_failed(conn, wanted) if wanted else 0
                     # Memories with no job at all get one (a queued one is not doubled).
                     bare = await db.owned_unembedded(conn, self.tenant_id, owner, ids)
-                    await jobs_db.enqueue(conn, self.tenant_id, bare)
+                    await embedding_queue.enqueue(conn, self.tenant_id, bare)
                     changed = max(changed, len(bare))
             event.result_count = changed
         return HealthActionResult(action=request.action, changed=changed)

@@ -32,7 +32,7 @@ from uuid import UUID
 
 from memvault.cognitive.procedural import scrub
 from memvault.cognitive.sealed import open_payload, seal_payload
-from memvault.db import jobs, keywords, vectors
+from memvault.db import embedding_queue, keywords, vectors
 from memvault.db import portable as db
 from memvault.db.tables import (
     conversation_turns,
@@ -589,7 +589,7 @@ class _Writer:
         await vectors.replace_chunks(self.conn, self.tenant_id, embedded, active)
         waiting = [ident for ident in postings if ident not in embedded]
         if waiting:
-            await jobs.enqueue(self.conn, self.tenant_id, waiting)
+            await embedding_queue.enqueue(self.conn, self.tenant_id, waiting)
             self.counts["queued_for_embedding"] += len(waiting)
         await keywords.replace_terms(self.conn, self.tenant_id, postings)
 

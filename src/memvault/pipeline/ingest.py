@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
-from memvault.db import jobs, keywords, store, vectors
+from memvault.db import embedding_queue, keywords, store, vectors
 from memvault.db.errors import STATEMENT_FAILED
 from memvault.db.records import MemoryRow
 from memvault.embedding.chunking import clean
@@ -437,7 +437,7 @@ class Pipeline:
             "embedded": False,
         }
         await store.update_memory(conn, old, values, "dedup")
-        await jobs.enqueue(conn, self.tenant_id, [old.id])
+        await embedding_queue.enqueue(conn, self.tenant_id, [old.id])
         terms, length = blind_terms(self.backend.keys.current(self.tenant_id), draft.final_text)
         await keywords.replace_terms(conn, self.tenant_id, {old.id: (old.user_id, terms, length)})
 

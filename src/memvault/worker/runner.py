@@ -23,7 +23,7 @@ from uuid import UUID
 import psycopg
 
 from memvault.config import Settings
-from memvault.db import jobs, store, vectors
+from memvault.db import embedding_queue, store, vectors
 from memvault.db.errors import STATEMENT_FAILED
 from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
@@ -83,7 +83,7 @@ class Worker:
     async def run(self, stop: asyncio.Event, *, sweeper: bool = True) -> None:
         """Process jobs until ``stop`` is set. Survives any store outage: every database call
         is guarded, the LISTEN connection is re-opened when it breaks, and retries back off."""
-        notifications = jobs.Notifications(self.url)
+        notifications = embedding_queue.Notifications(self.url)
         next_sweep = next_beat = 0.0
         loop = asyncio.get_running_loop()
         # The first look comes a tick after start: a short-lived worker (a test, a CLI
@@ -108,11 +108,11 @@ class Worker:
             await notifications.close()
             with contextlib.suppress(*_STORE_ERRORS):
                 async with self.engine.begin() as conn:
-                    await jobs.forget_worker(conn, self.worker_id)
+                    await embedding_queue.forget_worker(conn, self.worker_id)
 
     async def _beat(self) -> int:
         async with self.engine.begin() as conn:
-            await jobs.heartbeat(conn, self.worker_id)
+            await embedding_queue.heartbeat(conn, self.worker_id)
         return 1
 
     async def _guarded(self, work: Coroutine[Any, Any, int], stop: asyncio.Event) -> int:
@@ -152,7 +152,9 @@ class Worker:
             )
         self._failing_since, self._backoff = None, _FIRST_BACKOFF_S
 
-    async def _idle(self, notifications: jobs.Notifications, stop: asyncio.Event) -> None:
+    async def _idle(
+        self, notifications: embedding_queue.Notifications, stop: asyncio.Event
+    ) -> None:
         """Wait up to a second for a new job (polling when LISTEN is unavailable)."""
         if not await notifications.wait(timeout=1.0):
             with contextlib.suppress(TimeoutError):
@@ -174,7 +176,7 @@ class Worker:
 
     async def _claim(self, limit: int) -> Sequence[ClaimedJob]:
         async with self.engine.begin() as conn:
-            return await jobs.claim(conn, limit, self.settings.worker_lease_s)
+            return await embedding_queue.claim(conn, limit, self.settings.worker_lease_s)
 
     async def process(self, claimed: Sequence[ClaimedJob]) -> None:
         prepared, broken = await self._prepare(claimed)
@@ -253,13 +255,13 @@ class Worker:
                 await store.mark_embedded(
                     conn, list(keys), searchable=searchable, model=embedded.model_id
                 )
-            await jobs.complete(conn, [p.job for p in prepared])
+            await embedding_queue.complete(conn, [p.job for p in prepared])
         EMBEDDING_JOBS.labels("fallback" if embedded.fallback else "done").inc(len(prepared))
         return {memory_id for _, memory_id in unchanged}
 
     async def _fail(self, job: ClaimedJob, error: str) -> None:
         async with self.engine.begin() as conn:
-            status = await jobs.fail(
+            status = await embedding_queue.fail(
                 conn,
                 job,
                 error,
@@ -282,13 +284,15 @@ class Worker:
         that rebuild and watches it, the sweep does not start it behind their back."""
         fallbacks = [f.model_id for f in self.embeddings.fallbacks]
         async with self.engine.begin() as conn:
-            queued = await jobs.sweep(conn, active_model=None, limit=10_000)
-            redo = await jobs.has_models(conn, fallbacks)
+            queued = await embedding_queue.sweep(conn, active_model=None, limit=10_000)
+            redo = await embedding_queue.has_models(conn, fallbacks)
         if redo and await self.embeddings.primary_healthy():
             async with self.engine.begin() as conn:
-                queued += await jobs.sweep(conn, active_model=None, models=fallbacks, limit=10_000)
+                queued += await embedding_queue.sweep(
+                    conn, active_model=None, models=fallbacks, limit=10_000
+                )
         async with self.engine.begin() as conn:
-            await jobs.purge_done(conn, older_than_s=86_400)
+            await embedding_queue.purge_done(conn, older_than_s=86_400)
         cache = self.embeddings.cache
         purge = getattr(cache, "purge_expired", None)
         if purge is not None:
