@@ -207,9 +207,10 @@ async def test_a_shred_in_another_process_takes_effect_there(
         await there.for_tenant("acme").add(SECRET, user_id="u", infer=False)
         old_key = tenant_key_id(raw, "acme")
         await AsyncAdmin.of(here).shred_tenant("acme")
-        from memvault import tenant_keys
 
-        monkeypatch.setattr(tenant_keys, "RECHECK_S", 0.0)  # the few seconds have passed
+        from memvault import data_keys
+
+        monkeypatch.setattr(data_keys, "RECHECK_S", 0.0)  # the few seconds have passed
         added = await there.for_tenant("acme").add("after the shred", user_id="u", infer=False)
         assert sealed_row(raw, added.id)[2] == tenant_key_id(raw, "acme") != old_key
     finally:

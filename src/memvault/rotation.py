@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from memvault import tenant_keys
+from memvault import data_keys
 from memvault.backend import Backend
 from memvault.cognitive.sealed import reseal_payload
 from memvault.crypto import (
@@ -58,7 +58,7 @@ async def rotate(backend: Backend, *, reload_grace_s: float) -> RotationReport:
         # Tenant data keys move to the new master key by re-wrapping (no content re-sealed);
         # rows still under a master key (written before per-tenant keys were on) move to
         # their tenant's data key.
-        rewrapped = await tenant_keys.rewrap_all(backend.keys, backend.engine, BATCH)
+        rewrapped = await data_keys.rewrap_all(backend.keys, backend.engine, BATCH)
         stale = StaleKeys(master.active.key_id, tuple(sorted(master.key_ids | registered)))
     memories_done, history_done = await _sweep(backend, stale)
     backend.analyzer.wrote(memories_done)  # every moved memory's postings were rewritten
@@ -101,7 +101,7 @@ async def _sweep(backend: Backend, stale: StaleKeys) -> tuple[int, int]:
 
 async def _keyrings(backend: Backend, conn: AsyncConnection, tenants: set[str]) -> KeyringSource:
     """The keys to re-seal these tenants' rows with (their data keys loaded, if per tenant)."""
-    await tenant_keys.load(backend.keys, backend.engine, tenants, conn)
+    await data_keys.load(backend.keys, backend.engine, tenants, conn)
     return backend.keys
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memvault import tenant_keys
+from memvault import data_keys
 from memvault.crypto import Keyring
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin
@@ -26,7 +26,7 @@ async def reseal_graph(backend: Backend, stale: StaleKeys, batch: int) -> int:
     for table in graph_admin.SEALED_TABLES:
         async with backend.engine.begin() as conn:
             rows = await graph_admin.claim_to_reseal(conn, table, stale, batch)
-            await tenant_keys.load(backend.keys, backend.engine, {r.tenant_id for r in rows}, conn)
+            await data_keys.load(backend.keys, backend.engine, {r.tenant_id for r in rows}, conn)
             for row in rows:
                 await _reseal(conn, backend.keys.current(row.tenant_id), row)
             moved += len(rows)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memvault import tenant_keys
+from memvault import data_keys
 from memvault.db import audit, graph_admin
 from memvault.db import lifecycle as db
 from memvault.db.erasure import (
@@ -165,7 +165,7 @@ async def erase(
             counts.update(await _tenant_rest(conn, tenant_id))
             if backend.keys.per_tenant:
                 # Last: the texts above were opened with it (their cache entries go below).
-                destroyed = await tenant_keys.destroy(backend.keys, conn, tenant_id)
+                destroyed = await data_keys.destroy(backend.keys, conn, tenant_id)
                 counts["tenant_key"] = int(destroyed is not None)
         elif scope == "user":
             counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
@@ -184,7 +184,7 @@ async def erase(
         )
         await _write_receipt(backend, conn, receipt, targets, actor)
     if scope == "tenant":
-        tenant_keys.forget(backend.keys, tenant_id)
+        data_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
     return receipt
 
