@@ -11,8 +11,8 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from memvault.db.driver_errors import store_errors
 from memvault.db.engine import create_engine
-from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants
 from memvault.errors import StoreUnavailable
 

@@ -21,7 +21,7 @@ import sqlalchemy.exc as sa_exc
 
 from memvault import Settings, StoreUnavailable, WriteConflict
 from memvault.db import engine
-from memvault.db.errors import store_errors
+from memvault.db.driver_errors import store_errors
 from memvault.errors import for_code
 from memvault.service import AsyncMemory
 from tests.processes import Load, Postmaster, Process, Server, environment, eventually

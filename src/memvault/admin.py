@@ -22,8 +22,8 @@ from memvault.auth import ApiKeyInfo, CreatedKey, Principal
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import embedding_queue, engine
+from memvault.db.driver_errors import store_errors
 from memvault.db.embedded import ServeLock
-from memvault.db.errors import store_errors
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.embedding.base import Embedder
 from memvault.errors import MemvaultError

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp
 
 from memvault import __version__
 from memvault.admin import AsyncAdmin
-from memvault.api import docs, errors, gauges
+from memvault.api import docs, error_envelope, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
@@ -130,7 +130,7 @@ def create_app(
         redoc_url=None,
     )
     app.request_timeout_s = settings.request_timeout_s
-    errors.install(app)
+    error_envelope.install(app)
     docs.install(app)
     if settings.cors_origins:
         app.add_middleware(

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memvault.api.errors import envelope
+from memvault.api.error_envelope import envelope
 from memvault.logs import request_id
 from memvault.metrics import REQUEST_LATENCY
 

@@ -19,7 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memvault.db.errors import store_errors
+from memvault.db.driver_errors import store_errors
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -1,7 +1,7 @@
 """Units of work: how code outside db/ gets a connection. One call opens the transaction (or a
 connection that only reads), names the tenant it works for when the caller has not already
 (row-level security then shows that tenant's rows only; every tenant's for work that spans
-them by design) and translates a driver's error once (db/errors.py): the caller neither
+them by design) and translates a driver's error once (db/driver_errors.py): the caller neither
 imports SQLAlchemy nor catches its errors, and hands the connection to db/ functions.
 """
 
@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memvault.db.errors import store_errors
+from memvault.db.driver_errors import store_errors
 from memvault.db.tenancy import all_tenants, current_scope, tenant_scope
 
 if TYPE_CHECKING:

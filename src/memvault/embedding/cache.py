@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memvault.db import cache
-from memvault.db.errors import STATEMENT_FAILED
+from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.metrics import CACHE_ERRORS
 
 if TYPE_CHECKING:

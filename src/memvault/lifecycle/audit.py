@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.config import Settings
 from memvault.crypto import KeyringSource, associated_data
 from memvault.db import audit
-from memvault.db.errors import SERVER_REFUSED, STATEMENT_FAILED, refused_value
+from memvault.db.driver_errors import SERVER_REFUSED, STATEMENT_FAILED, refused_value
 from memvault.db.tenancy import all_tenants
 from memvault.logs import request_id
 from memvault.metrics import AUDIT_ROWS

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memvault.db import lifecycle as db
-from memvault.db.errors import CONNECTION_FAILED, store_errors
+from memvault.db.driver_errors import CONNECTION_FAILED, store_errors
 from memvault.db.tenancy import all_tenants
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound, StoreUnavailable

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 from memvault.db import embedding_queue, keywords, store, vectors
-from memvault.db.errors import STATEMENT_FAILED
+from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.records import MemoryRow
 from memvault.embedding.chunking import clean
 from memvault.errors import ContentTooLong, InvalidInput, PIIRejected

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memvault.db import graph_walk, store
-from memvault.db.errors import STATEMENT_FAILED
+from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.tenancy import across_tenants
 
 if TYPE_CHECKING:

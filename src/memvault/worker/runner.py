@@ -24,7 +24,7 @@ import psycopg
 
 from memvault.config import Settings
 from memvault.db import embedding_queue, store, vectors
-from memvault.db.errors import STATEMENT_FAILED
+from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
