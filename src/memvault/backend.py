@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault import data_keys
+from memvault import tenant_keys
 from memvault.cognitive.working import WorkingStore
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
@@ -21,6 +21,7 @@ from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
 from memvault.db.keywords import ScopeStatistics
 from memvault.db.remembered import Remembered
+from memvault.db.replica import ReadRouter
 from memvault.db.units import transaction
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.service import EmbeddingService
@@ -50,6 +51,8 @@ class Backend:
     # Audit rows, written in batches in the background (lifecycle/audit.py).
     audit: Audit
     key_file: Path | None = None
+    # Routes search, list and remember() to a streaming replica (MEMVAULT_DATABASE_READ_URL).
+    reads: ReadRouter | None = None
     # Opened on first use by cognitive memory: Redis when configured, else PostgreSQL.
     working: WorkingStore | None = None
     # Owners' vector scope sizes, so a search need not count them every time.
@@ -73,7 +76,7 @@ class Backend:
     async def load_tenant_keys(self, tenant_ids: Iterable[str]) -> None:
         """Load (or make) these tenants' data keys before their work (``per_tenant_keys``);
         nothing when that is off."""
-        await data_keys.load(self.keys, self.engine, tenant_ids)
+        await tenant_keys.load(self.keys, self.engine, tenant_ids)
 
     def track(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run ``work`` (a worker loop) on the current event loop until ``close``; it must
@@ -105,6 +108,8 @@ class Backend:
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
+        if self.reads is not None:
+            await self.reads.close()
         await self.engine.dispose()
         await self.ddl_engine.dispose()
         for close in reversed(self.closers):

@@ -45,6 +45,24 @@ class Settings(BaseSettings):
         "migrations, index builds, ANALYZE, backups and the workers' LISTEN; required with "
         "database_pooler=transaction; unset: MEMVAULT_DATABASE_URL",
     )
+    database_read_url: SecretStr | None = Field(
+        default=None,
+        description="postgresql:// URL of a streaming replica (or a pooler in front of replicas): "
+        "search, list and remember() read there while it is within database_read_max_lag_s of "
+        "the primary; unset: every read on MEMVAULT_DATABASE_URL",
+    )
+    database_read_max_lag_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="a replica further behind the primary than this is not read from: reads "
+        "go to the primary until it catches up",
+    )
+    database_read_own_writes_wait_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="after a caller's write, its next read waits up to this long for the "
+        "replica to replay it, else reads the primary",
+    )
     data_dir: Path = Field(
         default_factory=_default_data_dir,
         description="embedded database, key file and exported ONNX model",

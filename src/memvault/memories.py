@@ -20,6 +20,7 @@ from memvault._sync import takes
 from memvault.context import TenantContext
 from memvault.db import embedding_queue, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
+from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
 from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
@@ -271,6 +272,7 @@ class Memories:
 
     @scoped_to_tenant
     @takes(MemoryQuery)
+    @replica_reads
     async def list(self, /, **query: Any) -> MemoryPage:
         """One page of memories, newest first; pass ``next_cursor`` back for the next page.
         Takes every field of ``MemoryQuery`` (the filters, ``limit``, ``cursor``) as keywords."""
@@ -442,6 +444,7 @@ class Memories:
 
     @scoped_to_tenant
     @takes(SearchRequest, positional=("query",))
+    @replica_reads
     async def search(self, /, query: str, **options: Any) -> SearchResult:
         """This user's memories most relevant to ``query``: by meaning and by keywords (BM25
         on the blind index), fused (``recipe="hybrid"``), or by one of them alone.

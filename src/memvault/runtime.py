@@ -19,6 +19,7 @@ from memvault.db import store, tenant_keys
 from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
+from memvault.db.replica import ReadRouter, RoutedEngine
 from memvault.db.tenancy import all_tenants
 from memvault.db.vector_outbox import set_feeding
 from memvault.db.vectors import ensure_index
@@ -64,6 +65,11 @@ async def _claim_workers(backend: Backend, lock: WorkerLock, concurrency: int) -
 
 
 async def open_backend(settings: Settings) -> Backend:
+    if settings.database_read_url is not None and settings.database_url is None:
+        raise ConfigurationError(
+            "MEMVAULT_DATABASE_READ_URL names a replica of MEMVAULT_DATABASE_URL, which is unset "
+            "(the embedded server has no replicas): set both, or neither."
+        )
     closers: list[Callable[[], None]] = []
     if settings.database_url is None:
         server = EmbeddedPostgres(settings.pg_data_dir)
@@ -73,6 +79,7 @@ async def open_backend(settings: Settings) -> Backend:
         url = settings.database_url.get_secret_value()
     direct = _direct_url(settings, url)
     engine = ddl_engine = None
+    reads: ReadRouter | None = None
     try:
         await asyncio.to_thread(migrate, direct)
         engine = create_engine(
@@ -81,6 +88,7 @@ async def open_backend(settings: Settings) -> Backend:
             transaction_pooler=settings.database_pooler == "transaction",
         )
         ddl_engine = create_engine(direct, pool_size=1, as_app=False)
+        reads = _read_router(settings, engine)
         keys, key_file = await _open_keys(engine, settings)
         embeddings = build_embedding_service(settings, engine)
         embeddings.cache_secrets = lambda: cache_secrets(keys.current())
@@ -88,7 +96,9 @@ async def open_backend(settings: Settings) -> Backend:
             await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
         await set_feeding(ddl_engine, settings.vector_index != "pgvector")
         backend = Backend(
-            engine=engine,
+            # Writers that keep the engine for later (access counts, audit, cache) hold the
+            # primary's own: a task they start inside a routed read must not write to a replica.
+            engine=engine if reads is None else RoutedEngine(engine.sync_engine),
             ddl_engine=ddl_engine,
             keys=keys,
             settings=settings,
@@ -100,7 +110,11 @@ async def open_backend(settings: Settings) -> Backend:
             audit=Audit(engine, ddl_engine, keys, settings),
             key_file=key_file,
             closers=closers,
+            reads=reads,
         )
+        if reads is not None:
+            await reads.sample()
+            backend.track(reads.watch(backend.stopping), "memvault-replica-watch")
         if settings.worker_in_process and settings.embedded:
             lock = WorkerLock(settings.data_dir)
             start_workers_once_per_data_dir(backend, lock, settings.worker_concurrency)
@@ -108,12 +122,29 @@ async def open_backend(settings: Settings) -> Backend:
             start_workers(backend, settings.worker_concurrency)
         return backend
     except BaseException:
-        for pool in (engine, ddl_engine):
+        for pool in (engine, ddl_engine, reads.replica if reads else None):
             if pool is not None:
                 await pool.dispose()
         for close in reversed(closers):
             await asyncio.to_thread(close)
         raise
+
+
+def _read_router(settings: Settings, primary: AsyncEngine) -> ReadRouter | None:
+    """Search, list and remember() on a replica, when MEMVAULT_DATABASE_READ_URL names one."""
+    if settings.database_read_url is None:
+        return None
+    replica = create_engine(
+        settings.database_read_url.get_secret_value(),
+        pool_size=settings.pool_size,
+        transaction_pooler=settings.database_pooler == "transaction",
+    )
+    return ReadRouter(
+        primary,
+        replica,
+        max_lag_s=settings.database_read_max_lag_s,
+        own_writes_wait_s=settings.database_read_own_writes_wait_s,
+    )
 
 
 def _direct_url(settings: Settings, url: str) -> str:

@@ -40,6 +40,7 @@ from memvault.cognitive.models import (
 from memvault.cognitive.procedural import INVOCATIONS
 from memvault.db import cognitive as db
 from memvault.db import remember as recent
+from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, shared_reads
 from memvault.embedding.service import Embedded
@@ -89,6 +90,7 @@ class Recall:
 
     @scoped_to_tenant
     @takes(RememberRequest, positional=("query",))
+    @replica_reads
     async def remember(self, /, query: str, **fields: Any) -> MemoryBundle:
         """Recall for a prompt: relevant turns, facts and entities, strategies, active goals,
         the profile, the live session and what happened lately (goals finished, tool calls
