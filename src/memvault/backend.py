@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault import tenant_keys
+from memvault import data_keys
 from memvault.cognitive.working import WorkingStore
 from memvault.config import Settings
 from memvault.crypto import KeyringSource
@@ -76,7 +76,7 @@ class Backend:
     async def load_tenant_keys(self, tenant_ids: Iterable[str]) -> None:
         """Load (or make) these tenants' data keys before their work (``per_tenant_keys``);
         nothing when that is off."""
-        await tenant_keys.load(self.keys, self.engine, tenant_ids)
+        await data_keys.load(self.keys, self.engine, tenant_ids)
 
     def track(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run ``work`` (a worker loop) on the current event loop until ``close``; it must
