@@ -39,7 +39,7 @@ from memvault import (
     Unauthorized,
 )
 from memvault.api import create_app
-from memvault.lifecycle.models import (
+from memvault.lifecycle.reports import (
     AuditPage,
     DeletionReceipt,
     HealthActionRequest,

@@ -23,7 +23,7 @@ from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.admin import Admin
-    from memvault.lifecycle.models import HealthActionResult, HealthFinding, ScheduledRun
+    from memvault.lifecycle.reports import HealthActionResult, HealthFinding, ScheduledRun
     from memvault.service import Memory
 
 lifecycle_app = typer_app()

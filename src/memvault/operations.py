@@ -75,7 +75,7 @@ from memvault.graph.models import (
     ReviewList,
     ReviewsQuery,
 )
-from memvault.lifecycle.models import (
+from memvault.lifecycle.reports import (
     AuditPage,
     AuditQuery,
     DeletionReceipt,

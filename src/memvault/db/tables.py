@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-from memvault.lifecycle.models import AuditOperation
+from memvault.lifecycle.reports import AuditOperation
 
 metadata = MetaData()
 

@@ -42,7 +42,7 @@ from memvault.graph import sealed
 from memvault.lifecycle import deletion_steps as steps
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion_steps import Targets
-from memvault.lifecycle.models import DeletionReceipt, DeletionScope
+from memvault.lifecycle.reports import DeletionReceipt, DeletionScope
 from memvault.logs import request_id
 from memvault.metrics import DELETION_RECEIPTS
 from memvault.sealing import open_content

@@ -24,7 +24,7 @@ from memvault.db.erasure import delete_by_memory
 from memvault.db.records import DoomedMemory
 from memvault.embedding.chunking import chunk, clean
 from memvault.errors import StoreUnavailable
-from memvault.lifecycle.models import DeletionScope
+from memvault.lifecycle.reports import DeletionScope
 from memvault.models import TURN_SOURCE
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
 from memvault.lifecycle import deletion, portable
 from memvault.lifecycle.audit import query_aad
-from memvault.lifecycle.models import (
+from memvault.lifecycle.reports import (
     AuditEntry,
     AuditPage,
     DeletionReceipt,

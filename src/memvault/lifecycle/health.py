@@ -20,8 +20,8 @@ from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput
 from memvault.lifecycle import deletion, graph_jobs
 from memvault.lifecycle.governance import identifier
-from memvault.lifecycle.models import HEALTH_ACTIONS as ACTIONS
-from memvault.lifecycle.models import (
+from memvault.lifecycle.reports import HEALTH_ACTIONS as ACTIONS
+from memvault.lifecycle.reports import (
     HealthAction,
     HealthActionRequest,
     HealthActionResult,

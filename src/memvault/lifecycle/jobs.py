@@ -25,7 +25,7 @@ from memvault.graph import promote
 from memvault.lifecycle import graph_jobs, health
 from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
-from memvault.lifecycle.models import DeletionReceipt, HealthFinding
+from memvault.lifecycle.reports import DeletionReceipt, HealthFinding
 from memvault.lifecycle.schedule import (
     JOBS,
     OUTAGES,

@@ -11,7 +11,7 @@ from memvault.db.tenancy import across_tenants
 from memvault.errors import Conflict
 from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion, jobs
-from memvault.lifecycle.models import DeletionReceipt, JobStatus, ScheduledRun
+from memvault.lifecycle.reports import DeletionReceipt, JobStatus, ScheduledRun
 from memvault.lifecycle.schedule import Clock, utc_now
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from memvault.db.driver_errors import CONNECTION_FAILED, store_errors
 from memvault.db.tenancy import all_tenants
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound, StoreUnavailable
-from memvault.lifecycle.models import JobStatus, ScheduledRun
+from memvault.lifecycle.reports import JobStatus, ScheduledRun
 from memvault.metrics import LIFECYCLE_CHANGES, SCHEDULED_DURATION, SCHEDULED_RUNS
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import SecretStr
 
 from memvault.errors import InvalidInput, NotFound
-from memvault.lifecycle.models import AuditQuery, HealthActionRequest
+from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
 from memvault.ui.web import UIRoute, Viewer, page, viewer
 from memvault.validation import validated
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from memvault.admin import AsyncAdmin
 from memvault.api.deps import AdminMemory, WriteMemory
-from memvault.lifecycle.models import DeletionReceipt, DeletionRequest
+from memvault.lifecycle.reports import DeletionReceipt, DeletionRequest
 from memvault.models import EmbeddingJob
 
 
