@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory, InvalidInput, NotFound, Settings
 from memvault.api import create_app
-from memvault.graph.models import FactReview
+from memvault.graph.views import FactReview
 
 
 @pytest.fixture

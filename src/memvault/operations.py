@@ -59,7 +59,7 @@ from memvault.cognitive.wire import (
     ToolStatsPage,
     TurnPage,
 )
-from memvault.graph.models import (
+from memvault.graph.views import (
     EntitiesQuery,
     EntityDetail,
     EntityList,

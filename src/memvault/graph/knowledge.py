@@ -18,7 +18,9 @@ from memvault.errors import InvalidInput, NotFound
 from memvault.graph import export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.derive import Derivation, derive
-from memvault.graph.models import (
+from memvault.graph.promote import promote_fact
+from memvault.graph.store import GraphWriter, Owner
+from memvault.graph.views import (
     EntitiesQuery,
     EntityDetail,
     FactInput,
@@ -34,8 +36,6 @@ from memvault.graph.models import (
     ReviewDecision,
     ReviewsQuery,
 )
-from memvault.graph.promote import promote_fact
-from memvault.graph.store import GraphWriter, Owner
 from memvault.lifecycle.audit import AuditEvent
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput

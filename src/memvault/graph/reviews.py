@@ -23,7 +23,7 @@ from uuid import UUID
 
 from memvault.db import graph as graph_db
 from memvault.errors import Conflict, NotFound
-from memvault.graph.models import Keep
+from memvault.graph.views import Keep
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

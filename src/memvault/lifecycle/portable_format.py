@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from memvault.cognitive.models import JSONValue
 from memvault.cognitive.models import Text as JSONText
 from memvault.errors import validation_problems
-from memvault.graph.models import EntityTypeName, Name, Predicate, Value
+from memvault.graph.views import EntityTypeName, Name, Predicate, Value
 from memvault.models import (
     Content,
     Description,
