@@ -13,7 +13,7 @@ import pytest
 from memvault import AsyncMemory, AsyncMemoryClient, InvalidInput, MemoryClient, NotFound
 from memvault.api import create_app
 from memvault.cognitive.bundle import MemoryBundle
-from memvault.cognitive.models import Goal, ToolInvocation
+from memvault.cognitive.kinds import Goal, ToolInvocation
 from memvault.config import Settings
 from tests.serving import serving
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
-from memvault.cognitive.models import Turn
+from memvault.cognitive.kinds import Turn
 from tests.conftest import backend_of
 
 TRIP: list[dict[str, Any]] = [

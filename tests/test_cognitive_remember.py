@@ -19,7 +19,7 @@ from memvault.cognitive.bundle import (
     fit,
     weighted,
 )
-from memvault.cognitive.models import Goal, Profile
+from memvault.cognitive.kinds import Goal, Profile
 from memvault.retrieval.recency import recency
 from tests.conftest import backend_of
 

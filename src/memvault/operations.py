@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from memvault.cognitive.models import (
+from memvault.cognitive.kinds import (
     Conversation,
     ConversationPage,
     ConversationStart,

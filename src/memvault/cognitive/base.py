@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from memvault.cognitive.models import GLOBAL_CHANNEL
+from memvault.cognitive.kinds import GLOBAL_CHANNEL
 from memvault.errors import InvalidInput, validation_problems
 from memvault.models import Identifier
 

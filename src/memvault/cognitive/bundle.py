@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memvault.cognitive.models import Goal, Profile, WorkingContext
+from memvault.cognitive.kinds import Goal, Profile, WorkingContext
 from memvault.cognitive.procedural import strategy_text
 from memvault.text import WORD, fold
 

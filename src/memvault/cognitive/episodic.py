@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault._sync import takes
 from memvault.cognitive.base import checked_id, recall_channels
-from memvault.cognitive.models import (
+from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     Conversation,
     ConversationStart,

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from memvault._sync import takes
 from memvault.cognitive.base import checked_id, recall_channels
-from memvault.cognitive.models import (
+from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     Strategy,
     StrategyInput,

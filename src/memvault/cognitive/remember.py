@@ -28,7 +28,7 @@ from memvault.cognitive.bundle import (
     outcome_summary,
     weighted,
 )
-from memvault.cognitive.models import (
+from memvault.cognitive.kinds import (
     ALL_KINDS,
     Goal,
     Profile,

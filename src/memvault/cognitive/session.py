@@ -7,7 +7,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 from memvault.cognitive.base import checked_id
-from memvault.cognitive.models import GLOBAL_CHANNEL, WorkingContext, WorkingValue
+from memvault.cognitive.kinds import GLOBAL_CHANNEL, WorkingContext, WorkingValue
 from memvault.cognitive.working import (
     WorkingMemory,
     list_of,

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.cognitive.bundle import MemoryBundle
-from memvault.cognitive.models import (
+from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     ConversationTurn,
     GoalStatus,

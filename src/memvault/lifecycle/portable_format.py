@@ -17,8 +17,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from memvault.cognitive.models import JSONValue
-from memvault.cognitive.models import Text as JSONText
+from memvault.cognitive.kinds import JSONValue
+from memvault.cognitive.kinds import Text as JSONText
 from memvault.errors import validation_problems
 from memvault.graph.views import EntityTypeName, Name, Predicate, Value
 from memvault.models import (

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import HTMLResponse, Response
 
 from memvault.cognitive.bundle import BundleItem, ItemKind, MemoryBundle
-from memvault.cognitive.models import RememberRequest
+from memvault.cognitive.kinds import RememberRequest
 from memvault.errors import InvalidInput
 from memvault.models import MemoryQuery, SearchRequest, SearchResult
 from memvault.ui import charts, latency
