@@ -17,11 +17,18 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memvault.db.records import RankedMemory, _Record
-from memvault.db.store import fetch_ranked, ranked_page
+from memvault.db.store import (
+    fetch_ranked,
+    filter_values,
+    page_parameters,
+    ranked_page_template,
+)
 from memvault.db.tables import memories, memory_chunks, vector_index_outbox
+from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
 _o = vector_index_outbox.c
@@ -210,17 +217,29 @@ async def candidates_page(
 ) -> list[RankedMemory]:
     """The index's candidates (memory id, distance) that pass every filter, as ranked memory
     rows, nearest first: the index narrows, PostgreSQL decides (tenant, owner, expiry and the
-    filters the payload does not hold)."""
+    filters the payload does not hold). Each candidate is looked up by id, as the HNSW path's
+    cut is (``store.ranked_page_template``'s ``by_id``), in a statement built once per shape."""
     if not candidates:
         return []
-    hits = (
-        sa.values(sa.column("memory_id", sa.Uuid()), sa.column("distance", sa.Float()), name="hits")
-        .data([(memory_id, float(distance)) for memory_id, distance in candidates])
-        .alias("hits")
+    own = filter_values(tenant_id, filters)
+    shape = tuple(own)
+    statement = template(("index-candidates", shape, limit), _candidates_page, shape, limit)
+    params = page_parameters([own]) | {
+        "ids": [memory_id for memory_id, _ in candidates],
+        "distances": [float(distance) for _, distance in candidates],
+    }
+    return await fetch_ranked(conn, statement, params)
+
+
+def _candidates_page(shape: tuple[str, ...], limit: int) -> sa.Select[Any]:
+    ids = sa.func.unnest(param("ids", type_=ARRAY(sa.Uuid())))
+    distances = sa.func.unnest(param("distances", type_=ARRAY(sa.Float())))
+    best = (
+        sa.select(ids.label("memory_id"), distances.label("distance"))
+        .cte("best")
+        .prefix_with("MATERIALIZED")
     )
-    best = sa.select(hits.c.memory_id, hits.c.distance).cte("best").prefix_with("MATERIALIZED")
-    statement = ranked_page(tenant_id, filters, best, best.c.distance, limit)
-    return await fetch_ranked(conn, statement)
+    return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
 
 
 async def owner_chunks(conn: AsyncConnection, tenant_id: str, user_id: str) -> int:

@@ -5,7 +5,8 @@ worker killed mid-sync leaves them to the next claim), syncs their memories' poi
 removes the entries a later write has not queued again. While the index is away the entries
 wait, backing off; nothing is lost, since the outbox is written in the memory's own
 transaction. Every ``vector_index_reconcile_interval_s`` the whole index is compared with
-PostgreSQL and repaired (``QdrantIndex.reconcile``); the repairs are counted.
+PostgreSQL and repaired (``QdrantIndex.reconcile``), the first time on the worker's first tick;
+the repairs are counted.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ class Feeder:
         self._settings = backend.settings
         index = backend.vector_index
         self.index = index if isinstance(index, QdrantIndex) else None
-        self._next_reconcile = time.monotonic() + self._settings.vector_index_reconcile_interval_s
+        # The first tick reconciles: an index new to this store (or behind after a crash or a
+        # spell under pgvector) is filled from PostgreSQL at once, not minutes later.
+        self._next_reconcile = time.monotonic()
 
     async def tick(self, *, reconcile: bool = True) -> int:
         """Sync a batch from the outbox, and (``reconcile``) repair drift when due; the work
