@@ -399,6 +399,7 @@ def test_the_type_checkers_view_of_the_sync_face_is_current() -> None:
 
 SERVICE_LAYER = (
     "memvault.service",
+    "memvault.admin",
     "memvault.memories",
     "memvault.context",
     "memvault.cognitive",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Self
 
 from memvault import auth, rotation
@@ -24,11 +25,14 @@ from memvault.config import Settings
 from memvault.db import embedding_queue, engine
 from memvault.db.driver_errors import store_errors
 from memvault.db.embedded import ServeLock
-from memvault.db.tenancy import all_tenants, tenant_scope
+from memvault.db.tenancy import across_tenants, all_tenants, tenant_scope
 from memvault.embedding.base import Embedder
-from memvault.errors import MemvaultError
+from memvault.errors import Conflict, MemvaultError
+from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion as lifecycle_deletion
-from memvault.lifecycle.operations import LifecycleAdmin
+from memvault.lifecycle import jobs
+from memvault.lifecycle.reports import DeletionReceipt, JobStatus, ScheduledRun
+from memvault.lifecycle.schedule import Clock, utc_now
 from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
 from memvault.service import AsyncMemory
@@ -51,7 +55,7 @@ class SchemaStatus:
     head: str | None
 
 
-class AsyncAdmin(LifecycleAdmin):
+class AsyncAdmin:
     """Whole-store operations. Open with ``await AsyncAdmin.open(settings)``, or take the one
     behind an open store with ``AsyncAdmin.of(memory)``."""
 
@@ -219,6 +223,59 @@ class AsyncAdmin(LifecycleAdmin):
                 version = await engine.pgvector_version(conn)
                 revision = await conn.run_sync(engine.current_revision)
         return SchemaStatus(version, revision, engine.head_revision())
+
+    # --- the lifecycle: the schedule, a tenant's erasure, backup ----------------------------
+
+    async def schedule(self, *, clock: Clock = utc_now) -> builtins.list[JobStatus]:
+        """Every scheduled job: its interval, last run and outcome, when it is next due."""
+        return await jobs.statuses(self._backend, clock=clock)
+
+    async def run_scheduled(
+        self, name: str, *, dry_run: bool = False, clock: Clock = utc_now
+    ) -> ScheduledRun:
+        """Run one job now, due or not (still only one runner across every process)."""
+        return await jobs.run_job(self._backend, name, dry_run=dry_run, clock=clock)
+
+    async def undo_scheduled(self, name: str, run_id: int) -> int:
+        """Reverse one run (decay); returns how many values were put back."""
+        return await jobs.undo(self._backend, name, run_id)
+
+    async def scheduled_runs(
+        self, job: str | None = None, limit: int = 20
+    ) -> builtins.list[ScheduledRun]:
+        return await jobs.history(self._backend, job, limit)
+
+    @across_tenants
+    async def erase_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
+        """Delete a whole tenant: its memories and all derived from them, its history, audit
+        trail and API keys, and its data key with per-tenant keys; answers the receipt
+        (itself kept in the tenant's audit log)."""
+        return await lifecycle_deletion.erase(
+            self._backend,
+            tenant_id,
+            lifecycle_deletion.tenant_where(tenant_id),
+            scope="tenant",
+            user_id=None,
+            actor=actor,
+        )
+
+    async def shred_tenant(self, tenant_id: str, *, actor: str = "admin") -> DeletionReceipt:
+        """Crypto-shred a tenant: ``erase_tenant``, which with per-tenant keys destroys the
+        data key in the same transaction (the receipt names it), so a copy of its content
+        anywhere else (a replica, a dump) can no longer be opened. Refused (Conflict) when
+        keys are not per tenant: there would be no key to destroy."""
+        if not self._backend.keys.per_tenant:
+            raise Conflict(
+                "Shredding needs per-tenant keys (MEMVAULT_PER_TENANT_KEYS=true): with one key "
+                "for every tenant there is no tenant key to destroy. Erase the tenant instead.",
+                details={"per_tenant_keys": False},
+            )
+        return await self.erase_tenant(tenant_id, actor=actor)
+
+    async def backup(self, file: Path) -> int:
+        """Dump the whole store into ``file`` (pg_dump); returns its size. The keys are not
+        in it: back them up apart."""
+        return await backups.backup(self._backend.settings, file)
 
 
 def _scope(tenant_id: str | None) -> AbstractContextManager[None]:
