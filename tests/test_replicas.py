@@ -157,6 +157,22 @@ async def test_reads_go_to_the_replica_and_a_writer_reads_its_own_writes(
         await wait_for(lambda: _seen_by_all(other, token), 30, "the standby never caught up")
 
 
+async def test_a_background_add_waited_for_is_read_by_its_writer(
+    read_settings: Callable[..., Settings], replicated: Replicated
+) -> None:
+    """``async`` + ``wait``: the worker embeds it in a transaction of its own, after the
+    writer's; the writer's next search still finds it with the standby's replay paused."""
+    tenant, token = _tenant(), f"zq{uuid.uuid4().hex[:10]}"
+    settings = read_settings(database_read_max_lag_s=600, run_worker=True)
+    async with opened(settings, tenant) as writer, replay_paused(replicated, writer):
+        added = await writer.add(
+            f"the attic code word is {token}", user_id="u", background=True, wait=True
+        )
+        assert added.embedded
+        found = await writer.search(token, user_id="u", recipe="vector")
+        assert [hit.id for hit in found.results][:1] == [added.id]
+
+
 async def test_a_replica_further_behind_than_the_bound_is_not_read(
     read_settings: Callable[..., Settings], replicated: Replicated
 ) -> None:
