@@ -87,14 +87,25 @@ async def _index_the_models(url: str) -> None:
         await engine.dispose()
 
 
-@pytest.fixture
-def database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+def _template_copy(pg_server: EmbeddedPostgres) -> Iterator[str]:
     name = f"test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
     yield pg_server.admin_url(name)
     with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    yield from _template_copy(pg_server)
+
+
+@pytest.fixture(scope="module")
+def module_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
+    """One copy for a module whose tests build the same costly state and each leave it as they
+    found it (per xdist worker: a module split across workers gets one copy in each)."""
+    yield from _template_copy(pg_server)
 
 
 @pytest.fixture

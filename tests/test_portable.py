@@ -333,17 +333,38 @@ def _still_works(api: TestClient, user: str) -> None:
     _ok(api.get("/v1/facts", params=owner))
 
 
+@pytest.fixture(scope="module")
+def exported(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, list[dict[str, Any]], psycopg.Connection[Any]]]:
+    """A store holding every kind, exported once for the crafted-line cases: each erases the
+    user and imports into that, as after a fresh export (filling the store is most of a case)."""
+    settings = Settings(
+        database_url=module_database_url,
+        encryption_key=KEY,
+        data_dir=tmp_path_factory.mktemp("portable") / "data",
+        auth="off",
+        rate_limit_per_s=0,
+        embedding_provider="hash",
+        deletion_history="purge",
+    )
+    with (
+        TestClient(create_app(settings), raise_server_exceptions=False) as api,
+        psycopg.connect(module_database_url, autocommit=True) as raw,
+    ):
+        _populate(api)
+        yield api, _export(api), raw
+
+
 @pytest.mark.parametrize(("name", "kind", "change", "field"), CRAFTED, ids=[c[0] for c in CRAFTED])
 def test_a_crafted_line_is_a_422_naming_it_and_changes_nothing(
-    api: TestClient,
-    raw: psycopg.Connection[Any],
+    exported: tuple[TestClient, list[dict[str, Any]], psycopg.Connection[Any]],
     name: str,
     kind: str,
     change: Callable[[dict[str, Any]], None],
     field: str,
 ) -> None:
-    _populate(api)
-    lines = _export(api)
+    api, lines, raw = exported
     _ok(api.post("/v1/deletions", json={"user_id": USER}))
     bad = copy.deepcopy(lines)
     number = _line(bad, kind, lambda line: kind != "memory" or bool(line["history"]))
