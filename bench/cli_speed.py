@@ -1,16 +1,24 @@
-"""How long the command line takes to start: `import memvault`, `memvault --help`, a command
-that needs no store, and a command against a running PostgreSQL (the store already migrated),
-each a fresh process, median of N; with ``--baseline-ref``, the same commands on another commit
-(checked out in a temporary worktree) alternated run by run with this tree's, so both see the
-same machine.
+"""How long the command line takes: `import memvault`, `memvault --help`, a command that needs
+no store, and commands while a server runs (`memvault serve --auth off` on an embedded store,
+the default local embedding model): `search` and `list` sent to it with `--server`, and `list`
+opening the store itself beside it. Each is a fresh process; medians and p95 of N, wall-clock
+and the command's own CPU time (user + system of the process and its children: on a loaded
+machine wall-clock mostly measures the queue for a core, CPU time what the command costs).
 
-    .venv/bin/python bench/cli_speed.py [--runs 15] [--baseline-ref ae7939a]
+With ``--baseline-ref``, the same commands on another commit (checked out in a temporary
+worktree, removed afterwards), alternated run by run with this tree's so both see the same
+machine. A commit without ``--server`` runs the server rows the only way it can: opening the
+store itself beside the server (and, for `search`, loading the embedding model).
+
+    .venv/bin/python bench/cli_speed.py [--runs 9] [--baseline-ref 081e58d]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -18,16 +26,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from memvault.crypto import generate_key
-from memvault.db.embedded import EmbeddedPostgres
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = "from memvault.cli import main; main()"
-COMMANDS = {
-    "import memvault": ["-c", "import memvault"],
-    "memvault --help": ["-c", CLI, "--help"],
-    "memvault keys generate (no store)": ["-c", CLI, "keys", "generate"],
-    "memvault list --user u (store running)": ["-c", CLI, "list", "--user", "u", "--json"],
+QUERY = ["search", "what does Carol eat?", "--user", "carol", "--json"]
+LIST = ["list", "--user", "carol", "--json"]
+# name: (python's arguments, whether `--server` sends it to the server where the tree has it)
+COMMANDS: dict[str, tuple[list[str], bool]] = {
+    "import memvault": (["-c", "import memvault"], False),
+    "memvault --help": (["-c", CLI, "--help"], False),
+    "memvault keys generate (no store)": (["-c", CLI, "keys", "generate"], False),
+    "memvault search (server running)": (["-c", CLI, *QUERY], True),
+    "memvault list (server running)": (["-c", CLI, *LIST], True),
+    "memvault list (the store itself, beside the server)": (["-c", CLI, *LIST], False),
 }
 
 
@@ -40,51 +52,123 @@ def _worktree(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def _once(args: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _has_server_option(src: str, env: dict[str, str]) -> bool:
+    shown = subprocess.run(
+        [sys.executable, "-c", CLI, "--help"],
+        env={**env, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return "--server" in shown.stdout
+
+
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _once(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of one fresh process."""
+    cpu, start = _cpu(), time.perf_counter()
     subprocess.run([sys.executable, *args], env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    """This tree's server, answering once its model is loaded, with one memory in it."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", CLI, "serve", "--auth", "off", "--port", str(port)],
+        env={**env, "PYTHONPATH": str(ROOT / "src")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 600
+    while True:
+        try:
+            if httpx.get(f"{base}/ready", timeout=5).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the server did not become ready")
+        time.sleep(0.5)
+    body = {"content": "Carol is vegetarian", "user_id": "carol"}
+    httpx.post(f"{base}/v1/memories?wait=true", json=body, timeout=120).raise_for_status()
+    return server
+
+
+Timings = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def _row(name: str, trees: list[str], timings: Timings) -> str:
+    cells, wall, cpu = [], [], []
+    for tree in trees:
+        walls = sorted(w for w, _ in timings[(name, tree)])
+        p95 = walls[min(len(walls) - 1, round(0.95 * (len(walls) - 1)))]
+        wall.append(statistics.median(walls))
+        cpu.append(statistics.median(c for _, c in timings[(name, tree)]))
+        cells.append(f"{wall[-1]:.2f} / {p95:.2f} / {cpu[-1]:.2f}")
+    ratio = f" | {wall[0] / wall[1]:.2f} / {cpu[0] / cpu[1]:.2f}" if len(trees) == 2 else ""
+    return f"| {name} | " + " | ".join(cells) + ratio + " |"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--baseline-ref", default=None)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedPostgres(Path(tmp) / "pg")
-        url = server.start()
+        port = _free_port()
         env = {
             **os.environ,
-            "MEMVAULT_DATABASE_URL": url,
-            "MEMVAULT_ENCRYPTION_KEY": generate_key(),
             "MEMVAULT_DATA_DIR": str(Path(tmp) / "data"),
-            "MEMVAULT_RUN_WORKER": "false",
             "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
         }
+        env.pop("MEMVAULT_DATABASE_URL", None)
         trees = {"this tree": str(ROOT / "src")}
+        base = Path(tmp) / "base"
         if options.baseline_ref:
-            trees[options.baseline_ref] = str(_worktree(options.baseline_ref, Path(tmp) / "base"))
-        for src in trees.values():  # migrate once per tree, outside the timing
-            _once(COMMANDS["memvault list --user u (store running)"], {**env, "PYTHONPATH": src})
-        timings: dict[tuple[str, str], list[float]] = {}
-        for _ in range(options.runs):
-            for name, args in COMMANDS.items():
-                for tree, src in trees.items():
-                    seconds = _once(args, {**env, "PYTHONPATH": src})
-                    timings.setdefault((name, tree), []).append(seconds)
-        server.stop()
-        if options.baseline_ref:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(Path(tmp) / "base")],
-                check=False,
-            )
-    print(f"\nCLI start-up, median of {options.runs} fresh processes (seconds)")
-    print("| command | " + " | ".join(trees) + " |")
-    print("|---|" + "---|" * len(trees))
+            trees[options.baseline_ref] = str(_worktree(options.baseline_ref, base))
+        server = _serve(env, port)
+        over_http = ["--server", f"http://127.0.0.1:{port}"]
+        try:
+            speaks_http = {tree: _has_server_option(src, env) for tree, src in trees.items()}
+            timings: Timings = {}
+            for _ in range(options.runs):
+                for name, (args, to_server) in COMMANDS.items():
+                    for tree, src in trees.items():
+                        command = args
+                        if to_server and speaks_http[tree]:
+                            command = [*args[:2], *over_http, *args[2:]]
+                        measured = _once(command, {**env, "PYTHONPATH": src})
+                        timings.setdefault((name, tree), []).append(measured)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+            if options.baseline_ref:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                    check=False,
+                )
+    names = list(trees)
+    print(f"\nCLI, {options.runs} fresh processes each: wall median / p95, CPU median (s)")
+    for tree in names:
+        how = "--server" if speaks_http[tree] else "no --server: opens the store beside it"
+        print(f"  {tree}: server rows {how}")
+    ratio = " | ratio wall / CPU" if len(names) == 2 else ""
+    print("| command | " + " | ".join(names) + ratio + " |")
+    print("|---|" + "---|" * (len(names) + (1 if ratio else 0)))
     for name in COMMANDS:
-        cells = [f"{statistics.median(timings[(name, tree)]):.3f}" for tree in trees]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        print(_row(name, names, timings))
 
 
 if __name__ == "__main__":
