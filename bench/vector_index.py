@@ -1,7 +1,8 @@
 """The vector indexes side by side: recall through memvault, and the indexes' own search speed,
 memory and disk at growing sizes.
 
-    .venv/bin/python bench/vector_index.py [--sizes 10000 100000] [--queries 200] [--no-locomo]
+    .venv/bin/python bench/vector_index.py [--sizes 10000 100000] [--queries 200] \
+        [--recipes hybrid vector] [--no-locomo] [--layout USERS PER_USER]
 
 1. **Recall** (LoCoMo dev, the protocol of bench/locomo.py): the conversations are imported once
    into a store on pgvector; the same store is then opened with Qdrant Edge and with
@@ -14,6 +15,10 @@ memory and disk at growing sizes.
    HNSW is built), the same queries against both: p50/p95 of a top-10 search, recall@10
    against the exact answer, build time, disk (PostgreSQL: table + HNSW index; Edge: the shard
    directory) and the growth of this process's RSS while the shard is open and searched.
+3. **Collection layout** (``--layout USERS PER_USER``): the same vectors in Qdrant Edge as one
+   collection per user (memvault's layout) and as one shared collection filtered by a
+   ``user_id`` payload index; each query asks one user's nearest. Build time, p50/p95, disk,
+   RSS growth.
 Print ``uptime`` beside the figures: the machine is shared.
 """
 
@@ -39,6 +44,7 @@ from memvault import AsyncMemory, Settings
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.vectorindex.engines import EdgeStore, Point
 from memvault.vectorindex.feeder import Feeder
+from memvault.vectorindex.payload import Match
 from recall import KS, load_locomo, score
 
 from _stats import summary_ms
@@ -72,7 +78,7 @@ def du_mb(path: Path) -> float:
 # --- 1. recall through memvault -----------------------------------------------------------------
 
 
-async def recall(tmp: Path) -> None:
+async def recall(tmp: Path, recipes: list[str]) -> None:
     base = {"data_dir": tmp / "data", "run_worker": False, "embedding_cache_ttl_s": 0}
     questions = None
     print("\n| index | recipe | n | R@1 | R@5 | R@10 | p50 ms | p95 ms | sweep repairs |")
@@ -85,7 +91,7 @@ async def recall(tmp: Path) -> None:
             print(f"  imported in {time.perf_counter() - t0:.0f}s", flush=True)
         feeder = Feeder(memory._backend)
         repairs: Counter[str] = await feeder.reconcile()
-        for recipe in ("hybrid", "vector"):
+        for recipe in recipes:
             got = await score(memory, questions, recipe)
             lat = summary_ms(got.latencies)
             cells = " | ".join(f"{got.recall[k]:.3f}" for k in KS)
@@ -213,19 +219,70 @@ async def speed(tmp: Path, sizes: list[int], n_queries: int) -> None:
         await asyncio.to_thread(server.stop)
 
 
+async def layout(tmp: Path, users: int, per_user: int, n_queries: int) -> None:
+    data = unit(np.random.default_rng(5), users * per_user)
+    queries = unit(np.random.default_rng(13), n_queries)
+    ids = [str(uuid.UUID(int=i + 1)) for i in range(len(data))]
+    owner = [i % users for i in range(len(data))]
+    print("\n| layout | users x vectors | build s | p50 ms | p95 ms | disk MB | RSS growth MB |")
+    print("|---|---|---|---|---|---|---|")
+    for shape in ("collection per user", "one collection, user filter"):
+        before, root = rss_mb(), tmp / shape.replace(" ", "-").replace(",", "")
+        store = EdgeStore(root)
+        t0 = time.perf_counter()
+        batches: dict[str, list[Point]] = {}
+        for i, v in enumerate(data):
+            name = f"u{owner[i]}" if shape.startswith("collection") else "all"
+            payload = {"memory_id": ids[i], "user_id": f"u{owner[i]}"}
+            batches.setdefault(name, []).append(Point(ids[i], v.tolist(), payload))
+        for name, points in batches.items():
+            await store.ensure(name, DIMS)
+            if name == "all":
+                q = store._q
+                index = q.UpdateOperation.create_field_index("user_id", q.PayloadSchemaType.Keyword)
+                await asyncio.to_thread(store._shards[name].update, index)
+            for start in range(0, len(points), 1000):
+                await store.upsert(name, points[start : start + 1000])
+        await store.maintain()
+        built = time.perf_counter() - t0
+        times = []
+        for n, qv in enumerate(queries):
+            user = f"u{n % users}"
+            name, where = (
+                (user, []) if shape.startswith("collection") else ("all", [Match("user_id", user)])
+            )
+            t = time.perf_counter()
+            await store.query(name, qv.tolist(), where, 10, EF_SEARCH)
+            times.append(time.perf_counter() - t)
+        lat = summary_ms(times)
+        print(
+            f"| {shape} | {users:,} x {per_user:,} | {built:.0f} | {lat['p50']:.2f} | "
+            f"{lat['p95']:.2f} | {du_mb(root):.0f} | {rss_mb() - before:.0f} |",
+            flush=True,
+        )
+        await store.close()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"  ({uptime()})", flush=True)
+
+
 async def main(args: argparse.Namespace) -> None:
     print(f"start: {uptime()}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         if args.locomo:
-            await recall(Path(tmp) / "recall")
+            await recall(Path(tmp) / "recall", args.recipes)
             print(f"  ({uptime()})", flush=True)
-        await speed(Path(tmp), args.sizes, args.queries)
+        if args.sizes:
+            await speed(Path(tmp), args.sizes, args.queries)
+        if args.layout:
+            await layout(Path(tmp), *args.layout, args.queries)
     print(f"end: {uptime()}  (pid {os.getpid()})", flush=True)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000])
+    parser.add_argument("--sizes", nargs="*", type=int, default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-locomo", dest="locomo", action="store_false")
+    parser.add_argument("--recipes", nargs="+", default=["hybrid", "vector"])
+    parser.add_argument("--layout", nargs=2, type=int, metavar=("USERS", "PER_USER"))
     asyncio.run(main(parser.parse_args()))
