@@ -43,7 +43,7 @@ from _scripted_llm import extraction_answer, scripted_llm
 from memvault import AsyncMemory, Settings
 from memvault.graph.claims import SELF, Extraction, FactClaim, canonical_predicate
 from memvault.graph.extract import extract
-from memvault.graph.prompts import GRAPH_EXTRACT
+from memvault.graph.extraction_prompt import GRAPH_EXTRACT
 from memvault.llm import OpenAIChat
 
 DATA = Path(__file__).resolve().parent / "data" / "knowledge_updates.json"

@@ -22,7 +22,7 @@ from memvault.embedding import (
 from memvault.embedding.base import WhitespaceTokenizer
 from memvault.embedding.cache import PostgresCache, RedisCache
 from memvault.embedding.chunking import chunk, clean
-from memvault.embedding.service import EmbeddingService
+from memvault.embedding.embedding_service import EmbeddingService
 from memvault.service import AsyncMemory
 from tests.conftest import REDIS_URL, backend_of
 from tests.fakes import DIMS, closed_port_url, embedding_server, fake_vector

@@ -24,7 +24,7 @@ from memvault.db.remembered import Remembered
 from memvault.db.replica import ReadRouter
 from memvault.db.units import transaction
 from memvault.db.vectors import ScopeSizes
-from memvault.embedding.service import EmbeddingService
+from memvault.embedding.embedding_service import EmbeddingService
 from memvault.lifecycle.audit import Audit
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker

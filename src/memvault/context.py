@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memvault.backend import Backend
-from memvault.cognitive.sealed import open_payload, seal_payload
+from memvault.cognitive.payloads import open_payload, seal_payload
 from memvault.lifecycle.audit import AuditEvent
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault import data_keys
 from memvault.backend import Backend
-from memvault.cognitive.sealed import reseal_payload
+from memvault.cognitive.payloads import reseal_payload
 from memvault.crypto import (
     Keyring,
     KeyringSource,

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memvault._sync import takes
-from memvault.cognitive.base import checked_id, recall_channels
+from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     Conversation,
@@ -30,7 +30,7 @@ from memvault.cognitive.kinds import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.embedding.service import Embedded
+from memvault.embedding.embedding_service import Embedded
 from memvault.errors import Conflict, InvalidInput, NotFound
 from memvault.models import AddResult, Message, MessagesRequest, SearchHit, SearchRequest
 from memvault.retrieval.search import RECIPES

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import checked_id, recall_channels
+from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     Goal,

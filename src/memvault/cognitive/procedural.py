@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import checked_id, recall_channels
+from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
     GLOBAL_CHANNEL,
     Strategy,
@@ -29,7 +29,7 @@ from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, StrategyRow, ToolStep
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
-from memvault.embedding.service import Embedded
+from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
 from memvault.retrieval.search import embed_query

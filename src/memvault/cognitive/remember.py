@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from memvault._sync import takes
-from memvault.cognitive.base import recall_channels
 from memvault.cognitive.bundle import (
     RECENT_DAYS,
     RECENT_GOALS,
@@ -28,6 +27,7 @@ from memvault.cognitive.bundle import (
     outcome_summary,
     weighted,
 )
+from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
     ALL_KINDS,
     Goal,
@@ -43,7 +43,7 @@ from memvault.db import remember as recent
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, shared_reads
-from memvault.embedding.service import Embedded
+from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
 from memvault.graph.recall import recall
 from memvault.models import EntityHit, FactHit, SearchRequest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from memvault.cognitive.base import checked_id
+from memvault.cognitive.identifiers import checked_id
 from memvault.cognitive.kinds import GLOBAL_CHANNEL, WorkingContext, WorkingValue
 from memvault.cognitive.working import (
     WorkingMemory,

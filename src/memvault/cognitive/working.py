@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memvault.cognitive.sealed import bound_to
+from memvault.cognitive.payloads import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
 from memvault.db.units import reading, transaction

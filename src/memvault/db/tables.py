@@ -379,7 +379,7 @@ audit_log = Table(
 
 # --- cognitive memory (episodes, working memory, procedures, goals, profiles) ----------------
 # Every sealed cognitive row holds its secret fields as one sealed JSON payload (ciphertext,
-# nonce, key_id) bound to the table and the row's primary key (cognitive/sealed.py), so one
+# nonce, key_id) bound to the table and the row's primary key (cognitive/payloads.py), so one
 # loop reseals them all on key rotation.
 
 

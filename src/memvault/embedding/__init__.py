@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from memvault.config import Settings
 from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavailable
 from memvault.embedding.cache import EmbeddingCache, PostgresCache, RedisCache
+from memvault.embedding.embedding_service import Embedded, EmbeddingService
 from memvault.embedding.hashing import HashEmbedder
 from memvault.embedding.local import BUNDLED, LocalEmbedder, local_model_available
 from memvault.embedding.onnx import intra_op_threads
 from memvault.embedding.openai import OpenAIEmbedder
-from memvault.embedding.service import Embedded, EmbeddingService
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine

@@ -16,7 +16,7 @@ from memvault.db import graph as graph_db
 from memvault.errors import MemvaultError
 from memvault.graph.claims import Extraction
 from memvault.graph.extract import extract
-from memvault.graph.store import GraphWriter, Owner, Prepared, prepare_many
+from memvault.graph.writer import GraphWriter, Owner, Prepared, prepare_many
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

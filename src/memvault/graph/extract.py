@@ -17,7 +17,7 @@ from datetime import datetime
 from memvault.graph.claims import Extraction
 from memvault.graph.extract_llm import extract_with_llm
 from memvault.graph.extract_rules import extract_offline
-from memvault.graph.prompts import GRAPH_EXTRACT
+from memvault.graph.extraction_prompt import GRAPH_EXTRACT
 from memvault.llm.base import LLM, LLMError
 from memvault.metrics import LLM_FALLBACKS
 

@@ -30,7 +30,7 @@ from memvault.graph.claims import (
     snake_case,
 )
 from memvault.graph.extract_rules import ASSISTANT_ROLES, USER_ROLES
-from memvault.graph.prompts import GRAPH_EXTRACT
+from memvault.graph.extraction_prompt import GRAPH_EXTRACT
 from memvault.llm.base import LLM
 
 # More than a turn plausibly holds; the rest of an over-long answer is dropped, not failed.

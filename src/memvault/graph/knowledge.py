@@ -19,7 +19,6 @@ from memvault.graph import export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.derive import Derivation, derive
 from memvault.graph.promote import promote_fact
-from memvault.graph.store import GraphWriter, Owner
 from memvault.graph.views import (
     EntitiesQuery,
     EntityDetail,
@@ -36,6 +35,7 @@ from memvault.graph.views import (
     ReviewDecision,
     ReviewsQuery,
 )
+from memvault.graph.writer import GraphWriter, Owner
 from memvault.lifecycle.audit import AuditEvent
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput

@@ -22,7 +22,7 @@ from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
 from memvault.db.units import reading
 from memvault.embedding.chunking import clean
-from memvault.embedding.service import Embedded
+from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
 from memvault.models import EntityHit, FactHit, SearchRequest

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from memvault.db import graph_lifecycle as db
 from memvault.db.units import reading, transaction
 from memvault.graph.derive import Source, derive_many, lock_names
-from memvault.graph.store import Owner
+from memvault.graph.writer import Owner
 from memvault.lifecycle.reports import HEALTH_ACTIONS, HealthAction, HealthFinding
 from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
 from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG, CONSOLIDATION_SKIPPED

@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from memvault.cognitive.payloads import open_payload, seal_payload
 from memvault.cognitive.procedural import scrub
-from memvault.cognitive.sealed import open_payload, seal_payload
 from memvault.db import embedding_queue, keywords, vectors
 from memvault.db import portable as db
 from memvault.db.tables import (

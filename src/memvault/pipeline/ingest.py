@@ -38,7 +38,7 @@ from memvault.graph.derive import (
     finish,
     lock_names,
 )
-from memvault.graph.store import Owner, Prepared, graph_texts
+from memvault.graph.writer import Owner, Prepared, graph_texts
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
 from memvault.pipeline import pii, rules
 from memvault.pipeline.decisions import Enrichment

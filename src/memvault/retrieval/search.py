@@ -28,7 +28,7 @@ from uuid import UUID
 from memvault.db import graph_walk, keywords, store, tenancy
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.embedding.chunking import clean
-from memvault.embedding.service import Embedded
+from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
 from memvault.models import (
     MemoryFilter,

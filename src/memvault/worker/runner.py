@@ -28,7 +28,7 @@ from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
 from memvault.embedding.chunking import chunk, clean
-from memvault.embedding.service import Embedded, EmbeddingService
+from memvault.embedding.embedding_service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError, StoreUnavailable
 from memvault.lifecycle import jobs as lifecycle_jobs
 from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
