@@ -489,6 +489,33 @@ def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
 # --- one name, one meaning ----------------------------------------------------------------------
 
 
+# Names two modules may share, because they mean the same thing in each place: a provider
+# package's protocol and its OpenAI-compatible provider (embedding/, llm/, vectorindex/), and
+# db/<name>.py holding the SQL of the one service module of that name.
+SAME_ROLE = {"base", "openai"}
+SQL_OF = {"audit", "cache", "health", "portable", "ratelimit", "remember"}
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's file name says what it holds, once: no second ``models.py``, ``errors.py``,
+    ``jobs.py`` or ``recall.py`` for a reader to open by mistake, in a traceback or a tab."""
+    import collections
+
+    by_name: dict[str, list[str]] = collections.defaultdict(list)
+    for name, path in MODULES.items():
+        if path.suffix == ".py" and path.name != "__init__.py":
+            by_name[path.stem].append(name)
+    shared = {stem: sorted(names) for stem, names in by_name.items() if len(names) > 1}
+    allowed = {
+        stem
+        for stem, names in shared.items()
+        if stem in SAME_ROLE
+        or (stem in SQL_OF and len(names) == 2 and f"memvault.db.{stem}" in names)
+    }
+    assert {stem: names for stem, names in shared.items() if stem not in allowed} == {}
+    assert allowed == SAME_ROLE | SQL_OF, "an allowance no longer needed"
+
+
 def test_each_word_list_is_written_once() -> None:
     """The months are spelled out in ``memvault.text`` alone, and ``STOP_WORDS`` is the keyword
     index's list there, no other: a second copy drifts from the first unseen."""
