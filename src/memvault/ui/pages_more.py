@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import SecretStr
 
 from memvault.errors import InvalidInput, NotFound
+from memvault.graph.views import GraphView
 from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
 from memvault.ui.web import UIRoute, Viewer, page, viewer
 from memvault.validation import validated
@@ -19,6 +20,8 @@ from memvault.validation import validated
 router = APIRouter(route_class=UIRoute)
 View = Annotated[Viewer, Depends(viewer)]
 MAX_NODES = 5_000
+# Past this many nodes the page draws the graph on a plain canvas rather than with Cytoscape.
+LARGE_GRAPH = 300
 
 
 def _param(view: Viewer, name: str, default: str = "") -> str:
@@ -58,27 +61,35 @@ async def graph(view: View) -> Response:
     depth = _param(view, "depth", "1")
     valid_at = _moment(_param(view, "valid_at"), "valid_at")
     known_at = _moment(_param(view, "known_at"), "known_at")
-    entities = await memory.entities(user_id=user, q=q or None, limit=50)
     context: dict[str, Any] = {}
+    listed = (
+        memory.entities(user_id=user, q=q or None, limit=50),
+        memory.fact_reviews(user_id=user, limit=20),
+    )
     if chosen:
         detail = await memory.entity(chosen, user_id=user)
-        graph_view = await memory.entity_graph(
-            detail.id, user_id=user, depth=int(depth) if depth in ("1", "2", "3") else 1
-        )
-        timeline = await memory.facts(
-            user_id=user,
-            entity=str(detail.id),
-            valid_at=valid_at,
-            known_at=known_at,
-            include_superseded=valid_at is None and known_at is None,
-            limit=500,
+        # The neighbourhood, the timeline and the lists are independent: read at once.
+        graph_view, timeline, entities, reviews = await asyncio.gather(
+            memory.entity_graph(
+                detail.id, user_id=user, depth=int(depth) if depth in ("1", "2", "3") else 1
+            ),
+            memory.facts(
+                user_id=user,
+                entity=str(detail.id),
+                valid_at=valid_at,
+                known_at=known_at,
+                include_superseded=valid_at is None and known_at is None,
+                limit=500,
+            ),
+            *listed,
         )
         context = {
             "entity": detail,
             "timeline": sorted(timeline, key=lambda f: f.recorded_at),
-            "elements": _elements(graph_view.model_dump(mode="json"), str(detail.id)),
+            "elements": _elements(graph_view, detail.id),
         }
-    reviews = await memory.fact_reviews(user_id=user, limit=20)
+    else:
+        entities, reviews = await asyncio.gather(*listed)
     return page(
         view,
         "graph.html",
@@ -88,6 +99,7 @@ async def graph(view: View) -> Response:
         valid_at=_param(view, "valid_at"),
         known_at=_param(view, "known_at"),
         reviews=reviews,
+        large=LARGE_GRAPH,
         **context,
     )
 
@@ -102,22 +114,23 @@ async def resolve_review(view: View) -> Response:
     return page(view, "done.html", resolved=resolved, audit=audit.results)
 
 
-def _elements(found: dict[str, Any], centre: str) -> dict[str, Any]:
+def _elements(found: GraphView, centre: UUID) -> dict[str, Any]:
+    """What the page's script draws: the fields it reads, not whole entities."""
     nodes = [
         {
-            "id": n["id"],
-            "label": n["name"],
-            "type": n["type"],
-            "depth": n["depth"],
-            "centre": n["id"] == centre,
+            "id": str(n.id),
+            "label": n.name,
+            "type": n.type,
+            "depth": n.depth,
+            "centre": n.id == centre,
         }
-        for n in found["nodes"][:MAX_NODES]
+        for n in found.nodes[:MAX_NODES]
     ]
-    kept = {n["id"] for n in nodes}
+    kept = {n.id for n in found.nodes[:MAX_NODES]}
     edges = [
-        {"id": e["id"], "source": e["source_id"], "target": e["target_id"], "label": e["type"]}
-        for e in found["edges"]
-        if e["source_id"] in kept and e["target_id"] in kept
+        {"source": str(e.source_id), "target": str(e.target_id), "label": e.type}
+        for e in found.edges
+        if e.source_id in kept and e.target_id in kept
     ]
     return {"nodes": nodes, "edges": edges}
 
