@@ -25,6 +25,24 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from memvault.api.wire import (
+    Cleared,
+    ContextValue,
+    ConversationParams,
+    EntityList,
+    FactList,
+    GoalParams,
+    GraphQuery,
+    OwnerInChannel,
+    OwnerParams,
+    RememberAnswer,
+    ReviewList,
+    StatsParams,
+    StrategyPage,
+    StrategyParams,
+    ToolStatsPage,
+    TurnPage,
+)
 from memvault.cognitive.kinds import (
     Conversation,
     ConversationPage,
@@ -45,34 +63,16 @@ from memvault.cognitive.kinds import (
     WorkingContext,
     WorkingValue,
 )
-from memvault.cognitive.wire import (
-    Cleared,
-    ContextValue,
-    ConversationParams,
-    GoalParams,
-    OwnerInChannel,
-    OwnerParams,
-    RememberAnswer,
-    StatsParams,
-    StrategyPage,
-    StrategyParams,
-    ToolStatsPage,
-    TurnPage,
-)
 from memvault.graph.views import (
     EntitiesQuery,
     EntityDetail,
-    EntityList,
     FactInput,
-    FactList,
     FactsQuery,
-    GraphQuery,
     GraphView,
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
     ReviewDecision,
-    ReviewList,
     ReviewsQuery,
 )
 from memvault.lifecycle.reports import (

@@ -1,5 +1,22 @@
-"""The REST API: thin routes over the service."""
+"""The REST API: thin routes over the service.
 
-from memvault.api.app import create_app
+``create_app`` is imported when first asked for, so the operation table can read the HTTP
+shapes in ``memvault.api.wire`` without loading FastAPI."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memvault.api.app import create_app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from memvault.api.app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["create_app"]

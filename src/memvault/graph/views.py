@@ -113,13 +113,6 @@ class GraphView(BaseModel):
     edges: list[GraphEdge]
 
 
-class GraphQuery(_Input):
-    """GET /v1/entities/{id}/graph."""
-
-    user_id: Identifier
-    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
-
-
 class MergeRequest(_Input):
     into: UUID = Field(description="the entity that absorbs this one")
     user_id: Identifier
@@ -166,18 +159,6 @@ class ResolvedReview(BaseModel):
     closed: list[UUID] = Field(
         description="the reviews closed: this one, and any other that named the fact replaced"
     )
-
-
-class FactList(BaseModel):
-    results: list[Fact]
-
-
-class EntityList(BaseModel):
-    results: list[Entity]
-
-
-class ReviewList(BaseModel):
-    results: list[FactReview]
 
 
 class GraphExport(_Input):

@@ -1,5 +1,6 @@
-"""Cognitive memory's requests and answers as the HTTP API speaks them (query parameters, pages,
-counts), defined once for the server's routes and the HTTP client's route table."""
+"""Requests and answers as the HTTP API speaks them and the library does not (query
+parameters, pages, counts of cognitive memory and the graph), defined once for the server's
+routes and the HTTP client's route table (``memvault.operations``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from memvault.cognitive.kinds import (
     Strategy,
     ToolStats,
 )
+from memvault.graph.views import FactReview
+from memvault.models import Entity, Fact, Identifier, _Input
 
 
 class _Params(BaseModel):
@@ -93,3 +96,25 @@ __all__ = [
     "ToolStatsPage",
     "TurnPage",
 ]
+
+
+# --- the graph ---------------------------------------------------------------------------------
+
+
+class GraphQuery(_Input):
+    """GET /v1/entities/{id}/graph."""
+
+    user_id: Identifier
+    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
+
+
+class FactList(BaseModel):
+    results: list[Fact]
+
+
+class EntityList(BaseModel):
+    results: list[Entity]
+
+
+class ReviewList(BaseModel):
+    results: list[FactReview]
