@@ -51,9 +51,9 @@ class AsyncMemory(_AsyncMethods):
 
     Made of resources, each built here with the context and the resources it needs:
     ``memories``, ``conversations``, ``graph`` (facts and entities), ``goals``, ``strategies``,
-    ``working`` (working memory), ``profile``, ``lifecycle`` and ``health``. The everyday verbs
-    are methods here; every other operation is too, by its name in the operation table
-    (``memory.complete_goal`` is ``memory.goals.complete_goal``).
+    ``working`` (working memory), ``profile``, ``lifecycle``, ``health`` and ``recall``
+    (``remember()``). The everyday verbs are methods here; every other operation is too, by its
+    name in the operation table (``memory.complete_goal`` is ``memory.goals.complete_goal``).
     """
 
     memories: Memories
