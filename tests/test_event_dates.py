@@ -81,3 +81,21 @@ async def test_recency_ranks_only_when_the_question_asks_what_is_latest(
     assert boost_gap(latest.results) > 0.3
     assert latest.results[0].id == new.id
     assert latest.diagnostics.time is not None
+
+
+async def test_a_date_phrase_gives_the_same_day_for_when_and_until(memory: AsyncMemory) -> None:
+    """A write reads a date for two uses, when its event happens (``occurred_at``) and when it
+    stops being true (``valid_until``): the same phrase must name the same day for both."""
+    for text in (
+        "I fly to Lisbon on 14 June 2031",
+        "The conference is on 2031-06-20",
+        "Dentist appointment on 3 March 2031",
+        "Our offsite is in July 2031",
+    ):
+        added = await memory.add(text, user_id="ann", infer=False)
+        assert added.valid_until is not None and added.sources["occurred_at"] == "rules", text
+        assert added.occurred_at is not None and added.occurred_at <= added.valid_until, text
+        if "July" not in text:  # a month: the event at its middle, true until its end
+            assert added.occurred_at.date() == added.valid_until.date(), text
+        else:
+            assert (added.occurred_at.month, added.valid_until.month) == (7, 7), text
