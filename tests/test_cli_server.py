@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -75,6 +76,24 @@ def test_memory_commands_go_to_the_server_as_the_keys_tenant_only(
         refused = cli("--server", url, *key, "list", "-u", "carol", code=1)
         assert refused.output.startswith("error:"), refused.output
         assert "Traceback" not in refused.output
+
+
+def test_import_sends_memories_and_conversations_to_the_server(
+    server: tuple[str, str, str], tmp_path: Path
+) -> None:
+    url, acme, _ = server
+    source = tmp_path / "lines.jsonl"
+    turns = [{"role": "user", "content": "Zoe adopted a cat named Pixel"}]
+    lines = [
+        {"content": "Zoe reads sci-fi", "user_id": "zoe", "infer": False},
+        {"user_id": "zoe", "session_id": "s1", "messages": turns},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    imported = cli("--server", url, "--api-key", acme, "import", str(source), "--json").stdout
+    assert json.loads(imported) == {"lines": 2, "stored_new": 2}
+    listed = cli("--server", url, "--api-key", acme, "list", "-u", "zoe", "--json").stdout
+    contents = sorted(m["content"] for m in json.loads(listed))
+    assert contents == ["Zoe adopted a cat named Pixel", "Zoe reads sci-fi"]
 
 
 def test_an_unreachable_server_is_named_not_the_store() -> None:
