@@ -216,6 +216,7 @@ def test_every_page_loads_clean_and_accessible(
         assert page.locator("#graph canvas").count() > 0
         assert axe_violations(page) == []
         shot(page, "graph-entity", tmp_path)
+        _a_large_graph_is_drawn_on_a_canvas_and_a_click_opens_a_node(page)
         page.set_viewport_size({"width": 390, "height": 844})
         for name in ("overview", "memories"):
             shot(view.open(PAGES[name]), f"{name}-phone", tmp_path)
@@ -224,6 +225,28 @@ def test_every_page_loads_clean_and_accessible(
         assert view.problems == []
     finally:
         view.close()
+
+
+def _a_large_graph_is_drawn_on_a_canvas_and_a_click_opens_a_node(page: Page) -> None:
+    """Past the page's threshold the script draws on a plain canvas: here 401 nodes around
+    the entity on show, drawn beside its own graph, and a click on the centre opens it."""
+    centre = page.evaluate(
+        """() => new Promise((done) => {
+            const shown = JSON.parse(document.getElementById('graph-data').textContent);
+            const centre = shown.nodes.find((n) => n.centre);
+            const others = Array.from({length: 400}, (_, i) =>
+                ({id: 'n' + i, label: 'n' + i, depth: 1 + (i % 2), centre: false}));
+            const edges = others.map((n) => ({source: centre.id, target: n.id, label: 'knows'}));
+            const probe = document.createElement('div');
+            probe.className = 'probe';
+            probe.dataset.base = document.getElementById('graph').dataset.base;
+            probe.style.height = '400px';
+            document.querySelector('main').appendChild(probe);
+            drawLarge(probe, {nodes: [centre, ...others], edges}, () => done(centre.id));
+        })"""
+    )
+    page.locator(".probe canvas").click()
+    page.wait_for_url(f"**/graph?entity={centre}")
 
 
 def test_sign_in_out_csrf_read_only_and_prefix(browser: Browser, site: Site) -> None:

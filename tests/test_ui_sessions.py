@@ -86,3 +86,20 @@ def test_what_is_stored_holds_neither_the_session_id_nor_the_key(
             assert values
             for value in values:
                 assert key.encode() not in value and session_id.encode() not in value
+
+
+def test_a_session_in_use_lasts_and_an_idle_one_ends(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    with TestClient(
+        create_app(make_settings(auth="required")), raise_server_exceptions=False
+    ) as client:
+        sign_in(client, make_key(client, "acme", "read"))
+        raw.execute("UPDATE ui_sessions SET expires_at = now() + interval '1 minute'")
+        assert client.get("/ui/").status_code == 200
+        (pushed,) = raw.execute(
+            "SELECT bool_and(expires_at > now() + interval '7 hours') FROM ui_sessions"
+        ).fetchone() or (None,)
+        assert pushed  # a page view pushed the idle timeout on
+        raw.execute("UPDATE ui_sessions SET expires_at = now() - interval '1 second'")
+        assert client.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"

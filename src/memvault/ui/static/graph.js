@@ -31,7 +31,7 @@ function drawSmall(holder, found, done) {
   // A force layout reads best but costs seconds past a few dozen nodes; rings by hop count
   // (the centre, then depth 1, 2, 3) are computed in one pass.
   const layout = found.nodes.length <= 60
-    ? { name: "cose", animate: false, numIter: 300 }
+    ? { name: "cose", animate: false, numIter: 300, idealEdgeLength: () => 140 }
     : { name: "concentric", animate: false, concentric: (n) => 4 - n.data("depth"),
         levelWidth: () => 1, minNodeSpacing: 4 };
   const cy = cytoscape({
@@ -42,13 +42,14 @@ function drawSmall(holder, found, done) {
     },
     layout,
     minZoom: 0.05,
-    maxZoom: 1.5,
+    maxZoom: 2.5,
     style: [
       { selector: "node", style: { "background-color": "#0b5cad", label: "data(label)",
         "font-size": 10, color: "#1b1f24", width: 14, height: 14 } },
       { selector: "node.centre", style: { "background-color": "#a4161a", width: 22, height: 22 } },
-      { selector: "edge", style: { width: 1, "line-color": "#8a94a3", "curve-style": "haystack",
-        label: "data(label)", "font-size": 8, color: "#4a5563" } },
+      // Bezier: two links between the same pair are drawn apart, their labels readable.
+      { selector: "edge", style: { width: 1, "line-color": "#8a94a3", "curve-style": "bezier",
+        label: "data(label)", "font-size": 8, color: "#4a5563", "text-rotation": "autorotate" } },
     ],
   });
   cy.on("tap", "node", (event) => open(holder, event.target.id()));
