@@ -63,6 +63,7 @@ UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memorie
 
 @app.callback()
 def _target(
+    ctx: typer.Context,
     server: Annotated[
         str | None,
         typer.Option(
@@ -78,6 +79,8 @@ def _target(
     ] = None,
 ) -> None:
     cli_store.use(cli_store.Server(server, api_key) if server else None)
+    # Forgotten when the command ends, so nothing run after it in this process inherits it.
+    ctx.call_on_close(lambda: cli_store.use(None))
 
 
 def _fail(exc: MemvaultError, *, where: str = "") -> None:

@@ -33,8 +33,7 @@ class Server:
     api_key: str | None = None
 
 
-# Set by the root command's options on every invocation (one command per process; a test's
-# runner invoking several in turn sets it each time).
+# Set by the root command's options for the one command they precede.
 _target: Server | None = None
 
 
