@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memvault.console import err
@@ -30,7 +30,7 @@ class Server:
     """The running server a command talks to, as the root options named it."""
 
     url: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed
 
 
 # Set by the root command's options for the one command they precede.
