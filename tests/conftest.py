@@ -108,20 +108,25 @@ def module_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     yield from _template_copy(pg_server)
 
 
+def settings_for(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
+    """A test store's settings; ``make_settings`` for a fixture wider than one test."""
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "encryption_key": KEY,
+        "data_dir": data_dir,
+        # The API's own tests (test_auth.py) switch these on; elsewhere they would only
+        # add a key to every request and throttle fast loops.
+        "auth": "off",
+        "rate_limit_per_s": 0,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
 @pytest.fixture
 def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
     def build(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {
-            "database_url": database_url,
-            "encryption_key": KEY,
-            "data_dir": tmp_path / "data",
-            # The API's own tests (test_auth.py) switch these on; elsewhere they would only
-            # add a key to every request and throttle fast loops.
-            "auth": "off",
-            "rate_limit_per_s": 0,
-        }
-        values.update(overrides)
-        return Settings(**values)
+        return settings_for(database_url, tmp_path / "data", **overrides)
 
     return build
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from memvault import AsyncMemory, InvalidInput, Settings
 from memvault.api.app import create_app
 from memvault.cli import app as cli
-from tests.conftest import KEY
+from tests.conftest import KEY, settings_for
 
 USER = "erin"
 CONVERSATION = "trip-42"
@@ -339,12 +339,9 @@ def exported(
 ) -> Iterator[tuple[TestClient, list[dict[str, Any]], psycopg.Connection[Any]]]:
     """A store holding every kind, exported once for the crafted-line cases: each erases the
     user and imports into that, as after a fresh export (filling the store is most of a case)."""
-    settings = Settings(
-        database_url=module_database_url,
-        encryption_key=KEY,
-        data_dir=tmp_path_factory.mktemp("portable") / "data",
-        auth="off",
-        rate_limit_per_s=0,
+    settings = settings_for(
+        module_database_url,
+        tmp_path_factory.mktemp("portable") / "data",
         embedding_provider="hash",
         deletion_history="purge",
     )
