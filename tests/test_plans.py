@@ -13,6 +13,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, cast
 
 import psycopg
@@ -24,7 +25,7 @@ from memvault.db import keywords, store, tenancy, vectors
 from memvault.db.tenancy import APP_ROLE
 from memvault.models import MemoryFilter
 from memvault.service import AsyncMemory
-from tests.conftest import backend_of
+from tests.conftest import backend_of, settings_for
 
 TABLES = ("memories", "memory_chunks", "memory_terms")
 WORDS = ["garden", "invoice", "piano", "harbour", "lemon", "tennis", "Madrid", "printer"]
@@ -49,6 +50,10 @@ def notes(user: str, count: int) -> list[dict[str, Any]]:
 @pytest.fixture
 def frozen_statistics(raw: psycopg.Connection[Any]) -> None:
     """Keep autovacuum away for the test, so the tables stay exactly as a new store's."""
+    _freeze_statistics(raw)
+
+
+def _freeze_statistics(raw: psycopg.Connection[Any]) -> None:
     for table in TABLES:
         raw.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
 
@@ -60,25 +65,44 @@ def analysed(raw: psycopg.Connection[Any]) -> set[str]:
     return {r[0] for r in rows}
 
 
-@pytest.fixture
-async def stored(
-    make_settings: Callable[..., Settings], frozen_statistics: None
-) -> AsyncIterator[Callable[..., AsyncMemory]]:
+def _settings(url: str, data_dir: Path, **overrides: Any) -> Settings:
+    return settings_for(url, data_dir, embedding_provider="hash", analyze_after_rows=0, **overrides)
+
+
+@pytest.fixture(scope="module")
+async def filled(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store of 300 memories for one user, 100 for another and 100 in another tenant,
-    written in batches, with background ANALYZE off."""
+    written in batches with background ANALYZE and autovacuum off; once for the module, whose
+    plan tests only read it. Its database's URL."""
+    with psycopg.connect(module_database_url, autocommit=True) as conn:
+        _freeze_statistics(conn)
+    first = await AsyncMemory.open(_settings(module_database_url, tmp_path_factory.mktemp("plans")))
+    try:
+        await first.add_many(notes("ada", 300))
+        await first.add_many(notes("bob", 100))
+        await first.for_tenant("other").add_many(notes("ada", 100))
+    finally:
+        await first.close()
+    return module_database_url
+
+
+@pytest.fixture
+def filled_raw(filled: str) -> Iterator[psycopg.Connection[Any]]:
+    """A plain connection to the filled store's database."""
+    with psycopg.connect(filled, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+async def stored(filled: str, tmp_path: Path) -> AsyncIterator[Callable[..., AsyncMemory]]:
+    """Stores opened on the filled database, with the settings a test asks for."""
     opened: list[AsyncMemory] = []
 
     async def open_store(**overrides: Any) -> AsyncMemory:
-        memory = await AsyncMemory.open(
-            make_settings(embedding_provider="hash", analyze_after_rows=0, **overrides)
-        )
+        memory = await AsyncMemory.open(_settings(filled, tmp_path / "data", **overrides))
         opened.append(memory)
         return memory
 
-    first = await open_store()
-    await first.add_many(notes("ada", 300))
-    await first.add_many(notes("bob", 100))
-    await first.for_tenant("other").add_many(notes("ada", 100))
     yield open_store
     for memory in opened:
         await memory.close()
@@ -169,7 +193,7 @@ def memories_by_key(plan: dict[str, Any]) -> bool:
 
 
 async def test_retrieval_plans_on_a_never_analysed_store(
-    stored: Callable[..., Any], database_url: str, raw: psycopg.Connection[Any]
+    stored: Callable[..., Any], filled: str, filled_raw: psycopg.Connection[Any]
 ) -> None:
     exact = await stored()
     approximate = await stored(search_exact_max_chunks=10)
@@ -195,7 +219,7 @@ async def test_retrieval_plans_on_a_never_analysed_store(
         if "last year" in query:
             assert {"retrieve:time:vector", "retrieve:time:keyword"} <= set(lists), timings
             assert sum("UNION ALL" in statement for statement, _ in sent) == 2, options
-        explained = plans(database_url, sent)
+        explained = plans(filled, sent)
         retrieval = [p for p in explained if relations(p) & {"memory_chunks", "memory_terms"}]
         assert retrieval, options
         for plan in explained:
@@ -208,9 +232,9 @@ async def test_retrieval_plans_on_a_never_analysed_store(
     with captured(exact) as sent:
         listed = await exact.list(user_id="ada", app_id="home", tags=["todo"], limit=5)
     assert len(listed.results) == 5
-    for plan in plans(database_url, sent):
+    for plan in plans(filled, sent):
         assert plan["Node Type"] == "Limit" and not blind_joins(plan)
-    assert analysed(raw) == set()  # the plans above were made without statistics
+    assert analysed(filled_raw) == set()  # the plans above were made without statistics
 
 
 async def test_a_filter_only_the_least_relevant_pass_still_fills_the_page(
@@ -263,22 +287,21 @@ CONVERSATION_KEY = [("tenant_id", "text"), ("user_id", "text"), ("id", "text")]
     "table", ["memories", "entities", "facts", "relations", "goals", "conversations"]
 )
 async def test_foreign_key_checks_find_their_row_by_key_on_a_never_analysed_store(
-    table: str, stored: Callable[..., Any], raw: psycopg.Connection[Any]
+    table: str, filled_raw: psycopg.Connection[Any]
 ) -> None:
     """PostgreSQL checks that a referenced row exists (a posting's or chunk's memory, a
     fact's entity, a subgoal's goal) with one cached plan per connection, made on the table
     as it was. An index that starts with the tenant alone once tied with the primary key
     there, and each check then read every row of the tenant (bulk ingestion slowed as the
     store grew: 160 memories/s at 30,000, 67/s at 40,000). Migrations 0013 and 0014."""
-    await stored()
-    raw.execute("SET plan_cache_mode = force_generic_plan")
+    filled_raw.execute("SET plan_cache_mode = force_generic_plan")
     # A conversation is keyed by its user and the caller's (text) id.
     key = CONVERSATION_KEY if table == "conversations" else [("tenant_id", "text"), ("id", "uuid")]
     types = ", ".join(kind for _, kind in key)
     where = " AND ".join(
         f"{column} OPERATOR(pg_catalog.=) ${n}" for n, (column, _) in enumerate(key, start=1)
     )
-    raw.execute(
+    filled_raw.execute(
         f"PREPARE exists_check({types}) AS SELECT 1 FROM ONLY public.{table} x"
         f" WHERE {where} FOR KEY SHARE OF x"
     )
@@ -288,7 +311,7 @@ async def test_foreign_key_checks_find_their_row_by_key_on_a_never_analysed_stor
             if table == "conversations"
             else (f"'{tenant}', gen_random_uuid()")
         )
-        row = raw.execute(f"EXPLAIN (FORMAT JSON) EXECUTE exists_check({values})").fetchone()
+        row = filled_raw.execute(f"EXPLAIN (FORMAT JSON) EXECUTE exists_check({values})").fetchone()
         assert row is not None
         plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
         scans = [n for n in nodes(plan[0]["Plan"]) if n.get("Relation Name") == table]
@@ -319,7 +342,7 @@ async def test_only_ranking_transactions_begin_with_nested_loops_off(
 
 
 async def test_chunks_are_sorted_by_memory_with_their_distance_not_their_vector(
-    stored: Callable[..., Any], database_url: str
+    stored: Callable[..., Any], filled: str
 ) -> None:
     """An exact ranking groups each memory's chunks by sorting them; folded into the
     aggregate, the distance was computed after that sort, which then carried every vector
@@ -327,7 +350,7 @@ async def test_chunks_are_sorted_by_memory_with_their_distance_not_their_vector(
     memory = await stored()
     with captured(memory) as sent:
         await memory.search("the piano", user_id="ada", recipe="vector", track_access=False)
-    explained = plans(database_url, sent, verbose=True)
+    explained = plans(filled, sent, verbose=True)
     sorts = [
         n
         for plan in explained
