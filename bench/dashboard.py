@@ -249,7 +249,7 @@ def main() -> None:
             f"{statistics.median(interactive):.2f} | {max(interactive):.2f} |"
         )
         print(
-            f"| of which drawing (cytoscape start -> ready) | "
+            f"| of which drawing (script start -> drawn) | "
             f"{statistics.median(drawing):.2f} | {max(drawing):.2f} |"
         )
         print(f"\nload average (1, 5, 15 min): {os.getloadavg()}, cores: {os.cpu_count()}")
