@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from memvault.api import create_app
 from memvault.config import Settings
 from memvault.jsonvalues import MAX_DEPTH, TRUNCATED
+from tests.conftest import settings_for
 from tests.serving import serving
 
 USER = "victim"
@@ -71,11 +73,25 @@ def _assert_user_intact(client: TestClient, expected: int) -> None:
     assert found.status_code == 200
 
 
-@pytest.fixture
-def api(client: TestClient) -> TestClient:
+def _with_a_memory(client: TestClient) -> TestClient:
     ok = client.post("/v1/memories", json={"content": "a normal memory", "user_id": USER})
     assert ok.status_code == 201
     return client
+
+
+@pytest.fixture(scope="module")
+def api(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app for the tests whose every request is refused: each checks that the user still
+    holds the one memory it had, so a write let through shows in the test that let it."""
+    settings = settings_for(module_database_url, tmp_path_factory.mktemp("faults") / "data")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield _with_a_memory(client)
+
+
+@pytest.fixture
+def own_api(client: TestClient) -> TestClient:
+    """An app of the test's own, for tests that write or change rows."""
+    return _with_a_memory(client)
 
 
 @pytest.mark.parametrize("case", BAD_METADATA)
@@ -163,8 +179,9 @@ def test_an_over_large_limit_has_one_error_shape_on_list_and_search(api: TestCli
 
 
 def test_a_row_stored_before_the_checks_still_reads_back(
-    api: TestClient, raw: psycopg.Connection[Any]
+    own_api: TestClient, raw: psycopg.Connection[Any]
 ) -> None:
+    api = own_api
     existing = api.get("/v1/memories", params={"user_id": USER}).json()["results"][0]["id"]
     raw.execute(
         "UPDATE memories SET metadata = %s::jsonb WHERE id = %s", (json.dumps(_deep(300)), existing)
@@ -225,8 +242,9 @@ def _mutations(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_no_hostile_value_in_any_field_breaks_anything(
-    api: TestClient, data: st.DataObject, caplog: pytest.LogCaptureFixture
+    own_api: TestClient, data: st.DataObject, caplog: pytest.LogCaptureFixture
 ) -> None:
+    api = own_api
     method, path, template = data.draw(st.sampled_from(TEMPLATES))
     body = data.draw(_mutations(template))
     existing = api.get("/v1/memories", params={"user_id": USER}).json()["results"][0]["id"]
