@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate
@@ -27,7 +27,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvault.cognitive.kinds import Goal, Profile, WorkingContext
-from memvault.cognitive.procedural import strategy_text
 from memvault.text import WORD, fold
 
 ItemKind = Literal["episodic", "facts", "entities", "procedural"]
@@ -235,6 +234,36 @@ def same_text(text: str) -> tuple[str, str]:
     """What two texts are compared by: their words, case folded (punctuation, spacing and
     capitals do not make a text new)."""
     return ("text", " ".join(WORD.findall(fold(text))))
+
+
+# Words a description made from a tool sequence wraps it in ("Tool sequence that worked: a ->
+# b"): with the tools' own names, such a description says nothing the steps do not.
+_SEQUENCE_WORDS = frozenset({"tool", "tools", "sequence", "steps", "that", "worked", "then"})
+
+
+def restates(description: str, sequence: Sequence[str]) -> bool:
+    """Whether ``description`` only names the tools of ``sequence``."""
+    words = set(WORD.findall(fold(description)))
+    return bool(words) and words <= _SEQUENCE_WORDS | {fold(t) for t in sequence}
+
+
+def strategy_text(
+    description: str, sequence: Sequence[str], success_count: int, failure_count: int
+) -> str:
+    """A strategy as a reader takes it in: what it is for, its steps numbered, and how it went
+    ("Book a hotel: 1. hotel_search 2. book_hotel (3 succeeded, 1 failed)"). A description
+    that only restates the steps is not said twice."""
+    steps = " ".join(f"{n}. {tool}" for n, tool in enumerate(sequence, 1))
+    if success_count or failure_count:
+        record = f"{success_count} succeeded, {failure_count} failed"
+    else:
+        record = "no outcomes recorded yet"
+    name = description.strip().rstrip(":")
+    if not sequence:
+        return f"{name} ({record})"
+    if restates(name, sequence):
+        name = "Steps that worked"
+    return f"{name}: {steps} ({record})"
 
 
 def item_line(item: BundleItem) -> str:

@@ -33,7 +33,6 @@ from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
 from memvault.retrieval.search import embed_query
-from memvault.text import WORD, fold
 from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
@@ -81,36 +80,6 @@ def learned_sequence(rows: Sequence[ToolStep]) -> builtins.list[str]:
         if row.success and (not sequence or sequence[-1] != row.tool_name):
             sequence.append(row.tool_name)
     return sequence
-
-
-# Words a description made from a tool sequence wraps it in ("Tool sequence that worked: a ->
-# b"): with the tools' own names, such a description says nothing the steps do not.
-_SEQUENCE_WORDS = frozenset({"tool", "tools", "sequence", "steps", "that", "worked", "then"})
-
-
-def restates(description: str, sequence: Sequence[str]) -> bool:
-    """Whether ``description`` only names the tools of ``sequence``."""
-    words = set(WORD.findall(fold(description)))
-    return bool(words) and words <= _SEQUENCE_WORDS | {fold(t) for t in sequence}
-
-
-def strategy_text(
-    description: str, sequence: Sequence[str], success_count: int, failure_count: int
-) -> str:
-    """A strategy as a reader takes it in: what it is for, its steps numbered, and how it went
-    ("Book a hotel: 1. hotel_search 2. book_hotel (3 succeeded, 1 failed)"). A description
-    that only restates the steps is not said twice."""
-    steps = " ".join(f"{n}. {tool}" for n, tool in enumerate(sequence, 1))
-    if success_count or failure_count:
-        record = f"{success_count} succeeded, {failure_count} failed"
-    else:
-        record = "no outcomes recorded yet"
-    name = description.strip().rstrip(":")
-    if not sequence:
-        return f"{name} ({record})"
-    if restates(name, sequence):
-        name = "Steps that worked"
-    return f"{name}: {steps} ({record})"
 
 
 class Strategies:
