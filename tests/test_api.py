@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+
+from memvault.api import create_app
+from tests.conftest import settings_for
 
 USER = {"user_id": "alice"}
 
@@ -27,13 +31,24 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     return error
 
 
-def test_health(client: TestClient) -> None:
-    assert client.get("/health").json() == {"status": "ok"}
+@pytest.fixture(scope="module")
+def refusing(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
+    """One app for the tests that store nothing (each request refused, or a read of what is
+    not stored): they share a store, which test_invalid_bodies_are_422 checks stays empty."""
+    settings = settings_for(module_database_url, tmp_path_factory.mktemp("api") / "data")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
 
 
-def test_openapi_docs_are_served(client: TestClient) -> None:
-    assert client.get("/docs").status_code == 200
-    paths = client.get("/openapi.json").json()["paths"]
+def test_health(refusing: TestClient) -> None:
+    assert refusing.get("/health").json() == {"status": "ok"}
+
+
+def test_openapi_docs_are_served(refusing: TestClient) -> None:
+    assert refusing.get("/docs").status_code == 200
+    paths = refusing.get("/openapi.json").json()["paths"]
     assert {"/v1/memories", "/v1/memories/{memory_id}", "/v1/memories/{memory_id}/history"} <= set(
         paths
     )
@@ -109,30 +124,33 @@ def test_another_users_memory_is_not_found(client: TestClient) -> None:
     ],
 )
 def test_invalid_bodies_are_422_and_store_nothing(
-    client: TestClient, raw: psycopg.Connection[Any], body: dict[str, Any]
+    refusing: TestClient, module_database_url: str, body: dict[str, Any]
 ) -> None:
-    response = client.post("/v1/memories", json=body)
+    response = refusing.post("/v1/memories", json=body)
     assert response.status_code == 422
     assert response.json()["error"]["code"] in {"invalid_input", "content_too_long"}
-    assert raw.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+    with psycopg.connect(module_database_url) as raw:
+        assert raw.execute("SELECT count(*) FROM memories").fetchone() == (0,)
 
 
-def test_too_long_content_says_so(client: TestClient) -> None:
+def test_too_long_content_says_so(refusing: TestClient) -> None:
     error = assert_error(
-        client.post("/v1/memories", json={"content": "y" * 32_001, **USER}), 422, "content_too_long"
+        refusing.post("/v1/memories", json={"content": "y" * 32_001, **USER}),
+        422,
+        "content_too_long",
     )
     assert error["details"]["limit"] == 32_000
     assert "yyyy" not in json.dumps(error)
 
 
 @pytest.mark.parametrize("path", ["/v1/memories/not-a-uuid", "/v1/memories/123/history"])
-def test_bad_ids_are_422(client: TestClient, path: str) -> None:
-    assert_error(client.get(path, params=USER), 422, "invalid_input")
+def test_bad_ids_are_422(refusing: TestClient, path: str) -> None:
+    assert_error(refusing.get(path, params=USER), 422, "invalid_input")
 
 
-def test_unknown_query_fields_are_422(client: TestClient) -> None:
+def test_unknown_query_fields_are_422(refusing: TestClient) -> None:
     assert_error(
-        client.get("/v1/memories", params={**USER, "colour": "blue"}), 422, "invalid_input"
+        refusing.get("/v1/memories", params={**USER, "colour": "blue"}), 422, "invalid_input"
     )
 
 
@@ -141,22 +159,22 @@ def test_missing_user_is_422(client: TestClient) -> None:
     assert_error(client.get(f"/v1/memories/{mid}"), 422, "invalid_input")
 
 
-def test_bad_metadata_filter_is_422(client: TestClient) -> None:
+def test_bad_metadata_filter_is_422(refusing: TestClient) -> None:
     assert_error(
-        client.get("/v1/memories", params={**USER, "metadata": "{nope"}), 422, "invalid_input"
+        refusing.get("/v1/memories", params={**USER, "metadata": "{nope"}), 422, "invalid_input"
     )
 
 
-def test_oversized_body_is_413(client: TestClient) -> None:
+def test_oversized_body_is_413(refusing: TestClient) -> None:
     body = json.dumps({"content": "z" * 2_000_000, "user_id": "alice"})
-    response = client.post(
+    response = refusing.post(
         "/v1/memories", content=body, headers={"content-type": "application/json"}
     )
     assert_error(response, 413, "payload_too_large")
 
 
-def test_unknown_route_uses_the_envelope(client: TestClient) -> None:
-    assert_error(client.get("/v1/nothing-here"), 404, "not_found")
+def test_unknown_route_uses_the_envelope(refusing: TestClient) -> None:
+    assert_error(refusing.get("/v1/nothing-here"), 404, "not_found")
 
 
 def test_internal_errors_reveal_nothing(client: TestClient, raw: psycopg.Connection[Any]) -> None:
@@ -168,12 +186,12 @@ def test_internal_errors_reveal_nothing(client: TestClient, raw: psycopg.Connect
         assert leak not in text
 
 
-def test_streamed_oversized_body_is_413(client: TestClient) -> None:
+def test_streamed_oversized_body_is_413(refusing: TestClient) -> None:
     def chunks() -> Any:
         for _ in range(300):
             yield b"x" * 8192
 
-    response = client.post(
+    response = refusing.post(
         "/v1/memories", content=chunks(), headers={"content-type": "application/json"}
     )
     assert_error(response, 413, "payload_too_large")
