@@ -1,6 +1,8 @@
 """What starting memvault loads: ``import memvault`` and a command's own ``--help`` import
-neither the store, the HTTP client nor the model runtime; the extractor's sentence shapes are
-compiled when first read, once. (How long a start takes is measured by bench/cli_speed.py.)"""
+neither the store, the HTTP client nor the model runtime, and the HTTP client (what a command
+sent to a server runs on) none of the store, its drivers or the model runtime; the extractor's
+sentence shapes are compiled when first read, once. (How long a start takes is measured by
+bench/cli_speed.py.)"""
 
 from __future__ import annotations
 
@@ -42,6 +44,25 @@ def test_starting_loads_no_store_client_or_model_runtime(code: str, args: list[s
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60
     )
+    assert done.stderr.strip() == "[]", done.stderr
+
+
+# What the client must not load: a command sent to a server needs no store, driver or model.
+STORE = (
+    "sqlalchemy",
+    "psycopg",
+    "numpy",
+    "onnxruntime",
+    "memvault.backend",
+    "memvault.service",
+    "memvault.db",
+)
+
+
+def test_the_http_client_loads_no_store_driver_or_model_runtime() -> None:
+    probe = PROBE.format(code="import memvault.client", heavy=STORE)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "[]", done.stderr
 
 

@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 import memvault
+from memvault._stubs import CLIENT_SURFACE, client_surface
 from memvault._sync import NOT_DERIVED, STUB, surface_stub
 from memvault.api import create_app
 from memvault.api.routes import query_model, split_example
@@ -394,6 +395,12 @@ def test_the_type_checkers_view_of_the_sync_face_is_current() -> None:
     the operation table (the door's derived methods are in the stub too)."""
     current = ast.dump(ast.parse(STUB.read_text()))
     assert current == ast.dump(ast.parse(surface_stub(memvault.AsyncMemory, "Memory")))
+
+
+def test_the_headers_the_client_copies_are_current() -> None:
+    """The client takes its methods' signatures from ``_client_surface.py``, not the service:
+    regenerate it with ``python -m memvault._stubs`` as the stub above."""
+    assert CLIENT_SURFACE.read_text() == client_surface(memvault.AsyncMemory)
 
 
 # --- the service by composition ----------------------------------------------------------------

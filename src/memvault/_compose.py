@@ -28,7 +28,7 @@ def verb(implementation: Callable[..., Any]) -> Callable[[F], F]:
     def decorate(method: F) -> F:
         method.__doc__ = implementation.__doc__
         for name, value in vars(implementation).items():
-            if name in {"__signature__", "__declared_signature__"}:
+            if name in {"__signature__", "__declared_signature__", "__takes__"}:
                 setattr(method, name, value)
         return method
 

@@ -17,6 +17,9 @@ from pydantic import BaseModel
 
 P = ParamSpec("P")
 DECLARED = "__declared_signature__"
+# Set by ``takes``: the model and positional names, so the signature can be made again where
+# the method's module is not loaded (``python -m memvault._stubs``).
+TAKES = "__takes__"
 R = TypeVar("R")
 T = TypeVar("T")
 
@@ -88,6 +91,7 @@ def takes(
         ]
         # The signature as written stays the type checker's view (see ``surface_stub``).
         setattr(method, DECLARED, inspect.signature(method))
+        setattr(method, TAKES, (model, positional))
         method.__signature__ = inspect.signature(method).replace(  # type: ignore[attr-defined]
             parameters=[*head, *fields, *tail]
         )

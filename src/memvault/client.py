@@ -14,8 +14,10 @@ error answered by the server is raised as the class its envelope's ``code`` name
 ``ServerUnreachable`` (a ``StoreUnavailable``). No httpx exception escapes.
 
 Every method is made from one entry of the operation table (``memvault.operations``): its name,
-signature, annotations and docstring are the service method's, so the client cannot drift from
-the library, and its request is the one the server's route for that entry reads.
+signature, annotations and docstring are the service method's (copied from the headers
+``python -m memvault._stubs`` generates, so the client loads no store code), so the client
+cannot drift from the library, and its request is the one the server's route for that entry
+reads.
 
 Not offered over HTTP: whole-store work (``Admin``), which runs where the store is (the
 ``memvault`` CLI), and ``for_tenant``: a client's tenant is the one its API key belongs to.
@@ -38,6 +40,7 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from memvault._client_surface import ClientSurface
 from memvault._sync import SyncFace, blocking
 from memvault.errors import (
     ConfigurationError,
@@ -51,7 +54,7 @@ from memvault.errors import (
     for_code,
 )
 from memvault.operations import Operation, client_operations
-from memvault.service import AsyncMemory, parse_id, validated
+from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
     # For type checkers the clients have the library's data methods with the library's types;
@@ -102,8 +105,11 @@ def _path_value(name: str, value: Any, is_id: bool) -> str:
 
 
 def _service(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The library method's header (``AsyncMemory``'s signature, annotations and docstring,
+    generated into ``_client_surface``): the service itself, and the store's drivers with it,
+    are never loaded by the client."""
     assert op.service is not None
-    method: Callable[..., Coroutine[Any, Any, Any]] = getattr(AsyncMemory, op.service)
+    method: Callable[..., Coroutine[Any, Any, Any]] = getattr(ClientSurface, op.service)
     return method
 
 
