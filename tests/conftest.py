@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,15 @@ def settings_for(database_url: str, data_dir: Path, **overrides: Any) -> Setting
     }
     values.update(overrides)
     return Settings(**values)
+
+
+@contextmanager
+def app_client(database_url: str, data_dir: Path, **overrides: Any) -> Iterator[TestClient]:
+    """A client of the served app over a store on ``database_url``, for a fixture wider than
+    one test (a module's tests that store nothing, say)."""
+    settings = settings_for(database_url, data_dir, **overrides)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
 
 
 @pytest.fixture

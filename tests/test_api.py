@@ -10,8 +10,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from memvault.api import create_app
-from tests.conftest import settings_for
+from tests.conftest import app_client
 
 USER = {"user_id": "alice"}
 
@@ -37,8 +36,7 @@ def refusing(
 ) -> Iterator[TestClient]:
     """One app for the tests that store nothing (each request refused, or a read of what is
     not stored): they share a store, which test_invalid_bodies_are_422 checks stays empty."""
-    settings = settings_for(module_database_url, tmp_path_factory.mktemp("api") / "data")
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with app_client(module_database_url, tmp_path_factory.mktemp("api") / "data") as client:
         yield client
 
 

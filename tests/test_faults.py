@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from memvault.api import create_app
 from memvault.config import Settings
 from memvault.jsonvalues import MAX_DEPTH, TRUNCATED
-from tests.conftest import settings_for
+from tests.conftest import app_client
 from tests.serving import serving
 
 USER = "victim"
@@ -83,8 +83,7 @@ def _with_a_memory(client: TestClient) -> TestClient:
 def api(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """One app for the tests whose every request is refused: each checks that the user still
     holds the one memory it had, so a write let through shows in the test that let it."""
-    settings = settings_for(module_database_url, tmp_path_factory.mktemp("faults") / "data")
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+    with app_client(module_database_url, tmp_path_factory.mktemp("faults") / "data") as client:
         yield _with_a_memory(client)
 
 

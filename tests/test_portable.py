@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from memvault import AsyncMemory, InvalidInput, Settings
 from memvault.api.app import create_app
 from memvault.cli import app as cli
-from tests.conftest import KEY, settings_for
+from tests.conftest import KEY, app_client
 
 USER = "erin"
 CONVERSATION = "trip-42"
@@ -339,14 +339,11 @@ def exported(
 ) -> Iterator[tuple[TestClient, list[dict[str, Any]], psycopg.Connection[Any]]]:
     """A store holding every kind, exported once for the crafted-line cases: each erases the
     user and imports into that, as after a fresh export (filling the store is most of a case)."""
-    settings = settings_for(
-        module_database_url,
-        tmp_path_factory.mktemp("portable") / "data",
-        embedding_provider="hash",
-        deletion_history="purge",
-    )
+    data = tmp_path_factory.mktemp("portable") / "data"
     with (
-        TestClient(create_app(settings), raise_server_exceptions=False) as api,
+        app_client(
+            module_database_url, data, embedding_provider="hash", deletion_history="purge"
+        ) as api,
         psycopg.connect(module_database_url, autocommit=True) as raw,
     ):
         _populate(api)
