@@ -10,12 +10,23 @@ from fastapi.testclient import TestClient
 
 from memvault import Settings
 from memvault.api import create_app
+from tests.conftest import app_client
 
 
 @pytest.fixture
 def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
     settings = make_settings(graph_contradiction_policy="flag_review")
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def refusing(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
+    """One app for the tests whose requests are all refused."""
+    data = tmp_path_factory.mktemp("graph") / "data"
+    with app_client(module_database_url, data, graph_contradiction_policy="flag_review") as client:
         yield client
 
 
@@ -83,8 +94,8 @@ def test_facts_and_entities_over_http(api: TestClient) -> None:
     ],
 )  # fmt: skip
 def test_bad_graph_requests_answer_422_in_the_envelope(
-    api: TestClient, method: str, path: str, kw: dict[str, object]
+    refusing: TestClient, method: str, path: str, kw: dict[str, object]
 ) -> None:
-    response = api.request(method, path, **kw)  # type: ignore[arg-type]
+    response = refusing.request(method, path, **kw)  # type: ignore[arg-type]
     assert response.status_code == 422, response.text
     assert response.json()["error"]["code"] == "invalid_input"

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from memvault import AsyncMemory, InvalidInput
 from memvault.api import create_app
 from memvault.config import Settings
-from tests.conftest import backend_of
+from tests.conftest import app_client, backend_of
 
 HUGE = "x" * 600_000
 
@@ -23,6 +23,18 @@ HUGE = "x" * 600_000
 def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
     settings = make_settings(embedding_provider="hash", audit_flush_ms=60_000)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def refusing(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
+    """One app for the tests that only read or are refused: they share a store."""
+    data = tmp_path_factory.mktemp("hostile") / "data"
+    with app_client(
+        module_database_url, data, embedding_provider="hash", audit_flush_ms=60_000
+    ) as client:
         yield client
 
 
@@ -159,9 +171,9 @@ def test_titles_and_descriptions_have_a_limit(api: TestClient) -> None:
     ],
 )
 def test_errors_name_the_schema_never_the_callers_keys_or_values(
-    api: TestClient, body: dict[str, Any]
+    refusing: TestClient, body: dict[str, Any]
 ) -> None:
-    answer = api.post("/v1/remember", json=body)
+    answer = refusing.post("/v1/remember", json=body)
     assert answer.status_code == 422, answer.text
     assert "Secret" not in answer.text
     assert "\\u0000" not in answer.text
@@ -169,22 +181,24 @@ def test_errors_name_the_schema_never_the_callers_keys_or_values(
     assert all(f.startswith("body") for f in fields), fields
 
 
-def test_query_parameters_and_paths_are_not_echoed_either(api: TestClient) -> None:
-    answer = api.get("/v1/memories", params={"user_id": "u", "SecretKeyText": "1", "limit": "x"})
+def test_query_parameters_and_paths_are_not_echoed_either(refusing: TestClient) -> None:
+    answer = refusing.get(
+        "/v1/memories", params={"user_id": "u", "SecretKeyText": "1", "limit": "x"}
+    )
     assert "Secret" not in answer.text
     for path in ("/v1/goals/SecretPathText", "/v1/entities/SecretPathText"):
-        answered = api.get(path, params={"user_id": "u"})
+        answered = refusing.get(path, params={"user_id": "u"})
         assert answered.status_code in (404, 422), answered.text
         assert "Secret" not in answered.text
 
 
-def test_a_query_has_a_limit(api: TestClient) -> None:
-    _refused(api.post("/v1/memories/search", json={"query": HUGE, "user_id": "q"}), "query")
-    _refused(api.post("/v1/remember", json={"query": HUGE, "user_id": "q"}), "query")
+def test_a_query_has_a_limit(refusing: TestClient) -> None:
+    _refused(refusing.post("/v1/memories/search", json={"query": HUGE, "user_id": "q"}), "query")
+    _refused(refusing.post("/v1/remember", json={"query": HUGE, "user_id": "q"}), "query")
     # MEMVAULT_MAX_QUERY_CHARS (2,000) holds; no setting lets one pass 32,000 characters.
     at_limit = {"query": "word " * 400, "user_id": "q"}
     for path in ("/v1/memories/search", "/v1/remember"):
-        answer = api.post(path, json=at_limit)
+        answer = refusing.post(path, json=at_limit)
         assert answer.status_code == 200, answer.text[:300]
 
 
