@@ -46,7 +46,7 @@ def _extract(text: str) -> object:
 
 
 def _median_s(work: Callable[[], object], repeats: int) -> float:
-    work()  # warm caches and dateparser
+    work()  # warm caches
     times = []
     for _ in range(repeats):
         started = time.perf_counter()

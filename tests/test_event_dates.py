@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from memvault import Settings
+from memvault.pipeline.rules import enrich
 from memvault.service import AsyncMemory
 
 
@@ -99,3 +100,32 @@ async def test_a_date_phrase_gives_the_same_day_for_when_and_until(memory: Async
             assert added.occurred_at.date() == added.valid_until.date(), text
         else:
             assert (added.occurred_at.month, added.valid_until.month) == (7, 7), text
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("We're going hiking this Saturday", date(2024, 5, 11)),
+        ("Dinner with Sam on Friday", date(2024, 5, 10)),
+        ("We're going to Japan in March", date(2025, 3, 16)),
+        ("I'm in Paris until 5 June", None),  # an open bound: no event day, an expiry
+    ],
+)
+def test_a_relative_phrase_is_read_once_for_when_and_until(text: str, day: date | None) -> None:
+    """Relative phrases resolve one way for both uses: a plan's "this Saturday", "on Friday"
+    and "in March" are the ones ahead, and the memory holds until that day is over."""
+    said = datetime(2024, 5, 8, 9, tzinfo=UTC)  # a Wednesday
+    read = enrich(text, said)
+    assert read.valid_until is not None and read.valid_until > said, text
+    if day is None:
+        assert read.event_at is None, text
+        return
+    assert read.event_at is not None and read.event_at.date() == day, text
+    assert read.valid_until.date() == (date(2025, 3, 31) if "March" in text else day), text
+
+
+def test_history_reads_its_dates_backwards_and_does_not_expire() -> None:
+    said = datetime(2024, 5, 8, 9, tzinfo=UTC)  # a Wednesday
+    read = enrich("This Saturday we went hiking", said)
+    assert read.event_at is not None and read.event_at.date() == date(2024, 5, 4)
+    assert read.valid_until is None and read.memory_type == "persistent"

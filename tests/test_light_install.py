@@ -1,7 +1,7 @@
 """The default install runs without torch: the server's import path, a stored memory embedded by
 the bundled model, and a search that finds it, with torch, transformers, sentence-transformers,
-scipy, scikit-learn, sympy and the onnx package refused at import; what does need torch says
-which extra to add."""
+scipy, scikit-learn, sympy, the onnx package and dateparser refused at import; what does need
+torch says which extra to add."""
 
 from __future__ import annotations
 
@@ -16,8 +16,18 @@ from typing import Any
 from memvault import Settings
 from memvault.embedding.local import bundled_model_path
 
-# onnx too: the encoder's graph is written on protobuf alone (embedding/onnx_proto.py).
-REFUSED = ("torch", "transformers", "sentence_transformers", "scipy", "sklearn", "sympy", "onnx")
+# onnx too: the encoder's graph is written on protobuf alone (embedding/onnx_proto.py); and
+# dateparser, which the default install no longer has (dates are read by retrieval/when.py).
+REFUSED = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "scipy",
+    "sklearn",
+    "sympy",
+    "onnx",
+    "dateparser",
+)
 
 # Runs in a fresh interpreter: a finder ahead of every other one refuses the heavy packages as
 # if they were not installed, then the server is built and used as `memvault serve` would.

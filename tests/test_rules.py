@@ -91,6 +91,11 @@ def test_undated_states_are_temporal_for_a_short_while(text: str) -> None:
         "My PIN is 1234",  # a number, not the year 1234
         "I've lived here for 5 years",
         "Bob is allergic to peanuts",
+        "I've been working in the industry for five years",  # how long so far
+        "I've been using basil and mint in my cooking lately",  # history, however recent
+        "I watched 4 films in the last 3 months",
+        "My insurance premium is around $80 a month",  # a price, not the year 2080
+        "I'm building a 1/72 scale model of a B-29",  # a scale, not 1 July
     ],
 )
 def test_lasting_facts_are_persistent_with_no_expiry(text: str) -> None:

@@ -1,8 +1,8 @@
 """The write pipeline's judgement calls made offline: no LLM, no network, deterministic.
 
 Used when no LLM is configured, and as the fallback when one fails, so every function here is
-pure, fast (well under 2 ms a call once dateparser is warm; its very first call loads its
-language data and takes a few hundred ms) and never raises on any input text.
+pure, fast (regular expressions only; dates are read by ``retrieval.when``) and never raises on
+any input text.
 
 * ``decide_duplicate`` — for a pair in the 0.70-0.98 cosine band: *replace* when the new text
   updates the same fact (a changed number or date, a negation flip, an update word with a

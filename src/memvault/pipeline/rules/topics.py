@@ -7,8 +7,8 @@ from datetime import datetime
 
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.rules.categories import normalise_category
-from memvault.pipeline.rules.expiry import _utc, _valid_until
-from memvault.retrieval.when import event_time
+from memvault.pipeline.rules.expiry import _utc, _valid_until, without_card_expiry
+from memvault.retrieval.when import event_time_of, read_dates
 from memvault.text import TOKEN, normalise
 
 _TOPIC_WORDS: dict[str, str] = {
@@ -116,8 +116,12 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
     """importance 1-10, persistent|temporal with valid_until resolved against reference_time,
     and normalised snake_case categories (offline)."""
     reference = _utc(reference_time)
+    # Read once: the event's date and the expiry come from the same expressions. A card's
+    # expiry is a fact about the card, so it is no date for either.
+    dated = without_card_expiry(normalise(text))
+    reading = read_dates(dated, reference)
     try:
-        valid_until = _valid_until(normalise(text), reference)
+        valid_until = _valid_until(dated, reading, reference)
     except OverflowError:  # a period ending past year 9999: no usable expiry
         valid_until = None
     topics = _topics(text, valid_until is not None)
@@ -126,7 +130,7 @@ def enrich(text: str, reference_time: datetime) -> Enrichment:
         memory_type="temporal" if valid_until is not None else "persistent",
         valid_until=valid_until,
         categories=topics,
-        event_at=event_time(text, reference),
+        event_at=event_time_of(reading, reference),
     )
 
 
