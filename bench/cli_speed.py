@@ -7,8 +7,10 @@ machine wall-clock mostly measures the queue for a core, CPU time what the comma
 
 With ``--baseline-ref``, the same commands on another commit (checked out in a temporary
 worktree, removed afterwards), alternated run by run with this tree's so both see the same
-machine. A commit without ``--server`` runs the server rows the only way it can: opening the
-store itself beside the server (and, for `search`, loading the embedding model).
+machine. Each commit runs its own server on its own store (a store migrated by one commit is
+not one an older commit can open). A commit without ``--server`` runs the server rows the only
+way it can: opening the store itself beside its server (and, for `search`, loading the
+embedding model).
 
     .venv/bin/python bench/cli_speed.py [--runs 9] [--baseline-ref 081e58d]
 """
@@ -82,10 +84,11 @@ def _free_port() -> int:
 
 
 def _serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    """This tree's server, answering once its model is loaded, with one memory in it."""
+    """A tree's server (``env`` names its source and store), answering once its model is
+    loaded, with one memory in it."""
     server = subprocess.Popen(
         [sys.executable, "-c", CLI, "serve", "--auth", "off", "--port", str(port)],
-        env={**env, "PYTHONPATH": str(ROOT / "src")},
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -126,10 +129,8 @@ def main() -> None:
     parser.add_argument("--baseline-ref", default=None)
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
         env = {
             **os.environ,
-            "MEMVAULT_DATA_DIR": str(Path(tmp) / "data"),
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
         }
@@ -138,22 +139,32 @@ def main() -> None:
         base = Path(tmp) / "base"
         if options.baseline_ref:
             trees[options.baseline_ref] = str(_worktree(options.baseline_ref, base))
-        server = _serve(env, port)
-        over_http = ["--server", f"http://127.0.0.1:{port}"]
+        # Each tree runs its own server on its own store: a store migrated by one commit is
+        # not one another commit's code can open.
+        envs = {
+            tree: {**env, "PYTHONPATH": src, "MEMVAULT_DATA_DIR": str(Path(tmp) / f"data{n}")}
+            for n, (tree, src) in enumerate(trees.items())
+        }
+        ports = {tree: _free_port() for tree in trees}
+        servers: list[subprocess.Popen[bytes]] = []
         try:
+            for tree in trees:
+                servers.append(_serve(envs[tree], ports[tree]))
             speaks_http = {tree: _has_server_option(src, env) for tree, src in trees.items()}
             timings: Timings = {}
             for _ in range(options.runs):
                 for name, (args, to_server) in COMMANDS.items():
-                    for tree, src in trees.items():
+                    for tree in trees:
                         command = args
                         if to_server and speaks_http[tree]:
-                            command = [*args[:2], *over_http, *args[2:]]
-                        measured = _once(command, {**env, "PYTHONPATH": src})
+                            url = f"http://127.0.0.1:{ports[tree]}"
+                            command = [*args[:2], "--server", url, *args[2:]]
+                        measured = _once(command, envs[tree])
                         timings.setdefault((name, tree), []).append(measured)
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=60)
             if options.baseline_ref:
                 subprocess.run(
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
