@@ -34,6 +34,7 @@ def day(y: int, m: int, d: int) -> datetime:
         ("what did we talk about in May", day(2023, 5, 1), day(2023, 6, 1)),
         # A month still ahead this year means last year's.
         ("the trip in August", day(2022, 8, 1), day(2022, 9, 1)),
+        ("where did I go last August", day(2022, 8, 1), day(2022, 9, 1)),
         ("the party on May 8th, 2023", day(2023, 5, 8), day(2023, 5, 9)),
         ("the party on 8 May", day(2023, 5, 8), day(2023, 5, 9)),
         ("notes from 2023-05-08", day(2023, 5, 8), day(2023, 5, 9)),
@@ -188,6 +189,9 @@ def noon(y: int, m: int, d: int) -> datetime:
         ("In May 2022 I graduated", noon(2022, 5, 16)),
         ("last summer we went to Spain", datetime(2022, 7, 17, tzinfo=UTC)),
         ("I finished the course in March", noon(2023, 3, 16)),
+        # "last" with a month is behind, with no tense cue and in a plan alike.
+        ("Last August a friend of mine got married", noon(2022, 8, 16)),
+        ("I'll go back to the hostel I liked last January", noon(2023, 1, 16)),
     ],
 )
 def test_an_event_date_in_a_statement_resolves_against_when_it_was_said(

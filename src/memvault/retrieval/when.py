@@ -144,6 +144,7 @@ def _unit_span(unit: str, n: int, today: date) -> date:
 # dates lie (``None``: no cue either way); the earliest match wins, so at one place the longer,
 # more specific form does.
 Span = tuple[datetime, datetime]
+_LAST = re.compile(r"last\b", re.I)
 _BEEN = re.compile(r"\bbeen\b[^.,;!?]*$", re.I)
 Resolver = Callable[[re.Match[str], date, Direction], Span | None]
 
@@ -196,7 +197,7 @@ def _month_year(m: re.Match[str], today: date, direction: Direction) -> Span | N
     month = _MONTHS[_g(m, "month").lower()]
     if _g(m, "year"):
         return _month_range(int(_g(m, "year")), month)
-    if direction == "future":
+    if direction == "future" and not _LAST.match(m[0]):
         return _month_range(today.year if month >= today.month else today.year + 1, month)
     return _month_range(today.year if month <= today.month else today.year - 1, month)
 
@@ -334,7 +335,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Resolver]] = [
     (re.compile(rf"\b(?P<which>last|this)\s+{_SEASON}(?:\s+{_YEAR})?\b", re.I), _season),
     (re.compile(rf"\b{_MONTH}(?:\s+of)?,?\s+{_YEAR}\b", re.I), _month_year),
     # A bare month name only after a preposition: "may" alone is usually a verb.
-    (re.compile(rf"\b(?:in|during|since|before|after|by|until)\s+{_MONTH}\b(?!\s+\d)", re.I), _month_year),
+    (re.compile(rf"\b(?:in|during|since|before|after|by|until|last)\s+{_MONTH}\b(?!\s+\d)", re.I), _month_year),
     (re.compile(rf"\b(?:in|during|of|since|before|after|by|until)\s+{_YEAR}\b", re.I), _year),
     (re.compile(r"\b(?P<named>the day (?:before yesterday|after tomorrow)|yesterday|last night|today|tonight|this morning|tomorrow)\b", re.I), _named_day),
     (re.compile(rf"\b{_NUMBER}\s+{_UNIT}\s+ago\b", re.I), _ago),
@@ -465,6 +466,8 @@ def _nearest(match: re.Match[str], span: Span, reference: datetime) -> Span | No
     after, before = span
     if not (_g(match, "month") or _g(match, "m")) or _g(match, "year") or _g(match, "y"):
         return span
+    if _LAST.match(match[0]):
+        return span  # "last August" is behind, however long ago
     if before > reference - _HALF_YEAR:
         return span
     try:
