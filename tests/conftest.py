@@ -136,7 +136,10 @@ def app_client(database_url: str, data_dir: Path, **overrides: Any) -> Iterator[
 @pytest.fixture
 def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
     def build(**overrides: Any) -> Settings:
-        return settings_for(database_url, tmp_path / "data", **overrides)
+        # A test may name its own database (a pooler's URL) or data directory.
+        url = overrides.pop("database_url", database_url)
+        data_dir = overrides.pop("data_dir", tmp_path / "data")
+        return settings_for(url, data_dir, **overrides)
 
     return build
 
