@@ -4,6 +4,7 @@ by reading every table afterwards as the table owner (no row-level policy in the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
@@ -56,12 +57,20 @@ async def memory(make_settings: Callable[..., Settings]) -> Any:
     await opened.close()
 
 
-def _rows(raw: psycopg.Connection[Any], table: str, user: str) -> list[tuple[Any, ...]]:
-    return raw.execute(f"SELECT * FROM {table} WHERE user_id = %s", (user,)).fetchall()
+# The probes read on a thread of their own: a blocking read on the event loop's thread would
+# stop the store's background work (the audit log's day partition made under an exclusive lock
+# on its first write of the day) halfway, and wait for that lock forever.
+async def _rows(raw: psycopg.Connection[Any], table: str, user: str) -> list[tuple[Any, ...]]:
+    query = f"SELECT * FROM {table} WHERE user_id = %s"
+    return await asyncio.to_thread(lambda: raw.execute(query, (user,)).fetchall())
 
 
-def _everywhere(raw: psycopg.Connection[Any], needles: list[Any]) -> list[str]:
+async def _everywhere(raw: psycopg.Connection[Any], needles: list[Any]) -> list[str]:
     """Every table and column that holds one of ``needles`` (ids, term ids, bytes)."""
+    return await asyncio.to_thread(_holding, raw, needles)
+
+
+def _holding(raw: psycopg.Connection[Any], needles: list[Any]) -> list[str]:
     found = []
     for table in metadata.sorted_tables:
         for row in raw.execute(f"SELECT * FROM {table.name}").fetchall():
@@ -84,7 +93,7 @@ async def test_deleting_a_memory_removes_what_only_it_held(
     term_ids = query_term_ids(keyring, "Zyxwerk robots GmbH")
     name_key = sealed.name_key(keyring, "Zyxwerk")
     fact_ids = [f.id for f in works_for]
-    assert _everywhere(raw, [a.id, zyx.id, name_key, *fact_ids])  # the probe finds them
+    assert await _everywhere(raw, [a.id, zyx.id, name_key, *fact_ids])  # the probe finds them
 
     await memory.delete(a.id, user_id="u")
 
@@ -92,16 +101,16 @@ async def test_deleting_a_memory_removes_what_only_it_held(
     assert (lives.object, lives.memory_ids) == ("Paris", [b.id])
     assert await memory.entities(user_id="u", q="Zyxwerk") == []
     # Only the memory's history tombstone and the audit's deletion receipt still name its id.
-    assert set(_everywhere(raw, [a.id])) == {"memory_history", "audit_log"}
-    assert set(_everywhere(raw, [zyx.id, name_key, *fact_ids, *term_ids])) == set()
+    assert set(await _everywhere(raw, [a.id])) == {"memory_history", "audit_log"}
+    assert set(await _everywhere(raw, [zyx.id, name_key, *fact_ids, *term_ids])) == set()
     for table in ("relations", "relation_sources", "entity_merges", "fact_reviews"):
-        assert _rows(raw, table, "u") == [], table
+        assert await _rows(raw, table, "u") == [], table
     names = {sealed.open_entity(keyring, e).name for e in await _entity_rows(memory, "u")}
     assert names == {"Caroline", "Paris"}
 
     await memory.delete(b.id, user_id="u")
     for table in GRAPH_TABLES:
-        assert _rows(raw, table, "u") == [], table
+        assert await _rows(raw, table, "u") == [], table
 
 
 async def _entity_rows(memory: AsyncMemory, user: str) -> list[Any]:
@@ -126,7 +135,7 @@ async def test_delete_all_removes_every_graph_row_of_the_user_only(
     await memory.merge_entities(zyx.id, into=paris.id, user_id="u")
     assert await memory.delete_all(user_id="u") == 1
     for table in GRAPH_TABLES:
-        assert _rows(raw, table, "u") == [], table
+        assert await _rows(raw, table, "u") == [], table
     assert [f.value for f in await memory.facts(user_id="other")] == ["50"]
 
 
@@ -143,7 +152,7 @@ async def test_a_background_add_derives_in_the_worker_and_goes_with_its_memory(
         }
         await memory.delete(added.id, user_id="u")
         for table in GRAPH_TABLES:
-            assert _rows(raw, table, "u") == [], table
+            assert await _rows(raw, table, "u") == [], table
     finally:
         await memory.close()
 
@@ -152,8 +161,8 @@ def test_the_probe_itself_can_fail(raw: psycopg.Connection[Any]) -> None:
     """_everywhere is not vacuous: an id it is given and that is stored is found."""
     stored = raw.execute("SELECT key_id FROM encryption_keys LIMIT 1").fetchone()
     if stored is not None:
-        assert _everywhere(raw, [stored[0]]) == ["encryption_keys"]
-    assert _everywhere(raw, [UUID(int=0)]) == []
+        assert _holding(raw, [stored[0]]) == ["encryption_keys"]
+    assert _holding(raw, [UUID(int=0)]) == []
 
 
 async def test_editing_a_memory_replaces_what_its_text_claimed(
@@ -165,7 +174,7 @@ async def test_editing_a_memory_replaces_what_its_text_claimed(
         ("Paris", [a.id])
     ]
     assert await memory.entities(user_id="u", q="Zyxwerk") == []
-    assert _rows(raw, "relations", "u") == []
+    assert await _rows(raw, "relations", "u") == []
     await memory.update(a.id, user_id="u", content="Nothing to see here.")
     for table in GRAPH_TABLES:
-        assert _rows(raw, table, "u") == [], table
+        assert await _rows(raw, table, "u") == [], table
