@@ -25,12 +25,14 @@ from tests.waiting import wait_until
 MEMORY_ID = str(uuid.uuid4())
 ENTITY_ID = str(uuid.uuid4())
 FACT_ID = str(uuid.uuid4())
+REVIEW_ID = str(uuid.uuid4())
 CONVERSATION_ID, STRATEGY_ID, GOAL_ID = (str(uuid.uuid4()) for _ in range(3))
 KEY = "some-key"
 # Where each id above sits in a route's path template.
 TEMPLATES = {
     MEMORY_ID: "{memory_id}",
     FACT_ID: "{fact_id}",
+    REVIEW_ID: "{review_id}",
     CONVERSATION_ID: "{conversation_id}",
     STRATEGY_ID: "{strategy_id}",
     GOAL_ID: "{goal_id}",
@@ -85,6 +87,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/facts", {"json": {"subject": "a", "predicate": "p", "value": "v", "user_id": "u"}}),  # noqa: E501
     ("GET", "/v1/facts", {"params": {"user_id": "u"}}),
     ("GET", "/v1/facts/reviews", {"params": {"user_id": "u"}}),
+    ("POST", f"/v1/facts/reviews/{REVIEW_ID}/resolve", {"json": {"user_id": "u", "keep": "both"}}),
     ("GET", "/v1/entities", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/entities/{ENTITY_ID}", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
@@ -98,6 +101,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
 ]  # fmt: skip
 WRITES = {
     ("POST", "/v1/memories"),
+    ("POST", f"/v1/facts/reviews/{REVIEW_ID}/resolve"),
     ("POST", "/v1/memories/batch"),
     ("DELETE", "/v1/memories"),
     ("PATCH", f"/v1/memories/{MEMORY_ID}"),
