@@ -286,7 +286,9 @@ def test_search_reads_time_against_a_reference_and_shows_context(
 
 def _wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> httpx.Response:
     def ready() -> httpx.Response | None:
-        assert proc.poll() is None, "the server exited"
+        if proc.poll() is not None:
+            output = proc.stdout.read() if proc.stdout else ""
+            raise AssertionError(f"the server exited ({proc.returncode}):\n{output[-3000:]}")
         response = httpx.get(f"{base}/ready", timeout=5)
         return response if response.status_code == 200 else None
 
