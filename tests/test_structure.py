@@ -625,29 +625,6 @@ def test_sqlalchemy_is_imported_only_in_db() -> None:
     assert importing == set()
 
 
-# Modules that still open their own connections (each leaves this list as it moves to
-# db/units.py; one that starts opening its own fails the test below).
-OWN_CONNECTIONS_NOT_YET_MOVED = {
-    "memvault.admin",
-    "memvault.cognitive.episodic",
-    "memvault.cognitive.goals",
-    "memvault.cognitive.procedural",
-    "memvault.embedding.cache",
-    "memvault.graph.knowledge",
-    "memvault.graph.promote",
-    "memvault.graph.recall",
-    "memvault.graph.rotate",
-    "memvault.lifecycle.audit",
-    "memvault.lifecycle.deletion",
-    "memvault.memories",
-    "memvault.pipeline.ingest",
-    "memvault.retrieval.reinforce",
-    "memvault.retrieval.search",
-    "memvault.runtime",
-    "memvault.worker.runner",
-}
-
-
 def test_connections_outside_db_are_units_of_work() -> None:
     """Outside db/, a connection comes from db/units.py (the transaction, the tenant and the
     driver's errors handled once), not from the engine directly."""
@@ -659,4 +636,4 @@ def test_connections_outside_db_are_units_of_work() -> None:
         for name, path in MODULES.items()
         if not name.startswith("memvault.db") and opening.search(path.read_text())
     }
-    assert own == OWN_CONNECTIONS_NOT_YET_MOVED
+    assert own == set(), f"open connections from the engine, not db/units.py: {sorted(own)}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +24,8 @@ from memvault.config import Settings
 from memvault.db import embedding_queue, engine
 from memvault.db.driver_errors import store_errors
 from memvault.db.embedded import ServeLock
-from memvault.db.tenancy import across_tenants, all_tenants, tenant_scope
+from memvault.db.tenancy import across_tenants, all_tenants
+from memvault.db.units import reading, transaction
 from memvault.embedding.base import Embedder
 from memvault.errors import Conflict, MemvaultError
 from memvault.lifecycle import backup as backups
@@ -102,29 +102,27 @@ class AsyncAdmin:
         self, *, tenant_id: str | None = None, status: str | None = None, limit: int = 50
     ) -> builtins.list[EmbeddingJob]:
         """Embedding jobs (of one tenant, or all), most recently changed first."""
-        with _scope(tenant_id), store_errors():
-            async with self._backend.engine.connect() as conn:
-                rows = await embedding_queue.list_jobs(conn, status, limit)
+        async with reading(self._backend.engine, tenant_id, every_tenant=tenant_id is None) as conn:
+            rows = await embedding_queue.list_jobs(conn, status, limit)
         return [EmbeddingJob.model_validate(r, from_attributes=True) for r in rows]
 
     async def retry_jobs(
         self, job_ids: Sequence[int] | None = None, *, tenant_id: str | None = None
     ) -> int:
         """Put failed jobs (all, or these ids; of one tenant, or all) back in the queue."""
-        with _scope(tenant_id), store_errors():
-            async with self._backend.engine.begin() as conn:
-                return await embedding_queue.retry_failed(conn, job_ids)
+        async with transaction(
+            self._backend.engine, tenant_id, every_tenant=tenant_id is None
+        ) as conn:
+            return await embedding_queue.retry_failed(conn, job_ids)
 
     async def queue_counts(self, *, tenant_id: str | None = None) -> dict[str, int]:
-        with _scope(tenant_id), store_errors():
-            async with self._backend.engine.connect() as conn:
-                return await embedding_queue.counts(conn)
+        async with reading(self._backend.engine, tenant_id, every_tenant=tenant_id is None) as conn:
+            return await embedding_queue.counts(conn)
 
     async def worker_heartbeat_age(self) -> float | None:
         """Seconds since the freshest worker heartbeat; None when no worker is running."""
-        with all_tenants(), store_errors():
-            async with self._backend.engine.connect() as conn:
-                return await embedding_queue.last_heartbeat_age_s(conn)
+        async with reading(self._backend.engine, every_tenant=True) as conn:
+            return await embedding_queue.last_heartbeat_age_s(conn)
 
     async def run_worker(self, stop: asyncio.Event, *, concurrency: int = 1) -> None:
         """Process embedding jobs until ``stop`` is set (what ``memvault worker`` runs)."""
@@ -136,17 +134,16 @@ class AsyncAdmin:
     async def reembed(self) -> int:
         """Queue every memory not yet embedded by the active model; returns how many."""
         total = 0
-        with all_tenants(), store_errors():
-            while True:
-                async with self._backend.engine.begin() as conn:
-                    queued = await embedding_queue.sweep(
-                        conn, active_model=self._backend.embeddings.active_model, limit=10_000
-                    )
-                total += queued
-                if queued < 10_000:
-                    # The worker rewrites the vectors later; autovacuum sees to their statistics.
-                    self._backend.analyzer.wrote(total)
-                    return total
+        while True:
+            async with transaction(self._backend.engine, every_tenant=True) as conn:
+                queued = await embedding_queue.sweep(
+                    conn, active_model=self._backend.embeddings.active_model, limit=10_000
+                )
+            total += queued
+            if queued < 10_000:
+                # The worker rewrites the vectors later; autovacuum sees to their statistics.
+                self._backend.analyzer.wrote(total)
+                return total
 
     async def purge_expired(self) -> int:
         """Delete expired memories in every tenant — past ``expires_at`` (reads already hide
@@ -218,10 +215,9 @@ class AsyncAdmin:
         }
 
     async def schema_status(self) -> SchemaStatus:
-        with store_errors():
-            async with self._backend.engine.connect() as conn:
-                version = await engine.pgvector_version(conn)
-                revision = await conn.run_sync(engine.current_revision)
+        async with reading(self._backend.engine) as conn:
+            version = await engine.pgvector_version(conn)
+            revision = await conn.run_sync(engine.current_revision)
         return SchemaStatus(version, revision, engine.head_revision())
 
     # --- the lifecycle: the schedule, a tenant's erasure, backup ----------------------------
@@ -276,10 +272,6 @@ class AsyncAdmin:
         """Dump the whole store into ``file`` (pg_dump); returns its size. The keys are not
         in it: back them up apart."""
         return await backups.backup(self._backend.settings, file)
-
-
-def _scope(tenant_id: str | None) -> AbstractContextManager[None]:
-    return tenant_scope(tenant_id) if tenant_id is not None else all_tenants()
 
 
 class Admin(SyncFace):

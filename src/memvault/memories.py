@@ -22,7 +22,7 @@ from memvault.db import embedding_queue, keywords, store
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.db.units import reading
+from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
 from memvault.graph.knowledge import Graph
@@ -264,7 +264,7 @@ class Memories:
 
     @scoped_to_tenant
     async def _fetch(self, ident: UUID, user_id: str) -> MemoryRecord:
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             row = await store.fetch_memory(conn, self.tenant_id, ident, user_id)
         if row is None:
             raise NotFound("No such memory for this user.", details={"id": str(ident)})
@@ -285,7 +285,7 @@ class Memories:
         after = _decode_cursor(page_query.cursor) if page_query.cursor else None
         limit = page_query.limit
         with self._context.audit("retrieve", page_query.user_id, details={"via": "list"}) as event:
-            async with self._backend.engine.connect() as conn:
+            async with reading(self._backend.engine) as conn:
                 rows = await store.list_memories(conn, self.tenant_id, page_query, limit + 1, after)
             page = rows[:limit]
             event.result_count = len(page)
@@ -342,7 +342,7 @@ class Memories:
         derived: Derivation | None,
         event: AuditEvent,
     ) -> MemoryRecord:
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
@@ -407,7 +407,7 @@ class Memories:
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:
         """Every ADD, UPDATE and DELETE of a memory, oldest first (kept after deletion)."""
         ident, user_id = one_memory(memory_id, user_id)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await store.fetch_history(conn, self.tenant_id, ident, user_id)
         if not rows:
             raise NotFound("No such memory for this user.", details={"id": str(ident)})

@@ -20,7 +20,7 @@ from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock
 from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.replica import ReadRouter, RoutedEngine
-from memvault.db.tenancy import all_tenants
+from memvault.db.units import reading, transaction
 from memvault.db.vector_outbox import set_feeding
 from memvault.db.vectors import ensure_index
 from memvault.embedding import build_embedding_service
@@ -163,7 +163,7 @@ def _direct_url(settings: Settings, url: str) -> str:
 
 
 async def _open_keys(engine: AsyncEngine, settings: Settings) -> tuple[KeyringSource, Path | None]:
-    async with engine.begin() as conn:
+    async with transaction(engine) as conn:
         registered = await store.registered_key_ids(conn)
         source, key_file = _key_source(settings, has_sealed_data=bool(registered))
         keyring = source.current()
@@ -185,9 +185,8 @@ async def _open_keys(engine: AsyncEngine, settings: Settings) -> tuple[KeyringSo
 async def _refuse_shared_key_over_tenant_keys(engine: AsyncEngine) -> None:
     """A process without per-tenant keys on a store that has them could open none of their
     content and would seal new content under the shared key (out of reach of shredding)."""
-    with all_tenants():
-        async with engine.connect() as conn:
-            held = await tenant_keys.any_held(conn)
+    async with reading(engine, every_tenant=True) as conn:
+        held = await tenant_keys.any_held(conn)
     if held:
         raise ConfigurationError(
             "This store seals tenants under their own data keys: set "

@@ -30,6 +30,7 @@ from memvault.cognitive.kinds import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, TurnWithContent
 from memvault.db.tenancy import scoped_to_tenant
+from memvault.db.units import reading, transaction
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import Conflict, InvalidInput, NotFound
 from memvault.models import AddResult, Message, MessagesRequest, SearchHit, SearchRequest
@@ -96,7 +97,7 @@ class Conversations:
             conversation_id=conversation_id,
         )
         ident = start.conversation_id or str(uuid.uuid4())
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             row = await db.insert_conversation(conn, self._new_conversation(start, ident))
         if row is None:
             raise Conflict(
@@ -162,7 +163,7 @@ class Conversations:
         when = request.occurred_at or datetime.now(UTC)
         start = ConversationStart(user_id=request.user_id, channel=request.channel)
         start = start.model_copy(update={"title": request.title, "started_at": when})
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             convo, created = await db.claim_turns(
                 conn, self._new_conversation(start, ident), len(request.messages), when
             )
@@ -199,7 +200,7 @@ class Conversations:
             )
         except BaseException:
             if created:  # nothing a refused call sent may stay behind
-                async with self._backend.engine.begin() as conn:
+                async with transaction(self._backend.engine) as conn:
                     await db.forget_empty_conversation(conn, self.tenant_id, request.user_id, ident)
             raise
         await self._working._remember_in_session(
@@ -216,7 +217,7 @@ class Conversations:
     ) -> Conversation:
         ident = checked_id(str(conversation_id), "conversation_id")
         user_id = checked_id(user_id, "user_id")
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=False)
             if row is None:
                 raise NotFound("No such conversation for this user.", details={"id": ident})
@@ -238,7 +239,7 @@ class Conversations:
         user_id = checked_id(user_id, "user_id")
         channels = None if channel is None else recall_channels(channel)
         limit = min(max(limit, 1), self._backend.settings.max_page_size)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.list_conversations(
                 conn, self.tenant_id, user_id, channels, include_archived, limit
             )
@@ -250,7 +251,7 @@ class Conversations:
     ) -> Conversation:
         ident = checked_id(str(conversation_id), "conversation_id")
         user_id = checked_id(user_id, "user_id")
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             row = await db.fetch_conversation(conn, self.tenant_id, ident, user_id, lock=True)
             if row is None:
                 raise NotFound("No such conversation for this user.", details={"id": ident})
@@ -273,7 +274,7 @@ class Conversations:
         if not 0 < hours <= 24 * 366 or not 0 < limit <= 1_000:
             raise InvalidInput("hours must be in (0, 8784] and limit in 1..1000.")
         since = datetime.now(UTC) - timedelta(hours=hours)
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             rows = await db.recent_turns(conn, self.tenant_id, user_id, names, since, limit)
         return [
             RecentTurn(
@@ -351,7 +352,7 @@ class Conversations:
     async def _with_turns(
         self, hits: builtins.list[SearchHit], limit: int
     ) -> builtins.list[TurnHit]:
-        async with self._backend.engine.connect() as conn:
+        async with reading(self._backend.engine) as conn:
             turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
         return [
             TurnHit(

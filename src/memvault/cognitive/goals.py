@@ -28,7 +28,7 @@ from memvault.cognitive.kinds import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import GoalRow, ProfileRow
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.db.units import reading
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.claims import SELF
 from memvault.models import Fact
@@ -75,7 +75,7 @@ class Goals:
             ),
         }
         linked = {*given.blocked_by, *([given.parent_id] if given.parent_id else [])}
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             if linked and await db.count_owned_goals(
                 conn, self.tenant_id, given.user_id, list(linked)
             ) != len(linked):
@@ -132,7 +132,7 @@ class Goals:
         """Finish a goal (completed or abandoned) with its result; goals it blocked unblock."""
         ident = parse_id(goal_id, field="goal_id")
         done = validated(GoalCompletion, user_id=user_id, status=status, result=result)
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             rows = await db.fetch_goals(conn, self.tenant_id, done.user_id, [ident])
             if not rows:
                 raise NotFound("No such goal for this user.", details={"id": str(ident)})
@@ -227,7 +227,7 @@ class Profiles:
     async def update_profile(self, /, **fields: Any) -> Profile:
         """Merge preferences key by key (None removes one); expertise and style replace."""
         change = validated(ProfileUpdate, **fields)
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             rows = await db.fetch_profiles(
                 conn, self.tenant_id, change.user_id, [change.channel], lock=True
             )

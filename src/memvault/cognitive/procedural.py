@@ -28,7 +28,7 @@ from memvault.cognitive.kinds import (
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationRow, StrategyRow, ToolStep
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.db.units import reading
+from memvault.db.units import reading, transaction
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
 from memvault.pipeline import pii
@@ -115,7 +115,7 @@ class Strategies:
             "latency_ms": use.latency_ms,
             **self._context.seal_row(INVOCATIONS, (ident,), payload),
         }
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             if use.conversation_id is not None:
                 await self._owned_conversation(conn, use.conversation_id, use.user_id)
             row = await db.insert_invocation(conn, values)
@@ -201,7 +201,7 @@ class Strategies:
             "embedding": embedded.vectors[0],
             **self._context.seal_row(STRATEGIES, (ident,), payload),
         }
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             row = await db.insert_strategy(conn, values)
         return self._strategy(row)
 
@@ -242,7 +242,7 @@ class Strategies:
     ) -> Strategy:
         ident = parse_id(strategy_id, field="strategy_id")
         user_id = checked_id(user_id, "user_id")
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             row = await db.reinforce_strategy(
                 conn, self.tenant_id, ident, user_id, success, datetime.now(UTC)
             )

@@ -33,19 +33,25 @@ async def transaction(
 
 @asynccontextmanager
 async def reading(
-    engine: AsyncEngine, tenant_id: str | None = None, *, every_tenant: bool = False
+    engine: AsyncEngine,
+    tenant_id: str | None = None,
+    *,
+    every_tenant: bool = False,
+    shared: bool = True,
 ) -> AsyncIterator[AsyncConnection]:
     """A connection for reads: whatever it began is rolled back when the block ends. Inside
-    ``shared_reads`` (and for its tenant) the shared connection, one block at a time."""
-    shared = _shared.get()
+    ``shared_reads`` (and for its tenant) the shared connection, one block at a time; with
+    ``shared=False`` a connection of its own even there, for a long read that must run
+    beside the others (a ranked scan) rather than wait its turn."""
+    turns = _shared.get() if shared else None
     if (
-        shared is not None
-        and shared.engine is engine
+        turns is not None
+        and turns.engine is engine
         and tenant_id is None
         and not every_tenant
-        and current_scope() == shared.scope
+        and current_scope() == turns.scope
     ):
-        async with shared.turn() as conn:
+        async with turns.turn() as conn:
             yield conn
         return
     with _scope(tenant_id, every_tenant), store_errors():

@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memvault.db import cache
 from memvault.db.driver_errors import STATEMENT_FAILED
+from memvault.db.units import reading, transaction
+from memvault.errors import StoreUnavailable
 from memvault.metrics import CACHE_ERRORS
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
+# A cache read or write that failed: a statement refused, or the store away (which the unit of
+# work reports as StoreUnavailable).
+_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 
 
 def pack(vector: list[float]) -> bytes:
@@ -51,9 +56,9 @@ class PostgresCache:
 
     async def get_many(self, keys: Sequence[bytes]) -> list[list[float] | None]:
         try:
-            async with self._engine.connect() as conn:
+            async with reading(self._engine) as conn:
                 found = {k: unpack(v) for k, v in (await cache.get_vectors(conn, keys)).items()}
-        except STATEMENT_FAILED as exc:
+        except _FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
             return [None] * len(keys)
@@ -64,24 +69,24 @@ class PostgresCache:
             return
         expires = datetime.now(UTC) + self._ttl
         try:
-            async with self._engine.begin() as conn:
+            async with transaction(self._engine) as conn:
                 await cache.put_vectors(conn, {k: pack(v) for k, v in items.items()}, expires)
-        except STATEMENT_FAILED as exc:
+        except _FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
 
     async def forget_many(self, keys: Sequence[bytes]) -> int:
         """Drop entries (a deleted memory's); unlike a read, a failure here is raised."""
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             return await cache.delete_vectors(conn, keys)
 
     async def forget_owned(self, tag: bytes) -> int:
         """Drop every entry made for one owner (an erased user's); a failure is raised."""
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             return await cache.delete_owned(conn, tag)
 
     async def purge_expired(self) -> None:
-        async with self._engine.begin() as conn:
+        async with transaction(self._engine) as conn:
             await cache.purge_expired(conn)
 
     async def aclose(self) -> None:

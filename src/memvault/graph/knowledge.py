@@ -13,7 +13,7 @@ from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
-from memvault.db.units import reading
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
@@ -106,7 +106,7 @@ class Graph:
         owner = Owner(self.tenant_id, given.user_id, given.app_id, given.channel)
         writer = GraphWriter(self._backend, owner)
         prepared = await writer.prepare(Extraction(facts=(claim,), extractor="api"))
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             applied = await writer.apply(
                 conn,
                 prepared,
@@ -231,7 +231,7 @@ class Graph:
         # An update of the facts' validity: the log's operations are a fixed set.
         event = AuditEvent(self.tenant_id, "update", self.actor, decision.user_id, "fact")
         with self._backend.audit.timed(event):
-            async with self._backend.engine.begin() as conn:
+            async with transaction(self._backend.engine) as conn:
                 now = datetime.now(UTC)
                 done = await reviews.resolve(
                     conn, self.tenant_id, decision.user_id, ident, decision.keep, now
@@ -389,7 +389,7 @@ class Graph:
         """Merge one entity into another: its facts and relations move over, its name
         resolves to the other from now on; recorded, so :meth:`split_entity` undoes it."""
         request: MergeRequest = validated(MergeRequest, into=_entity(into), user_id=user_id)
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             merged = await self._owned_entity(conn, entity_id, request.user_id, lock=True)
             target = await self._owned_entity(conn, request.into, request.user_id, lock=True)
             if merged.id == target.id or merged.merged_into is not None:
@@ -412,7 +412,7 @@ class Graph:
         """Undo the last merge of this entity: what moved (and still points at the entity it
         joined) moves back, and its name resolves to it again."""
         owner: OwnerInput = validated(OwnerInput, user_id=user_id)
-        async with self._backend.engine.begin() as conn:
+        async with transaction(self._backend.engine) as conn:
             row = await self._owned_entity(conn, entity_id, owner.user_id, lock=True)
             merge = await graph_db.last_merge(conn, self.tenant_id, owner.user_id, row.id)
             if merge is None:

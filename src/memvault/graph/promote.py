@@ -19,6 +19,7 @@ from memvault.cognitive.promotion import PromotionThresholds, is_prominent
 from memvault.db import graph as graph_db
 from memvault.db import graph_promotion as db
 from memvault.db.tenancy import tenant_scope
+from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
 from memvault.lifecycle.audit import AuditEvent
@@ -55,7 +56,7 @@ async def promote_fact(
     score: float | None = None,
 ) -> Promotion:
     """Copy ``fact_id`` (the user's, in a project channel) to ``_global`` once."""
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         row = (await graph_db.fetch_facts(conn, tenant_id, [fact_id])).get(fact_id)
         if row is None or row.user_id != user_id:
             raise NotFound("No such fact.", details={"fact_id": str(fact_id)})
@@ -69,7 +70,7 @@ async def promote_fact(
     source = sealed.to_fact(backend.keys, row, names, sources)
     keyring = backend.keys.current(tenant_id)
     copy_id = uuid4()
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         await db.lock_fact(conn, tenant_id, fact_id)
         existing = await db.promoted_copy_of(conn, tenant_id, fact_id)
         if existing is None:
@@ -124,7 +125,7 @@ async def _names(
 
 
 async def _fact(backend: Backend, tenant_id: str, fact_id: UUID) -> Fact:
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         row = (await graph_db.fetch_facts(conn, tenant_id, [fact_id]))[fact_id]
         names = await _names(backend, conn, tenant_id, [row.subject_id, row.object_id])
         sources = (await graph_db.sources_of(conn, tenant_id, [fact_id]))[fact_id]
@@ -138,7 +139,7 @@ async def promote_prominent(ctx: RunContext) -> Outcome:
     """Every prominent project fact, in every tenant, copied to ``_global`` (dry: counted)."""
     thresholds = PromotionThresholds.of(ctx.settings)
     backend = ctx.backend
-    async with backend.engine.connect() as conn:
+    async with reading(backend.engine) as conn:
         found = await db.candidates(
             conn, thresholds.min_confidence, thresholds.min_access_count, ctx.now
         )

@@ -87,7 +87,7 @@ async def recall(
     ]:
         """The entities the query names, the graph around the best of them, and the facts
         about that neighbourhood: one connection, three statements in turn."""
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine, shared=False) as conn:
             found = await graph_walk.entity_candidates(
                 conn, tenant_id, user, term_ids, vector, model, by_terms=CANDIDATES, by_meaning=10
             )
@@ -114,12 +114,13 @@ async def recall(
         return scores, named, walked, about
 
     async def matching() -> list[graph_walk.Candidate[FactRow]]:
-        async with backend.engine.connect() as conn:
+        async with reading(backend.engine, shared=False) as conn:
             return await graph_walk.fact_candidates(
                 conn, tenant_id, user, term_ids, vector, model, limit=CANDIDATES
             )
 
-    # Two independent searches on two connections: recall waits for the longer, not both.
+    # Two independent searches on two connections (their own even inside remember()'s shared
+    # reads): recall waits for the longer, not both.
     (entity_scores, named, walked, about), matches = await asyncio.gather(about_named(), matching())
     hops = walked.nodes
     fact_words = {c.row.id: c.matched for c in matches if c.matched}

@@ -11,6 +11,7 @@ from memvault.db import graph as graph_db
 from memvault.db import graph_admin
 from memvault.db.graph import EntityRow, FactRow, RelationRow
 from memvault.db.keysets import StaleKeys
+from memvault.db.units import transaction
 from memvault.graph import sealed
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ async def reseal_graph(backend: Backend, stale: StaleKeys, batch: int) -> int:
     keyring: the master one, or the tenant's data key with per-tenant keys)."""
     moved = 0
     for table in graph_admin.SEALED_TABLES:
-        async with backend.engine.begin() as conn:
+        async with transaction(backend.engine) as conn:
             rows = await graph_admin.claim_to_reseal(conn, table, stale, batch)
             await data_keys.load(backend.keys, backend.engine, {r.tenant_id for r in rows}, conn)
             for row in rows:

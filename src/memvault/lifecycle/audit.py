@@ -33,7 +33,8 @@ from memvault.config import Settings
 from memvault.crypto import KeyringSource, associated_data
 from memvault.db import audit
 from memvault.db.driver_errors import SERVER_REFUSED, STATEMENT_FAILED, refused_value
-from memvault.db.tenancy import all_tenants
+from memvault.db.units import transaction
+from memvault.errors import StoreUnavailable
 from memvault.logs import request_id
 from memvault.metrics import AUDIT_ROWS
 
@@ -61,8 +62,14 @@ def storable(value: Any) -> Any:
     return value
 
 
-# A batch write that failed: the store refused it, or was away.
-_WRITE_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, ValueError, OSError)
+# A batch write that failed: the store refused it, or was away (an outage reaches here as
+# StoreUnavailable, translated by the unit of work).
+_WRITE_FAILED: tuple[type[BaseException], ...] = (
+    *STATEMENT_FAILED,
+    StoreUnavailable,
+    ValueError,
+    OSError,
+)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -274,10 +281,9 @@ class Audit:
 
     async def write(self, rows: list[dict[str, Any]]) -> None:
         await self.ensure_days({r["at"].astimezone(UTC).date() for r in rows})
-        with all_tenants():
-            async with self._engine.begin() as conn:
-                await self.remember_settings(conn)
-                await audit.insert_rows(conn, rows)
+        async with transaction(self._engine, every_tenant=True) as conn:
+            await self.remember_settings(conn)
+            await audit.insert_rows(conn, rows)
         AUDIT_ROWS.labels("written").inc(len(rows))
 
     async def remember_settings(self, conn: Any) -> None:

@@ -36,7 +36,7 @@ from memvault.db.erasure import (
 )
 from memvault.db.records import DoomedMemory
 from memvault.db.tables import audit_log, memory_history
-from memvault.db.units import reading
+from memvault.db.units import reading, transaction
 from memvault.errors import KeyMismatch, NotFound
 from memvault.graph import sealed
 from memvault.lifecycle import deletion_steps as steps
@@ -125,7 +125,7 @@ async def erase(
     # tenant's audit trail back, a user's sealed query text kept) unless written first.
     await backend.audit.flush()
     await backend.load_tenant_keys((tenant_id,))
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         rows = await db.pick_for_deletion(conn, where)
         if scope == "memory" and not rows:
             raise NotFound("No such memory for this user.")

@@ -26,8 +26,9 @@ from uuid import UUID, uuid4
 from memvault.db import embedding_queue, keywords, store, vectors
 from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.records import MemoryRow
+from memvault.db.units import reading, transaction
 from memvault.embedding.chunking import clean
-from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
+from memvault.errors import ContentTooLong, InvalidInput, PIIRejected, StoreUnavailable
 from memvault.graph.derive import (
     Derivation,
     Pending,
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _CHUNK_SPECIAL_TOKENS = 2
+# A background settle that failed: a statement refused, or the store away (which the unit of
+# work reports as StoreUnavailable).
+_SETTLE_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 # Work that commits with a batch's memories, given the connection and the results in order.
 Within = Callable[[Any, list[AddResult]], Awaitable[None]]
 
@@ -286,7 +290,7 @@ class Pipeline:
         self, draft: Draft, hashes: list[bytes], *, exclude: UUID | None = None
     ) -> None:
         user_id, app_id = draft.scope
-        async with self.backend.engine.begin() as conn:
+        async with transaction(self.backend.engine) as conn:
             twin = await store.find_by_hash(
                 conn, self.tenant_id, user_id, app_id, hashes, exclude=exclude
             )
@@ -397,7 +401,7 @@ class Pipeline:
         if kept:
             item = item.model_copy(update={"metadata": row.metadata, "channel": row.channel})
             draft.derived = await self._derivation(item, text)
-        async with self.backend.engine.begin() as conn:
+        async with transaction(self.backend.engine) as conn:
             if kept:
                 values = {k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
                 await store.set_enrichment(conn, row.tenant_id, row.id, values)
@@ -415,7 +419,7 @@ class Pipeline:
             )
 
     async def _stored_vector(self, row: MemoryRow) -> list[float] | None:
-        async with self.backend.engine.connect() as conn:
+        async with reading(self.backend.engine) as conn:
             found = await vectors.first_vector(conn, row.tenant_id, row.id)
         if found is None:
             return None
@@ -453,7 +457,7 @@ class Pipeline:
         fresh: dict[UUID, tuple[str, dict[int, int], int]] = {}
         changed: dict[UUID, tuple[str, dict[int, int], int]] = {}
         keyring = self.backend.keys.current(self.tenant_id)
-        async with self.backend.engine.begin() as conn:
+        async with transaction(self.backend.engine) as conn:
             await store.lock_content(
                 conn,
                 [self._lock_key(d, keyring.content_hash(d.text)) for d in inline if d.deduplicated],
@@ -591,7 +595,7 @@ async def settle(backend: Backend, judge: Judge, rows: list[MemoryRow]) -> None:
         pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
         try:
             await pipeline.settle_one(row)
-        except STATEMENT_FAILED as exc:
+        except _SETTLE_FAILED as exc:
             # The memory is stored and searchable; only its dedup is skipped. Say so.
             log.warning("background dedup of a memory failed: %s", type(exc).__name__)
 

@@ -27,6 +27,7 @@ from uuid import UUID
 
 from memvault.db import graph_walk, keywords, store, tenancy
 from memvault.db.records import MemoryRow, RankedMemory
+from memvault.db.units import transaction
 from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
@@ -514,7 +515,7 @@ async def _retrieve(
     async def one(fetch: Fetch) -> tuple[dict[str, Sequence[RankedMemory]], float]:
         started = time.perf_counter()
         with tenancy.ranking_transactions():
-            async with backend.engine.begin() as conn:
+            async with transaction(backend.engine) as conn:
                 found = await fetch(conn)
         return found, round((time.perf_counter() - started) * 1000, 3)
 
@@ -536,7 +537,7 @@ async def _superseded(
     if not ids:
         return set()
     with tenancy.ranking_transactions():
-        async with backend.engine.begin() as conn:
+        async with transaction(backend.engine) as conn:
             return await graph_walk.superseded_sources(conn, tenant_id, ids)
 
 
@@ -725,7 +726,7 @@ async def _context(
         (user, app, session, turn - window, turn + window)
         for user, app, session, turn in wanted.values()
     ]
-    async with backend.engine.begin() as conn:
+    async with transaction(backend.engine) as conn:
         around = await store.session_turns(conn, tenant_id, spans)
     return {
         hit: sorted(

@@ -27,6 +27,7 @@ from memvault.db import embedding_queue, store, vectors
 from memvault.db.driver_errors import STATEMENT_FAILED
 from memvault.db.records import ClaimedJob, MemoryRow
 from memvault.db.tenancy import across_tenants
+from memvault.db.units import reading, transaction
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.embedding_service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError, StoreUnavailable
@@ -52,7 +53,8 @@ class _Prepared:
 # /ready calls a worker alive while its heartbeat is fresher than worker_heartbeat_stale_s.
 HEARTBEAT_S = 5.0
 _FIRST_BACKOFF_S, _MAX_BACKOFF_S = 0.5, 5.0
-# What a store outage raises on the way here (the service's own calls say StoreUnavailable).
+# What a failing store raises on the way here: a statement's error, or StoreUnavailable (an
+# outage as the units of work and the service's own calls report it).
 _STORE_ERRORS: tuple[type[BaseException], ...] = (
     *STATEMENT_FAILED,
     OSError,
@@ -107,11 +109,11 @@ class Worker:
         finally:
             await notifications.close()
             with contextlib.suppress(*_STORE_ERRORS):
-                async with self.engine.begin() as conn:
+                async with transaction(self.engine) as conn:
                     await embedding_queue.forget_worker(conn, self.worker_id)
 
     async def _beat(self) -> int:
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             await embedding_queue.heartbeat(conn, self.worker_id)
         return 1
 
@@ -175,7 +177,7 @@ class Worker:
         return len(claimed)
 
     async def _claim(self, limit: int) -> Sequence[ClaimedJob]:
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             return await embedding_queue.claim(conn, limit, self.settings.worker_lease_s)
 
     async def process(self, claimed: Sequence[ClaimedJob]) -> None:
@@ -201,7 +203,7 @@ class Worker:
         self, claimed: Sequence[ClaimedJob]
     ) -> tuple[list[_Prepared], list[tuple[ClaimedJob, str]]]:
         await self.backend.load_tenant_keys({j.tenant_id for j in claimed})
-        async with self.engine.connect() as conn:
+        async with reading(self.engine) as conn:
             rows = await store.fetch_memories(conn, [(j.tenant_id, j.memory_id) for j in claimed])
         tokenizer = self.embeddings.primary.tokenizer()
         window = min(self.settings.chunk_tokens, self.embeddings.primary.max_tokens)
@@ -241,7 +243,7 @@ class Worker:
             offset += len(p.chunks)
             by_tenant.setdefault(p.row.tenant_id, {})[p.row.id] = (p.row.user_id, vecs)
         embedded_hash = {(p.row.tenant_id, p.row.id): p.row.content_hash for p in prepared}
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             # Lock the rows and keep only those whose content is still what we embedded.
             current = await store.lock_content_hashes(conn, list(embedded_hash))
             unchanged = {k for k, content in current.items() if embedded_hash[k] == content}
@@ -260,7 +262,7 @@ class Worker:
         return {memory_id for _, memory_id in unchanged}
 
     async def _fail(self, job: ClaimedJob, error: str) -> None:
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             status = await embedding_queue.fail(
                 conn,
                 job,
@@ -283,15 +285,15 @@ class Worker:
         Memories of a model no longer configured wait for ``reembed``: an operator asks for
         that rebuild and watches it, the sweep does not start it behind their back."""
         fallbacks = [f.model_id for f in self.embeddings.fallbacks]
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             queued = await embedding_queue.sweep(conn, active_model=None, limit=10_000)
             redo = await embedding_queue.has_models(conn, fallbacks)
         if redo and await self.embeddings.primary_healthy():
-            async with self.engine.begin() as conn:
+            async with transaction(self.engine) as conn:
                 queued += await embedding_queue.sweep(
                     conn, active_model=None, models=fallbacks, limit=10_000
                 )
-        async with self.engine.begin() as conn:
+        async with transaction(self.engine) as conn:
             await embedding_queue.purge_done(conn, older_than_s=86_400)
         cache = self.embeddings.cache
         purge = getattr(cache, "purge_expired", None)
