@@ -1,0 +1,126 @@
+"""Code outside db/ takes its connections from db/units.py, which names the tenant and reports
+an outage as StoreUnavailable: the side writes that carry on past a failing store (the
+embedding cache, access counts, a background settle) still carry on, a read asked to run
+beside remember()'s shared ones does, and the operator's tools see the tenant they name (every
+tenant when they name none)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from uuid import uuid4
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memvault import AsyncAdmin, AsyncMemory, Settings, StoreUnavailable
+from memvault.backend import Backend
+from memvault.db import store
+from memvault.db.engine import create_engine
+from memvault.db.tenancy import all_tenants, tenant_scope
+from memvault.db.units import reading, shared_reads
+from memvault.embedding.cache import PostgresCache
+from memvault.metrics import CACHE_ERRORS
+from memvault.pipeline.ingest import settle
+from memvault.retrieval.reinforce import AccessTracker
+
+BACKEND_PID = sa.text("SELECT pg_backend_pid()")
+
+
+@pytest.fixture
+async def away() -> AsyncIterator[AsyncEngine]:
+    """A pool for a server that is not there: every connection is refused."""
+    engine = create_engine("postgresql://nobody@127.0.0.1:1/none", pool_size=1)
+    yield engine
+    await engine.dispose()
+
+
+async def test_the_postgres_cache_misses_while_the_store_is_away(away: AsyncEngine) -> None:
+    cache = PostgresCache(away, 3600)
+    errors = CACHE_ERRORS.labels("postgres")._value.get()
+    assert await cache.get_many([b"one", b"two"]) == [None, None]
+    await cache.set_many({b"one": [0.5, 0.25]})
+    assert CACHE_ERRORS.labels("postgres")._value.get() == errors + 2
+    # Forgetting a deleted memory's entries is no side write: its failure is the caller's.
+    with pytest.raises(StoreUnavailable):
+        await cache.forget_many([b"one"])
+
+
+async def test_access_counts_wait_for_the_next_flush_while_the_store_is_away(
+    away: AsyncEngine,
+) -> None:
+    tracker = AccessTracker(away, 3600.0)
+    ident = uuid4()
+    tracker.record("t", [ident])
+    assert await tracker.flush() == 0
+    assert tracker._retry == Counter({("memory", "t", ident): 1})
+    await tracker.close()
+
+
+async def test_a_background_settle_skips_a_memory_while_the_store_is_away(
+    memory: AsyncMemory, backend: Backend, away: AsyncEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    added = await memory.add("I keep bees on the roof", user_id="u", infer=False)
+    with tenant_scope(memory.tenant_id):
+        async with reading(backend.engine) as conn:
+            row = await store.fetch_memory(conn, memory.tenant_id, added.id, "u")
+    assert row is not None
+    reachable, backend.engine = backend.engine, away
+    try:
+        with all_tenants(), caplog.at_level(logging.WARNING, logger="memvault.pipeline.ingest"):
+            await settle(backend, backend.judge, [row])
+    finally:
+        backend.engine = reachable
+    assert "background dedup of a memory failed: StoreUnavailable" in caplog.text
+
+
+async def test_a_read_of_its_own_runs_beside_the_shared_ones(backend: Backend) -> None:
+    """A shared read holds the connection; a read with shared=False does not wait for it."""
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def holding() -> int:
+        async with reading(backend.engine) as conn:
+            pid: int = (await conn.execute(BACKEND_PID)).scalar_one()
+            held.set()
+            await release.wait()
+        return pid
+
+    async def own() -> int:
+        await held.wait()
+        async with reading(backend.engine, shared=False) as conn:
+            pid: int = (await conn.execute(BACKEND_PID)).scalar_one()
+        return pid
+
+    with tenant_scope("default"):
+        async with shared_reads(backend.engine):
+            holder = asyncio.create_task(holding())
+            try:
+                # Taking turns, it would wait for the holder, which waits for it: a timeout.
+                theirs = await asyncio.wait_for(own(), 10)
+            finally:
+                release.set()
+            mine = await holder
+    assert theirs != mine
+
+
+async def test_the_admin_sees_the_tenant_it_names_or_every_tenant(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash", run_worker=False))
+    try:
+        for tenant, n in (("a", 1), ("b", 2)):
+            for i in range(n):
+                await memory.for_tenant(tenant).add(
+                    f"note {i}", user_id="u", background=True, infer=False
+                )
+        admin = AsyncAdmin.of(memory)
+        assert await admin.queue_counts(tenant_id="a") == {"queued": 1}
+        assert await admin.queue_counts() == {"queued": 3}
+        assert len(await admin.list_jobs(tenant_id="b")) == 2
+        assert len(await admin.list_jobs()) == 3
+        assert await admin.retry_jobs(tenant_id="a") == 0  # none failed
+    finally:
+        await memory.close()
