@@ -204,7 +204,7 @@ async def nearest(
             # hundred rows up instead of joining the whole scope is most of the statement at
             # 10k memories.
             cut = (shape, dims, fetch, limit, None)
-            statement = template(("vector-cut", *cut), _cut_page, *cut)
+            statement = template(("vector-cut", NEAREST_CHUNKS_PER_MEMORY, *cut), _cut_page, *cut)
             rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
         found.append(rows)
     short = [n for n, rows in enumerate(found) if len(rows) < limit]
@@ -228,17 +228,31 @@ def _distance(dims: int) -> sa.ColumnElement[Any]:
     return _cast(dims).op("<=>")(probe)
 
 
+# The nearest ``fetch`` memories are grouped from this many nearest chunks for each: a memory
+# with no chunk among them is no nearer than the last of them, so the memories found there
+# are the exact nearest (a short page falls back to the whole ranking, as filters make it).
+NEAREST_CHUNKS_PER_MEMORY = 4
+
+
 def _exact(dims: int, fetch: int | None) -> sa.CTE:
     """Every chunk in the owner's scope scored, each memory by its best chunk (the nearest
-    ``fetch`` memories; all of them without it)."""
-    return _best(
-        sa.select(_c.memory_id, _distance(dims).label("distance")).where(
-            _c.tenant_id == param("tenant_id"),
-            _c.user_id == param("user_id"),
-            _c.model == param("model"),
-        ),
-        fetch,
+    ``fetch`` memories; all of them without it). With ``fetch``, only the nearest chunks are
+    grouped: a top-N sort of the distances, where grouping every chunk by memory took as long
+    as scoring them (10,000 chunks: 30 → 17 ms)."""
+    scored = sa.select(_c.memory_id, _distance(dims).label("distance")).where(
+        _c.tenant_id == param("tenant_id"),
+        _c.user_id == param("user_id"),
+        _c.model == param("model"),
     )
+    if fetch is None:
+        return _best(scored, None)
+    chunks = scored.offset(0).subquery("chunks")
+    nearest = (
+        sa.select(chunks.c.memory_id, chunks.c.distance)
+        .order_by(chunks.c.distance, chunks.c.memory_id)
+        .limit(fetch * NEAREST_CHUNKS_PER_MEMORY)
+    )
+    return _best(nearest, fetch)
 
 
 def _approximate(dims: int, fetch: int, ef_search: int) -> sa.CTE:
