@@ -36,6 +36,9 @@ _OUTAGES: tuple[type[BaseException], ...] = (
 # carries on past a failed side write (a cache, access counts, the audit) catches these, named
 # here so that no module outside db/ names the driver's types.
 STATEMENT_FAILED: tuple[type[BaseException], ...] = (sa_exc.SQLAlchemyError,)
+# A side read or write that failed (a cache, access counts, a background settle): a statement
+# refused, or the store away, which a unit of work (db/units.py) reports as StoreUnavailable.
+SIDE_WORK_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 # The connection failed (not the statement): a scheduled run stops for it instead of skipping
 # the record it was on.
 CONNECTION_FAILED: tuple[type[BaseException], ...] = (

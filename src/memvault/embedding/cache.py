@@ -15,18 +15,14 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memvault.db import cache
-from memvault.db.driver_errors import STATEMENT_FAILED
+from memvault.db.driver_errors import SIDE_WORK_FAILED
 from memvault.db.units import reading, transaction
-from memvault.errors import StoreUnavailable
 from memvault.metrics import CACHE_ERRORS
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
-# A cache read or write that failed: a statement refused, or the store away (which the unit of
-# work reports as StoreUnavailable).
-_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 
 
 def pack(vector: list[float]) -> bytes:
@@ -58,7 +54,7 @@ class PostgresCache:
         try:
             async with reading(self._engine) as conn:
                 found = {k: unpack(v) for k, v in (await cache.get_vectors(conn, keys)).items()}
-        except _FAILED as exc:
+        except SIDE_WORK_FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache read failed: %s", type(exc).__name__)
             return [None] * len(keys)
@@ -71,7 +67,7 @@ class PostgresCache:
         try:
             async with transaction(self._engine) as conn:
                 await cache.put_vectors(conn, {k: pack(v) for k, v in items.items()}, expires)
-        except _FAILED as exc:
+        except SIDE_WORK_FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()
             log.warning("embedding cache write failed: %s", type(exc).__name__)
 

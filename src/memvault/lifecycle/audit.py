@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any
 from memvault.config import Settings
 from memvault.crypto import KeyringSource, associated_data
 from memvault.db import audit
-from memvault.db.driver_errors import SERVER_REFUSED, STATEMENT_FAILED, refused_value
-from memvault.db.units import transaction
-from memvault.errors import StoreUnavailable
+from memvault.db.driver_errors import SERVER_REFUSED, SIDE_WORK_FAILED, refused_value
+from memvault.db.units import reading, transaction
 from memvault.logs import request_id
 from memvault.metrics import AUDIT_ROWS
 
@@ -64,12 +63,7 @@ def storable(value: Any) -> Any:
 
 # A batch write that failed: the store refused it, or was away (an outage reaches here as
 # StoreUnavailable, translated by the unit of work).
-_WRITE_FAILED: tuple[type[BaseException], ...] = (
-    *STATEMENT_FAILED,
-    StoreUnavailable,
-    ValueError,
-    OSError,
-)
+_WRITE_FAILED: tuple[type[BaseException], ...] = (*SIDE_WORK_FAILED, ValueError, OSError)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -296,11 +290,11 @@ class Audit:
         missing = {d + timedelta(days=n) for d in days for n in (0, 1)} - self._days
         for day in sorted(missing):
             try:
-                async with self._ddl.begin() as conn:
+                async with transaction(self._ddl) as conn:
                     await audit.create_partition(conn, day)
             except SERVER_REFUSED:
                 # Another process made it in the same instant: the catalogue says so now.
-                async with self._ddl.connect() as conn:
+                async with reading(self._ddl) as conn:
                     if day not in await audit.partition_days(conn):
                         raise
             self._days.add(day)

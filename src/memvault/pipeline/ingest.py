@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 from memvault.db import embedding_queue, keywords, store, vectors
-from memvault.db.driver_errors import STATEMENT_FAILED
+from memvault.db.driver_errors import SIDE_WORK_FAILED
 from memvault.db.records import MemoryRow
 from memvault.db.units import reading, transaction
 from memvault.embedding.chunking import clean
-from memvault.errors import ContentTooLong, InvalidInput, PIIRejected, StoreUnavailable
+from memvault.errors import ContentTooLong, InvalidInput, PIIRejected
 from memvault.graph.derive import (
     Derivation,
     Pending,
@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _CHUNK_SPECIAL_TOKENS = 2
-# A background settle that failed: a statement refused, or the store away (which the unit of
-# work reports as StoreUnavailable).
-_SETTLE_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 # Work that commits with a batch's memories, given the connection and the results in order.
 Within = Callable[[Any, list[AddResult]], Awaitable[None]]
 
@@ -595,7 +592,7 @@ async def settle(backend: Backend, judge: Judge, rows: list[MemoryRow]) -> None:
         pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
         try:
             await pipeline.settle_one(row)
-        except _SETTLE_FAILED as exc:
+        except SIDE_WORK_FAILED as exc:
             # The memory is stored and searchable; only its dedup is skipped. Say so.
             log.warning("background dedup of a memory failed: %s", type(exc).__name__)
 

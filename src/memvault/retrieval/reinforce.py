@@ -19,18 +19,14 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memvault.db import graph_walk, store
-from memvault.db.driver_errors import STATEMENT_FAILED
+from memvault.db.driver_errors import SIDE_WORK_FAILED
 from memvault.db.tenancy import across_tenants
 from memvault.db.units import transaction
-from memvault.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
-# A flush that failed: a statement refused, or the store away (which the unit of work reports
-# as StoreUnavailable).
-_FLUSH_FAILED: tuple[type[BaseException], ...] = (*STATEMENT_FAILED, StoreUnavailable)
 
 
 def reinforcement(access_count: int, saturation: int = 50) -> float:
@@ -83,7 +79,7 @@ class AccessTracker:
             async with transaction(self._engine) as conn:
                 await store.record_access(conn, counts["memory"], at)
                 await graph_walk.record_access(conn, counts["fact"], counts["entity"], at)
-        except _FLUSH_FAILED as exc:
+        except SIDE_WORK_FAILED as exc:
             log.warning("writing access counts failed (%s)", type(exc).__name__)
             # Counts already retried once are dropped.
             self._retry = Counter({k: n for k, n in batch.items() if k not in retry})
