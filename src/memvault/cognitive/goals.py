@@ -31,6 +31,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.claims import SELF
+from memvault.graph.views import FactsQuery
 from memvault.models import Fact
 from memvault.validation import parse_id, validated
 
@@ -311,8 +312,11 @@ class Profiles:
         async with reading(self._backend.engine) as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         since = {r.channel: r.updated_at for r in rows}
-        facts: builtins.list[Fact] = await self._graph.facts(
-            user_id=user_id, entity=SELF, limit=1_000
+        # Only what was recorded after the oldest of the channels' profiles: a read costs one
+        # lookup when nothing is new, however many facts the user has stated about themselves.
+        unseen = min(since.values()) if len(since) == len(channels) else None
+        facts: builtins.list[Fact] = await self._graph._facts(
+            FactsQuery(user_id=user_id, entity=SELF, limit=1_000), recorded_after=unseen
         )
         changed = False
         for channel in channels:

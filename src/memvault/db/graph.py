@@ -459,10 +459,14 @@ class FactQuery:
     known_at: datetime | None = None
     include_superseded: bool = False
     limit: int = 100
+    # Only facts recorded after this moment (what a reader has not seen yet).
+    recorded_after: datetime | None = None
 
 
 def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
     where = scope(_f, tenant_id, q.user_id)
+    if q.recorded_after is not None:
+        where.append(_f.recorded_at > q.recorded_after)
     if q.entity_ids is not None:
         ids = list(q.entity_ids)
         where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))

@@ -144,6 +144,11 @@ class Graph:
             include_superseded=include_superseded,
             limit=limit,
         )
+        return await self._facts(query)
+
+    async def _facts(
+        self, query: FactsQuery, *, recorded_after: datetime | None = None
+    ) -> builtins.list[Fact]:
         async with reading(self._backend.engine) as conn:
             entity_ids = None
             if query.entity is not None:
@@ -161,6 +166,7 @@ class Graph:
                     known_at=query.known_at,
                     include_superseded=query.include_superseded,
                     limit=query.limit,
+                    recorded_after=recorded_after,
                 ),
                 datetime.now(UTC),
             )
