@@ -51,11 +51,8 @@ async def _ranked(memory: AsyncMemory, query: str, limit: int) -> list[UUID]:
     return [row.id for row in page]
 
 
-@pytest.mark.parametrize("chunks_per_memory", [1, 2, 4])
 async def test_the_looked_up_page_is_the_whole_rankings_page(
-    make_settings: Callable[..., Settings],
-    monkeypatch: pytest.MonkeyPatch,
-    chunks_per_memory: int,
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = await AsyncMemory.open(
         make_settings(embedding_provider="local", chunk_tokens=16, chunk_overlap=0)
@@ -70,12 +67,15 @@ async def test_the_looked_up_page_is_the_whole_rankings_page(
         queries = ["who bakes bread at home?", "when does billing ship?", "a spring trip"]
         monkeypatch.setattr(vectors, "LOOKUP_MIN_SCOPE", 10**9)  # the whole ranking
         whole = {q: await _ranked(memory, q, 5) for q in queries}
-        # Looked up: five memories asked from the nearest 6 (x chunks_per_memory) chunks.
+        assert all(len(page) == 5 for page in whole.values())
+        # Looked up: five memories asked from the nearest 6 x chunks_per_memory chunks (with
+        # 1 and 2 the chunks hold too few memories: the short page falls back to the whole
+        # ranking; with 4 they hold enough, and the page is theirs).
         monkeypatch.setattr(vectors, "LOOKUP_MIN_SCOPE", 0)
         monkeypatch.setattr(vectors, "lookup_fetch", lambda limit: limit + 1)
-        monkeypatch.setattr(vectors, "NEAREST_CHUNKS_PER_MEMORY", chunks_per_memory)
-        for query in queries:
-            assert len(whole[query]) == 5
-            assert await _ranked(memory, query, 5) == whole[query], query
+        for chunks_per_memory in (1, 2, 4):
+            monkeypatch.setattr(vectors, "NEAREST_CHUNKS_PER_MEMORY", chunks_per_memory)
+            for query in queries:
+                assert await _ranked(memory, query, 5) == whole[query], (chunks_per_memory, query)
     finally:
         await memory.close()
