@@ -8,6 +8,7 @@ through one of them.
 from __future__ import annotations
 
 import builtins
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
 
@@ -22,6 +23,7 @@ from memvault.cognitive.remember import Recall
 from memvault.cognitive.session import Working
 from memvault.config import Settings
 from memvault.context import TenantContext
+from memvault.db.replica import RequestConsistency, request_consistency
 from memvault.graph.knowledge import Graph
 from memvault.lifecycle.governance import Lifecycle
 from memvault.lifecycle.health import Health
@@ -168,6 +170,16 @@ class AsyncMemory(_AsyncMethods):
         return await self.recall.remember(query, **fields)
 
 
+def read_your_writes(
+    memory: AsyncMemory, read_after: int | None
+) -> AbstractContextManager[RequestConsistency]:
+    """One API request's part in read-your-writes across processes (``memvault.consistency``):
+    inside it, routed reads show at least ``read_after`` (a position a client carried back);
+    ``await consistency.written()`` on what it yields is the position the answer names (None
+    when the request used no primary, or the store has no read URL: then it costs nothing)."""
+    return request_consistency(memory._backend.reads, read_after)
+
+
 # Every other operation's name on the door is its resource's method (``memory.complete_goal``
 # is ``memory.goals.complete_goal``), made from the operation table: an operation added there
 # is on ``AsyncMemory``, ``Memory`` and the stub without a line here.
@@ -203,4 +215,4 @@ derive_blocking(Memory, AsyncMemory)
 derive_resources(Memory, resources(AsyncMemory))
 
 
-__all__ = ["AsyncMemory", "Memory"]
+__all__ = ["AsyncMemory", "Memory", "read_your_writes"]

@@ -18,8 +18,10 @@ from memvault.api import docs, error_envelope, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
 from memvault.api.ratelimit import RateLimiter
+from memvault.api.read_your_writes import ReadYourWrites
 from memvault.api.routes import build_router
 from memvault.config import Settings
+from memvault.consistency import READ_AFTER_HEADER, WRITTEN_HEADER
 from memvault.service import AsyncMemory
 from memvault.ui import install as install_dashboard
 
@@ -132,13 +134,16 @@ def create_app(
     app.request_timeout_s = settings.request_timeout_s
     error_envelope.install(app)
     docs.install(app)
+    # A request's consistency token holds for all it reads, and an answer names the primary's
+    # position it leaves; inside CORS, whose headers a refused token's answer carries too.
+    app.add_middleware(ReadYourWrites, state=app.state)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
-            expose_headers=["X-Request-ID", "Retry-After"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID", READ_AFTER_HEADER],
+            expose_headers=["X-Request-ID", "Retry-After", WRITTEN_HEADER],
         )
     app.include_router(build_router())
     install_dashboard(app)

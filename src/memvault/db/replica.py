@@ -7,13 +7,22 @@ Once the replica has replayed past a position, everything committed on the prima
 position was noted is visible on the replica: the replica is *visible through* that time. A read
 goes to the replica only while ``now - visible_through`` is within ``read_max_lag_s``.
 
-Read-your-writes: the primary's pool notes, per tenant and user, when a call last used it (a
-write, or a read such as waiting for the worker to finish an add) outside a routed read. That
-caller's next routed read goes to the replica only once the replica is visible through that
-moment; if it is not yet, the read asks the primary for its WAL position and waits up to
-``read_your_writes_wait_s`` for the replica to replay it, else reads the primary. The notes
-live in the process: a caller whose next request lands on another API process is not known
-there (route a caller's requests to one process, or leave the read URL unset).
+Read-your-writes, in the process: the primary's pool notes, per tenant and user, when a call
+last used it (a write, or a read such as waiting for the worker to finish an add) outside a
+routed read. That caller's next routed read goes to the replica only once the replica is
+visible through that moment; if it is not yet, the read asks the primary for its WAL position
+and waits up to ``database_read_own_writes_wait_s`` for the replica to replay it, else reads
+the primary. These notes cover library callers, and any caller whose next request comes back
+to the same process.
+
+Read-your-writes across processes, by a token (``memvault.consistency``): an API request runs
+inside ``request_consistency``. When it used the primary outside a routed read, its answer
+names the primary's WAL position once it was done (``Memvault-Written-Lsn``); a later request
+that carries the position back (``Memvault-Read-After``), to any process, reads on the replica
+only once the replica has replayed past it, waiting for that as long as above, else on the
+primary. The position is trusted for nothing but waiting: one beyond the primary's own is
+waited for as the primary's, so a bogus one costs its sender the bounded wait at most. The
+HTTP client carries the token by itself; a raw-HTTP caller copies the header.
 
 A read that fails on the replica (the replica down, a query cancelled by recovery, a statement
 a standby refuses) is run again on the primary, and reads stay there until the watcher reaches
@@ -28,7 +37,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -39,6 +48,7 @@ import sqlalchemy.exc as sa_exc
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memvault import consistency
 from memvault.db.tenancy import current_caller
 from memvault.errors import StoreUnavailable
 
@@ -75,10 +85,37 @@ class RoutedEngine(AsyncEngine):
         return super().connect()
 
 
-def parse_lsn(text: str) -> int:
-    """``'16/B374D848'`` as one number, so positions compare."""
-    high, low = text.split("/")
-    return (int(high, 16) << 32) | int(low, 16)
+@dataclass
+class RequestConsistency:
+    """One API request's part in read-your-writes across processes: the primary's position
+    its routed reads must show (the token it carried), and whether it used the primary
+    outside a routed read (then its answer names the position it leaves)."""
+
+    router: ReadRouter | None
+    read_after: int | None
+    used_primary: bool = False
+
+    async def written(self) -> str | None:
+        """The primary's WAL position now, when the request used it; else None, at no cost."""
+        if self.router is None or not self.used_primary:
+            return None
+        return await self.router.written_position()
+
+
+_request: ContextVar[RequestConsistency | None] = ContextVar("memvault_request", default=None)
+
+
+@contextlib.contextmanager
+def request_consistency(
+    router: ReadRouter | None, read_after: int | None
+) -> Iterator[RequestConsistency]:
+    """Run a request (everything it awaits) as one ``RequestConsistency``."""
+    request = RequestConsistency(router, read_after)
+    token = _request.set(request)
+    try:
+        yield request
+    finally:
+        _request.reset(token)
 
 
 class Callers:
@@ -127,6 +164,7 @@ class ReadRouter:
         self.interval_s = min(0.5, max_lag_s / 4)
         self.callers = Callers()
         self.visible_through = float("-inf")
+        self.replayed = -1  # the furthest position the replica was seen to have replayed
         self._pending: deque[tuple[float, int]] = deque(maxlen=_MAX_PENDING)
         self._reachable = False
         event.listen(primary.sync_engine, "checkin", self._returned)
@@ -135,6 +173,8 @@ class ReadRouter:
         caller = current_caller()
         if caller is not None and _route.get() is None:
             self.callers.note(*caller, time.monotonic())
+            if (request := _request.get()) is not None:
+                request.used_primary = True
 
     # --- watching the replica -----------------------------------------------------------------
 
@@ -167,6 +207,7 @@ class ReadRouter:
         if not self._reachable:
             log.info("replica reachable: reads may go to it")
         self._reachable = True
+        self.replayed = max(self.replayed, replayed)
         while self._pending and self._pending[0][1] <= replayed:
             self.visible_through = max(self.visible_through, self._pending.popleft()[0])
 
@@ -178,12 +219,12 @@ class ReadRouter:
 
     async def _primary_position(self) -> int:
         async with self.primary.connect() as conn:
-            return parse_lsn((await conn.execute(_PRIMARY_LSN)).scalar_one())
+            return consistency.position((await conn.execute(_PRIMARY_LSN)).scalar_one())
 
     async def _replayed(self) -> int | None:
         async with self.replica.connect() as conn:
             found = (await conn.execute(_REPLAYED_LSN)).scalar()
-        return None if found is None else parse_lsn(found)
+        return None if found is None else consistency.position(found)
 
     # --- routing ------------------------------------------------------------------------------
 
@@ -206,19 +247,30 @@ class ReadRouter:
         return time.monotonic() - self.visible_through if self._reachable else float("inf")
 
     async def _replica_may_serve(self) -> bool:
+        if not self._reachable:
+            return False
         caller = current_caller()
         last = None if caller is None else self.callers.last(*caller)
-        if self._reachable and last is not None and last > self.visible_through:
+        if last is not None and last > self.visible_through:
             return await self._catch_up()
+        request = _request.get()
+        after = None if request is None else request.read_after
+        if after is not None and after > self.replayed:
+            # Past the token the replica may still be behind on others' writes: the lag
+            # bound holds as for any read.
+            return await self._catch_up(after) and self.lag_s() <= self.max_lag_s
         return self.lag_s() <= self.max_lag_s
 
-    async def _catch_up(self) -> bool:
-        """Wait (briefly) until the replica has replayed what the primary holds now."""
+    async def _catch_up(self, after: int | None = None) -> bool:
+        """Wait (briefly) until the replica has replayed what the primary holds now, or only
+        ``after`` when given (a position a request carried; never beyond the primary's own:
+        a position the primary has not reached is no write a replica could show)."""
         deadline = time.monotonic() + self.own_writes_wait_s
         at = time.monotonic()
         try:
-            target = await self._primary_position()
-            self._pending.append((at, target))
+            now = await self._primary_position()
+            self._pending.append((at, now))
+            target = now if after is None else min(after, now)
             delay = 0.002
             while True:
                 replayed = await self._replayed()
@@ -232,6 +284,16 @@ class ReadRouter:
         except sa_exc.SQLAlchemyError as exc:
             self._unreachable(exc)
             return False
+
+    async def written_position(self) -> str | None:
+        """The primary's WAL position, for a request's answer to carry; None when the primary
+        does not answer (the request's own work is done: its answer is not failed for this)."""
+        try:
+            # As the router's own query, not the caller's use of the primary.
+            return consistency.position_text(await _on(_Route(None), self._primary_position))
+        except (sa_exc.SQLAlchemyError, StoreUnavailable) as exc:
+            log.warning("primary's WAL position not read (%s): no token given", type(exc).__name__)
+            return None
 
     async def close(self) -> None:
         event.remove(self.primary.sync_engine, "checkin", self._returned)
