@@ -2,7 +2,7 @@
 and its hot standby (replay paused, so what the standby serves is visibly stale). A write
 through one names the primary's position in ``Memvault-Written-Lsn``; a read through the
 other that carries it back in ``Memvault-Read-After`` shows the write, the same read without
-it does not — proof it went to the standby."""
+it does not — proof it went to the standby. The HTTP client carries the token by itself."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from memvault import MemoryClient
 from memvault.api import create_app
 from memvault.config import Settings
 from memvault.consistency import READ_AFTER_HEADER, WRITTEN_HEADER, position
 from memvault.service import AsyncMemory
 from tests import test_replicas
 from tests.conftest import backend_of
+from tests.serving import serving
 from tests.test_replicas import Replicated, replay_paused
 from tests.waiting import wait_for
 
@@ -121,6 +123,56 @@ async def test_a_token_the_replica_has_replayed_costs_no_wait_and_reads_there(
             _add(a, late, user)
             assert _sees(b, early, user, token) == {"search": True, "list": True}
             assert _sees(b, late, user, token) == {"search": False, "list": False}
+
+
+async def test_the_http_client_carries_the_token_to_whichever_process_answers(
+    read_settings: Callable[..., Settings], replicated: Replicated
+) -> None:
+    """One MemoryClient behind a balancer of two live servers: its write goes to A, its reads
+    to B, and they show the write with B's standby paused; a bare request to B does not."""
+    word, user = _word(), _user()
+    settings = read_settings(database_read_max_lag_s=600)
+    first, second = create_app(settings), create_app(settings)
+    with serving(first) as a_url, serving(second) as b_url:
+        balancer = _Balancer(a_url, b_url)
+        async with replay_paused(replicated, _store(first), _store(second)):
+            with MemoryClient(a_url, transport=balancer) as client:
+                balancer.to = 0
+                added = client.add(f"the cellar code word is {word}", user_id=user, wait=True)
+                written = balancer.answered[-1]
+                assert written is not None
+                balancer.to = 1
+                found = client.search(word, user_id=user, recipe="keyword")
+                listed = client.list(user_id=user)
+            assert [hit.id for hit in found.results][:1] == [added.id]
+            assert added.id in {record.id for record in listed.results}
+            assert balancer.sent[1:] == [written, written]  # the write's token, on each read
+            bare = httpx.get(f"{b_url}/v1/memories", params={"user_id": user})
+            assert bare.status_code == 200, bare.text
+            assert all(word not in r["content"] for r in bare.json()["results"])
+
+
+class _Balancer(httpx.AsyncBaseTransport):
+    """Sends each request to the server ``to`` names, and notes the token each request sent
+    and each answer carried."""
+
+    def __init__(self, *urls: str) -> None:
+        self.urls = [httpx.URL(url) for url in urls]
+        self.to = 0
+        self.sent: list[str | None] = []
+        self.answered: list[str | None] = []
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        target = self.urls[self.to]
+        request.url = request.url.copy_with(host=target.host, port=target.port)
+        self.sent.append(request.headers.get(READ_AFTER_HEADER))
+        response = await self._inner.handle_async_request(request)
+        self.answered.append(response.headers.get(WRITTEN_HEADER))
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def _assert_refused(response: httpx.Response) -> None:

@@ -19,6 +19,11 @@ signature, annotations and docstring are the service method's (copied from the h
 cannot drift from the library, and its request is the one the server's route for that entry
 reads.
 
+Read-your-writes whichever API process answers: the client keeps the highest consistency
+token a server gave it (``Memvault-Written-Lsn``, see ``memvault.consistency``) and sends it
+on every later request (``Memvault-Read-After``), so its searches, lists and ``remember()``
+show what it wrote, even where reads go to a replica.
+
 Not offered over HTTP: whole-store work (``Admin``), which runs where the store is (the
 ``memvault`` CLI), and ``for_tenant``: a client's tenant is the one its API key belongs to.
 """
@@ -42,6 +47,7 @@ from pydantic import BaseModel, ValidationError
 
 from memvault._client_surface import ClientSurface
 from memvault._sync import SyncFace, blocking
+from memvault.consistency import READ_AFTER_HEADER, WRITTEN_HEADER, position
 from memvault.errors import (
     ConfigurationError,
     Forbidden,
@@ -309,6 +315,8 @@ class AsyncMemoryClient(_AsyncSurface):
             timeout=timeout,
             transport=transport,
         )
+        # The highest consistency token a server gave (its number, and as it was written).
+        self._written: tuple[int, str] | None = None
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -321,14 +329,16 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
+        sent = {READ_AFTER_HEADER: self._written[1]} if self._written is not None else None
         try:
             response = await self._http.request(
-                method, request.path, params=request.params, json=request.body
+                method, request.path, params=request.params, json=request.body, headers=sent
             )
         except httpx.TransportError as exc:
             raise _unreachable(self._http.base_url, exc) from exc
         except httpx.HTTPError as exc:  # an answer httpx could not decode, too many redirects
             raise _unexpected(502) from exc
+        self._note_written(response.headers.get(WRITTEN_HEADER))
         if response.is_error:
             raise _error(response)
         if response.status_code == 204:
@@ -337,6 +347,17 @@ class AsyncMemoryClient(_AsyncSurface):
             return response.json(), response.status_code
         except ValueError:
             raise _unexpected(response.status_code) from None
+
+    def _note_written(self, token: str | None) -> None:
+        """Keep the highest token: answers from several processes may come back out of order."""
+        if token is None:
+            return
+        try:
+            value = position(token)
+        except InvalidInput:
+            return  # not a memvault server's token (a proxy's header, say): not ours to send
+        if self._written is None or value > self._written[0]:
+            self._written = (value, token.strip())
 
 
 def _async_method(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
