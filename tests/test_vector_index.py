@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from memvault import Settings
+from memvault.errors import ConfigurationError
 from memvault.service import AsyncMemory
 from memvault.vectorindex import PgVectorIndex
 from memvault.vectorindex.feeder import Feeder
@@ -149,3 +150,21 @@ async def test_tenants_and_users_see_only_their_own_and_vectors_only_what_has_th
     await memory.delete_all(user_id="u")
     result = await other_tenant.search("bees", user_id="u", recipe="vector")
     assert [h.id for h in result.results] == [theirs.id]
+
+
+async def test_an_embedded_index_has_one_owner(make_settings: Callable[..., Settings]) -> None:
+    """Qdrant Edge keeps no lock of its own: a second store on the same data directory is
+    refused with a clear error (two writers would corrupt the shards), and the directory is
+    free again once the first store closes."""
+    settings = make_settings(embedding_provider="hash", vector_index="qdrant-edge")
+    first = await AsyncMemory.open(settings)
+    try:
+        with pytest.raises(ConfigurationError, match="open in another process"):
+            await AsyncMemory.open(settings)
+    finally:
+        await first.close()
+    again = await AsyncMemory.open(settings)
+    await again.add("the index opens again", user_id="u")
+    await settle(again)
+    assert await found(again, "index opens") == ["the index opens again"]
+    await again.close()

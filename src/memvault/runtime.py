@@ -112,6 +112,10 @@ async def open_backend(settings: Settings) -> Backend:
             closers=closers,
             reads=reads,
         )
+        if settings.vector_index != "pgvector":
+            # Opened now, so that an index it cannot open (an embedded one another process
+            # owns, a missing extra) stops the start, not the first search.
+            backend.vector_index  # noqa: B018
         if reads is not None:
             await reads.sample()
             backend.track(reads.watch(backend.stopping), "memvault-replica-watch")

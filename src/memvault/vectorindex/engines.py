@@ -10,12 +10,15 @@ such an index is opened.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from memvault.errors import ConfigurationError
 from memvault.vectorindex.payload import AnyOf, Condition, Match, Range
 
 # A scroll reads this many points per call.
@@ -56,18 +59,22 @@ class PointStore(Protocol):
 @dataclass
 class EdgeStore:
     """Qdrant Edge: one shard directory per collection under ``root``, opened on first use
-    and kept open. Its calls block, so they run in a thread."""
+    and kept open. Its calls block, so they run in a thread. One process owns ``root`` at a
+    time (an advisory lock held while the store is open): Edge keeps no lock of its own, and
+    two processes writing one shard would corrupt it."""
 
     root: Path
     _shards: dict[str, Any] = field(default_factory=dict)
     _dirty: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _owner: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         import qdrant_edge
 
         self._q = qdrant_edge
         self.root.mkdir(parents=True, exist_ok=True)
+        self._owner = _own(self.root)
 
     async def collections(self) -> list[str]:
         on_disk = {p.name for p in self.root.iterdir() if p.is_dir()}
@@ -190,6 +197,25 @@ class EdgeStore:
             for shard in self._shards.values():
                 await asyncio.to_thread(shard.close)
             self._shards.clear()
+            if self._owner is not None:
+                os.close(self._owner)  # the lock goes with the descriptor
+                self._owner = None
+
+
+def _own(root: Path) -> int:
+    """Hold ``root``'s owner lock, or refuse to open it."""
+    descriptor = os.open(root / ".owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise ConfigurationError(
+            f"The Qdrant Edge index in {root} is open in another process (or another store "
+            "of this one): one process owns an embedded index. Run one `memvault serve` with "
+            "its worker in-process, reach that server with `--server URL`, or use a Qdrant "
+            "server (MEMVAULT_QDRANT_URL) for several processes."
+        ) from None
+    return descriptor
 
 
 class ClientStore:
