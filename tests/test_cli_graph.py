@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from memvault.cli import app
@@ -41,3 +42,22 @@ def test_facts_entities_and_export_from_the_command_line(
     assert refused.exit_code == 1 and "object" in refused.output
     missing = runner.invoke(app, ["entities", "show", bob["id"], "-u", "someone-else"])
     assert missing.exit_code == 1 and "No such entity" in missing.output
+
+
+def test_a_contradiction_is_listed_and_resolved_from_the_command_line(
+    env: dict[str, str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEMVAULT_GRAPH_CONTRADICTION_POLICY", "flag_review")
+    run("facts", "add", "Ann", "works_for", "-u", "ann", "--object", "Initech")
+    run("facts", "add", "Ann", "works_for", "-u", "ann", "--object", "Hooli")
+    (review,) = json.loads(run("facts", "reviews", "-u", "ann"))
+    wrong = runner.invoke(app, ["facts", "resolve", review["id"], "-u", "ann", "--keep", "x"])
+    assert wrong.exit_code == 1 and "keep" in wrong.output
+    other = runner.invoke(app, ["facts", "resolve", review["id"], "-u", "bob", "--keep", "fact"])
+    assert other.exit_code == 1  # another user's review is not there
+    done = json.loads(run("facts", "resolve", review["id"], "-u", "ann", "--keep", "fact"))
+    assert done["closed"] == [review["id"]]
+    now = json.loads(run("facts", "list", "-u", "ann", "--entity", "Ann", "--json"))
+    assert [f["object"] for f in now] == ["Hooli"]
+    assert json.loads(run("facts", "reviews", "-u", "ann")) == []

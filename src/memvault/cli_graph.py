@@ -159,6 +159,26 @@ def fact_reviews(user: UserOpt, limit: int = 50, as_json: JsonAlways = False) ->
     _json(found)
 
 
+@facts_app.command("resolve")
+def resolve_review(
+    review_id: Annotated[str, typer.Argument(help="the review's id, from `facts reviews`")],
+    user: UserOpt,
+    keep: Annotated[
+        str,
+        typer.Option(
+            help="fact: the newer fact replaces the one it contradicts; conflicts_with: the "
+            "newer one never held; both: no contradiction, both stay current"
+        ),
+    ],
+    as_json: JsonAlways = False,
+) -> None:
+    """Decide a contradiction awaiting review (JSON). Nothing is deleted: a replaced fact stays
+    in the history, superseded, and other reviews naming it close too."""
+    with _memory() as memory:
+        done = _call(lambda: memory.resolve_fact_review(review_id, user_id=user, keep=keep))
+    _json(done)
+
+
 @entities_app.command("list")
 def list_entities(
     user: UserOpt,
