@@ -35,3 +35,22 @@ async def test_statements_after_a_connection_lost_in_a_transaction_are_an_outage
                 assert await conn.scalar(sa.text("SELECT 3")) == 3
     finally:
         await engine.dispose()
+
+
+async def test_a_write_that_reaches_a_read_only_server_is_an_outage(database_url: str) -> None:
+    """In a failover's window the pooler or HAProxy may still reach a member in recovery: its
+    refusal of a write is the store being away for a moment (503, Retry-After), not a 500."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        with all_tenants():
+            async with engine.connect() as conn:
+                await conn.execute(sa.text("SET default_transaction_read_only = on"))
+                await conn.commit()
+                with pytest.raises(StoreUnavailable) as refused, store_errors():
+                    await conn.execute(sa.text("CREATE TEMPORARY TABLE t (x int)"))
+                assert refused.value.retry_after
+                await conn.rollback()
+                await conn.execute(sa.text("RESET default_transaction_read_only"))
+                await conn.commit()
+    finally:
+        await engine.dispose()

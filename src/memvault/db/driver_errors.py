@@ -21,6 +21,8 @@ from memvault.metrics import STORE_UNAVAILABLE
 log = logging.getLogger(__name__)
 RETRY_AFTER_S = 5.0
 _CONFLICT_RETRY_AFTER_S = 1.0
+# SQLSTATE read_only_sql_transaction: a write sent to a server in recovery.
+_READ_ONLY = "25006"
 # SQLAlchemy's code for "Can't reconnect until invalid transaction is rolled back".
 _LOST_IN_TRANSACTION = "8s2b"
 _OUTAGES: tuple[type[BaseException], ...] = (
@@ -71,6 +73,9 @@ def as_store_error(exc: BaseException) -> StoreUnavailable | None:
         )
     outage = (
         isinstance(exc, _OUTAGES)
+        # A server that refuses writes: during a failover the pooler or HAProxy may still
+        # reach a member that is (again, or not yet no longer) a read-only replica.
+        or (isinstance(driver, psycopg.Error) and driver.sqlstate == _READ_ONLY)
         or (isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated)
         # A statement after one that lost the connection, in the same transaction (code that
         # carries on past a failed cache or audit write): the connection is gone, an outage.
