@@ -9,7 +9,9 @@ Topology (one bridge, 10.77.0.0/24):
     --asynchronous   replicas stream asynchronously (to measure what a failover loses)
     --stall-replicas S   the replicas are cut off from the primary S s before it dies
     --faults a,b     only these faults, in the drill's order (names: kill_primary, partition,
-                     pgbouncer, worker, api, etcd_down)
+                     pgbouncer, worker, api, etcd_down, replica_lag)
+    --read-replicas  the API hosts read from a replica (HAProxy :5001, Patroni's /replica);
+                     replica_lag needs it
 Run as root. Prints the figures and writes them to figures.json in its working directory
 (under /tmp, with every process's log).
 """
@@ -36,12 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cluster import hosts as net
 from cluster.services import REQUEST_TIMEOUT_S, Topology, install_missing
 from cluster.workload import WRITES, Answer, Workload, verify
+from memvault.consistency import READ_AFTER_HEADER as READ_AFTER
+from memvault.consistency import WRITTEN_HEADER as WRITTEN
 from memvault.crypto import generate_key
 
 CLIENTS = 8
 
 
-def build(root: Path, synchronous: bool) -> Topology:
+def build(root: Path, synchronous: bool, read_replicas: bool = False) -> Topology:
     logs = root / "logs"
     logs.mkdir(parents=True)
     net.make_bridge()
@@ -59,6 +63,7 @@ def build(root: Path, synchronous: bool) -> Topology:
         workers=[host(f"wk{i}", 30 + i) for i in (1, 2)],
         key=generate_key(),
         synchronous=synchronous,
+        read_replicas=read_replicas,
     )
 
 
@@ -242,7 +247,82 @@ def faults(
         topo.start_etcd()
         return {"fault": "etcd kill -9 for 20 s", "primary_while_down": primaries}
 
-    return [kill_primary, partition, pgbouncer, worker, api, etcd_down]
+    async def replica_lag() -> dict[str, Any]:
+        """Replay paused on the replicas: a write acknowledged through api1 is read through api2
+        without its token (stale, for at most the lag bound) and with it (at once)."""
+        if not topo.read_replicas:
+            return {"fault": "replica lag", "skipped": "run with --read-replicas"}
+        urls = [f"http://{a.ip}:8765" for a in topo.apis]
+        # A tenant of its own: api2 sends its reads to the primary while the load's tenants
+        # keep using the primary there (read-your-writes within a process), which would hide
+        # what a stale replica serves.
+        created = await asyncio.to_thread(
+            topo.cli, "api-keys", "create", "--tenant", "lag-probe", "--json"
+        )
+        headers = {"Authorization": f"Bearer {json.loads(created)['key']}"}
+        replicas = topo.replicas()
+        await asyncio.to_thread(topo.maintenance, True)
+        await asyncio.to_thread(_replay, replicas, "pause")
+        paused = time.monotonic()
+        found: dict[str, Any] = {
+            "fault": "replica replay paused",
+            "replicas": [h.name for h in replicas],
+        }
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S + 5, headers=headers) as http:
+
+            async def listed(url: str, user: str, memory_id: str, token: str | None) -> bool:
+                extra = {READ_AFTER: token} if token else {}
+                page = await http.get(
+                    f"{url}/v1/memories", params={"user_id": user, "limit": 100}, headers=extra
+                )
+                page.raise_for_status()
+                return any(m["id"] == memory_id for m in page.json()["results"])
+
+            async def write(user: str) -> tuple[str, str | None, float]:
+                added = await http.post(
+                    f"{urls[0]}/v1/memories?wait=true",
+                    json={"user_id": user, "content": f"replica lag probe {time.time()}"},
+                )
+                added.raise_for_status()
+                return added.json()["id"], added.headers.get(WRITTEN), time.monotonic()
+
+            await asyncio.sleep(1.5)  # the replica is behind the writes of the load by now
+            # Two callers (users): a read that fell back to the primary makes its caller's
+            # next reads wait for the replica (reads never go back in time), so the stale
+            # read without a token is measured on a caller that never used the token.
+            stale_id, _, acked = await write("lag-a")
+            token_id, token, _ = await write("lag-b")
+            found["paused_before_write_s"] = round(acked - paused, 2)
+            found["token"] = token
+            found["seen_without_token_at_once"] = await listed(urls[1], "lag-b", token_id, None)
+            began = time.monotonic()
+            found["seen_with_token"] = await listed(urls[1], "lag-b", token_id, token)
+            found["read_with_token_s"] = round(time.monotonic() - began, 2)
+            stale_for = None
+            while time.monotonic() - acked < 30:
+                if await listed(urls[1], "lag-a", stale_id, None):
+                    stale_for = time.monotonic() - acked
+                    break
+                await asyncio.sleep(0.2)
+            # How long api2 served the other caller a replica without the write: the data it
+            # served was at most paused_before_write_s + this old (the bound: read_max_lag_s).
+            found["stale_without_token_s"] = None if stale_for is None else round(stale_for, 2)
+            found["replay_paused_for_s"] = round(time.monotonic() - paused, 1)
+        await asyncio.to_thread(_replay, replicas, "resume")
+        await asyncio.to_thread(topo.maintenance, False)
+        return found
+
+    return [kill_primary, partition, pgbouncer, worker, api, etcd_down, replica_lag]
+
+
+def _replay(replicas: list[net.Host], what: str) -> None:
+    import psycopg
+
+    for host in replicas:
+        with psycopg.connect(
+            f"postgresql://postgres@{host.ip}:5432/memvault", autocommit=True
+        ) as conn:
+            conn.execute(f"SELECT pg_wal_replay_{what}()")
 
 
 async def drive(
@@ -273,6 +353,7 @@ def main() -> int:
     parser.add_argument("--asynchronous", action="store_true")
     parser.add_argument("--faults", default="")
     parser.add_argument("--stall-replicas", type=float, default=0.0)
+    parser.add_argument("--read-replicas", action="store_true")
     args = parser.parse_args()
     install_missing()
     root = Path(tempfile.mkdtemp(prefix="memvault-cluster-"))
@@ -281,9 +362,10 @@ def main() -> int:
         "root": str(root),
         "synchronous": not args.asynchronous,
         "replicas_cut_off_s": args.stall_replicas,
+        "read_replicas": args.read_replicas,
     }
     began = time.monotonic()
-    topo = build(root, synchronous=not args.asynchronous)
+    topo = build(root, synchronous=not args.asynchronous, read_replicas=args.read_replicas)
     try:
         keys = start(topo, figures)
         print(f"cluster up in {figures['cluster_start_s']} s; logs in {root / 'logs'}", flush=True)

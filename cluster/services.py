@@ -62,6 +62,7 @@ class Topology:
     workers: list[Host]
     key: str
     synchronous: bool = True
+    read_replicas: bool = False  # API hosts read from a replica (MEMVAULT_DATABASE_READ_URL)
 
     @property
     def pooled_url(self) -> str:
@@ -70,6 +71,14 @@ class Topology:
     @property
     def direct_url(self) -> str:
         return f"postgresql://postgres@{self.ctl.ip}:5000/memvault"
+
+    @property
+    def replica_url(self) -> str:
+        return f"postgresql://postgres@{self.ctl.ip}:5001/memvault"
+
+    def replicas(self) -> list[Host]:
+        leader = self.leader()
+        return [h for h in self.pgs if h.name != leader]
 
     # --- etcd --------------------------------------------------------------------------------
 
@@ -109,6 +118,32 @@ class Topology:
             except OSError:
                 continue
         return []
+
+    def maintenance(self, on: bool) -> None:
+        """Patroni's pause (maintenance mode): it leaves PostgreSQL as it is — a replica's
+        replay paused by hand stays paused (Patroni resumes it otherwise)."""
+        body = json.dumps({"pause": on}).encode()
+        for host in self.pgs:
+            request = urllib.request.Request(
+                f"http://{host.ip}:8008/config", data=body, method="PATCH"
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=2):
+                    break
+            except OSError:
+                continue
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(
+                    f"http://{self.pgs[0].ip}:8008/cluster", timeout=1
+                ) as r:
+                    if bool(json.load(r).get("pause", False)) == on:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"Patroni did not {'pause' if on else 'resume'}")
 
     def leader(self) -> str | None:
         running = [
@@ -160,6 +195,15 @@ listen primary
     bind {self.ctl.ip}:5000
     bind 127.0.0.1:5000
     option httpchk GET /primary
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+{servers}
+listen replicas
+    bind {self.ctl.ip}:5001
+    bind 127.0.0.1:5001
+    # One replica at a time: memvault's read router measures one replica's replay position.
+    balance first
+    option httpchk GET /replica
     http-check expect status 200
     default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 {servers}
@@ -221,6 +265,8 @@ pidfile = {home / "pgbouncer.pid"}
             MEMVAULT_LOG_LEVEL="WARNING",
             HF_HUB_OFFLINE="1",
         )
+        if self.read_replicas:
+            env["MEMVAULT_DATABASE_READ_URL"] = self.replica_url
         return env
 
     def memvault(self, host: Host, *args: str) -> subprocess.Popen[bytes]:
