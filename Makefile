@@ -62,8 +62,10 @@ bench: $(VENV)/.installed-dev
 
 # The cluster drill (docs/cluster.md): Patroni, etcd, HAProxy, PgBouncer and memvault hosts in
 # network namespaces, faults injected under load, every acknowledged write checked. As root.
+# CLUSTER_ARGS picks faults and options, e.g. "--read-replicas --faults kill_primary,replica_lag".
+CLUSTER_ARGS ?=
 cluster-test: $(VENV)/.installed
-	$(BIN)/python cluster/run.py
+	$(BIN)/python cluster/run.py $(CLUSTER_ARGS)
 
 # The documentation site on http://127.0.0.1:8000, rebuilt on every change to docs/.
 docs: $(VENV)/.installed-dev
