@@ -24,6 +24,7 @@ from memvault.db import engine
 from memvault.db.driver_errors import store_errors
 from memvault.errors import for_code
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 from tests.processes import Load, Postmaster, Process, Server, environment, eventually
 from tests.waiting import wait_until
 
@@ -235,6 +236,12 @@ async def test_pooled_connections_that_died_are_replaced_or_fail_once(
         assert (await memory.search("bees", user_id="u")).results
 
         monkeypatch.setattr(engine, "PING_AFTER_IDLE_S", 3600.0)
+        # The searches' audit rows and access counts are written in the background: written
+        # now, so that no such write meets a dead connection first (which would invalidate the
+        # pool before the search does, and the search would find fresh connections).
+        backend = backend_of(memory)
+        await backend.audit.flush()
+        await backend.access.flush()
         end_every_session()
         with pytest.raises(StoreUnavailable):
             await memory.search("bees", user_id="u")
