@@ -109,15 +109,18 @@ class Topology:
         )
         host.start("patroni", ["patroni", str(config)], user=PG_USER)
 
-    def members(self) -> list[dict[str, Any]]:
-        """Patroni's view of the cluster, from whichever member answers."""
+    def _cluster(self) -> dict[str, Any]:
+        """Patroni's view of the cluster, from whichever member answers ({} when none does)."""
         for host in self.pgs:
             try:
                 with urllib.request.urlopen(f"http://{host.ip}:8008/cluster", timeout=1) as r:
-                    return list(json.load(r)["members"])
+                    return dict(json.load(r))
             except OSError:
                 continue
-        return []
+        return {}
+
+    def members(self) -> list[dict[str, Any]]:
+        return list(self._cluster().get("members", []))
 
     def maintenance(self, on: bool) -> None:
         """Patroni's pause (maintenance mode): it leaves PostgreSQL as it is — a replica's
@@ -134,14 +137,8 @@ class Topology:
                 continue
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(
-                    f"http://{self.pgs[0].ip}:8008/cluster", timeout=1
-                ) as r:
-                    if bool(json.load(r).get("pause", False)) == on:
-                        return
-            except OSError:
-                pass
+            if bool(self._cluster().get("pause", False)) == on:
+                return
             time.sleep(0.5)
         raise TimeoutError(f"Patroni did not {'pause' if on else 'resume'}")
 
