@@ -708,6 +708,8 @@ facts = Table(
     Index("ix_facts_subject", "subject_id", "tenant_id", "predicate"),
     Index("ix_facts_object", "object_id", "tenant_id"),
     Index("ix_facts_user", "user_id", "tenant_id", "predicate"),
+    # Listings of a user's facts, newest first (migration 0019).
+    Index("ix_facts_recent", "user_id", "tenant_id", text("recorded_at DESC"), "id"),
     Index("ix_facts_key", "key_id"),
 )
 
