@@ -11,9 +11,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from memvault.db.embedded import EmbeddedPostgres
-from memvault.db.engine import driver_url, head_revision, migrate
+from memvault.db.engine import create_engine, driver_url, head_revision, migrate
 from memvault.db.tables import metadata
-from memvault.db.vectors import index_name
+from memvault.db.vectors import ensure_index, index_name
+from memvault.embedding.hashing import HashEmbedder
 
 
 def _made_at_run_time(obj: object, name: str | None, kind: str, *_: object) -> bool:
@@ -60,3 +61,23 @@ def test_concurrent_starts_migrate_once(pg_server: EmbeddedPostgres) -> None:
         ]
     with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+async def test_a_vector_index_a_failed_build_left_invalid_is_built_again(database_url: str) -> None:
+    """A concurrent build that fails (a deadlock's victim, a cancelled start) leaves an invalid
+    index that PostgreSQL maintains but never reads; it is not mistaken for a finished one."""
+    name = index_name(HashEmbedder().model_id)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (name,)
+        )
+    engine = create_engine(database_url, pool_size=1, as_app=False)
+    try:
+        await ensure_index(engine, HashEmbedder().model_id, 384)
+    finally:
+        await engine.dispose()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = %s::regclass", (name,)
+        ).fetchone()
+    assert valid == (True,)

@@ -55,19 +55,20 @@ def index_name(model: str) -> str:
 
 
 async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
-    """Create the model's HNSW index if missing, without blocking writes (CONCURRENTLY)."""
+    """Create the model's HNSW index if missing, without blocking writes (CONCURRENTLY).
+    An index that a failed concurrent build left behind (invalid: PostgreSQL keeps it up to
+    date but never reads it) is dropped and built again, not taken for a finished one."""
     model, dims = _checked(model, dims)
+    name = index_name(model)
     ddl = (
-        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(model)} ON memory_chunks "
+        f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memory_chunks "
         f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
         f"WHERE model = '{model}'"
     )
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        exists = await conn.execute(
-            sa.text("SELECT 1 FROM pg_indexes WHERE indexname = :n"), {"n": index_name(model)}
-        )
-        if exists.first() is not None:
+        valid = (await conn.execute(_INDEX_VALID, {"n": name})).scalar()
+        if valid:
             return
         # Never wait for this lock: a concurrent build waits for every open transaction, and a
         # second builder queued on a lock would be one of them. Whoever holds it builds.
@@ -75,9 +76,20 @@ async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
         if not locked.scalar():
             return
         try:
+            if (
+                valid is not None
+            ):  # a build that failed half-way (e.g. chosen as a deadlock's victim)
+                await conn.execute(sa.text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
             await conn.execute(sa.text(ddl))
         finally:
             await conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _INDEX_LOCK})
+
+
+# The index's validity: NULL when there is none.
+_INDEX_VALID = sa.text(
+    "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE c.relname = :n AND c.relkind = 'i'"
+)
 
 
 async def replace_chunks(
