@@ -31,7 +31,7 @@ cores as the first.
   model's HNSW index is built as the store builds it (``CREATE INDEX CONCURRENTLY``, timed; it
   is dropped while the next size loads, as a bulk load would), then 100 searches over HTTP
   (``memvault serve``, one process) as the same 100 users of 90 memories at every size, and as
-  a 50,000-memory user; disk, table and index bytes per memory.
+  a 50,000-memory user; the database's and the HNSW index's bytes per memory.
 """
 
 from __future__ import annotations
