@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from memvault import InvalidInput, Settings
 from memvault.api import create_app
@@ -156,3 +158,48 @@ def test_search_and_wait_over_http(make_settings: Callable[..., Settings]) -> No
         assert bad.status_code == 422
         other = client.post("/v1/memories/search", json={"query": "flight", "user_id": "hal"})
         assert other.json()["results"] == []
+
+
+async def test_a_short_page_from_the_hnsw_index_is_filled_from_the_owners_nearest_chunks(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """An owner with a small share of the HNSW index finds few of its memories among the
+    chunks the index returns (a 50,000-memory user in a 1,000,000-memory store: about 20 of
+    the 50 a search asks for). The second try ranks the owner's nearest chunks, as an exact
+    scope does, before grouping every chunk of the scope: the same page, cheaper."""
+    rng = random.Random(5)
+    words = [f"{w}{n}" for w in ("garden", "piano", "lemon", "harbour", "tennis") for n in "abcd"]
+
+    def notes(user: Callable[[int], str], count: int) -> list[dict[str, Any]]:
+        return [
+            {"content": " ".join(rng.sample(words, 4)), "user_id": user(n), "infer": False}
+            for n in range(count)
+        ]
+
+    approximate = await AsyncMemory.open(
+        make_settings(embedding_provider="hash", search_exact_max_chunks=20, hnsw_ef_search=10)
+    )
+    exact = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    for _ in range(2):
+        await approximate.add_many(notes(lambda n: f"crowd-{n % 30}", 500))
+    await approximate.add_many(notes(lambda n: "ada", 120))
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "<=>" in statement:
+            sent.append(statement)
+
+    engine = backend_of(approximate).engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        found = await approximate.search("gardena pianob", user_id="ada", recipe="vector")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    expected = await exact.search("gardena pianob", user_id="ada", recipe="vector")
+    await approximate.close()
+    await exact.close()
+    assert [r.id for r in found.results] == [r.id for r in expected.results]
+    assert len(found.results) == 10
+    # The index's short page, then the owner's nearest chunks; never the whole scope grouped.
+    assert len(sent) == 2 and "ann AS MATERIALIZED" in sent[0], sent
+    assert ") AS chunks" in sent[1], sent[1]

@@ -210,11 +210,16 @@ async def nearest(
             ann = (shape, dims, fetch, limit, ef_search)
             statement = template(("vector-cut", *ann), _cut_page, *ann)
             rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
-        elif scope > LOOKUP_MIN_SCOPE and not narrows(filters):
+        if (
+            len(rows) < limit
+            and not narrows(filters)
+            and (scope > exact_max_chunks or scope > LOOKUP_MIN_SCOPE)
+        ):
             # The nearest ``fetch`` memories first: a full page from them is the exact answer
             # (anything nearer that passes the filters is among them), and looking a few
             # hundred rows up instead of joining the whole scope is most of the statement at
-            # 10k memories.
+            # 10k memories. Also the second try of a short page from the HNSW index (an owner
+            # with a small share of it): cheaper than grouping every chunk of a large scope.
             cut = (shape, dims, fetch, limit, None)
             statement = template(("vector-cut", NEAREST_CHUNKS_PER_MEMORY, *cut), _cut_page, *cut)
             rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
