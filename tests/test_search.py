@@ -170,7 +170,7 @@ async def test_a_short_page_from_the_hnsw_index_is_filled_from_the_owners_neares
     rng = random.Random(5)
     words = [f"{w}{n}" for w in ("garden", "piano", "lemon", "harbour", "tennis") for n in "abcd"]
 
-    def notes(user: Callable[[int], str], count: int) -> list[dict[str, Any]]:
+    def notes(user: Callable[[int], str], count: int) -> list[Any]:
         return [
             {"content": " ".join(rng.sample(words, 4)), "user_id": user(n), "infer": False}
             for n in range(count)
