@@ -363,11 +363,15 @@ def owner(n: int) -> str:
     return f"small-{n % 500}" if n < 5000 else f"big-{(n - 5000) // 5000}"
 
 
+def draw_question(rng: random.Random) -> str:
+    return rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
+
+
 async def searches(memory: AsyncMemory, users: list[str]) -> dict[str, float]:
     rng = random.Random(7)
     took = []
     for n in range(100):
-        question = rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
+        question = draw_question(rng)
         started = time.perf_counter()
         await memory.search(question, user_id=users[n % len(users)])
         took.append(time.perf_counter() - started)
@@ -384,10 +388,15 @@ def measure_store(bench: Bench) -> tuple[float, int, int]:
     started = time.monotonic()
     bench.sql(f'REINDEX INDEX "{index}"')
     rebuild = time.monotonic() - started
+    return rebuild, *bytes_per_memory(bench, index)
+
+
+def bytes_per_memory(bench: Bench, index: str) -> tuple[int, int]:
+    """The database's and the HNSW index's bytes over every memory in the database."""
     stored = bench.sql("SELECT count(*) FROM memories")
     disk = bench.sql("SELECT pg_database_size('memvault')")
     index_bytes = bench.sql(f"SELECT pg_relation_size('\"{index}\"')")
-    return rebuild, disk // stored, index_bytes // stored
+    return disk // stored, index_bytes // stored
 
 
 SMALL_USER, BIG_USER = 90, 50_000
@@ -437,14 +446,12 @@ async def part_large(bench: Bench, sizes: list[int]) -> None:
             build = time.monotonic() - started
             users = bench.sql("SELECT count(DISTINCT user_id) FROM memories")
             small, big = await http_searches(bench, size)
-            stored = bench.sql("SELECT count(*) FROM memories")
-            disk = bench.sql("SELECT pg_database_size('memvault')")
-            index_bytes = bench.sql(f"SELECT pg_relation_size('\"{index}\"')")
+            disk, index_bytes = bytes_per_memory(bench, index)
             big_text = f"{big['p50']:.1f} / {big['p95']:.1f}" if big else "n/a"
             print(
                 f"| {size:,} | {users:,} | {rate:.0f} | {build:.1f} "
                 f"| {small['p50']:.1f} / {small['p95']:.1f} | {big_text} "
-                f"| {disk / stored / 1024:.1f} kB | {index_bytes / stored / 1024:.2f} kB |",
+                f"| {disk / 1024:.1f} kB | {index_bytes / 1024:.2f} kB |",
                 flush=True,
             )
     finally:
@@ -502,8 +509,7 @@ async def http_searches(bench: Bench, size: int) -> tuple[dict[str, float], dict
             for users in ([f"small-{n}" for n in range(100)], bigs[:1]):
                 took = []
                 for n in range(100 if users else 0):
-                    question = rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
-                    body = {"query": question, "user_id": users[n % len(users)]}
+                    body = {"query": draw_question(rng), "user_id": users[n % len(users)]}
                     started = time.perf_counter()
                     answer = await client.post("/v1/memories/search", json=body)
                     took.append(time.perf_counter() - started)

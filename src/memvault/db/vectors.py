@@ -76,9 +76,8 @@ async def ensure_index(engine: AsyncEngine, model: str, dims: int) -> None:
         if not locked.scalar():
             return
         try:
-            if (
-                valid is not None
-            ):  # a build that failed half-way (e.g. chosen as a deadlock's victim)
+            # An index there but invalid: a build that failed half-way (a deadlock's victim).
+            if valid is not None:
                 await conn.execute(sa.text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))
             await conn.execute(sa.text(ddl))
         finally:
@@ -213,7 +212,7 @@ async def nearest(
         if (
             len(rows) < limit
             and not narrows(filters)
-            and (scope > exact_max_chunks or scope > LOOKUP_MIN_SCOPE)
+            and scope > min(exact_max_chunks, LOOKUP_MIN_SCOPE)
         ):
             # The nearest ``fetch`` memories first: a full page from them is the exact answer
             # (anything nearer that passes the filters is among them), and looking a few
