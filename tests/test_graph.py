@@ -367,6 +367,24 @@ async def test_a_past_fact_ranks_below_a_current_one(
     assert [f.value for f in found.facts][:2] == ["cello", "violin"]
 
 
+async def test_a_current_fact_is_recalled_by_meaning_past_the_values_it_replaced(
+    memory: AsyncMemory,
+) -> None:
+    # Sixty replaced values sit nearer the question than the current one and share its
+    # words; the current value is found by meaning alone, and no replaced one is shown.
+    for n in range(60):
+        await memory.add_fact(
+            "Dora", "favourite_drink", value=("coffee", "tea")[n % 2], user_id="u"
+        )
+    kvass = await memory.add_fact("Dora", "favourite_drink", value="kvass", user_id="u")
+    found = await memory.search(
+        "coffee or tea?", user_id="u", include=["facts"], track_access=False
+    )
+    assert found.facts is not None
+    assert [f.id for f in found.facts] == [kvass.id]
+    assert found.facts[0].scores["vector"] > 0 and found.facts[0].scores["keyword"] == 0
+
+
 # --- key rotation ---------------------------------------------------------------------------
 
 

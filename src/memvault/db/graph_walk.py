@@ -220,8 +220,9 @@ async def fact_candidates(
     *,
     limit: int,
 ) -> list[Candidate[FactRow]]:
-    """The owner's facts holding most of the query's terms and those whose claims are
-    nearest ``vector`` (exact), at most ``limit`` of each, with their rows: one statement."""
+    """The owner's facts holding most of the query's terms and the current facts (not
+    superseded) whose claims are nearest ``vector`` (exact), at most ``limit`` of each, with
+    their rows: one statement."""
     rows = await _candidates(
         conn, "fact", tenant_id, user_id, term_ids, vector, model, limit, limit
     )
@@ -301,6 +302,10 @@ def _candidates_query(
         ]
         if kind == "entity":
             where.append(c.merged_into.is_(None))
+        else:
+            # A replaced value is never recalled: scanned, it costs a distance and takes a
+            # place among the nearest that a current fact should have.
+            where.append(c.superseded_at.is_(None))
         ranked.append(
             sa.select(c.id, distance.label("distance"))
             .where(*where)
