@@ -334,7 +334,9 @@ class MemvaultStore(BaseStore):
                 ident = (row.item.namespace, row.item.key)
                 if ident not in seen and wanted(row.item):
                     seen.add(ident)
-                    hits.append((row, hit.score))
+                    # LangGraph's score is the query's similarity to the item (0-1), which
+                    # memvault's relevance is; the hit's score only orders one result.
+                    hits.append((row, hit.relevance))
         page = hits[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for row, _ in page:
