@@ -150,15 +150,20 @@ class MemoryInput(MemoryCreate):
 
 class MemoryUpdate(_Input):
     """Content replaces the old text (and queues re-embedding); metadata is merged key by key,
-    a key set to null is removed."""
+    a key set to null is removed; expires_at moves the expiry (the memory keeps its id)."""
 
     content: Content | None = None
     metadata: Metadata | None = None
+    expires_at: Timestamp | None = Field(
+        default=None,
+        description="a new expiry, in the future: a TTL refreshed in place (same id, same "
+        "place in every ranking)",
+    )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> MemoryUpdate:
-        if self.content is None and self.metadata is None:
-            raise ValueError("give content, metadata or both")
+        if self.content is None and self.metadata is None and self.expires_at is None:
+            raise ValueError("give content, metadata, expires_at or a combination")
         return self
 
 

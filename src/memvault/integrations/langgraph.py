@@ -16,12 +16,13 @@ How items map onto memories (docs/integrations.md says the same for users):
 * The item's namespace, key, timestamps and TTL live in the memory's metadata under
   ``"langgraph"``: ``namespace`` (the tuple as a JSON array text), ``prefixes`` (every leading
   part, so a namespace prefix is one containment filter), ``key``, ``created_at``,
-  ``updated_at``, ``ttl`` (minutes) and ``index`` (a put's own ``index`` argument, so a TTL
-  refresh indexes the item as its put did). The memory's source is ``"langgraph"``, so the store
-  never sees the user's other memories and they never see filters they did not ask for.
+  ``updated_at`` and ``ttl`` (minutes, what a refresh extends by). The memory's source is
+  ``"langgraph"``, so the store never sees the user's other memories and they never see
+  filters they did not ask for.
 * A put over an existing key writes the new memory, then deletes the old one (the new one
   keeps the item's ``created_at``); reads take the newest row, so a reader never sees no item.
-* TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` rewrites it the same way.
+* TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` moves it in place (an update
+  of the same memory), so the item keeps its id and its place in every ranking and page.
 """
 
 from __future__ import annotations
@@ -132,13 +133,12 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 class _Row:
     """One stored item: the memory's id and the item it holds."""
 
-    __slots__ = ("expires", "id", "index", "item", "ttl")
+    __slots__ = ("expires", "id", "item", "ttl")
 
     def __init__(self, record: Any) -> None:
         meta = record.metadata[META]
         self.id = record.id
         self.ttl: float | None = meta.get("ttl")
-        self.index: Literal[False] | list[str] | None = meta.get("index")
         self.expires = record.expires_at
         self.item = Item(
             value=json.loads(record.content),
@@ -245,10 +245,8 @@ class MemvaultStore(BaseStore):
         if not rows:
             return None
         row = max(rows, key=lambda r: r.item.updated_at)
-        if op.refresh_ttl and row.ttl is not None:
-            await self._write(
-                row.item.namespace, row.item.key, row.item.value, row.index, row.ttl, rows, row
-            )
+        if op.refresh_ttl:
+            await self._refresh(row)
         return row.item
 
     async def _put(self, op: PutOp) -> None:
@@ -259,7 +257,7 @@ class MemvaultStore(BaseStore):
             return
         ttl = op.ttl if isinstance(op.ttl, int | float) else None
         index = list(op.index) if isinstance(op.index, list | tuple) else op.index
-        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows, None)
+        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows)
 
     async def _write(
         self,
@@ -269,19 +267,16 @@ class MemvaultStore(BaseStore):
         index: Literal[False] | list[str] | None,
         ttl: float | None,
         old: list[_Row],
-        refreshing: _Row | None,
     ) -> None:
         now = datetime.now(UTC)
         created = min((r.item.created_at for r in old), default=now)
-        updated = refreshing.item.updated_at if refreshing else now
         meta = {
             "namespace": _ns_text(namespace),
             "prefixes": [_ns_text(namespace[:n]) for n in range(1, len(namespace) + 1)],
             "key": key,
             "created_at": created.isoformat(),
-            "updated_at": updated.isoformat(),
+            "updated_at": now.isoformat(),
             "ttl": ttl,
-            "index": index,
         }
         fields = self._fields if index is None else (_fields(index) if index else [])
         await self._bridge.service.add(
@@ -297,6 +292,17 @@ class MemvaultStore(BaseStore):
         )
         for row in old:
             await self._delete(row)
+
+    async def _refresh(self, row: _Row) -> None:
+        """A read's TTL refresh: the same memory's expiry moved, nothing else. Rewriting the
+        item as a new memory gave it a new id, and with it a new tie-break among equal
+        scores, so paging a query with ``offset`` repeated and skipped items."""
+        if row.ttl is None:
+            return
+        expires = datetime.now(UTC) + timedelta(minutes=row.ttl)
+        # Gone meanwhile (deleted, or expired since it was read): nothing left to refresh.
+        with contextlib.suppress(NotFound):
+            await self._bridge.service.update(row.id, user_id=self.user_id, expires_at=expires)
 
     async def _delete(self, row: _Row) -> None:
         # Already gone (a concurrent delete, or expired) is what a delete wants.
@@ -340,17 +346,7 @@ class MemvaultStore(BaseStore):
         page = hits[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for row, _ in page:
-                if row.ttl is not None:
-                    old = await self._rows(row.item.namespace, row.item.key)
-                    await self._write(
-                        row.item.namespace,
-                        row.item.key,
-                        row.item.value,
-                        row.index,
-                        row.ttl,
-                        old,
-                        row,
-                    )
+                await self._refresh(row)
         return [
             SearchItem(
                 namespace=row.item.namespace,
