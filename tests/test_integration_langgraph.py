@@ -258,6 +258,26 @@ async def test_paging_with_ttl_refresh_on_read_repeats_and_skips_nothing(
     await memory.close()
 
 
+async def test_a_filter_finds_matches_beyond_the_best_hundred(store: MemvaultStore) -> None:
+    """langgraph checkpoint-postgres test_store.py: filters apply before the cut, as
+    InMemoryStore's do. 121 items; the filter selects the one ranked last for the query."""
+    for i in range(120):
+        await store.aput(("docs",), f"near{i}", {"text": f"apple orchard harvest {i}", "n": i})
+    await store.aput(("docs",), "far", {"text": "tax return deadline", "n": 999})
+    found = await store.asearch(("docs",), query="apple orchard", filter={"n": 999})
+    assert [i.key for i in found] == ["far"]
+    assert found[0].score is not None and 0 <= found[0].score <= 1
+    # Pages past what the best hundred hold fill from beyond them, in order, once each.
+    wide = {"n": {"$gte": 90}}
+    pages = [
+        await store.asearch(("docs",), query="apple orchard", filter=wide, limit=10, offset=o)
+        for o in range(0, 40, 10)
+    ]
+    keys = [i.key for page in pages for i in page]
+    assert sorted(keys) == sorted([f"near{i}" for i in range(90, 120)] + ["far"])
+    assert keys[-1] == "far"  # the least relevant comes last
+
+
 async def test_invalid_namespaces_are_refused(store: MemvaultStore) -> None:
     # langgraph test_store.py: test_cannot_put_empty_namespace / invalid labels
     with pytest.raises(InvalidNamespaceError):

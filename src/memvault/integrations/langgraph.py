@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -147,6 +147,9 @@ class _Row:
             created_at=datetime.fromisoformat(meta["created_at"]),
             updated_at=datetime.fromisoformat(meta["updated_at"]),
         )
+
+
+Hit = tuple[_Row, float | None]
 
 
 def _newest(rows: Iterable[_Row]) -> dict[tuple[tuple[str, ...], str], _Row]:
@@ -325,24 +328,7 @@ class MemvaultStore(BaseStore):
             rows.sort(key=lambda r: r.item.updated_at, reverse=True)
             hits: list[tuple[_Row, float | None]] = [(r, None) for r in rows if wanted(r.item)]
         else:
-            found = await self._bridge.service.search(
-                op.query,
-                user_id=self.user_id,
-                app_id=self.app_id,
-                source=SOURCE,
-                metadata=self._in_prefix(op.namespace_prefix),
-                limit=PAGE if op.filter else min(PAGE, op.offset + op.limit),
-            )
-            seen: set[tuple[tuple[str, ...], str]] = set()
-            hits = []
-            for hit in found.results:
-                row = _Row(hit)
-                ident = (row.item.namespace, row.item.key)
-                if ident not in seen and wanted(row.item):
-                    seen.add(ident)
-                    # LangGraph's score is the query's similarity to the item (0-1), which
-                    # memvault's relevance is; the hit's score only orders one result.
-                    hits.append((row, hit.relevance))
+            hits = await self._query(op, wanted)
         page = hits[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for row, _ in page:
@@ -358,6 +344,60 @@ class MemvaultStore(BaseStore):
             )
             for row, score in page
         ]
+
+    async def _ask(self, query: str, metadata: dict[str, Any] | None, limit: int) -> Any:
+        return await self._bridge.service.search(
+            query,
+            user_id=self.user_id,
+            app_id=self.app_id,
+            source=SOURCE,
+            metadata=metadata,
+            limit=limit,
+        )
+
+    async def _query(self, op: SearchOp, wanted: Callable[[Item], bool]) -> list[Hit]:
+        assert op.query is not None
+        prefix = self._in_prefix(op.namespace_prefix)
+        wide = PAGE if op.filter else min(PAGE, op.offset + op.limit)
+        found = await self._ask(op.query, prefix, wide)
+        hits: list[Hit] = []
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        for hit in found.results:
+            row = _Row(hit)
+            ident = (row.item.namespace, row.item.key)
+            if ident not in seen and wanted(row.item):
+                # LangGraph's score is the query's similarity to the item (0-1), which
+                # memvault's relevance is; the hit's score only orders one result.
+                hits.append((row, hit.relevance))
+            seen.add(ident)
+        short = len(hits) < op.offset + op.limit
+        if op.filter and short and len(found.results) >= PAGE:
+            hits += await self._beyond_cut(op.query, prefix, wanted, seen)
+        return hits
+
+    async def _beyond_cut(
+        self,
+        query: str,
+        prefix: dict[str, Any] | None,
+        wanted: Callable[[Item], bool],
+        seen: set[tuple[tuple[str, ...], str]],
+    ) -> list[Hit]:
+        """The items that pass the filter beyond the best matches a search page holds, each
+        scored against the query, best first: the filter reads the value, which only the
+        listing decrypts, so it cannot narrow the search itself (LangGraph's stores filter
+        before they rank: a filter that selects the lowest-ranked item still finds it)."""
+        rows = _newest(_Row(r) for r in await self._records(prefix))
+        scored: list[Hit] = []
+        for ident, row in rows.items():
+            if ident in seen or not wanted(row.item):
+                continue
+            one = await self._ask(
+                query, {META: {"namespace": _ns_text(ident[0]), "key": ident[1]}}, 1
+            )
+            # An unindexed item has no match: a query search never returns it.
+            scored += [(row, hit.relevance) for hit in one.results]
+        scored.sort(key=lambda pair: -(pair[1] or 0.0))
+        return scored
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {_Row(r).item.namespace for r in await self._records(None)}
