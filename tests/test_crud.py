@@ -82,6 +82,19 @@ async def test_update_needs_something_to_change(memory: AsyncMemory) -> None:
         await memory.update(added.id, user_id="u")
 
 
+async def test_update_moves_the_expiry_in_place(memory: AsyncMemory) -> None:
+    """A refreshed TTL is the same memory with a later expiry: same id, same content."""
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    added = await memory.add("a short-lived note", user_id="u", expires_at=soon)
+    later = datetime.now(UTC) + timedelta(hours=2)
+    updated = await memory.update(added.id, user_id="u", expires_at=later)
+    assert (updated.id, updated.content, updated.expires_at) == (added.id, added.content, later)
+    assert (await memory.get(added.id, user_id="u")).expires_at == later
+    with pytest.raises(InvalidInput):
+        await memory.update(added.id, user_id="u", expires_at=datetime.now(UTC) - timedelta(1))
+    assert (await memory.get(added.id, user_id="u")).expires_at == later
+
+
 async def test_delete_removes_the_memory_but_keeps_a_tombstone_history(
     memory: AsyncMemory,
 ) -> None:

@@ -27,6 +27,7 @@ from langgraph.store.base import (
     MatchCondition,
     PutOp,
     SearchOp,
+    TTLConfig,
 )
 from langgraph.store.memory import InMemoryStore
 
@@ -228,6 +229,53 @@ async def test_ttl_is_the_memorys_expiry_and_reads_refresh_it(
     fourth = await expiry("k")
     assert fourth is not None and fourth > third
     await memory.close()
+
+
+async def test_paging_with_ttl_refresh_on_read_repeats_and_skips_nothing(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """langgraph checkpoint-postgres test_store.py: test_vector_search_pagination, with the TTL
+    fixture its port had left out. A refresh moves the expiry of the same memory: a rewrite as
+    a new memory drew a new tie-break among equal scores, and pages repeated and skipped."""
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    ttl: TTLConfig = {"default_ttl": 60, "refresh_on_read": True}
+    store = MemvaultStore(memory, user_id="ttl-pages", ttl=ttl)
+    for i in range(30):
+        # Equal texts but for the number: many equal scores, decided by the tie-break.
+        await store.aput(("docs",), f"doc{i}", {"text": f"shared words {i}"})
+    before = {i.key: i for i in await store.asearch(("docs",), limit=30)}
+    for trial in range(4):
+        seen = [
+            item.key
+            for offset in range(0, 30, 7)
+            for item in await store.asearch(("docs",), query="shared words", limit=7, offset=offset)
+        ]
+        assert sorted(seen) == sorted(before), trial  # no repeats, no skips
+    after = {i.key: i for i in await store.asearch(("docs",), limit=30)}
+    assert {k: (i.created_at, i.updated_at) for k, i in after.items()} == {
+        k: (i.created_at, i.updated_at) for k, i in before.items()
+    }
+    await memory.close()
+
+
+async def test_a_filter_finds_matches_beyond_the_best_hundred(store: MemvaultStore) -> None:
+    """langgraph checkpoint-postgres test_store.py: filters apply before the cut, as
+    InMemoryStore's do. 121 items; the filter selects the one ranked last for the query."""
+    for i in range(120):
+        await store.aput(("docs",), f"near{i}", {"text": f"apple orchard harvest {i}", "n": i})
+    await store.aput(("docs",), "far", {"text": "tax return deadline", "n": 999})
+    found = await store.asearch(("docs",), query="apple orchard", filter={"n": 999})
+    assert [i.key for i in found] == ["far"]
+    assert found[0].score is not None and 0 <= found[0].score <= 1
+    # Pages past what the best hundred hold fill from beyond them, in order, once each.
+    wide = {"n": {"$gte": 90}}
+    pages = [
+        await store.asearch(("docs",), query="apple orchard", filter=wide, limit=10, offset=o)
+        for o in range(0, 40, 10)
+    ]
+    keys = [i.key for page in pages for i in page]
+    assert sorted(keys) == sorted([f"near{i}" for i in range(90, 120)] + ["far"])
+    assert keys[-1] == "far"  # the least relevant comes last
 
 
 async def test_invalid_namespaces_are_refused(store: MemvaultStore) -> None:

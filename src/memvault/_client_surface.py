@@ -102,11 +102,13 @@ class ClientSurface:
     async def get(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'MemoryRecord':
         ...
 
-    async def update(self, memory_id: 'UUID | str', *, user_id: 'str', content: 'str | None' = None, metadata: 'dict[str, Any] | None' = None) -> 'MemoryRecord':
-        """Replace the content and/or merge metadata (a key set to None is removed).
+    async def update(self, memory_id: 'UUID | str', *, user_id: 'str', content: 'str | None' = None, metadata: 'dict[str, Any] | None' = None, expires_at: 'datetime | None' = None) -> 'MemoryRecord':
+        """Replace the content and/or merge metadata (a key set to None is removed) and/or
+        move the expiry to ``expires_at`` (in the future).
 
         New content is enriched again (importance, type, expiry, categories follow the new
-        text) and queued for re-embedding; an edit that changes nothing records nothing."""
+        text) and queued for re-embedding; an edit that changes nothing records nothing. A new
+        expiry keeps the memory's id, so it keeps its place wherever it is ranked or paged."""
 
     async def delete(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'None':
         """Delete a memory and everything derived from it (``erase`` answers the receipt)."""

@@ -63,6 +63,12 @@ def one_memory(memory_id: UUID | str, user_id: str) -> tuple[UUID, str]:
     return parse_id(memory_id), validated(Owner, user_id=user_id).user_id
 
 
+def _future(expires_at: datetime | None) -> None:
+    # As on add: an expiry already past would delete by edit, which delete says plainly.
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise InvalidInput("expires_at is in the past.", details={"field": "expires_at"})
+
+
 def _encode_cursor(row: MemoryRow) -> str:
     return base64.urlsafe_b64encode(f"{row.created_at.isoformat()}|{row.id}".encode()).decode()
 
@@ -309,13 +315,17 @@ class Memories:
         user_id: str,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
     ) -> MemoryRecord:
-        """Replace the content and/or merge metadata (a key set to None is removed).
+        """Replace the content and/or merge metadata (a key set to None is removed) and/or
+        move the expiry to ``expires_at`` (in the future).
 
         New content is enriched again (importance, type, expiry, categories follow the new
-        text) and queued for re-embedding; an edit that changes nothing records nothing."""
+        text) and queued for re-embedding; an edit that changes nothing records nothing. A new
+        expiry keeps the memory's id, so it keeps its place wherever it is ranked or paged."""
         ident, user_id = one_memory(memory_id, user_id)
-        change = validated(MemoryUpdate, content=content, metadata=metadata)
+        change = validated(MemoryUpdate, content=content, metadata=metadata, expires_at=expires_at)
+        _future(change.expires_at)
         new_text: str | None = None
         enriched: dict[str, Any] = {}
         derived = None
@@ -329,7 +339,7 @@ class Memories:
             derived = await self._graph._derive_edit(await self._fetch(ident, user_id), new_text)
         with self._context.audit("update", user_id, memory_ids=[ident]) as event:
             return await self._apply_update(
-                ident, user_id, new_text, change.metadata, enriched, derived, event
+                ident, user_id, new_text, change, enriched, derived, event
             )
 
     async def _apply_update(
@@ -337,7 +347,7 @@ class Memories:
         ident: UUID,
         user_id: str,
         new_text: str | None,
-        metadata: dict[str, Any] | None,
+        change: MemoryUpdate,
         enriched: dict[str, Any],
         derived: Derivation | None,
         event: AuditEvent,
@@ -346,7 +356,9 @@ class Memories:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
-            values = self._edits(old, new_text, metadata)
+            values = self._edits(old, new_text, change.metadata)
+            if change.expires_at is not None and change.expires_at != old.expires_at:
+                values["expires_at"] = change.expires_at
             if "ciphertext" in values and old.source == TURN_SOURCE:
                 raise Conflict(
                     "This memory is a conversation turn: what was said is kept as it was said. "

@@ -150,15 +150,20 @@ class MemoryInput(MemoryCreate):
 
 class MemoryUpdate(_Input):
     """Content replaces the old text (and queues re-embedding); metadata is merged key by key,
-    a key set to null is removed."""
+    a key set to null is removed; expires_at moves the expiry (the memory keeps its id)."""
 
     content: Content | None = None
     metadata: Metadata | None = None
+    expires_at: Timestamp | None = Field(
+        default=None,
+        description="a new expiry, in the future: a TTL refreshed in place (same id, same "
+        "place in every ranking)",
+    )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> MemoryUpdate:
-        if self.content is None and self.metadata is None:
-            raise ValueError("give content, metadata or both")
+        if self.content is None and self.metadata is None and self.expires_at is None:
+            raise ValueError("give content, metadata, expires_at or a combination")
         return self
 
 
@@ -337,10 +342,23 @@ class SearchHit(MemoryRecord):
     similarity: float | None = Field(
         description="cosine similarity of the best chunk, 0..1 (null: found by keywords only)"
     )
-    score: float = Field(description="the final score results are ordered by")
+    relevance: float = Field(
+        ge=0,
+        le=1,
+        description="how well this memory matches the query, 0..1, comparable across queries "
+        "(unlike score): the higher of the query's cosine similarity to the memory (its best "
+        "chunk, or a fact read from it), clamped, and its BM25 share of the query's best "
+        "possible BM25 score. What min_relevance compares",
+    )
+    score: float = Field(
+        description="the final score results are ordered by: rank-relative (the best "
+        "candidate's fused share is 1 whatever the query), so compare it within one result, "
+        "never against a fixed threshold"
+    )
     scores: dict[str, float | None] = Field(
         description="breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), "
-        "relevance (fused / best), importance, recency, validity, reinforcement, time"
+        "relevance (fused / best: rank-relative, not the hit's relevance), importance, "
+        "recency, validity, reinforcement, time"
     )
     context: list[MemoryRecord] | None = Field(
         default=None,
@@ -460,6 +478,13 @@ class SearchRequest(MemoryFilter):
 
     query: Query
     limit: int = Field(default=10, ge=1, le=100)
+    min_relevance: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="only hits whose relevance (0..1) reaches this; the page fills from the "
+        "rest in rank order (mem0's threshold)",
+    )
     recipe: Literal["hybrid", "vector", "keyword", "recent"] = Field(
         default="hybrid",
         description="hybrid (vector + BM25, fused), vector, keyword, or recent (hybrid with "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
 
@@ -137,9 +138,10 @@ class AsyncMemory(_AsyncMethods):
         user_id: str,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
     ) -> MemoryRecord:
         return await self.memories.update(
-            memory_id, user_id=user_id, content=content, metadata=metadata
+            memory_id, user_id=user_id, content=content, metadata=metadata, expires_at=expires_at
         )
 
     @verb(Memories.delete)

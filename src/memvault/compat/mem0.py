@@ -237,14 +237,11 @@ class _Core:
             metadata=wanted,
             limit=min(top_k, 100),
             reference_time=_when(reference_date),
+            # mem0's threshold is a 0-1 similarity floor, which memvault's relevance is; the
+            # service applies it before the cut, so top_k still fills from what passes.
+            min_relevance=threshold,
         )
-        hits = [
-            _item(hit, owner, hit.score)
-            for hit in result.results
-            # mem0's threshold is a similarity floor; a hit found by keywords alone has none.
-            if threshold is None or hit.similarity is None or hit.similarity >= threshold
-        ]
-        return {"results": hits}
+        return {"results": [_item(hit, owner, hit.relevance) for hit in result.results]}
 
     async def _update(
         self,

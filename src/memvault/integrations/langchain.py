@@ -2,9 +2,11 @@
 
 Each hit is a ``Document`` whose text is the memory's content, whose ``id`` is the memory's id,
 and whose metadata is the memory's own metadata plus what memvault knows of it, under keys
-that cannot collide with the caller's: ``memvault`` holds ``id``, ``score``, ``similarity``,
-``scores``, ``created_at``, ``occurred_at``, ``source``, ``tags``, ``categories``, ``channel``,
-``app_id`` and ``importance``.
+that cannot collide with the caller's: ``memvault`` holds ``id``, ``relevance``, ``score``,
+``similarity``, ``scores``, ``created_at``, ``occurred_at``, ``source``, ``tags``,
+``categories``, ``channel``, ``app_id`` and ``importance``. ``relevance`` (0-1, comparable
+across queries) is what LangChain's vector stores call the relevance score; ``score`` only
+orders one result.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from memvault.integrations._faces import Bridge
 def _document(hit: Any) -> Document:
     facts = {
         "id": str(hit.id),
+        "relevance": hit.relevance,
         "score": hit.score,
         "similarity": hit.similarity,
         "scores": dict(hit.scores),

@@ -16,19 +16,20 @@ How items map onto memories (docs/integrations.md says the same for users):
 * The item's namespace, key, timestamps and TTL live in the memory's metadata under
   ``"langgraph"``: ``namespace`` (the tuple as a JSON array text), ``prefixes`` (every leading
   part, so a namespace prefix is one containment filter), ``key``, ``created_at``,
-  ``updated_at``, ``ttl`` (minutes) and ``index`` (a put's own ``index`` argument, so a TTL
-  refresh indexes the item as its put did). The memory's source is ``"langgraph"``, so the store
-  never sees the user's other memories and they never see filters they did not ask for.
+  ``updated_at`` and ``ttl`` (minutes, what a refresh extends by). The memory's source is
+  ``"langgraph"``, so the store never sees the user's other memories and they never see
+  filters they did not ask for.
 * A put over an existing key writes the new memory, then deletes the old one (the new one
   keeps the item's ``created_at``); reads take the newest row, so a reader never sees no item.
-* TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` rewrites it the same way.
+* TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` moves it in place (an update
+  of the same memory), so the item keeps its id and its place in every ranking and page.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -132,13 +133,12 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 class _Row:
     """One stored item: the memory's id and the item it holds."""
 
-    __slots__ = ("expires", "id", "index", "item", "ttl")
+    __slots__ = ("expires", "id", "item", "ttl")
 
     def __init__(self, record: Any) -> None:
         meta = record.metadata[META]
         self.id = record.id
         self.ttl: float | None = meta.get("ttl")
-        self.index: Literal[False] | list[str] | None = meta.get("index")
         self.expires = record.expires_at
         self.item = Item(
             value=json.loads(record.content),
@@ -147,6 +147,9 @@ class _Row:
             created_at=datetime.fromisoformat(meta["created_at"]),
             updated_at=datetime.fromisoformat(meta["updated_at"]),
         )
+
+
+Hit = tuple[_Row, float | None]
 
 
 def _newest(rows: Iterable[_Row]) -> dict[tuple[tuple[str, ...], str], _Row]:
@@ -245,10 +248,8 @@ class MemvaultStore(BaseStore):
         if not rows:
             return None
         row = max(rows, key=lambda r: r.item.updated_at)
-        if op.refresh_ttl and row.ttl is not None:
-            await self._write(
-                row.item.namespace, row.item.key, row.item.value, row.index, row.ttl, rows, row
-            )
+        if op.refresh_ttl:
+            await self._refresh(row)
         return row.item
 
     async def _put(self, op: PutOp) -> None:
@@ -259,7 +260,7 @@ class MemvaultStore(BaseStore):
             return
         ttl = op.ttl if isinstance(op.ttl, int | float) else None
         index = list(op.index) if isinstance(op.index, list | tuple) else op.index
-        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows, None)
+        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows)
 
     async def _write(
         self,
@@ -269,19 +270,16 @@ class MemvaultStore(BaseStore):
         index: Literal[False] | list[str] | None,
         ttl: float | None,
         old: list[_Row],
-        refreshing: _Row | None,
     ) -> None:
         now = datetime.now(UTC)
         created = min((r.item.created_at for r in old), default=now)
-        updated = refreshing.item.updated_at if refreshing else now
         meta = {
             "namespace": _ns_text(namespace),
             "prefixes": [_ns_text(namespace[:n]) for n in range(1, len(namespace) + 1)],
             "key": key,
             "created_at": created.isoformat(),
-            "updated_at": updated.isoformat(),
+            "updated_at": now.isoformat(),
             "ttl": ttl,
-            "index": index,
         }
         fields = self._fields if index is None else (_fields(index) if index else [])
         await self._bridge.service.add(
@@ -297,6 +295,17 @@ class MemvaultStore(BaseStore):
         )
         for row in old:
             await self._delete(row)
+
+    async def _refresh(self, row: _Row) -> None:
+        """A read's TTL refresh: the same memory's expiry moved, nothing else. Rewriting the
+        item as a new memory gave it a new id, and with it a new tie-break among equal
+        scores, so paging a query with ``offset`` repeated and skipped items."""
+        if row.ttl is None:
+            return
+        expires = datetime.now(UTC) + timedelta(minutes=row.ttl)
+        # Gone meanwhile (deleted, or expired since it was read): nothing left to refresh.
+        with contextlib.suppress(NotFound):
+            await self._bridge.service.update(row.id, user_id=self.user_id, expires_at=expires)
 
     async def _delete(self, row: _Row) -> None:
         # Already gone (a concurrent delete, or expired) is what a delete wants.
@@ -319,36 +328,11 @@ class MemvaultStore(BaseStore):
             rows.sort(key=lambda r: r.item.updated_at, reverse=True)
             hits: list[tuple[_Row, float | None]] = [(r, None) for r in rows if wanted(r.item)]
         else:
-            found = await self._bridge.service.search(
-                op.query,
-                user_id=self.user_id,
-                app_id=self.app_id,
-                source=SOURCE,
-                metadata=self._in_prefix(op.namespace_prefix),
-                limit=PAGE if op.filter else min(PAGE, op.offset + op.limit),
-            )
-            seen: set[tuple[tuple[str, ...], str]] = set()
-            hits = []
-            for hit in found.results:
-                row = _Row(hit)
-                ident = (row.item.namespace, row.item.key)
-                if ident not in seen and wanted(row.item):
-                    seen.add(ident)
-                    hits.append((row, hit.score))
+            hits = await self._query(op, wanted)
         page = hits[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for row, _ in page:
-                if row.ttl is not None:
-                    old = await self._rows(row.item.namespace, row.item.key)
-                    await self._write(
-                        row.item.namespace,
-                        row.item.key,
-                        row.item.value,
-                        row.index,
-                        row.ttl,
-                        old,
-                        row,
-                    )
+                await self._refresh(row)
         return [
             SearchItem(
                 namespace=row.item.namespace,
@@ -360,6 +344,60 @@ class MemvaultStore(BaseStore):
             )
             for row, score in page
         ]
+
+    async def _ask(self, query: str, metadata: dict[str, Any] | None, limit: int) -> Any:
+        return await self._bridge.service.search(
+            query,
+            user_id=self.user_id,
+            app_id=self.app_id,
+            source=SOURCE,
+            metadata=metadata,
+            limit=limit,
+        )
+
+    async def _query(self, op: SearchOp, wanted: Callable[[Item], bool]) -> list[Hit]:
+        assert op.query is not None
+        prefix = self._in_prefix(op.namespace_prefix)
+        wide = PAGE if op.filter else min(PAGE, op.offset + op.limit)
+        found = await self._ask(op.query, prefix, wide)
+        hits: list[Hit] = []
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        for hit in found.results:
+            row = _Row(hit)
+            ident = (row.item.namespace, row.item.key)
+            if ident not in seen and wanted(row.item):
+                # LangGraph's score is the query's similarity to the item (0-1), which
+                # memvault's relevance is; the hit's score only orders one result.
+                hits.append((row, hit.relevance))
+            seen.add(ident)
+        short = len(hits) < op.offset + op.limit
+        if op.filter and short and len(found.results) >= PAGE:
+            hits += await self._beyond_cut(op.query, prefix, wanted, seen)
+        return hits
+
+    async def _beyond_cut(
+        self,
+        query: str,
+        prefix: dict[str, Any] | None,
+        wanted: Callable[[Item], bool],
+        seen: set[tuple[tuple[str, ...], str]],
+    ) -> list[Hit]:
+        """The items that pass the filter beyond the best matches a search page holds, each
+        scored against the query, best first: the filter reads the value, which only the
+        listing decrypts, so it cannot narrow the search itself (LangGraph's stores filter
+        before they rank: a filter that selects the lowest-ranked item still finds it)."""
+        rows = _newest(_Row(r) for r in await self._records(prefix))
+        scored: list[Hit] = []
+        for ident, row in rows.items():
+            if ident in seen or not wanted(row.item):
+                continue
+            one = await self._ask(
+                query, {META: {"namespace": _ns_text(ident[0]), "key": ident[1]}}, 1
+            )
+            # An unindexed item has no match: a query search never returns it.
+            scored += [(row, hit.relevance) for hit in one.results]
+        scored.sort(key=lambda pair: -(pair[1] or 0.0))
+        return scored
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = {_Row(r).item.namespace for r in await self._records(None)}

@@ -283,6 +283,8 @@ async def search(
         words = len(query_terms(backend.keys.current(tenant_id), request.query))
         ceilings[FACT_KEYWORD] = words / recipe.keyword_full_at
     now_asked = when is None and about_now(request.query)
+    own = {f"{p.name}:{kind}" for p in probes if p.text == request.query for kind in _KINDS}
+    relevance = relevances(lists, own, keyword_ceilings)
     ranked = _rank(
         lists,
         weights,
@@ -292,6 +294,7 @@ async def search(
         request.limit,
         ceilings,
         superseded=await _superseded(backend, tenant_id, lists) if now_asked else frozenset(),
+        keep=_at_least(relevance, request.min_relevance),
     )
     clock.lap("rank")
     context = (
@@ -299,7 +302,10 @@ async def search(
         if request.context_window
         else {}
     )
-    hits = [_hit(backend, row, scores, context.get(row.id)) for row, scores in ranked]
+    hits = [
+        _hit(backend, row, scores, relevance.get(row.id, 0.0), context.get(row.id))
+        for row, scores in ranked
+    ]
     if request.context_window:
         clock.lap("context")
     if request.track_access and hits:
@@ -651,6 +657,42 @@ def _similarity(row: RankedMemory) -> float:
     return 1.0 - min(max(row.rank, 0.0), 1.0)
 
 
+_KINDS = ("vector", "keyword")
+
+
+def relevances(
+    lists: dict[str, list[RankedMemory]], own: set[str], ceilings: dict[str, float]
+) -> dict[UUID, float]:
+    """Each candidate's calibrated relevance to the question itself, 0-1, which unlike the
+    rank-relative score falls when the text stops matching, whatever else the store holds: the
+    stronger of its meaning (the cosine similarity of its best chunk, or of a fact read from
+    it, to the query) and its words (its BM25 over the query's best possible BM25, capped at
+    1). Both, as fusion does: a rare name the query and the memory share is a match the small
+    embedding model may not see. ``own`` names the lists of the question's own text (an LLM's
+    rewording of it is not what the caller asked)."""
+    best: dict[UUID, float] = {}
+    for name, items in lists.items():
+        if name == FACT_VECTOR or (name in own and name.endswith(":vector")):
+            found = [(row.id, _similarity(row)) for row in items]
+        elif name in own:
+            found = [(row.id, _share(row.rank, ceilings.get(name, 0.0))) for row in items]
+        else:
+            continue
+        for ident, value in found:
+            best[ident] = max(value, best.get(ident, 0.0))
+    return best
+
+
+def _share(bm25: float, ceiling: float) -> float:
+    return min(1.0, max(bm25, 0.0) / ceiling) if ceiling > 0 else 0.0
+
+
+def _at_least(relevance: dict[UUID, float], floor: float | None) -> Callable[[UUID], bool] | None:
+    if floor is None:
+        return None
+    return lambda i: relevance.get(i, 0.0) >= floor
+
+
 def _rank(
     lists: dict[str, list[RankedMemory]],
     weights: dict[str, float],
@@ -661,9 +703,11 @@ def _rank(
     ceilings: dict[str, float] | None = None,
     *,
     superseded: frozenset[UUID] | set[UUID] = frozenset(),
+    keep: Callable[[UUID], bool] | None = None,
 ) -> list[tuple[RankedMemory, dict[str, float | None]]]:
     """The top ``limit`` candidates with their score breakdowns, best first; ``now`` is the
-    moment the question is asked."""
+    moment the question is asked. ``keep`` drops candidates before the cut (min_relevance),
+    so the page still fills from those that pass; it never reorders them."""
     rows: dict[UUID, RankedMemory] = {}
     similarity: dict[UUID, float] = {}
     bm25: dict[UUID, float] = {}
@@ -688,7 +732,8 @@ def _rank(
         if fused[i] > 0
     }
     final = {i: r.final(recipe) for i, r in ranked.items()}
-    order = sorted(final, key=lambda i: (-final[i], str(i)))[:limit]
+    order = sorted(final, key=lambda i: (-final[i], str(i)))
+    order = [i for i in order if keep is None or keep(i)][:limit]
     return [
         (
             rows[i],
@@ -747,6 +792,7 @@ def _hit(
     backend: Backend,
     row: RankedMemory,
     scores: dict[str, float | None],
+    relevance: float,
     context: list[MemoryRow] | None,
 ) -> SearchHit:
     # Only the hits returned (and their context) are decrypted.
@@ -755,6 +801,7 @@ def _hit(
     return SearchHit(
         **to_record(backend.keys, row).model_dump(),
         similarity=scores["vector"],
+        relevance=relevance,
         score=final,
         scores=scores,
         context=[MemoryRecord.model_validate(to_record(backend.keys, r)) for r in context]
