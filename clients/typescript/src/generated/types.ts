@@ -668,11 +668,13 @@ export interface MemoryRecord {
 
 /**
  * Content replaces the old text (and queues re-embedding); metadata is merged key by key,
- * a key set to null is removed.
+ * a key set to null is removed; expires_at moves the expiry (the memory keeps its id).
  */
 export interface MemoryUpdate {
   content?: string | null;
   metadata?: { [key: string]: JsonValue } | null;
+  /** a new expiry, in the future: a TTL refreshed in place (same id, same place in every ranking) */
+  expires_at?: (string | Date) | null;
 }
 
 export interface MergeRequest {
@@ -875,9 +877,11 @@ export interface SearchHit {
   expires_at: string | null;
   /** cosine similarity of the best chunk, 0..1 (null: found by keywords only) */
   similarity: number | null;
-  /** the final score results are ordered by */
+  /** how well this memory matches the query, 0..1, comparable across queries (unlike score): the higher of the query's cosine similarity to the memory (its best chunk, or a fact read from it), clamped, and its BM25 share of the query's best possible BM25 score. What min_relevance compares */
+  relevance: number;
+  /** the final score results are ordered by: rank-relative (the best candidate's fused share is 1 whatever the query), so compare it within one result, never against a fixed threshold */
   score: number;
-  /** breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), relevance (fused / best), importance, recency, validity, reinforcement, time */
+  /** breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), relevance (fused / best: rank-relative, not the hit's relevance), importance, recency, validity, reinforcement, time */
   scores: { [key: string]: number | null };
   /** with context_window=n: the turns around this one in its session, in turn order (the hit itself excluded) */
   context: Array<MemoryRecord> | null;
@@ -910,6 +914,8 @@ export interface SearchRequest {
   channels?: Array<string>;
   query: string;
   limit?: number;
+  /** only hits whose relevance (0..1) reaches this; the page fills from the rest in rank order (mem0's threshold) */
+  min_relevance?: number | null;
   /** hybrid (vector + BM25, fused), vector, keyword, or recent (hybrid with recency first) */
   recipe?: "hybrid" | "vector" | "keyword" | "recent";
   /** the moment the question is asked, for 'yesterday' or 'last May' (default: now) */
