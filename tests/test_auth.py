@@ -47,6 +47,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/memories", {"params": {"user_id": "u"}}),
     ("GET", "/v1/memories/count", {"params": {"user_id": "u"}}),
     ("DELETE", "/v1/memories", {"params": {"user_id": "u"}}),
+    ("POST", "/v1/memories/feedback", {"json": {"user_id": "u", "memory_ids": [MEMORY_ID]}}),
     ("GET", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
     ("PATCH", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}, "json": {"tags": ["t"]}}),
     ("DELETE", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
@@ -101,6 +102,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
 ]  # fmt: skip
 WRITES = {
     ("POST", "/v1/memories"),
+    ("POST", "/v1/memories/feedback"),
     ("POST", f"/v1/facts/reviews/{REVIEW_ID}/resolve"),
     ("POST", "/v1/memories/batch"),
     ("DELETE", "/v1/memories"),

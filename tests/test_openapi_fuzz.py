@@ -61,6 +61,7 @@ OPERATIONS = [
     ("GET", "/v1/memories"),
     ("GET", "/v1/memories/count"),
     ("DELETE", "/v1/memories"),
+    ("POST", "/v1/memories/feedback"),
     ("GET", "/v1/memories/{memory_id}"),
     ("PATCH", "/v1/memories/{memory_id}"),
     ("DELETE", "/v1/memories/{memory_id}"),

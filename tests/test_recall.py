@@ -145,7 +145,7 @@ async def test_the_memory_of_a_replaced_fact_ranks_below_the_one_that_replaced_i
 async def test_searches_count_accesses_in_the_background(memory: AsyncMemory) -> None:
     ids = await store_meals(memory)
     ramen = ids[MEALS[1][0]]
-    first = await memory.search("ramen", user_id="u", limit=1)
+    first = await memory.search("ramen", user_id="u", limit=1, reference_time=ASKED_AT)
     assert first.results[0].id == ramen and first.results[0].scores["reinforcement"] == 0.0
     # The search returned before any count was written.
     assert (await memory.get(ramen, user_id="u")).access_count == 0
@@ -157,8 +157,61 @@ async def test_searches_count_accesses_in_the_background(memory: AsyncMemory) ->
     untouched = await memory.get(ids[MEALS[2][0]], user_id="u")
     assert untouched.access_count == 0 and untouched.last_accessed is None
 
-    again = await memory.search("ramen", user_id="u", limit=1)
-    assert again.results[0].scores["reinforcement"] > 0
+    # Being returned is not being used: the counts move no later ranking.
+    again = await memory.search("ramen", user_id="u", limit=1, reference_time=ASKED_AT)
+    assert again.results[0].scores["reinforcement"] == 0.0
+    assert again.results[0].score == first.results[0].score
+
+
+async def test_reading_never_moves_what_a_later_unrelated_search_ranks(
+    memory: AsyncMemory,
+) -> None:
+    await store_meals(memory)
+    before = await memory.search(
+        "what did I eat for dinner?", user_id="u", track_access=False, reference_time=ASKED_AT
+    )
+    for _ in range(5):
+        await memory.search("tacos", user_id="u")
+        await memory.remember("tacos from the food truck", user_id="u")
+    await backend_of(memory).access.flush()
+    after = await memory.search(
+        "what did I eat for dinner?", user_id="u", track_access=False, reference_time=ASKED_AT
+    )
+    assert [(h.id, h.score) for h in after.results] == [(h.id, h.score) for h in before.results]
+
+
+async def test_feedback_reinforces_what_helped_and_only_the_users_own(
+    memory: AsyncMemory,
+) -> None:
+    ids = await store_meals(memory)
+    risotto, tacos = ids[MEALS[0][0]], ids[MEALS[2][0]]
+    before = await memory.search("dinner", user_id="u", track_access=False, reference_time=ASKED_AT)
+    scores = {h.id: h.score for h in before.results}
+
+    assert await memory.feedback([tacos, tacos, str(tacos)], user_id="u") == 1
+    assert await memory.memories.feedback([tacos], user_id="u") == 1
+    assert await memory.feedback([risotto], user_id="someone-else") == 0
+    assert await memory.for_tenant("other").feedback([risotto], user_id="u") == 0
+
+    after = await memory.search("dinner", user_id="u", track_access=False, reference_time=ASKED_AT)
+    lifted = {h.id: h for h in after.results}
+    assert lifted[tacos].scores["reinforcement"] > 0
+    assert lifted[tacos].score > scores[tacos]
+    assert lifted[risotto].score == scores[risotto]
+    assert lifted[tacos].access_count == 0  # feedback is not an access
+
+
+async def test_feedback_over_http_and_its_input_checked(
+    make_settings: Callable[..., Settings],
+) -> None:
+    with TestClient(create_app(make_settings(embedding_provider="hash"))) as client:
+        made = client.post("/v1/memories", json={"user_id": "u", "content": "Likes figs"})
+        memory_id = made.json()["id"]
+        body = {"user_id": "u", "memory_ids": [memory_id]}
+        assert client.post("/v1/memories/feedback", json=body).json() == {"reinforced": 1}
+        for bad in ({"user_id": "u", "memory_ids": []}, {"user_id": "u", "memory_ids": ["x"]}):
+            refused = client.post("/v1/memories/feedback", json=bad)
+            assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_input"
 
 
 async def test_access_counts_are_written_on_close(make_settings: Callable[..., Settings]) -> None:

@@ -99,6 +99,12 @@ class ClientSurface:
         """Delete every memory of a user (in one app, if given) and every graph row of theirs;
         returns how many memories (``erase_user`` answers the receipt)."""
 
+    async def feedback(self, memory_ids: 'builtins.list[UUID | str]', *, user_id: 'str') -> 'int':
+        """Say which memories an answer used: each of this user's named memories ranks a little
+        higher in later searches (``reinforcement`` in the score breakdown). Searching and
+        ``remember()`` never do this by themselves: being returned is not being used. Returns
+        how many of the ids were this user's memories (others are not counted)."""
+
     async def get(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'MemoryRecord':
         ...
 

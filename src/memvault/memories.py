@@ -34,6 +34,7 @@ from memvault.models import (
     TURN_SOURCE,
     AddResult,
     DedupInfo,
+    Feedback,
     HistoryEntry,
     MemoryFilter,
     MemoryInput,
@@ -414,6 +415,18 @@ class Memories:
         scope = validated(MemoryQuery, user_id=user_id, app_id=app_id)
         receipt = await self._lifecycle.erase_user(user_id=scope.user_id, app_id=scope.app_id)
         return receipt.memories
+
+    @scoped_to_tenant
+    async def feedback(self, memory_ids: builtins.list[UUID | str], *, user_id: str) -> int:
+        """Say which memories an answer used: each of this user's named memories ranks a little
+        higher in later searches (``reinforcement`` in the score breakdown). Searching and
+        ``remember()`` never do this by themselves: being returned is not being used. Returns
+        how many of the ids were this user's memories (others are not counted)."""
+        request = validated(Feedback, user_id=user_id, memory_ids=memory_ids)
+        async with transaction(self._backend.engine) as conn:
+            return await store.reinforce(
+                conn, self.tenant_id, request.user_id, set(request.memory_ids)
+            )
 
     @scoped_to_tenant
     async def history(self, memory_id: UUID | str, *, user_id: str) -> builtins.list[HistoryEntry]:

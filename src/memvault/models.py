@@ -585,6 +585,19 @@ class DeleteResult(BaseModel):
     deleted: int
 
 
+class Feedback(_Input):
+    """The memories an answer used: what ranking reinforces (being returned is not use)."""
+
+    user_id: Identifier = Field(description="the memories' owner; other ids are not counted")
+    memory_ids: list[UUID] = Field(
+        min_length=1, max_length=100, description="the memories that helped"
+    )
+
+
+class FeedbackResult(BaseModel):
+    reinforced: int = Field(description="how many of the ids were this user's memories")
+
+
 class RotationReport(BaseModel):
     active_key_id: str
     memories_reencrypted: int

@@ -93,6 +93,8 @@ from memvault.models import (
     BatchResult,
     DeleteResult,
     Fact,
+    Feedback,
+    FeedbackResult,
     HistoryPage,
     MemoryFilter,
     MemoryInput,
@@ -317,6 +319,17 @@ OPERATIONS: tuple[Operation, ...] = (
         {"user_id": USER},
         _MEMORY, DeleteResult,
         resource="memories", service="delete_all", query=MemoryQuery, returns="deleted",
+    ),
+    Operation(
+        "memory_feedback", "POST", "/v1/memories/feedback", "write",
+        "Say which memories helped",
+        "Reinforce the memories an answer used: each named memory of this user ranks a little "
+        "higher in later searches (`reinforcement` in the score breakdown). Being returned by a "
+        "search or `remember()` is not use, and never moves a later ranking; only this does. "
+        "Ids that are not this user's memories are not counted.",
+        {"user_id": USER, "memory_ids": [MEMORY_ID]},
+        _MEMORY, FeedbackResult,
+        resource="memories", service="feedback", body=Feedback, returns="reinforced",
     ),
     Operation(
         "get_memory", "GET", "/v1/memories/{memory_id}", "read",

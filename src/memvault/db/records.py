@@ -64,6 +64,7 @@ class MemoryRow(_Record):
     term_count: int
     access_count: int
     last_accessed: datetime | None
+    reinforced_count: int
     occurred_at: datetime
     created_at: datetime
     updated_at: datetime

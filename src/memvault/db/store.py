@@ -7,7 +7,7 @@ here encrypts or decrypts: rows go in and come out sealed.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -792,6 +792,19 @@ async def set_enrichment(
     await conn.execute(
         memories.update().where(_m.tenant_id == tenant_id, _m.id == memory_id).values(values)
     )
+
+
+async def reinforce(
+    conn: AsyncConnection, tenant_id: str, user_id: str, ids: Collection[UUID]
+) -> int:
+    """Count one more "this helped" for each of the user's memories named; returns how many."""
+    counted = (
+        memories.update()
+        .where(_m.tenant_id == tenant_id, _m.user_id == user_id, _m.id.in_(list(ids)))
+        .values(reinforced_count=sa.func.least(_m.reinforced_count + 1, 2_147_483_647))
+        .returning(_m.id)
+    )
+    return len((await conn.execute(counted)).all())
 
 
 # An access-count UPDATE of a table aliased ``t``: SET ACCESSED [, more] ACCESS_COUNTS, run by

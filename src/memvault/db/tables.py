@@ -71,6 +71,9 @@ memories = Table(
     Column("term_count", Integer, nullable=False, server_default="0"),
     Column("access_count", Integer, nullable=False, server_default="0"),
     Column("last_accessed", DateTime(timezone=True)),
+    # Times a caller said this memory helped (``feedback``): what ranking reinforces, since
+    # being returned by a search is not being used (access_count is the lifecycle's).
+    Column("reinforced_count", Integer, nullable=False, server_default="0"),
     Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),

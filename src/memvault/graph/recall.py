@@ -4,8 +4,8 @@
 their name embedding near the query's), their neighbours within two hops, the current facts of
 all of them, and facts whose own words or meaning match the query. Scores are relevance
 (keywords, meaning, closeness to a named entity) times a temporal boost (current times 1.2, past
-times 0.7) and the fact's confidence, plus a little reinforcement; what is returned counts an
-access, so facts and entities that keep being recalled rank a little higher.
+times 0.7) and the fact's confidence. What is returned counts an access (the lifecycle's
+measure of use), which no later ranking reads: retrieval alone is not use.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
 from memvault.models import EntityHit, FactHit, SearchRequest
-from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_terms
 
 if TYPE_CHECKING:
@@ -244,9 +243,7 @@ def _fact_scores(
     )
     boost = PAST_BOOST if _is_past(row, now) else CURRENT_BOOST
     relevance = 0.5 * keyword + 0.5 * vector + 0.5 * closeness
-    final = relevance * boost * (0.5 + 0.5 * row.confidence) + 0.02 * reinforcement(
-        row.access_count
-    )
+    final = relevance * boost * (0.5 + 0.5 * row.confidence)
     return {
         "final": final,
         "keyword": keyword,
@@ -258,4 +255,4 @@ def _fact_scores(
 
 
 def _entity_final(row: EntityRow, match: float) -> float:
-    return match * (0.75 + 0.25 * row.salience) + 0.02 * reinforcement(row.access_count)
+    return match * (0.75 + 0.25 * row.salience)

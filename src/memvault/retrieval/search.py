@@ -70,9 +70,10 @@ class SearchConfig:
     rrf_k: int = 60
     # The final score: relevance (fused, scaled so the best candidate is 1) plus these
     # weights times importance (0.1-1.0), recency (halving every half_life_days of
-    # occurred_at age), reinforcement (0-1, from access_count) and the time match (1 when a
-    # memory falls in the span the query names), times expired_factor for a temporal memory
-    # past valid_until.
+    # occurred_at age), reinforcement (0-1, from the times a caller said the memory helped:
+    # being returned is not being used, so no search moves what the next one ranks) and the
+    # time match (1 when a memory falls in the span the query names), times expired_factor for
+    # a temporal memory past valid_until.
     importance_weight: float = 0.02
     recency_weight: float = 0.02
     # Ages count from the moment the question is asked; as a tie-breaker recency halves over
@@ -195,7 +196,7 @@ def rank(
         importance=(row.importance or 5) / 10,
         recency=recency(row.occurred_at, now, half_life),
         validity=validity,
-        reinforcement=reinforcement(row.access_count),
+        reinforcement=reinforcement(row.reinforced_count),
         time=1.0 if when is not None and when.contains(row.occurred_at) else 0.0,
         latest=latest,
     )

@@ -388,6 +388,19 @@ export interface FactsQuery {
   limit?: number;
 }
 
+/** The memories an answer used: what ranking reinforces (being returned is not use). */
+export interface Feedback {
+  /** the memories' owner; other ids are not counted */
+  user_id: string;
+  /** the memories that helped */
+  memory_ids: Array<string>;
+}
+
+export interface FeedbackResult {
+  /** how many of the ids were this user's memories */
+  reinforced: number;
+}
+
 export interface Goal {
   id: string;
   user_id: string;
