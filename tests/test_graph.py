@@ -87,6 +87,31 @@ async def test_valid_time_and_system_time_answer_different_questions(
     assert await current(memory, "Bob", known_at=Y2020) == []
 
 
+async def test_valid_time_and_system_time_answer_together(memory: AsyncMemory) -> None:
+    """A fact superseded later: as known before the supersession it is current (valid then
+    and now); as known after it, the old value is not valid now but is valid at the old time."""
+    await memory.add_fact("Bob", "lives_in", object="Berlin", valid_from=Y2020, user_id="u")
+    await asyncio.sleep(0.01)
+    before = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    await memory.add_fact("Bob", "lives_in", object="Munich", valid_from=Y2024, user_id="u")
+    await asyncio.sleep(0.01)
+    after, now = datetime.now(UTC), datetime.now(UTC) + timedelta(seconds=1)
+    expected = {
+        (Y2021, before): ["Berlin"],
+        (now, before): ["Berlin"],  # its end was not known yet
+        (Y2021, after): ["Berlin"],
+        (now, after): ["Munich"],
+        (Y2020 - timedelta(days=1), after): [],  # before either held
+        (Y2024, Y2020): [],  # before either was recorded
+    }
+    for (valid_at, known_at), facts in expected.items():
+        found = await current(memory, "Bob", valid_at=valid_at, known_at=known_at)
+        assert found == facts, (valid_at, known_at)
+    assert await current(memory, "Bob", known_at=before) == ["Berlin"]
+    assert await current(memory, "Bob", known_at=after) == ["Munich"]
+
+
 async def test_older_news_is_recorded_as_past_without_replacing_the_current_value(
     memory: AsyncMemory,
 ) -> None:

@@ -4,6 +4,7 @@ reviews, facts and entities in search, and clear 4xx errors."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -79,6 +80,27 @@ def test_facts_and_entities_over_http(api: TestClient) -> None:
     assert {f["object"] for f in searched["facts"][:2]} == {"Oslo", "Rome"}
     plain = api.post("/v1/memories/search", json={"query": "Ada", "user_id": "u"}).json()
     assert plain["facts"] is None and plain["entities"] is None
+
+
+def test_valid_at_and_known_at_together_over_http(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """The issue's question: lives in Berlin in June 2024, as known after it was recorded
+    (and after it was replaced)."""
+    with TestClient(create_app(make_settings()), raise_server_exceptions=False) as api:
+        _fact(api, subject="@user", predicate="lives_in", object="Berlin", valid_from="2024-01-01")
+        recorded = api.get("/v1/facts", params={"user_id": "u"}).json()["results"][0]
+        _fact(api, subject="@user", predicate="lives_in", object="Munich", valid_from="2025-01-01")
+        later = datetime.now(UTC) + timedelta(seconds=1)
+        for known_at in (recorded["recorded_at"], later.isoformat()):
+            params = {"user_id": "u", "valid_at": "2024-06-01", "known_at": known_at}
+            found = api.get("/v1/facts", params=params)
+            assert found.status_code == 200, found.text
+            assert [f["object"] for f in found.json()["results"]] == ["Berlin"], known_at
+        now = {"user_id": "u", "valid_at": later.isoformat(), "known_at": later.isoformat()}
+        assert [f["object"] for f in api.get("/v1/facts", params=now).json()["results"]] == [
+            "Munich"
+        ]
 
 
 @pytest.mark.parametrize(

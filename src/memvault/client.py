@@ -107,7 +107,13 @@ def _query(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _path_value(name: str, value: Any, is_id: bool) -> str:
-    return str(parse_id(value, field=name)) if is_id else quote(str(value), safe="")
+    """One path segment holding every character of ``value`` (as ``api.paths.path_segment``,
+    which the client does not import: it would load the server's framework)."""
+    if is_id:
+        return str(parse_id(value, field=name))
+    encoded = quote(str(value), safe="")
+    # A segment of dots would be resolved away ("a/../b" is "b") by HTTP clients.
+    return encoded.replace(".", "%2E") if not encoded.strip(".") else encoded
 
 
 def _service(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:

@@ -164,9 +164,16 @@ class Conversations:
         start = ConversationStart(user_id=request.user_id, channel=request.channel)
         start = start.model_copy(update={"title": request.title, "started_at": when})
         async with transaction(self._backend.engine) as conn:
-            convo, created = await db.claim_turns(
+            claimed = await db.claim_turns(
                 conn, self._new_conversation(start, ident), len(request.messages), when
             )
+        if claimed is None:
+            raise InvalidInput(
+                f"The conversation has fewer than {len(request.messages)} turn indices left "
+                f"(turn indices end at {db.MAX_INTEGER}); continue in a new conversation.",
+                details={"field": "conversation_id", "limit": db.MAX_INTEGER},
+            )
+        convo, created = claimed
         rows: builtins.list[dict[str, Any]] = []
 
         async def place_turns(conn: Any, stored: builtins.list[AddResult]) -> None:

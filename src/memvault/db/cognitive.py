@@ -107,19 +107,27 @@ async def insert_conversation(
     return None if row is None else ConversationRow.from_row(row)
 
 
+# The largest value of an INTEGER column: a turn index or a count past it cannot be stored.
+MAX_INTEGER = 2**31 - 1
+
+
 async def claim_turns(
     conn: AsyncConnection, values: dict[str, Any], turns: int, at: datetime
-) -> tuple[ConversationRow, bool]:
+) -> tuple[ConversationRow, bool] | None:
     """The conversation named in ``values`` (created from them on first use) with the next
     ``turns`` indices reserved for the caller: the row as it was before the reservation, so
     its ``turn_count`` is the first reserved index, and whether this call created it. One
-    statement, so two writers to one conversation never take the same index."""
+    statement, so two writers to one conversation never take the same index. ``None``: the
+    conversation has fewer than ``turns`` indices left (nothing reserved)."""
     new = insert(conversations).values({**values, "turn_count": turns, "last_turn_at": at})
     statement = new.on_conflict_do_update(
         constraint="pk_conversations",
         set_={"turn_count": _c.turn_count + turns, "last_turn_at": at},
+        where=_c.turn_count <= MAX_INTEGER - turns,
     ).returning(*conversations.c, _NO_TURNS, _INSERTED)
-    row = (await conn.execute(statement)).one()
+    row = (await conn.execute(statement)).one_or_none()
+    if row is None:
+        return None
     after = ConversationRow.from_row(row)
     return dataclasses.replace(after, turn_count=after.turn_count - turns), bool(row.inserted)
 
@@ -438,10 +446,13 @@ async def reinforce_strategy(
     at: datetime,
 ) -> StrategyRow | None:
     counter = _s.success_count if success else _s.failure_count
+    # A count at the column's limit stays there (an imported one may start there): the
+    # ratio it feeds barely moves, and the outcome is still recorded by last_used.
+    counted = sa.func.least(sa.cast(counter, sa.BigInteger) + 1, MAX_INTEGER)
     statement = (
         strategies.update()
         .where(_s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id)
-        .values({counter: counter + 1, _s.last_used: at})
+        .values({counter: counted, _s.last_used: at})
         .returning(*_STRATEGY_COLUMNS)
     )
     row = (await conn.execute(statement)).one_or_none()

@@ -474,22 +474,26 @@ def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.Colu
         where.append(_f.predicate == q.predicate)
     if q.include_superseded:
         return where
-    if q.known_at is not None:
-        # System time: what the store held as current at that moment.
-        where += [
-            _f.recorded_at <= q.known_at,
-            sa.or_(_f.superseded_at.is_(None), _f.superseded_at > q.known_at),
-        ]
-    if q.valid_at is not None or q.known_at is None:
-        # Valid time as currently known. An empty interval (a corrected or rejected value)
-        # never held, so no moment falls in it.
-        at = q.valid_at or now
-        where += [
-            sa.or_(_f.valid_from.is_(None), _f.valid_from <= at),
-            sa.or_(_f.valid_until.is_(None), _f.valid_until > at),
-        ]
-        if q.valid_at is None:
-            where.append(_f.superseded_at.is_(None))
+    return where + _as_of(q.valid_at, q.known_at, now)
+
+
+def _as_of(
+    valid_at: datetime | None, known_at: datetime | None, now: datetime
+) -> list[sa.ColumnElement[bool]]:
+    """Facts valid at ``valid_at`` as the store knew them at ``known_at`` (each defaulting to
+    the other, then to now). A supersession sets a fact's ``valid_until`` and its
+    ``superseded_at`` together, so the end is known only from ``superseded_at`` on: before
+    it, the fact was believed to hold on. Without ``valid_at`` only what was current then is
+    listed; an empty interval (a corrected or rejected value) never held at any moment."""
+    known = known_at or now
+    at = valid_at or known
+    where = [sa.or_(_f.valid_from.is_(None), _f.valid_from <= at)]
+    if known_at is not None:
+        where.append(_f.recorded_at <= known)
+    end_not_yet_known = sa.and_(_f.superseded_at.is_not(None), _f.superseded_at > known)
+    where.append(sa.or_(end_not_yet_known, _f.valid_until.is_(None), _f.valid_until > at))
+    if valid_at is None:
+        where.append(sa.or_(_f.superseded_at.is_(None), _f.superseded_at > known))
     return where
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db import catalogue
 from memvault.db.tables import (
+    conversation_turns,
     conversations,
     user_profiles,
 )
@@ -120,6 +121,22 @@ async def conversation_ids(
         c.tenant_id == tenant_id, c.user_id == user_id, c.id.in_(list(ids))
     )
     return {r[0] for r in await conn.execute(query)}
+
+
+async def held_turns(
+    conn: AsyncConnection, tenant_id: str, user_id: str, ids: Sequence[Any]
+) -> dict[Any, dict[int, Any]]:
+    """Each of these conversations of the user: its turns there, index to memory id."""
+    if not ids:
+        return {}
+    t = conversation_turns.c
+    query = sa.select(t.conversation_id, t.turn_index, t.memory_id).where(
+        t.tenant_id == tenant_id, t.user_id == user_id, t.conversation_id.in_(list(ids))
+    )
+    found: dict[Any, dict[int, Any]] = {ident: {} for ident in ids}
+    for ident, index, memory_id in await conn.execute(query):
+        found[ident][index] = memory_id
+    return found
 
 
 async def profile_channels(

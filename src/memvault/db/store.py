@@ -810,7 +810,8 @@ async def reinforce(
 # An access-count UPDATE of a table aliased ``t``: SET ACCESSED [, more] ACCESS_COUNTS, run by
 # add_access_counts (memories here; the graph's facts and entities in graph_walk).
 ACCESSED = (
-    "access_count = t.access_count + v.n, "
+    # Saturating: a count at the INTEGER column's limit (an imported one) must not fail reads.
+    "access_count = LEAST(CAST(t.access_count AS bigint) + v.n, 2147483647), "
     "last_accessed = GREATEST(COALESCE(t.last_accessed, CAST(:at AS timestamptz)), "
     "CAST(:at AS timestamptz))"
 )

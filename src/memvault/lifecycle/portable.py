@@ -471,6 +471,7 @@ async def plan(conn: AsyncConnection, tenant_id: str, found: Read) -> Plan:
         result.remapped += len(mapping)
     cids = list(found.by_kind.get("conversation", {}))
     result.present["conversation"] = await db.conversation_ids(conn, tenant_id, user, cids)
+    await _check_turns_held(conn, result, found)
     channels = list(found.by_kind.get("profile", {}))
     result.present["profile"] = await db.profile_channels(conn, tenant_id, user, channels)
 
@@ -496,6 +497,27 @@ async def plan(conn: AsyncConnection, tenant_id: str, found: Read) -> Plan:
                         problem(number, name, f"names no {kind} of this user, in the file or here")
                     )
     return result
+
+
+async def _check_turns_held(conn: AsyncConnection, where: Plan, found: Read) -> None:
+    """A conversation the user already has keeps its row (its turn count included), so a
+    file's turn of it may only be one it holds, at the same index: a turn written beside
+    them would be one the conversation does not count, and the next append would take its
+    index. Anything else refuses the import as a whole."""
+    present = sorted(where.present["conversation"])
+    held = await db.held_turns(conn, where.tenant_id, where.user_id, present)
+    for ident, turns in held.items():
+        number, line = found.by_kind["conversation"][ident]
+        for n, turn in enumerate(line.turns):
+            if turns.get(turn.index) != where.ref("memory", turn.memory_id):
+                found.problems.append(
+                    problem(
+                        number,
+                        f"turns.{n}",
+                        "this conversation is here already without this turn: import its "
+                        "new turns with POST /v1/messages, or erase it first",
+                    )
+                )
 
 
 # --- import: writing ---------------------------------------------------------------------------

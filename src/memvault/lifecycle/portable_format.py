@@ -260,6 +260,9 @@ class ConversationLine(_Line):
             raise ValueError("two turns have the same index")
         if indices and max(indices) >= self.turn_count:
             raise ValueError("a turn's index must be below turn_count")
+        if self.consolidated_turns > self.turn_count:
+            # Consolidation would wait for turns that never come.
+            raise ValueError("consolidated_turns must not exceed turn_count")
         return self
 
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse, Response
 from pydantic import SecretStr
 
+from memvault.api.paths import path_value
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.views import GraphView
 from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
@@ -47,6 +48,7 @@ async def conversations(view: View) -> Response:
 
 @router.get("/conversations/{conversation_id}", response_class=HTMLResponse)
 async def conversation(view: View, conversation_id: str) -> Response:
+    conversation_id = path_value(conversation_id)
     found = await view.memory.get_conversation(conversation_id, user_id=view.user_id)
     working = await view.memory.get_context(
         conversation_id, user_id=view.user_id, channel=found.channel

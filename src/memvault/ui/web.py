@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from memvault.admin import AsyncAdmin
+from memvault.api.paths import path_segment
 from memvault.auth import SCOPES, KeyRefused, Principal, Scope
 from memvault.errors import Forbidden, MemvaultError, RateLimited
 from memvault.service import AsyncMemory
@@ -42,6 +43,8 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+# An id as one path segment: Jinja's urlencode keeps "/", which would split it.
+TEMPLATES.filters["segment"] = path_segment
 
 
 class SignInNeeded(Exception):

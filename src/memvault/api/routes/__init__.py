@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
+from memvault.api.paths import path_value
 from memvault.api.routes import handlers
 from memvault.api.schemas import CONFLICT, V1_ERRORS
 from memvault.errors import InvalidInput
@@ -125,7 +126,7 @@ def _endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
 
     async def endpoint(**given: Any) -> Any:
         memory: AsyncMemory = given.pop("memory")
-        path = {name: given.pop(name) for name in op.path_names}
+        path = {name: path_value(given.pop(name)) for name in op.path_names}
         arguments: dict[str, Any] = {**path}
         if query is not None:
             arguments |= _decoded(_values(given.pop("params"), op.fields), objects)
