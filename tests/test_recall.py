@@ -201,6 +201,19 @@ async def test_feedback_reinforces_what_helped_and_only_the_users_own(
     assert lifted[tacos].access_count == 0  # feedback is not an access
 
 
+async def test_feedback_moves_with_the_memory_through_export_and_import(
+    memory: AsyncMemory,
+) -> None:
+    ids = await store_meals(memory)
+    tacos = ids[MEALS[2][0]]
+    await memory.feedback([tacos], user_id="u")
+    lines = await memory.export_memories(user_id="u")
+    await memory.erase_user(user_id="u")
+    await memory.import_memories(lines)
+    found = await memory.search("tacos", user_id="u", limit=1, track_access=False)
+    assert found.results[0].id == tacos and found.results[0].scores["reinforcement"] > 0
+
+
 async def test_feedback_over_http_and_its_input_checked(
     make_settings: Callable[..., Settings],
 ) -> None:

@@ -103,6 +103,7 @@ class MemoryLine(_Line):
     tier: Tier = "hot"
     access_count: Count = 0
     last_accessed: Timestamp | None = None
+    reinforced_count: Count = 0
     occurred_at: Timestamp
     created_at: Timestamp
     updated_at: Timestamp
