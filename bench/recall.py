@@ -20,11 +20,15 @@ and a personal assistant's sessions over months.
   ``question_date``. Besides R@k (the share of gold turns in the top k) the table gives
   any@10 (a gold turn in the top 10) and all@10 (every gold turn in the top 10).
 
+``--track-access off on`` runs each recipe without and then with access tracking (the API's
+default), so the second shows whether reads moved later rankings; ``--halves`` reports each
+set's even and odd questions apart (a change is kept only if it holds on both).
+
 ``--sample N`` keeps every Nth question of each set (the stores stay whole): a quick figure
 for trying a change, not one to report.
 
 Every set is imported once into one fresh store; every recipe then runs the same questions
-(no access tracking, so no question reinforces another's answer). Prints R@1/5/10 per set and
+(without access tracking unless asked). Prints R@1/5/10 per set and
 recipe, and query latency (query embedding included) per set.
 
 ``--infer`` imports every item with ``infer=True`` (dedup, enrichment and the offline graph
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import tempfile
 import time
@@ -189,7 +194,11 @@ class Scores:
 
 
 async def score(
-    memory: AsyncMemory, questions: list[Question], recipe: str, fact_keys: bool = False
+    memory: AsyncMemory,
+    questions: list[Question],
+    recipe: str,
+    fact_keys: bool = False,
+    track_access: bool = False,
 ) -> Scores:
     recall: dict[int, list[float]] = {k: [] for k in KS}
     hit_any: list[bool] = []
@@ -205,7 +214,7 @@ async def score(
             limit=max(KS),
             recipe=recipe,
             reference_time=q.asked_at,
-            track_access=False,
+            track_access=track_access,
             **options,
         )
         latencies.append(time.perf_counter() - start)
@@ -223,8 +232,22 @@ async def score(
     )
 
 
+def halves(questions: list[Question], split: bool) -> dict[str, list[Question]]:
+    """The questions whole, or in two halves by a fixed rule (even and odd places in the set's
+    own order), so a change is seen to hold on both."""
+    if not split:
+        return {"all": questions}
+    return {"even": questions[::2], "odd": questions[1::2]}
+
+
 async def run(
-    sets: list[str], recipes: list[str], infer: bool, fact_keys: list[str], sample: int = 1
+    sets: list[str],
+    recipes: list[str],
+    infer: bool,
+    fact_keys: list[str],
+    sample: int = 1,
+    tracking: tuple[str, ...] = ("off",),
+    split: bool = False,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
@@ -241,19 +264,21 @@ async def run(
                 flush=True,
             )
         print(
-            "\n| set | recipe | fact keys | n | R@1 | R@5 | R@10 | any@10 | all@10 "
-            "| p50 ms | p95 ms |"
+            "\n| set | half | recipe | fact keys | tracking | n | R@1 | R@5 | R@10 | any@10 "
+            "| all@10 | p50 ms | p95 ms |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name in sets:
-            for recipe in recipes:
-                for keys in fact_keys:
-                    got = await score(memory, questions[name], recipe, fact_keys=keys == "on")
+            for half, asked in halves(questions[name], split).items():
+                for recipe, keys, track in itertools.product(recipes, fact_keys, tracking):
+                    got = await score(
+                        memory, asked, recipe, fact_keys=keys == "on", track_access=track == "on"
+                    )
                     lat = summary_ms(got.latencies)
                     cells = " | ".join(f"{got.recall[k]:.3f}" for k in KS)
                     print(
-                        f"| {name} | {recipe} | {keys} | {len(questions[name])} | {cells} | "
-                        f"{got.any10:.3f} | {got.all10:.3f} | "
+                        f"| {name} | {half} | {recipe} | {keys} | {track} | {len(asked)} | "
+                        f"{cells} | {got.any10:.3f} | {got.all10:.3f} | "
                         f"{lat['p50']:.1f} | {lat['p95']:.1f} |",
                         flush=True,
                     )
@@ -269,8 +294,30 @@ if __name__ == "__main__":
     )
     parser.add_argument("--fact-keys", nargs="+", default=["off"], choices=["off", "on"])
     parser.add_argument("--sample", type=int, default=1, help="keep every Nth question")
+    parser.add_argument(
+        "--track-access",
+        nargs="+",
+        default=["off"],
+        choices=["off", "on"],
+        help="on: every search counts as an access, as the API's default does (each setting "
+        "runs after the one before it on the same store, so 'off on' shows whether reads move "
+        "later rankings)",
+    )
+    parser.add_argument(
+        "--halves", action="store_true", help="report each set's even and odd questions apart"
+    )
     args = parser.parse_args()
     for name in args.sets:
         if not LOADERS[name][1].exists():
             parser.error(f"{LOADERS[name][1]} not found")
-    asyncio.run(run(args.sets, args.recipes, args.infer, args.fact_keys, args.sample))
+    asyncio.run(
+        run(
+            args.sets,
+            args.recipes,
+            args.infer,
+            args.fact_keys,
+            args.sample,
+            tuple(args.track_access),
+            args.halves,
+        )
+    )
