@@ -203,7 +203,16 @@ export function build(spec: OperationSpec, params: object): Built {
     if (value === undefined || value === "") {
       throw new InvalidInput(`${name} is required.`, { status: 0, details: { field: name } });
     }
-    return encodeURIComponent(String(value));
+    const text = String(value);
+    if (/^\.+$/.test(text) && text.length <= 2) {
+      // A URL parser resolves "." and ".." (even as %2E) before the request leaves, so such a
+      // request would reach another route: refuse it here (the Python client can send it).
+      throw new InvalidInput(`${name} "${text}" cannot be sent in a URL path from fetch.`, {
+        status: 0,
+        details: { field: name },
+      });
+    }
+    return pathSegment(text);
   });
   const query = new URLSearchParams();
   const body: { [key: string]: unknown } = {};
@@ -214,6 +223,12 @@ export function build(spec: OperationSpec, params: object): Built {
     else body[name] = value;
   }
   return { path, query, body: spec.body ? body : null };
+}
+
+/** One path segment, every character kept (`/` and `%` encoded; the server decodes each
+ * segment on its own, as the Python client sends them). */
+export function pathSegment(value: string): string {
+  return encodeURIComponent(value);
 }
 
 function appendQuery(query: URLSearchParams, name: string, value: unknown): void {

@@ -184,6 +184,20 @@ test("another tenant's key sees nothing of this tenant's user", async () => {
   assert.equal(await mine.count({ user_id: owner }), 1);
 });
 
+test("any conversation id or key accepted at write is reachable by its path", async () => {
+  const memory = client();
+  const owner = user("paths");
+  for (const id of ["slack/C042/1712.5", "...", "50% off?#yes", "café"]) {
+    await memory.addMessages({ user_id: owner, conversation_id: id, messages: [{ role: "user", content: `Note in ${id}` }] });
+    assert.equal((await memory.getConversation({ conversation_id: id, user_id: owner })).id, id);
+    await memory.setContext({ conversation_id: id, key: "a/b", user_id: owner, value: id });
+    assert.equal(await memory.getContextValue({ conversation_id: id, key: "a/b", user_id: owner }), id);
+  }
+  // fetch resolves "." and ".." in a path (even as %2E): refused before anything is sent.
+  const refused = await memory.getConversation({ conversation_id: "..", user_id: owner }).catch((e: unknown) => e);
+  assert.ok(refused instanceof InvalidInput && refused.status === 0);
+});
+
 test("a bad base URL is refused at once", () => {
   assert.throws(() => new MemvaultClient({ baseUrl: "ftp://example" }), /http:\/\/ or https:\/\//);
 });

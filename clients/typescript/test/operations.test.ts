@@ -61,6 +61,8 @@ test("memories: add, get, update, history, count, list, search, delete", async (
 
   const found = await memory.memories.search({ user_id: alice, query: "window seats", limit: 3 });
   assert.equal(found.results[0]?.id, id);
+  assert.ok(found.results[0] && found.results[0].relevance > 0 && found.results[0].relevance <= 1);
+  assert.equal(await memory.memories.feedback({ user_id: alice, memory_ids: [id] }), 1);
 
   await memory.memories.delete({ memory_id: id, user_id: alice });
   await assert.rejects(memory.memories.get({ memory_id: id, user_id: alice }), NotFound);
