@@ -4,6 +4,7 @@ rendering."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -193,6 +194,8 @@ class UIRoute(APIRoute):
                     {"error": exc, "view": None},
                     status=exc.status_code,
                 )
+                if exc.retry_after is not None:
+                    response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
             view = getattr(request.state, "ui_view", None)
             if view is not None and view.new_session:
                 set_cookie(request, response, view.session)
