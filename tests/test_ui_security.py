@@ -12,7 +12,8 @@ from fastapi.testclient import TestClient
 
 from memvault.api import create_app
 from memvault.config import Settings
-from tests.test_ui import make_key, sign_in
+from tests.conftest import KEY
+from tests.test_ui import csrf_of, make_key, on_app, sign_in
 
 WRONG = "mv_abcdefabcdef_" + "x" * 43
 
@@ -23,6 +24,10 @@ def secured(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
         create_app(make_settings(auth="required")), raise_server_exceptions=False
     ) as client:
         yield client
+
+
+def prefix(key: str) -> str:
+    return key.split("_")[1]
 
 
 def from_address(client: TestClient, host: str) -> TestClient:
@@ -67,3 +72,61 @@ def test_signing_in_again_ends_the_session_held_before(secured: TestClient) -> N
     stale = from_address(secured, "10.0.2.1")
     stale.cookies.set("memvault_ui", old, path="/ui")
     assert stale.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/ui/no-such-page", 404),
+        ("GET", "/ui/memories/x/y/z", 404),
+        ("POST", "/ui/nowhere", 404),
+        ("GET", "/ui/static/missing.css", 404),
+        ("GET", "/ui/logout", 405),
+        ("GET", "/ui/erase", 405),
+        ("GET", "/ui/admin/keys/revoke", 405),
+        ("DELETE", "/ui/memories", 405),
+        ("GET", "/ui/user", 422),
+    ],
+)
+def test_every_ui_answer_is_an_html_page_with_the_headers(
+    client: TestClient, method: str, path: str, status: int
+) -> None:
+    page = client.get("/ui/")
+    answer = client.request(method, path, headers={"Authorization": "Bearer " + WRONG})
+    assert answer.status_code == status
+    assert answer.headers["content-type"].startswith("text/html")
+    for header in ("content-security-policy", "x-frame-options", "x-content-type-options"):
+        assert answer.headers[header] == page.headers[header], header
+    assert answer.text.startswith("<!doctype html>") and 'role="alert"' in answer.text
+    assert "Traceback" not in answer.text and '{"error"' not in answer.text
+    assert WRONG not in answer.text and "x" * 43 not in answer.text
+    if status == 405:
+        assert answer.headers["allow"]
+
+
+def test_a_tenant_admin_sees_its_tenant_and_an_operator_the_server(secured: TestClient) -> None:
+    admin = secured.app.state.admin  # type: ignore[attr-defined]
+    job = on_app(secured, admin.schedule)[0].name
+    on_app(secured, admin.run_scheduled, job, dry_run=True)  # a run whose counts span tenants
+    acme, globex = make_key(secured, "acme", "admin"), make_key(secured, "globex", "admin")
+    for mine, theirs in ((acme, globex), (globex, acme)):
+        sign_in(secured, mine)
+        jobs = secured.get("/ui/jobs").text
+        assert "This tenant's embedding jobs" in jobs and "Last runs" not in jobs
+        settings = secured.get("/ui/admin").text
+        assert prefix(mine) in settings and prefix(theirs) not in settings
+        assert "MEMVAULT_ENCRYPTION_KEY" not in settings
+        form = {"csrf": csrf_of(settings), "job": job, "dry_run": "1"}
+        assert secured.post("/ui/jobs/run", data=form).status_code == 403
+    # The operator scope is granted where the CLI grants it (`api-keys create --scopes operator`).
+    operator = make_key(secured, "ops", "operator")
+    sign_in(secured, operator)
+    jobs = secured.get("/ui/jobs").text
+    assert "Last runs" in jobs and "(dry run)" in jobs
+    settings = secured.get("/ui/admin").text
+    assert "MEMVAULT_ENCRYPTION_KEY" in settings and KEY not in settings  # masked
+    assert prefix(acme) not in settings  # still its own tenant's keys only
+    form = {"csrf": csrf_of(settings), "scope_admin": "on", "scope_operator": "on"}
+    assert secured.post("/ui/admin/keys", data=form).status_code == 200
+    scopes = [k.scopes for k in on_app(secured, admin.list_api_keys, "ops")]
+    assert sorted(scopes) == [["admin"], ["operator"]]  # the dashboard grants no operator
