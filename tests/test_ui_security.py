@@ -5,6 +5,7 @@ the server, and user text that cannot reorder the page around it (bidi controls)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from memvault.api import create_app
 from memvault.config import Settings
+from memvault.ui.user_text import BIDI_CONTROLS
 from tests.conftest import KEY
 from tests.test_ui import csrf_of, make_key, on_app, sign_in
 
@@ -130,3 +132,23 @@ def test_a_tenant_admin_sees_its_tenant_and_an_operator_the_server(secured: Test
     assert secured.post("/ui/admin/keys", data=form).status_code == 200
     scopes = [k.scopes for k in on_app(secured, admin.list_api_keys, "ops")]
     assert sorted(scopes) == [["admin"], ["operator"]]  # the dashboard grants no operator
+
+
+def test_user_text_is_isolated_and_labels_carry_no_bidi_controls(
+    make_settings: Callable[..., Settings],
+) -> None:
+    hostile = "Hooli\u202e evil corp"
+    settings = make_settings(graph_contradiction_policy="flag_review")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        for employer in ("Initech", hostile):
+            fact = {"user_id": "default", "subject": "Ann", "predicate": "works_for"}
+            assert client.post("/v1/facts", json={**fact, "object": employer}).status_code == 201
+        for page in (client.get("/ui/graph").text, client.get("/ui/graph?q=Hooli").text):
+            assert "<bdi>" in page and hostile in page  # shown as written, inside an isolate
+            outside = re.sub(r"<bdi>.*?</bdi>", "", page, flags=re.S)
+            assert not set(BIDI_CONTROLS) & set(outside), "user text outside an isolate"
+        page = client.get("/ui/graph").text
+        labels = re.findall(r"<button[^>]*>(.*?)</button>", page, flags=re.S)
+        labels += re.findall(r'(?:aria-label|title)="([^"]*)"', page)
+        assert any("evil corp" in label for label in labels)
+        assert not any(set(BIDI_CONTROLS) & set(label) for label in labels)

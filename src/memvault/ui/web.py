@@ -22,6 +22,7 @@ from memvault.admin import AsyncAdmin
 from memvault.auth import SCOPES, KeyRefused, Principal, Scope
 from memvault.errors import Forbidden, MemvaultError, RateLimited
 from memvault.service import AsyncMemory
+from memvault.ui import user_text
 from memvault.ui.sessions import COOKIE, Session, Sessions
 
 log = logging.getLogger("memvault.ui")
@@ -47,6 +48,8 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+# User text: `|bdi` where the page shows it, `|label` in attributes and labels (ui/user_text.py).
+TEMPLATES.filters.update(bdi=user_text.bdi, label=user_text.label)
 
 
 class SignInNeeded(Exception):
