@@ -181,9 +181,9 @@ class AsyncAdmin:
         """Where the dashboard keeps its sessions, so every server process finds them."""
         return SessionVault(self._backend)
 
-    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+    async def take_rate_token(self, key: str, rate: float, burst: int, cost: float = 1) -> float:
         with store_errors():
-            return await self._backend.take_rate_token(key, rate, burst)
+            return await self._backend.take_rate_token(key, rate, burst, cost)
 
     # --- health -----------------------------------------------------------------------------
 

@@ -27,8 +27,16 @@ from memvault.errors import InvalidInput, NotFound, Unauthorized
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-Scope = Literal["read", "write", "admin"]
-SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
+Scope = Literal["read", "write", "admin", "operator"]
+SCOPES: tuple[Scope, ...] = ("read", "write", "admin", "operator")
+# What a scope brings with it. admin: whoever may administer a tenant may also read and write
+# it. operator: the server's own view (its settings, jobs that span tenants) and all of its
+# tenant's; only `memvault api-keys create --scopes operator` grants it (the dashboard offers
+# the tenant scopes only), and the local mode (auth off) is one.
+_INCLUDES: dict[str, frozenset[str]] = {
+    "admin": frozenset({"read", "write"}),
+    "operator": frozenset({"read", "write", "admin"}),
+}
 _KEY = re.compile(r"mv_(?P<prefix>[0-9a-f]{12})_(?P<secret>[A-Za-z0-9_-]{43})")
 
 
@@ -55,8 +63,7 @@ class Principal:
     key_prefix: str | None  # None: authentication is off
 
     def allows(self, scope: Scope) -> bool:
-        # admin includes the rest: whoever may administer a tenant may also read and write it.
-        return scope in self.scopes or "admin" in self.scopes
+        return scope in self.scopes or any(scope in _INCLUDES.get(s, ()) for s in self.scopes)
 
     @property
     def actor(self) -> str:

@@ -83,11 +83,11 @@ class Backend:
         return once ``stopping`` is set."""
         self._tasks.append(asyncio.create_task(work, name=name))
 
-    async def take_rate_token(self, key: str, rate: float, burst: int) -> float:
+    async def take_rate_token(self, key: str, rate: float, burst: int, cost: float = 1) -> float:
         """The token bucket every server process over this database shares (when no Redis):
-        0 when ``key`` may go ahead, else the seconds until it may."""
+        0 when ``key`` may go ahead (``cost`` tokens taken), else the seconds until it may."""
         async with transaction(self.engine) as conn:
-            wait = await ratelimit.take(conn, key, rate, burst)
+            wait = await ratelimit.take(conn, key, rate, burst, cost)
             self._rate_takes += 1
             if self._rate_takes % 1000 == 0:  # now and then, forget buckets long since full
                 await ratelimit.prune(conn, burst / rate + 60)

@@ -781,7 +781,12 @@ def doctor(
 @api_keys_app.command("create")
 def api_keys_create(
     tenant: Annotated[str, typer.Option(help="the organisation the key acts for")],
-    scopes: Annotated[str, typer.Option(help="comma-separated: read, write, admin")] = "read,write",
+    scopes: Annotated[
+        str,
+        typer.Option(
+            help="comma-separated: read, write, admin (the tenant's), operator (the server's)"
+        ),
+    ] = "read,write",
     name: Annotated[str | None, typer.Option(help="a label to recognise it by")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="the key and its record as JSON")] = False,
 ) -> None:

@@ -115,6 +115,12 @@ class Settings(BaseSettings):
         default=50.0, ge=0, description="requests per second per API key (0: no limit)"
     )
     rate_limit_burst: int = Field(default=100, ge=1, description="bucket size: a burst allowed")
+    ui_sign_in_failures_per_min: int = Field(
+        default=5,
+        ge=0,
+        description="dashboard sign-ins with a wrong key allowed a minute per client address "
+        "and per key prefix before 429 (0: no limit)",
+    )
     request_timeout_s: float = Field(
         default=60.0, gt=0, description="a request still running after this answers 503"
     )

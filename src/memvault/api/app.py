@@ -110,6 +110,12 @@ def create_app(
             shared=admin.take_rate_token,
         )
         app.state.memory, app.state.admin, app.state.rate_limiter = opened, admin, limiter
+        # Its own buckets (their keys start ui-sign-in:), a minute's failures at a time.
+        per_min = settings.ui_sign_in_failures_per_min
+        sign_ins = RateLimiter(
+            per_min / 60, max(per_min, 1), redis_url, shared=admin.take_rate_token
+        )
+        app.state.sign_in_limiter = sign_ins
         app.state.model_load = _load_model(admin, then_freeze=serving)
         try:
             async with _gauges(admin):
@@ -117,6 +123,7 @@ def create_app(
         finally:
             app.state.model_load.cancel()
             await limiter.aclose()
+            await sign_ins.aclose()
             await app.state.ui_sessions.aclose()
             if memory is None:
                 await opened.close()

@@ -1,7 +1,8 @@
 """Token buckets in PostgreSQL, for server processes that share no Redis.
 
 One statement takes a token: the upsert refills the bucket for the time since its last take
-(``rate`` a second, at most ``burst``), takes one if there is one, and records whether it did,
+(``rate`` a second, at most ``burst``), takes ``cost`` if there are that many (a negative cost
+gives tokens back, up to ``burst``), and records whether it did,
 all under the row lock ``ON CONFLICT`` holds, so concurrent takers in any number of processes
 queue on the row and never both spend the last token. Time is the database's clock, so the
 processes need not agree on theirs.
@@ -16,13 +17,16 @@ _REFILLED = (
     "LEAST(CAST(:burst AS float8), b.tokens + CAST(:rate AS float8) * "
     "GREATEST(CAST(EXTRACT(EPOCH FROM EXCLUDED.at - b.at) AS float8), 0))"
 )
+_COST = "CAST(:cost AS float8)"
 _TAKE = sa.text(
     f"""
     INSERT INTO rate_limit_buckets AS b (key, tokens, allowed, at)
-    VALUES (:key, CAST(:burst AS float8) - 1, true, clock_timestamp())
+    VALUES (:key, LEAST(CAST(:burst AS float8), CAST(:burst AS float8) - {_COST}), true,
+            clock_timestamp())
     ON CONFLICT (key) DO UPDATE SET
-        tokens = {_REFILLED} - CASE WHEN {_REFILLED} >= 1 THEN 1 ELSE 0 END,
-        allowed = {_REFILLED} >= 1,
+        tokens = LEAST(CAST(:burst AS float8),
+                       {_REFILLED} - CASE WHEN {_REFILLED} >= {_COST} THEN {_COST} ELSE 0 END),
+        allowed = {_REFILLED} >= {_COST},
         at = EXCLUDED.at
     RETURNING allowed, tokens
     """
@@ -34,10 +38,11 @@ _PRUNE = sa.text(
 )
 
 
-async def take(conn: AsyncConnection, key: str, rate: float, burst: int) -> float:
-    """Seconds until ``key`` may make a request; 0 when it may now (and a token was taken)."""
-    row = (await conn.execute(_TAKE, {"key": key, "rate": rate, "burst": burst})).one()
-    return 0.0 if row.allowed else (1 - float(row.tokens)) / rate
+async def take(conn: AsyncConnection, key: str, rate: float, burst: int, cost: float = 1) -> float:
+    """Seconds until ``key`` may make a request; 0 when it may now (and ``cost`` was taken)."""
+    values = {"key": key, "rate": rate, "burst": burst, "cost": float(cost)}
+    row = (await conn.execute(_TAKE, values)).one()
+    return 0.0 if row.allowed else (cost - float(row.tokens)) / rate
 
 
 async def prune(conn: AsyncConnection, idle_s: float) -> int:

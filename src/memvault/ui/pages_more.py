@@ -223,8 +223,10 @@ async def jobs(view: View) -> Response:
         if view.can("admin")
         else []
     )
-    schedule = await admin.schedule()
-    runs = await admin.scheduled_runs(limit=20)
+    # Scheduled jobs and their runs' counts span every tenant: an operator's view only.
+    operator = view.can("operator")
+    schedule = await admin.schedule() if operator else []
+    runs = await admin.scheduled_runs(limit=20) if operator else []
     return page(
         view,
         "jobs.html",
@@ -232,7 +234,7 @@ async def jobs(view: View) -> Response:
         schedule=schedule,
         runs=runs,
         status=status or "",
-        store_wide=not view.auth_on,
+        store_wide=operator,
     )
 
 
@@ -266,10 +268,9 @@ async def undo_job(view: View) -> Response:
 
 
 def _store_wide(view: Viewer) -> None:
-    """Scheduled jobs act on every tenant: only the local operator (auth off) runs them here;
-    with keys they stay with `memvault jobs`, which no tenant's key reaches."""
-    if view.auth_on:
-        raise NotFound("Scheduled jobs are run with `memvault jobs` when keys are in use.")
+    """Scheduled jobs act on every tenant: only an operator (an operator key, or the local
+    mode with auth off) runs them here; a tenant's admin is a tenant's only."""
+    view.require("operator")
 
 
 @router.get("/admin", response_class=HTMLResponse)
@@ -279,7 +280,7 @@ async def admin_page(view: View) -> Response:
 
 
 def _masked(view: Viewer) -> list[tuple[str, str]]:
-    if not view.can("admin"):
+    if not view.can("operator"):  # the server's settings, not a tenant's
         return []
     shown = []
     for name, value in view.admin.settings.model_dump().items():

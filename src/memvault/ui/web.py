@@ -4,23 +4,29 @@ rendering."""
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.exceptions import HTTPException
 
 from memvault.admin import AsyncAdmin
 from memvault.api.paths import path_segment
 from memvault.auth import SCOPES, KeyRefused, Principal, Scope
 from memvault.errors import Forbidden, MemvaultError, RateLimited
 from memvault.service import AsyncMemory
+from memvault.ui import user_text
 from memvault.ui.sessions import COOKIE, Session, Sessions
 
+log = logging.getLogger("memvault.ui")
 # No inline script or style anywhere: every script and sheet is a file under /ui/static.
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -45,6 +51,8 @@ TEMPLATES = Environment(
 )
 # An id as one path segment: Jinja's urlencode keeps "/", which would split it.
 TEMPLATES.filters["segment"] = path_segment
+# User text: `|bdi` where the page shows it, `|label` in attributes and labels (ui/user_text.py).
+TEMPLATES.filters.update(bdi=user_text.bdi, label=user_text.label)
 
 
 class SignInNeeded(Exception):
@@ -177,9 +185,39 @@ def redirect(view_or_request: Viewer | Request, path: str) -> RedirectResponse:
     return RedirectResponse(base_path(request) + path, status_code=303)
 
 
+@dataclass(frozen=True)
+class Problem:
+    """What an error page says: the status and one sentence, nothing from inside."""
+
+    status_code: int
+    message: str
+
+
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    return render(request, "error.html", {"error": Problem(status, message)}, status=status)
+
+
+def _refused(request: Request, exc: Exception) -> Response:
+    """The page for an exception a dashboard route raised: its message when it is one of ours
+    (written for the caller), else only what kind of failure it was."""
+    if isinstance(exc, MemvaultError):
+        response = error_page(request, exc.status_code, exc.message)
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
+    if isinstance(exc, RequestValidationError):
+        fields = sorted({str(e["loc"][-1]) for e in exc.errors() if e.get("loc")})
+        return error_page(request, 422, f"Not a valid request: check {', '.join(fields)}.")
+    if isinstance(exc, HTTPException):
+        return error_page(request, exc.status_code, "That cannot be done here.")
+    # The class name is enough to find the failure; the message may hold data.
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
+    return error_page(request, 500, "The server failed to show this page.")
+
+
 class UIRoute(APIRoute):
     """Every dashboard answer carries the security headers; a missing session answers with
-    the sign-in page and a refused operation with an error page (never a stack trace)."""
+    the sign-in page and any failure with an HTML error page (never JSON or a stack trace)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -189,13 +227,8 @@ class UIRoute(APIRoute):
                 response = await handler(request)
             except SignInNeeded:
                 response = redirect(request, "/login")
-            except MemvaultError as exc:
-                response = render(
-                    request,
-                    "error.html",
-                    {"error": exc, "view": None},
-                    status=exc.status_code,
-                )
+            except Exception as exc:  # every failure becomes a page: see _refused
+                response = _refused(request, exc)
             view = getattr(request.state, "ui_view", None)
             if view is not None and view.new_session:
                 set_cookie(request, response, view.session)
