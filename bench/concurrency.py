@@ -23,17 +23,22 @@ from typing import Any
 
 from memvault import AsyncMemory, Settings
 
-WORDS = [
-    *("garden", "river", "violin", "ledger", "harbor", "pepper"),
-    *("quartz", "meadow", "lantern", "cobalt", "tundra", "orchid"),
-]
 KINDS = ("add", "search", "get", "update", "delete", "list")
+SYLLABLES = [
+    *("ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "nex"),
+    *("bra", "qui", "zo", "fen", "hal", "ru", "tim", "gos", "wa", "ly"),
+]
+
+
+def word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(3))
 
 
 def text(i: int) -> str:
-    """Texts different enough that dedup keeps each (the hash embedder sees words)."""
+    """A text of made-up words (8,000 of them) that shares almost none with another, so dedup
+    keeps each as it is: a memory of the mix is changed or removed by its own operation only."""
     rng = random.Random(i)
-    return f"note {i}: " + " ".join(rng.sample(WORDS, 6)) + f" {i * 7919}"
+    return f"note {i}: " + " ".join(word(rng) for _ in range(6))
 
 
 async def mixed_operations(memory: AsyncMemory, n: int, user_id: str) -> list[Awaitable[Any]]:
@@ -57,7 +62,7 @@ def _operation(
     if kind == "add":
         return memory.add(text(10_000 + i), user_id=user_id)
     if kind == "search":
-        return memory.search(WORDS[i % len(WORDS)], user_id=user_id, limit=5)
+        return memory.search(word(random.Random(i)), user_id=user_id, limit=5)
     if kind == "get":
         return memory.get(targets["get"][j], user_id=user_id)
     if kind == "update":

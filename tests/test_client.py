@@ -582,8 +582,12 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
             memory.add("readers cannot write", user_id="u")
         with MemoryClient(base, api_key=None) as memory, pytest.raises(Unauthorized):
             memory.list(user_id="u")
-        with MemoryClient(base, api_key=writer) as memory:
+        with MemoryClient(base, api_key=writer, max_retries=0) as memory:
             with pytest.raises(RateLimited) as limited:
                 for _ in range(10):
                     memory.list(user_id="u")
             assert limited.value.retry_after is not None and limited.value.retry_after >= 1
+        with MemoryClient(base, api_key=writer) as memory:
+            # The bucket empty, a client that retries waits out the Retry-After instead.
+            for _ in range(3):
+                memory.list(user_id="u")

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import psycopg
 import pytest
-from bench.concurrency import mixed_operations, text
+from bench.concurrency import KINDS, mixed_operations, text
 
-from memvault import AsyncMemory
+from memvault import AsyncMemory, StoreUnavailable
 from memvault.config import Settings
 
 USER = "busy"
@@ -37,4 +39,47 @@ async def test_two_hundred_mixed_operations_on_one_user_have_no_errors(hashed: A
     outcomes = await asyncio.gather(
         *await mixed_operations(hashed, 200, USER), return_exceptions=True
     )
-    assert [o for o in outcomes if isinstance(o, BaseException)] == []
+    assert _failures(outcomes) == []
+
+
+async def test_a_pool_of_two_connections_serves_two_hundred_at_once(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # With one connection and one of overflow, any operation that held a connection while it
+    # waited for another would deadlock with a second doing the same: none does.
+    settings = make_settings(embedding_provider="hash", pool_size=1, pool_timeout_s=20)
+    async with AsyncMemory(settings) as memory:
+        outcomes = await asyncio.gather(
+            *await mixed_operations(memory, 200, USER), return_exceptions=True
+        )
+    assert _failures(outcomes) == []
+
+
+async def test_work_beyond_the_pool_waits_its_deadline_then_is_store_unavailable(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    settings = make_settings(embedding_provider="hash", pool_size=1, pool_timeout_s=0.5)
+    async with AsyncMemory(settings) as memory:
+        ids = [(await memory.add(text(i), user_id=USER)).id for i in range(3)]
+        # Another session locks two memories: their deletions wait on it, holding both
+        # connections of the pool (one and one of overflow).
+        with raw.transaction():
+            raw.execute("SELECT 1 FROM memories WHERE id = ANY(%s) FOR UPDATE", [ids[:2]])
+            deletions = [asyncio.create_task(memory.delete(i, user_id=USER)) for i in ids[:2]]
+            await asyncio.sleep(0.3)
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(StoreUnavailable):
+                await memory.get(ids[2], user_id=USER)
+            assert asyncio.get_running_loop().time() - started >= 0.45
+        # The lock gone, the queued deletions complete.
+        await asyncio.gather(*deletions)
+        assert [r.id for r in (await memory.list(user_id=USER)).results] == [ids[2]]
+
+
+def _failures(outcomes: list[Any]) -> list[tuple[str, int, str]]:
+    """Each failed operation's kind, place and error (the mix's n-th is ``KINDS[n % 6]``)."""
+    return [
+        (KINDS[n % len(KINDS)], n, repr(o))
+        for n, o in enumerate(outcomes)
+        if isinstance(o, BaseException)
+    ]
