@@ -12,8 +12,10 @@ import psycopg
 import pytest
 from bench.concurrency import KINDS, mixed_operations, text
 
-from memvault import AsyncMemory, StoreUnavailable
+from memvault import AsyncMemory, AsyncMemoryClient, StoreUnavailable
+from memvault.api import create_app
 from memvault.config import Settings
+from tests.serving import serving
 
 USER = "busy"
 
@@ -83,3 +85,24 @@ def _failures(outcomes: list[Any]) -> list[tuple[str, int, str]]:
         for n, o in enumerate(outcomes)
         if isinstance(o, BaseException)
     ]
+
+
+async def test_two_hundred_at_once_over_http_with_the_default_rate_limit_have_no_errors(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # Over HTTP with the default limit (50 a second, bursts of 100): the server queues what
+    # its pool cannot take at once, and a request the limit turns away is retried by the
+    # client after its Retry-After (the retries have their own tests in test_client.py).
+    defaults = Settings.model_fields
+    settings = make_settings(
+        embedding_provider="hash",
+        rate_limit_per_s=defaults["rate_limit_per_s"].default,
+        rate_limit_burst=defaults["rate_limit_burst"].default,
+    )
+    with serving(create_app(settings)) as url:
+        async with AsyncMemoryClient(url) as client:
+            outcomes = await asyncio.gather(
+                *await mixed_operations(client, 200, USER),  # type: ignore[arg-type]
+                return_exceptions=True,
+            )
+    assert _failures(outcomes) == []
