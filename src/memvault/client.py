@@ -391,12 +391,13 @@ class AsyncMemoryClient(_AsyncSurface):
 
 
 def _backoff(attempt: int, retry_after: str | None) -> float:
-    """Seconds before retry ``attempt`` (0 first): what the server asked, else a jittered
-    exponential backoff; never more than ``RETRY_WAIT_MAX_S``."""
+    """Seconds before retry ``attempt`` (0 first): what the server asked and up to a fifth
+    more (clients turned away together, told the same time, would come back together), else
+    a jittered exponential backoff; never more than ``RETRY_WAIT_MAX_S``."""
     asked = _retry_after(retry_after)
     if asked is None:
-        asked = RETRY_BASE_S * 2**attempt * random.uniform(0.5, 1.0)
-    return min(asked, RETRY_WAIT_MAX_S)
+        return min(RETRY_BASE_S * 2.0**attempt * random.uniform(0.5, 1.0), RETRY_WAIT_MAX_S)
+    return min(asked * random.uniform(1.0, 1.2), RETRY_WAIT_MAX_S)
 
 
 def _async_method(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
