@@ -441,7 +441,8 @@ MID = str(uuid.uuid4())
 
 def test_error_envelopes_become_typed_errors(stub: tuple[str, list[str | None]]) -> None:
     url, seen = stub
-    with MemoryClient(url, api_key="sk-very-secret") as client:
+    # No retries: each answer is the error it maps to (retries have their own tests below).
+    with MemoryClient(url, api_key="sk-very-secret", max_retries=0) as client:
         with pytest.raises(Unauthorized) as unauthorized:
             client.get(MID, user_id="unauthorized")
         assert unauthorized.value.status_code == 401
@@ -488,6 +489,66 @@ async def test_no_answer_is_server_unreachable(stub: tuple[str, list[str | None]
     assert refused.value.__cause__ is not None  # the httpx error, chained for debugging
 
 
+class Flaky:
+    """The real app behind a front that turns the first ``times`` requests away with
+    ``status`` and a Retry-After, as a rate limit or a busy store does; counts every try."""
+
+    def __init__(self, app: Any, status: int, times: int, retry_after: str | None = "0") -> None:
+        self.app, self.status, self.left, self.retry_after = app, status, times, retry_after
+        self.tries = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        self.tries += 1
+        if self.left > 0:
+            self.left -= 1
+            code = "rate_limited" if self.status == 429 else "store_unavailable"
+            body = {"error": {"code": code, "message": "come back later", "details": {}}}
+            headers = {"retry-after": self.retry_after} if self.retry_after is not None else {}
+            await JSONResponse(body, status_code=self.status, headers=headers)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_turned_away_requests_are_retried_after_retry_after(
+    make_settings: Callable[..., Settings], status: int
+) -> None:
+    flaky = Flaky(create_app(make_settings(embedding_provider="hash")), status, 2, "0.2")
+    with serving(flaky) as url:
+        async with AsyncMemoryClient(url) as client:
+            started = asyncio.get_running_loop().time()
+            added = await client.add("I keep bees on the roof", user_id="ada")  # a POST, too
+            waited = asyncio.get_running_loop().time() - started
+            assert flaky.tries == 3 and waited >= 0.4  # two turned away, each after 0.2 s
+            assert (await client.get(added.id, user_id="ada")).content == added.content
+
+
+def test_retries_are_bounded_then_the_error_surfaces(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memvault.client
+
+    # A server asking for an hour is waited for at most RETRY_WAIT_MAX_S (shortened here).
+    monkeypatch.setattr(memvault.client, "RETRY_WAIT_MAX_S", 0.05)
+    flaky = Flaky(create_app(make_settings(embedding_provider="hash")), 503, 1_000, "3600")
+    with serving(flaky) as url:
+        with MemoryClient(url, max_retries=2) as client, pytest.raises(StoreUnavailable):
+            client.list(user_id="ada")
+        assert flaky.tries == 3
+        with MemoryClient(url, max_retries=0) as client, pytest.raises(StoreUnavailable):
+            client.list(user_id="ada")
+        assert flaky.tries == 4
+        flaky.status, flaky.retry_after = 429, None  # no Retry-After: backoff of its own
+        with MemoryClient(url) as client, pytest.raises(RateLimited):
+            client.list(user_id="ada")
+        assert flaky.tries == 4 + 1 + memvault.client.DEFAULT_MAX_RETRIES
+    with pytest.raises(ConfigurationError):
+        MemoryClient("http://127.0.0.1:1", max_retries=-1)
+
+
 @pytest.mark.parametrize("url", ["localhost:8765", "127.0.0.1:8765", "ftp://example.org"])
 def test_a_base_url_without_http_is_refused_at_once(url: str) -> None:
     with pytest.raises(ConfigurationError):
@@ -521,8 +582,12 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
             memory.add("readers cannot write", user_id="u")
         with MemoryClient(base, api_key=None) as memory, pytest.raises(Unauthorized):
             memory.list(user_id="u")
-        with MemoryClient(base, api_key=writer) as memory:
+        with MemoryClient(base, api_key=writer, max_retries=0) as memory:
             with pytest.raises(RateLimited) as limited:
                 for _ in range(10):
                     memory.list(user_id="u")
             assert limited.value.retry_after is not None and limited.value.retry_after >= 1
+        with MemoryClient(base, api_key=writer) as memory:
+            # The bucket empty, a client that retries waits out the Retry-After instead.
+            for _ in range(3):
+                memory.list(user_id="u")

@@ -141,3 +141,22 @@ async def test_search_takes_several_channels(memory: AsyncMemory) -> None:
     assert {h.channel for h in found.results} == {"a", "_global"}
     listed = await memory.list(user_id="ann", channels=["b"])
     assert [m.content for m in listed.results] == ["the meeting notes of b"]
+
+
+async def test_a_turn_with_an_empty_index_text_is_kept_but_never_found(
+    memory: AsyncMemory,
+) -> None:
+    call = '{"arguments":{"city":"Lisbon"},"name":"weather"}'
+    await memory.add_messages(
+        [
+            {"role": "user", "content": "What is the weather in Lisbon?"},
+            {"role": "assistant", "content": call, "index_text": ""},
+        ],
+        user_id="ann",
+        conversation_id="tools",
+        wait=True,
+    )
+    got = await memory.get_conversation("tools", user_id="ann")
+    assert [t.content for t in got.turns or []] == ["What is the weather in Lisbon?", call]
+    found = [h.content for h in (await memory.search("Lisbon weather", user_id="ann")).results]
+    assert found == ["What is the weather in Lisbon?"]

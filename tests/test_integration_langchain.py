@@ -45,3 +45,14 @@ def test_sync_invoke_over_sync_memory(make_settings: Callable[..., Settings]) ->
         memory.add("I take the 8:15 bus to work", user_id="u")
         documents = MemvaultRetriever(memory=memory, user_id="u", k=3).invoke("bus to work")
         assert documents[0].page_content == "I take the 8:15 bus to work"
+
+
+def test_k_given_at_invoke_wins_for_that_call(make_settings: Callable[..., Settings]) -> None:
+    # langchain-tests RetrieversIntegrationTests: test_invoke_with_k_kwarg.
+    with Memory(make_settings(embedding_provider="hash")) as memory:
+        for text in ("bees in the garden", "bees on the roof", "bees at the farm", "honey bees"):
+            memory.add(text, user_id="u")
+        retriever = MemvaultRetriever(memory=memory, user_id="u", k=3)
+        assert len(retriever.invoke("bees", k=1)) == 1
+        assert len(retriever.invoke("bees")) == 3
+        assert len(retriever.invoke("bees", k=2)) == 2

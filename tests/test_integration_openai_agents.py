@@ -5,6 +5,7 @@ separate, ``clear_session`` empties one), and under a real ``Runner`` run."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -143,3 +144,51 @@ async def test_session_settings_limit_bounds_the_history_a_run_sees(memory: Asyn
     assert last_input[2].get("content") == "Message 4"
     assert await session.get_items(limit=-1) == []
     assert len(await session.get_items(limit=100)) == 8
+
+
+async def test_session_settings_as_a_dict_default_and_limit(memory: AsyncMemory) -> None:
+    # The SDK's sessions coerce a dict (Runner reads ``.limit``) and default to SessionSettings().
+    assert MemvaultSession("d0", memory, user_id="u").session_settings == SessionSettings()
+    session = MemvaultSession("d1", memory, user_id="u", session_settings={"limit": 2})
+    assert session.session_settings == SessionSettings(limit=2)
+    await session.add_items([{"role": "user", "content": f"message {i}"} for i in range(4)])
+    # get_items() without a limit honours the settings' limit; an explicit one wins.
+    assert await session.get_items() == [
+        {"role": "user", "content": "message 2"},
+        {"role": "user", "content": "message 3"},
+    ]
+    assert len(await session.get_items(limit=3)) == 3
+    model = ScriptedModel(["Reply"])
+    await Runner.run(Agent(name="test", model=model), "Message 4", session=session)
+    assert [i.get("content") for i in model.inputs[-1]] == ["message 2", "message 3", "Message 4"]
+
+
+async def test_concurrent_pops_return_both_items(memory: AsyncMemory) -> None:
+    # The SDK's session tests: concurrent pop_item calls each get an item, none fails.
+    session = MemvaultSession("pops", memory, user_id="u")
+    items = [{"role": "user", "content": f"message {i}"} for i in range(2)]
+    await session.add_items(items)
+    popped = await asyncio.gather(session.pop_item(), session.pop_item())
+    assert sorted(popped, key=lambda i: i["content"]) == items
+    assert await session.get_items() == []
+
+
+async def test_tool_call_items_are_kept_but_never_search_hits(memory: AsyncMemory) -> None:
+    session = MemvaultSession("tools", memory, user_id="u")
+    items: list[Any] = [
+        {"role": "user", "content": "What is the weather in Oslo?"},
+        {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": '{"c":"Oslo"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "4 degrees in Oslo"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "It is 4 degrees in Oslo."}],
+        },
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    found = [h.content for h in (await memory.search("Oslo weather", user_id="u")).results]
+    assert "What is the weather in Oslo?" in found
+    # A message with parts is found by its words; a tool call or its output is not found.
+    assert any("It is 4 degrees in Oslo." in text for text in found)
+    assert not [text for text in found if '"arguments"' in text or "function_call" in text]

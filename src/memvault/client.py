@@ -30,9 +30,11 @@ Not offered over HTTP: whole-store work (``Admin``), which runs where the store 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import math
+import random
 import typing
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -73,6 +75,16 @@ else:
 
 # Reads wait longest: add(wait=True) may take the server's wait_timeout_s (30 s by default).
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+
+# Answers that say the server did no work and asks to be asked again: rate limited (429), or
+# the store unavailable or busy past its deadline (503, rolled back). Safe to resend for any
+# method; a request that may have reached a server that then went silent is never resent.
+RETRY_STATUSES = frozenset({429, 503})
+DEFAULT_MAX_RETRIES = 3
+# The first backoff without a Retry-After, doubled each time (with jitter, so clients turned
+# away together do not come back together), and the longest wait before any one retry.
+RETRY_BASE_S = 0.25
+RETRY_WAIT_MAX_S = 10.0
 
 # An error answered without memvault's envelope (a proxy in front of the server, say).
 _BY_STATUS: dict[int, type[MemvaultError]] = {
@@ -303,7 +315,9 @@ class AsyncMemoryClient(_AsyncSurface):
     ``base_url`` is the server's root (``/v1/...`` is added). ``api_key`` is sent as
     ``Authorization: Bearer …``. ``timeout`` is in seconds (or an ``httpx.Timeout``); the
     default waits 5 s to connect and 60 s for an answer. ``transport`` takes any httpx async
-    transport, e.g. ``httpx.AsyncHTTPTransport(retries=2, verify=...)``.
+    transport, e.g. ``httpx.AsyncHTTPTransport(retries=2, verify=...)``. A 429 or 503 answer
+    is retried up to ``max_retries`` times (0: never), after the answer's ``Retry-After``
+    (at most ``RETRY_WAIT_MAX_S``) or a jittered exponential backoff; then it is raised.
     """
 
     def __init__(
@@ -314,13 +328,19 @@ class AsyncMemoryClient(_AsyncSurface):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
+        if max_retries < 0:
+            raise ConfigurationError(
+                "max_retries must be 0 or more.", details={"field": "max_retries"}
+            )
         self._http = httpx.AsyncClient(
             base_url=_root(base_url),
             headers=_headers(api_key, headers),
             timeout=timeout,
             transport=transport,
         )
+        self._max_retries = max_retries
         # The highest consistency token a server gave (its number, and as it was written).
         self._written: tuple[int, str] | None = None
 
@@ -335,6 +355,23 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
+        response = await self._answer(method, request)
+        for attempt in range(self._max_retries):
+            if response.status_code not in RETRY_STATUSES:
+                break
+            await asyncio.sleep(_backoff(attempt, response.headers.get("retry-after")))
+            response = await self._answer(method, request)
+        if response.is_error:
+            raise _error(response)
+        if response.status_code == 204:
+            return None, 204
+        try:
+            return response.json(), response.status_code
+        except ValueError:
+            raise _unexpected(response.status_code) from None
+
+    async def _answer(self, method: str, request: _Request) -> httpx.Response:
+        """The server's answer to one try of ``request``; a typed error when none came."""
         sent = {READ_AFTER_HEADER: self._written[1]} if self._written is not None else None
         try:
             response = await self._http.request(
@@ -345,14 +382,7 @@ class AsyncMemoryClient(_AsyncSurface):
         except httpx.HTTPError as exc:  # an answer httpx could not decode, too many redirects
             raise _unexpected(502) from exc
         self._note_written(response.headers.get(WRITTEN_HEADER))
-        if response.is_error:
-            raise _error(response)
-        if response.status_code == 204:
-            return None, 204
-        try:
-            return response.json(), response.status_code
-        except ValueError:
-            raise _unexpected(response.status_code) from None
+        return response
 
     def _note_written(self, token: str | None) -> None:
         """Keep the highest token: answers from several processes may come back out of order."""
@@ -364,6 +394,16 @@ class AsyncMemoryClient(_AsyncSurface):
             return  # not a memvault server's token (a proxy's header, say): not ours to send
         if self._written is None or value > self._written[0]:
             self._written = (value, token.strip())
+
+
+def _backoff(attempt: int, retry_after: str | None) -> float:
+    """Seconds before retry ``attempt`` (0 first): what the server asked and up to a fifth
+    more (clients turned away together, told the same time, would come back together), else
+    a jittered exponential backoff; never more than ``RETRY_WAIT_MAX_S``."""
+    asked = _retry_after(retry_after)
+    if asked is None:
+        return min(RETRY_BASE_S * 2.0**attempt * random.uniform(0.5, 1.0), RETRY_WAIT_MAX_S)
+    return min(asked * random.uniform(1.0, 1.2), RETRY_WAIT_MAX_S)
 
 
 def _async_method(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
@@ -412,10 +452,16 @@ class MemoryClient(_SyncSurface):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         async def opening() -> AsyncMemoryClient:  # made on the loop that will use it
             return AsyncMemoryClient(
-                base_url, api_key, timeout=timeout, headers=headers, transport=transport
+                base_url,
+                api_key,
+                timeout=timeout,
+                headers=headers,
+                transport=transport,
+                max_retries=max_retries,
             )
 
         SyncFace.__init__(self, opening())
@@ -430,4 +476,4 @@ for _op in client_operations():
 del _op, _method
 
 
-__all__ = ["DEFAULT_TIMEOUT", "AsyncMemoryClient", "MemoryClient"]
+__all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "AsyncMemoryClient", "MemoryClient"]

@@ -104,6 +104,12 @@ class Settings(BaseSettings):
     max_page_size: int = Field(default=100, ge=1, description="largest `limit` of a list or search")
     max_query_chars: int = Field(default=2_000, ge=1, description="longest search query")
     pool_size: int = Field(default=10, ge=1, description="database connections per process")
+    pool_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="how long an operation beyond the pool waits, queued, for a connection "
+        "before it answers 503 store_unavailable",
+    )
 
     # --- the HTTP API ---
     auth: Literal["required", "off"] = Field(

@@ -206,6 +206,7 @@ class Memories:
         items = [
             MemoryInput(
                 content=m.content,
+                index_text=m.index_text,
                 user_id=request.user_id,
                 app_id=request.app_id,
                 channel=channel,

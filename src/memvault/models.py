@@ -282,6 +282,12 @@ class Message(_Input):
     content: Content
     name: Identifier | None = Field(default=None, description="the speaker's name, if known")
     model: Identifier | None = Field(default=None, description="the model that spoke it")
+    index_text: IndexText | None = Field(
+        default=None,
+        description="the text search finds this turn by, in place of its content (default: the "
+        "content); empty: the turn is kept and read back with its conversation, never found "
+        "by search (a tool call's JSON, say)",
+    )
 
 
 class MessagesRequest(_Input):

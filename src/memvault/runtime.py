@@ -85,6 +85,7 @@ async def open_backend(settings: Settings) -> Backend:
         engine = create_engine(
             url,
             pool_size=settings.pool_size,
+            pool_timeout_s=settings.pool_timeout_s,
             transaction_pooler=settings.database_pooler == "transaction",
         )
         ddl_engine = create_engine(direct, pool_size=1, as_app=False)
@@ -141,6 +142,7 @@ def _read_router(settings: Settings, primary: AsyncEngine) -> ReadRouter | None:
     replica = create_engine(
         settings.database_read_url.get_secret_value(),
         pool_size=settings.pool_size,
+        pool_timeout_s=settings.pool_timeout_s,
         transaction_pooler=settings.database_pooler == "transaction",
     )
     return ReadRouter(

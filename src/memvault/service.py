@@ -50,7 +50,9 @@ else:
 
 
 class AsyncMemory(_AsyncMethods):
-    """Long-term memory for one tenant. Open with ``await AsyncMemory.open(settings)``.
+    """Long-term memory for one tenant. Open with ``async with AsyncMemory(settings) as m:``
+    (closed when the block ends), or ``m = await AsyncMemory.open(settings)`` and
+    ``await m.close()``.
 
     Made of resources, each built here with the context and the resources it needs:
     ``memories``, ``conversations``, ``graph`` (facts and entities), ``goals``, ``strategies``,
@@ -71,12 +73,25 @@ class AsyncMemory(_AsyncMethods):
     recall: Recall
 
     def __init__(
-        self, backend: Backend, *, tenant_id: str = "default", actor: str = "library"
+        self,
+        backend: Backend | Settings,
+        *,
+        tenant_id: str = "default",
+        actor: str = "library",
     ) -> None:
-        self._backend = backend
         self.tenant_id = tenant_id
         self.actor = actor
-        context = TenantContext(backend, tenant_id, actor)
+        # ``AsyncMemory(settings)`` opens the store on ``async with`` (opening is async work
+        # an __init__ cannot await), so both doors open the same way: ``with Memory(settings)``.
+        self._settings: Settings | None = None
+        if isinstance(backend, Settings):
+            self._settings = backend
+        else:
+            self._assemble(backend)
+
+    def _assemble(self, backend: Backend) -> None:
+        self._backend = backend
+        context = TenantContext(backend, self.tenant_id, self.actor)
         self.lifecycle = Lifecycle(context)
         self.graph = Graph(context)
         self.memories = Memories(context, graph=self.graph, lifecycle=self.lifecycle)
@@ -95,6 +110,18 @@ class AsyncMemory(_AsyncMethods):
             working=self.working,
         )
 
+    if not TYPE_CHECKING:  # the type checker keeps seeing only what the class declares
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for what is missing: a store made from settings and not opened yet.
+            if name != "_settings" and self.__dict__.get("_settings") is not None:
+                raise RuntimeError(
+                    "AsyncMemory(settings) opens the store on `async with AsyncMemory(settings) "
+                    "as m:`; use it there, or open it with `await AsyncMemory.open(settings)` "
+                    f"(asked for {name!r} before either)."
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     @classmethod
     async def open(
         cls, settings: Settings, *, tenant_id: str = "default", actor: str = "library"
@@ -106,9 +133,13 @@ class AsyncMemory(_AsyncMethods):
         return AsyncMemory(self._backend, tenant_id=tenant_id, actor=actor or self.actor)
 
     async def close(self) -> None:
-        await self._backend.close()
+        if self._settings is None:  # made from settings and never opened: nothing to close
+            await self._backend.close()
 
     async def __aenter__(self) -> Self:
+        if self._settings is not None:
+            self._assemble(await open_backend(self._settings))
+            self._settings = None
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -28,7 +28,7 @@ from memvault.db.tables import metadata
 # ``history``    memory history: tombstoned or purged (``deletion_history``);
 # ``audit``      the audit trail: what a user typed leaves it, a tenant's erasure takes it all;
 # ``tenant``     rows only a tenant's erasure takes (its API keys, its data key);
-# ``outside``    stores outside the deleting transaction, cleared before it commits.
+# ``outside``    stores outside the deleting transaction, cleared just before it opens.
 Erase = Literal[
     "memories", "by_memory", "graph", "owned", "turns", "history", "audit", "tenant", "outside"
 ]

@@ -55,14 +55,21 @@ _NETWORK_LIMITS = {
 
 
 def create_engine(
-    url: str, *, pool_size: int = 10, as_app: bool = True, transaction_pooler: bool = False
+    url: str,
+    *,
+    pool_size: int = 10,
+    pool_timeout_s: float = 30.0,
+    as_app: bool = True,
+    transaction_pooler: bool = False,
 ) -> AsyncEngine:
     """A pool for ``url``. ``as_app``: every session runs as the app role, which owns nothing,
     so the row-level policies apply to it (the owner would bypass them), and every transaction
     names its tenant (see db/tenancy.py). ``as_app=False`` is for DDL and ANALYZE only.
     ``transaction_pooler``: ``url`` is a pooler handing each transaction whichever server
     connection is free, so the role and settings are told per transaction instead of once
-    per connection (PgBouncer also refuses the ``options`` startup parameter)."""
+    per connection (PgBouncer also refuses the ``options`` startup parameter).
+    ``pool_timeout_s``: the deadline of a caller beyond the pool; until it passes the caller
+    waits its turn (the pool queues waiters in order), then StoreUnavailable (503)."""
     options = "-c jit=off" + (f" -c role={tenancy.APP_ROLE}" if as_app else "")
     connect_args: dict[str, Any] = {"prepare_threshold": None, **_NETWORK_LIMITS}
     if not transaction_pooler:
@@ -72,7 +79,9 @@ def create_engine(
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_recycle=1800,
-        pool_timeout=10,
+        # Back-pressure, not failure: work beyond the pool waits here for a connection, and
+        # only one that waited past its deadline fails (503 store_unavailable).
+        pool_timeout=pool_timeout_s,
         # No server-side prepared statements: each query is planned with its real parameters,
         # which lets the planner match a model's partial vector index (and a transaction
         # pooler could not keep them: the next transaction may run on another connection).

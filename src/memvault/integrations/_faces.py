@@ -12,6 +12,12 @@ from memvault._sync import SyncFace
 R = TypeVar("R")
 
 
+class SyncCallOnLoop(asyncio.InvalidStateError, RuntimeError):
+    """A synchronous adapter call made on the event loop that owns the async memory, which it
+    would block. An ``asyncio.InvalidStateError``, as LangGraph's own async stores raise (their
+    ``test_no_running_loop``), and a ``RuntimeError``, as this adapter raised before."""
+
+
 class Bridge:
     """Runs the adapter's coroutines on the loop that owns the service object."""
 
@@ -56,7 +62,7 @@ class Bridge:
             running = None
         if running is loop:
             coro.close()
-            raise RuntimeError(
+            raise SyncCallOnLoop(
                 "A synchronous call on the event loop that owns the async memory would block "
                 "it: use the a* method (await store.aget(...)), or pass a sync Memory."
             )

@@ -48,7 +48,8 @@ def _document(hit: Any) -> Document:
 class MemvaultRetriever(BaseRetriever):
     """``memory`` is any of ``Memory``, ``AsyncMemory``, ``MemoryClient`` or
     ``AsyncMemoryClient``; ``k`` is how many documents; ``search_kwargs`` go to ``search`` as
-    given (filters such as ``app_id``, ``tags``, ``metadata``; ``recipe``; ...)."""
+    given (filters such as ``app_id``, ``tags``, ``metadata``; ``recipe``; ...). Keywords given
+    to ``invoke`` / ``ainvoke`` (``k=1``, a filter) override both for that call."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -63,22 +64,25 @@ class MemvaultRetriever(BaseRetriever):
             self._bridge = Bridge(self.memory)
         return self._bridge
 
-    async def _search(self, query: str) -> list[Document]:
-        bridge = self._link()
-        found = await bridge.service.search(
-            query, user_id=self.user_id, limit=self.k, **self.search_kwargs
+    async def _search(self, query: str, given: dict[str, Any]) -> list[Document]:
+        # What the call gives (``invoke(q, k=1)``, a filter) overrides what the retriever holds,
+        # as LangChain's retrievers do (langchain-tests: test_invoke_with_k_kwarg).
+        options = {**self.search_kwargs, **given}
+        limit = options.pop("k", self.k)
+        found = await self._link().service.search(
+            query, user_id=self.user_id, limit=limit, **options
         )
         return [_document(hit) for hit in found.results]
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **given: Any
     ) -> list[Document]:
-        return self._link().run(self._search(query))
+        return self._link().run(self._search(query, given))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **given: Any
     ) -> list[Document]:
-        return await self._link().arun(self._search(query))
+        return await self._link().arun(self._search(query, given))
 
 
 __all__ = ["MemvaultRetriever"]

@@ -6,7 +6,8 @@ What a deletion covers is the catalogue of where user data lives (db/catalogue.p
 each deletion: rows derived from the memories (chunks, postings, jobs, decay records; the
 graph's facts and entities, the cognitive tables) go in the deleting transaction, before the
 memory rows; stores outside that transaction (the embedding cache, Redis working memory) are
-cleared before it commits, so the receipt counts them. Each way of erasing has its step in
+cleared just before it, so the receipt counts them and the transaction never holds a pooled
+connection while a step waits for another. Each way of erasing has its step in
 ``deletion_steps``.
 
 History follows ``deletion_history``: ``tombstone`` keeps who did what and when without any
@@ -19,6 +20,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -125,52 +127,28 @@ async def erase(
     # tenant's audit trail back, a user's sealed query text kept) unless written first.
     await backend.audit.flush()
     await backend.load_tenant_keys((tenant_id,))
+    whole = user_id if scope == "user" and whole_user else None
     async with transaction(backend.engine) as conn:
-        rows = await db.pick_for_deletion(conn, where)
+        targets = await _targets(backend, conn, tenant_id, where, scope, user_id, whole)
+    targets = replace(
+        targets, app_id=app_id, whole_user=whole_user, conversation_id=conversation_id
+    )
+    # The stores outside PostgreSQL's transaction are cleared before it opens, not inside it:
+    # without Redis they live in PostgreSQL and take a pooled connection of their own, and a
+    # deletion awaiting one while it held another starved the pool under concurrent deletions
+    # (20 at once stalled for the pool's whole timeout). A failure here still deletes
+    # nothing; the caches refill from what stays.
+    outside = {name: await step(backend, targets) for name, step in steps.outside()}
+    async with transaction(backend.engine) as conn:
+        # Only what was picked above and is still there: what the caches were cleared for.
+        # (A memory added since is newer than this deletion; one deleted since is gone.)
+        picked = set(targets.ids)
+        rows = [r for r in await db.pick_for_deletion(conn, where) if r.id in picked]
         if scope == "memory" and not rows:
             raise NotFound("No such memory for this user.")
-        texts = await _texts(backend, conn, tenant_id, rows)
-        chunked = frozenset(await db.chunked(conn, tenant_id, [r.id for r in rows]))
-        whole = user_id if scope == "user" and whole_user else None
-        derived = await _derived_texts(backend, conn, tenant_id, [r.id for r in rows], whole)
-        targets = Targets(
-            tenant_id,
-            scope,
-            user_id,
-            rows,
-            texts,
-            chunked,
-            app_id=app_id,
-            whole_user=whole_user,
-            derived=derived,
-            conversation_id=conversation_id,
-        )
-        # A promotion's reason is the caller's words about what goes: they go too (read before
-        # the facts that say which promotions stood on these memories go).
-        reasons = await db.forget_audit_reasons(conn, tenant_id, whole, targets.ids)
-        counts = {name: await delete(conn, targets) for name, delete in steps.in_store()}
-        counts["audit_reasons"] = reasons
-        counts["memories"] = await db.delete_rows(conn, tenant_id, targets.ids)
-        history_of = user_id if whole_user else None
-        if history == "purge":
-            counts["memory_history"] = await db.purge_history(
-                conn, tenant_id, targets.ids, history_of
-            )
-        else:
-            counts["memory_history"] = await db.tombstone_history(
-                conn, tenant_id, rows, history_of, actor
-            )
-        destroyed = None
-        if scope == "tenant":
-            counts.update(await _tenant_rest(conn, tenant_id))
-            if backend.keys.per_tenant:
-                # Last: the texts above were opened with it (their cache entries go below).
-                destroyed = await data_keys.destroy(backend.keys, conn, tenant_id)
-                counts["tenant_key"] = int(destroyed is not None)
-        elif scope == "user":
-            counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, user_id)
-        for name, delete_outside in steps.outside():
-            counts[name] = await delete_outside(backend, targets)
+        targets = replace(targets, rows=rows)
+        counts, destroyed = await _delete_rows(backend, conn, targets, whole, actor)
+        counts.update(outside)
         receipt = DeletionReceipt(
             request_id=request_id.get() or uuid.uuid4().hex,
             scope=scope,
@@ -187,6 +165,63 @@ async def erase(
         data_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
     return receipt
+
+
+async def _delete_rows(
+    backend: Backend, conn: AsyncConnection, targets: Targets, whole: str | None, actor: str
+) -> tuple[dict[str, int], str | None]:
+    """Every row the deletion takes in PostgreSQL, counted per store, and the tenant's data
+    key's id when it was destroyed."""
+    tenant_id, scope, ids = targets.tenant_id, targets.scope, targets.ids
+    # A promotion's reason is the caller's words about what goes: they go too (read before
+    # the facts that say which promotions stood on these memories go).
+    reasons = await db.forget_audit_reasons(conn, tenant_id, whole, ids)
+    counts = {name: await delete(conn, targets) for name, delete in steps.in_store()}
+    counts["audit_reasons"] = reasons
+    counts["memories"] = await db.delete_rows(conn, tenant_id, ids)
+    history_of = targets.user_id if targets.whole_user else None
+    if backend.settings.deletion_history == "purge":
+        counts["memory_history"] = await db.purge_history(conn, tenant_id, ids, history_of)
+    else:
+        counts["memory_history"] = await db.tombstone_history(
+            conn, tenant_id, targets.rows, history_of, actor
+        )
+    destroyed = None
+    if scope == "tenant":
+        counts.update(await _tenant_rest(conn, tenant_id))
+        if backend.keys.per_tenant:
+            # Last: the texts were opened with it (their cache entries went before).
+            destroyed = await data_keys.destroy(backend.keys, conn, tenant_id)
+            counts["tenant_key"] = int(destroyed is not None)
+    elif scope == "user":
+        counts["audit_queries"] = await db.forget_audit_queries(conn, tenant_id, targets.user_id)
+    return counts, destroyed
+
+
+async def _targets(
+    backend: Backend,
+    conn: AsyncConnection,
+    tenant_id: str,
+    where: MemoryCondition,
+    scope: DeletionScope,
+    user_id: str | None,
+    whole: str | None,
+) -> Targets:
+    """What a deletion takes, with every text the caches may hold for it; a memory-scope
+    deletion that finds nothing is NotFound."""
+    rows = await db.pick_for_deletion(conn, where)
+    if scope == "memory" and not rows:
+        raise NotFound("No such memory for this user.")
+    ids = [r.id for r in rows]
+    return Targets(
+        tenant_id,
+        scope,
+        user_id,
+        rows,
+        await _texts(backend, conn, tenant_id, rows),
+        frozenset(await db.chunked(conn, tenant_id, ids)),
+        derived=await _derived_texts(backend, conn, tenant_id, ids, whole),
+    )
 
 
 async def _derived_texts(

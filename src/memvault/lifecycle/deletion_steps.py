@@ -79,7 +79,8 @@ def in_store() -> list[tuple[str, InStore]]:
 
 
 def outside() -> list[tuple[str, Outside]]:
-    """The steps outside the transaction (run before it commits, so the receipt counts them)."""
+    """The steps outside the transaction (run just before it, so the receipt counts them and
+    none of them waits for a connection while the deletion holds one)."""
     return [(p.name, OUTSIDE[p.name]) for p in catalogue.places(erase="outside")]
 
 

@@ -705,6 +705,8 @@ export interface Message {
   name?: string | null;
   /** the model that spoke it */
   model?: string | null;
+  /** the text search finds this turn by, in place of its content (default: the content); empty: the turn is kept and read back with its conversation, never found by search (a tool call's JSON, say) */
+  index_text?: string | null;
 }
 
 /** Body of POST /v1/messages: a conversation (or part of one), stored turn by turn. */
@@ -1100,6 +1102,8 @@ export interface Turn {
   /** the speaker's name, if known */
   name?: string | null;
   model?: string | null;
+  /** the text search finds this turn by, in place of its content (default: the content); empty: the turn is kept and read back with its conversation, never found by search (a tool call's JSON, say) */
+  index_text?: string | null;
 }
 
 export interface TurnPage {
