@@ -35,6 +35,7 @@ from pydantic.json_schema import models_json_schema
 
 from memvault import errors
 from memvault._client_surface import ClientSurface
+from memvault.client import ERROR_BY_STATUS
 from memvault.operations import Operation, client_operations
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,15 +50,7 @@ HEADER = (
     "edit.\n\n"
 )
 # What an error answered without memvault's envelope is (a proxy's page): the Python client's.
-BY_STATUS = {
-    401: "Unauthorized",
-    403: "Forbidden",
-    413: "PayloadTooLarge",
-    429: "RateLimited",
-    502: "ServerUnreachable",
-    503: "ServerUnreachable",
-    504: "ServerUnreachable",
-}
+BY_STATUS = {status: cls.__name__ for status, cls in ERROR_BY_STATUS.items()}
 
 
 def camel(name: str) -> str:

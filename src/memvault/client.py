@@ -87,7 +87,7 @@ RETRY_BASE_S = 0.25
 RETRY_WAIT_MAX_S = 10.0
 
 # An error answered without memvault's envelope (a proxy in front of the server, say).
-_BY_STATUS: dict[int, type[MemvaultError]] = {
+ERROR_BY_STATUS: dict[int, type[MemvaultError]] = {
     401: Unauthorized,
     403: Forbidden,
     413: PayloadTooLarge,
@@ -257,7 +257,7 @@ def _error(response: httpx.Response) -> MemvaultError:
     details: dict[str, Any] = {}
     if envelope is None:
         message = f"The server answered HTTP {status} without a memvault error body."
-        known = _BY_STATUS.get(status)
+        known = ERROR_BY_STATUS.get(status)
         if known is None:
             return _with_status(MemvaultError(message), status, "http_error")
     else:
