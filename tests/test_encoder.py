@@ -90,6 +90,7 @@ def dev_texts() -> list[str]:
     return texts[::EVERY_NTH_TURN] + SENTENCES
 
 
+@pytest.mark.slow
 async def test_built_graph_gives_sentence_transformers_vectors(
     first_load: OnnxEncoder, graph_dir: Path
 ) -> None:
