@@ -6,6 +6,7 @@ time (``tests/waiting.py`` polls with a deadline that fails); it asserts no wall
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,10 +31,14 @@ SLEEPS_ALLOWED = {
 CLOCKS = {"monotonic", "perf_counter", "time", "now"}
 
 
-def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(TESTS.rglob("*.py")):
-        if "vendor" not in path.parts[-2]:
-            yield str(path.relative_to(TESTS)), ast.parse(path.read_text(), str(path))
+@functools.cache
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
+    """Every test file parsed once for all the rules below (the trees are only read)."""
+    return tuple(
+        (str(path.relative_to(TESTS)), ast.parse(path.read_text(), str(path)))
+        for path in sorted(TESTS.rglob("*.py"))
+        if "vendor" not in path.parts[-2]
+    )
 
 
 def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
