@@ -68,7 +68,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @contextmanager
 def _no_processes(nodeid: str) -> Iterator[None]:
     """Fail a test that starts a process (a server, an interpreter, a browser) unless it is
-    marked ``slow``, which ``make check`` leaves out; every way to start one goes through here."""
+    marked ``slow``, which ``make check`` leaves out: ``subprocess`` and asyncio's subprocesses
+    all start theirs here."""
     started = subprocess.Popen._execute_child  # type: ignore[attr-defined]
 
     def refuse(*args: Any, **kwargs: Any) -> None:
