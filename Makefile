@@ -1,11 +1,11 @@
-# The two commands a newcomer runs: `make run` and `make test`.
+# The two commands a newcomer runs: `make run` and `make test`; `make check` is the fast loop.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint bench docs clean cluster-test
+.PHONY: run test check lint bench docs clean cluster-test
 
 # The suite in parallel processes, each with its own embedded PostgreSQL (up to 4; one per
 # core below that). Work stealing evens out the few long fault and fuzz tests.
@@ -44,6 +44,16 @@ test: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q $(PYTEST_WORKERS)
+
+# The fast loop, under 90 s on the 2-core VM (docs/development.md): lint, types, and the tests
+# that need no PostgreSQL and start no process. tests/conftest.py marks `db` every test whose
+# fixtures reach the server; `slow` marks those that start a process or run long. The suite
+# uses no LangSmith tracing: its pytest plugin's import is a seventh of the collection.
+check: $(VENV)/.installed-dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -q -m "not db and not slow" -p no:langsmith_plugin
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench

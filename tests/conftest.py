@@ -1,14 +1,19 @@
 """Real PostgreSQL for every test: one embedded server per session, a migrated template
-database built once, and a fresh copy of it for each test (CREATE DATABASE … TEMPLATE)."""
+database built once, and a fresh copy of it for each test (CREATE DATABASE … TEMPLATE).
+
+The fast loop (``make check``) runs the tests that need neither: a test whose fixtures reach
+``pg_server`` is marked ``db`` here, and one that starts a process carries ``slow`` (an unmarked
+test that starts one fails, so the loop stays fast without a list to keep)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +55,50 @@ def backend_of(memory: AsyncMemory | Any) -> Backend:
     or an app's ``state.memory``."""
     found: Backend = memory._backend
     return found
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``db`` every test whose fixtures reach the session's server, directly or through
+    other fixtures (``fixturenames`` is the whole closure): derived, so no list drifts."""
+    for item in items:
+        if "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.db)
+
+
+@contextmanager
+def _no_processes(nodeid: str) -> Iterator[None]:
+    """Fail a test that starts a process (a server, an interpreter, a browser) unless it is
+    marked ``slow``, which ``make check`` leaves out: ``subprocess`` and asyncio's subprocesses
+    all start theirs here."""
+    started = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        pytest.fail(f"{nodeid} starts a process: mark it @pytest.mark.slow", pytrace=False)
+
+    subprocess.Popen._execute_child = refuse  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        subprocess.Popen._execute_child = started  # type: ignore[attr-defined]
+
+
+def _guarded(item: pytest.Item) -> Generator[None, None, None]:
+    if any(item.get_closest_marker(name) for name in ("db", "slow")):
+        return (yield)
+    with _no_processes(item.nodeid):
+        return (yield)
+
+
+# Setup and call, not teardown: a session fixture's teardown (the server's stop) falls in
+# whichever test ran last.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    return (yield from _guarded(item))
 
 
 @pytest.fixture(autouse=True)

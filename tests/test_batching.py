@@ -92,6 +92,7 @@ async def test_a_caller_that_gave_up_does_not_stop_the_others() -> None:
     assert ["gone"] not in model.calls and all("gone" not in c for c in model.calls)
 
 
+@pytest.mark.slow
 async def test_the_local_model_gives_the_same_vectors_alone_or_together() -> None:
     embedder = LocalEmbedder()
     texts = ["I keep bees", "The report is due Monday", "Green tea, no sugar"]

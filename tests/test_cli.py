@@ -229,6 +229,7 @@ def test_import_reads_conversations_too(env: dict[str, str], tmp_path: Path) -> 
     assert result.exit_code == 1 and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_public_address_with_authentication_off(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "memvault.cli", "serve", "--auth", "off", "--host", "0.0.0.0"],

@@ -34,6 +34,7 @@ PROBE = (
 RUN_CLI = "from memvault.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "args"),
     [("import memvault", []), (RUN_CLI, ["add", "--help"]), (RUN_CLI, ["facts", "--help"])],
@@ -59,6 +60,7 @@ STORE = (
 )
 
 
+@pytest.mark.slow
 def test_the_http_client_loads_no_store_driver_or_model_runtime() -> None:
     probe = PROBE.format(code="import memvault.client", heavy=STORE)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)

@@ -61,6 +61,7 @@ def _commands(group: Any, prefix: str = "") -> dict[str, Any]:
     return found
 
 
+@pytest.mark.slow
 def test_help_shows_each_commands_first_sentence_whole_and_loads_no_store() -> None:
     probe = (
         "import sys\n"

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import psycopg
+import pytest
 
 from memvault.db import catalogue, portable
 from memvault.db.tables import metadata
@@ -65,6 +66,7 @@ def test_export_and_deletion_read_the_catalogue() -> None:
     assert steps.count("graph") == 1
 
 
+@pytest.mark.slow
 def test_a_process_that_imports_only_deletion_and_the_jobs_knows_every_store_and_job() -> None:
     """Nothing joins by being imported elsewhere: the deletion and the scheduler's table are
     whole in a process that imported them alone."""

@@ -44,6 +44,7 @@ def _config() -> dict[str, Any]:
     return config
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly_and_fetches_nothing_from_outside(tmp_path: Path) -> None:
     site = tmp_path / "site"
     env = {

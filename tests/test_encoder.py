@@ -93,6 +93,7 @@ def dev_texts() -> list[str]:
     return texts[::EVERY_NTH_TURN] + SENTENCES
 
 
+@pytest.mark.slow
 async def test_built_graph_gives_sentence_transformers_vectors(
     first_load: OnnxEncoder, graph_dir: Path
 ) -> None:
@@ -111,6 +112,7 @@ async def test_built_graph_gives_sentence_transformers_vectors(
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 async def test_onnx_and_torch_tokenize_the_same_spans(
     first_load: OnnxEncoder, graph_dir: Path
 ) -> None:
@@ -161,6 +163,7 @@ def _model_copy(tmp_path: Path, name: str) -> Path:
     return copy
 
 
+@pytest.mark.slow
 async def test_changed_weights_get_a_graph_of_their_own(
     first_load: OnnxEncoder, graph_dir: Path, tmp_path: Path
 ) -> None:
@@ -189,6 +192,7 @@ def _cls_pooled_copy(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 async def test_auto_runs_an_unsupported_model_on_torch_and_says_why(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     embedder = LocalEmbedder(str(_cls_pooled_copy(tmp_path)), cache_dir=tmp_path / "models")
@@ -208,6 +212,7 @@ async def test_forced_onnx_refuses_instead_of_falling_back(tmp_path: Path) -> No
         await embedder.embed_batch(["hello"])
 
 
+@pytest.mark.slow
 def test_the_setting_chooses_torch(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     loaded = LocalEmbedder(backend="torch", cache_dir=tmp_path).load()
@@ -216,6 +221,7 @@ def test_the_setting_chooses_torch(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_without_a_cache_directory_the_graph_is_built_in_memory(tmp_path: Path) -> None:
     loaded = LocalEmbedder(str(_model_copy(tmp_path, "all-MiniLM-L6-v2"))).load()
     assert loaded.encoder.backend == "onnx"

@@ -288,6 +288,7 @@ def test_the_extractor_never_raises(text: str, reference: datetime) -> None:
 # --- the bench ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_development_set_is_large_and_varied_and_the_bench_meets_its_targets() -> None:
     rows = [
         json.loads(line)

@@ -1,9 +1,9 @@
-"""The shape DESIGN.md draws, read from the code itself: dependencies point one way, the faces
-reach the store only through the service, no two modules import each other in a circle
-(typing-only and function-level imports included), every face takes the filters the one
-model defines, every operation is declared once (the routes, the client, the MCP tools and the
-sync face are derived), the service is composed of resources rather than mixins, and no two
-modules share a name."""
+"""The shape docs/development.md describes, read from the code itself: dependencies point one
+way, the faces (API, CLI, MCP, client) reach the store only through the service, no two
+modules import each other in a circle (typing-only and function-level imports included), every
+face takes the filters the one model defines, every operation is declared once (the routes, the
+client, the MCP tools and the sync face are derived), the service is composed of resources
+rather than mixins, and no two modules share a name."""
 
 from __future__ import annotations
 

@@ -1,13 +1,18 @@
 """The suite's own rules, checked over every file under tests/: it waits for events, not for
 time (``tests/waiting.py`` polls with a deadline that fails); it asserts no wall-clock time
-(benchmarks in ``bench/`` measure time); and it reaches a store's internals only through
-``backend_of`` / the ``backend`` fixture in conftest, so they can move in one place."""
+(benchmarks in ``bench/`` measure time); it reaches a store's internals only through
+``backend_of`` / the ``backend`` fixture in conftest, so they can move in one place; and a test
+that starts a process is marked ``slow``, so ``make check`` can leave it out."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -30,10 +35,14 @@ SLEEPS_ALLOWED = {
 CLOCKS = {"monotonic", "perf_counter", "time", "now"}
 
 
-def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(TESTS.rglob("*.py")):
-        if "vendor" not in path.parts[-2]:
-            yield str(path.relative_to(TESTS)), ast.parse(path.read_text(), str(path))
+@functools.cache
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
+    """Every test file parsed once for all the rules below (the trees are only read)."""
+    return tuple(
+        (str(path.relative_to(TESTS)), ast.parse(path.read_text(), str(path)))
+        for path in sorted(TESTS.rglob("*.py"))
+        if "vendor" not in path.parts[-2]
+    )
 
 
 def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -136,3 +145,8 @@ def test_each_test_process_has_its_own_redis_database() -> None:
         and node.value.startswith("redis://127.0.0.1:6379")
     ]
     assert shared == [], "use REDIS_URL (or the redis_url fixture) from tests/conftest.py"
+
+
+def test_a_test_not_marked_slow_cannot_start_a_process() -> None:
+    with pytest.raises(pytest.fail.Exception, match="starts a process: mark it"):
+        subprocess.run(["true"], check=False)

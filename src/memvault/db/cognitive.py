@@ -459,16 +459,6 @@ async def reinforce_strategy(
     return None if row is None else StrategyRow.from_row(row)
 
 
-async def fetch_strategy(
-    conn: AsyncConnection, tenant_id: str, strategy_id: UUID, user_id: str
-) -> StrategyRow | None:
-    query = sa.select(*_STRATEGY_COLUMNS).where(
-        _s.tenant_id == tenant_id, _s.id == strategy_id, _s.user_id == user_id
-    )
-    row = (await conn.execute(query)).one_or_none()
-    return None if row is None else StrategyRow.from_row(row)
-
-
 # --- goals --------------------------------------------------------------------------------------
 
 

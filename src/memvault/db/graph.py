@@ -304,12 +304,6 @@ async def add_mentions(
         await conn.execute(insert(entity_mentions).values(rows).on_conflict_do_nothing())
 
 
-async def mentioned_in(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> list[UUID]:
-    c = entity_mentions.c
-    query = sa.select(c.entity_id).where(c.tenant_id == tenant_id, c.memory_id == memory_id)
-    return list((await conn.execute(query)).scalars())
-
-
 # --- facts --------------------------------------------------------------------------------
 
 
@@ -577,16 +571,6 @@ async def add_relation_source(
         .values(tenant_id=tenant_id, relation_id=relation_id, memory_id=memory_id, user_id=user_id)
         .on_conflict_do_nothing()
     )
-
-
-async def fetch_relations(
-    conn: AsyncConnection, tenant_id: str, ids: Iterable[UUID]
-) -> dict[UUID, RelationRow]:
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    query = sa.select(relations).where(_r.tenant_id == tenant_id, _r.id.in_(wanted))
-    return {r.id: r for r in records(RelationRow, await conn.execute(query))}
 
 
 async def merged_into(conn: AsyncConnection, tenant_id: str, entity_id: UUID) -> list[UUID]:

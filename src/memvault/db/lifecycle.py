@@ -20,21 +20,17 @@ from memvault.db.records import DoomedMemory, ScheduledRunRow, UserShare
 from memvault.db.tables import (
     api_keys,
     audit_log,
-    decay_changes,
-    embedding_jobs,
     fact_promotions,
     fact_sources,
     memories,
     memory_chunks,
     memory_history,
-    memory_terms,
     scheduled_runs,
 )
 
 _m = memories.c
 _h = memory_history.c
 _r = scheduled_runs.c
-_d = decay_changes.c
 
 # --- scheduled runs ----------------------------------------------------------------------------
 
@@ -255,22 +251,6 @@ async def pick_for_deletion(
     return [DoomedMemory.from_row(r) for r in await conn.execute(query)]
 
 
-def _of(table: sa.Table, tenant_id: str, ids: Sequence[UUID]) -> sa.ColumnElement[bool]:
-    return sa.and_(table.c.tenant_id == tenant_id, table.c.memory_id.in_(list(ids)))
-
-
-async def delete_derived(
-    conn: AsyncConnection, table: str, tenant_id: str, ids: Sequence[UUID]
-) -> int:
-    """Rows of ``table`` (chunks, postings, jobs) that belong to these memories."""
-    derived = {
-        "memory_chunks": memory_chunks,
-        "memory_terms": memory_terms,
-        "embedding_jobs": embedding_jobs,
-    }[table]
-    return (await conn.execute(derived.delete().where(_of(derived, tenant_id, ids)))).rowcount or 0
-
-
 async def delete_rows(conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]) -> int:
     where = sa.and_(_m.tenant_id == tenant_id, _m.id.in_(list(ids)))
     return (await conn.execute(memories.delete().where(where))).rowcount or 0
@@ -329,11 +309,6 @@ async def tombstone_history(
             ],
         )
     return stripped.rowcount or 0
-
-
-async def delete_decay_changes(conn: AsyncConnection, tenant_id: str, ids: Sequence[UUID]) -> int:
-    where = sa.and_(_d.tenant_id == tenant_id, _d.item_id.in_(list(ids)))
-    return (await conn.execute(decay_changes.delete().where(where))).rowcount or 0
 
 
 async def forget_audit_queries(conn: AsyncConnection, tenant_id: str, user_id: str | None) -> int:

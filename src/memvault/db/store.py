@@ -325,11 +325,6 @@ def owner_of(pages: Sequence[MemoryFilter]) -> str:
     return owners.pop()
 
 
-def owner_only(user_id: str) -> MemoryFilter:
-    """No filter but the owner (built without validation: the id was checked on the way in)."""
-    return MemoryFilter.model_construct(user_id=user_id)
-
-
 Conditions = Callable[[Any], list[sa.ColumnElement[bool]]]
 
 # A ranking of a scope larger than this first keeps its best ``lookup_fetch(limit)``
@@ -643,13 +638,6 @@ async def delete_where(
 
 def owned_by(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bool]:
     return _owned(tenant_id, memory_id, user_id)
-
-
-def belonging_to(tenant_id: str, user_id: str, app_id: str | None) -> sa.ColumnElement[bool]:
-    where = [_m.tenant_id == tenant_id, _m.user_id == user_id]
-    if app_id is not None:
-        where.append(_m.app_id == app_id)
-    return sa.and_(*where)
 
 
 async def fetch_history(

@@ -82,11 +82,6 @@ def all_tenants() -> Iterator[None]:
         _scope.reset(token)
 
 
-def enter_all_tenants() -> None:
-    """Mark the rest of the current task (e.g. a worker's loop) as spanning tenants."""
-    _scope.set(_ALL)
-
-
 @contextmanager
 def ranking_transactions() -> Iterator[None]:
     """Transactions begun inside this block rank candidates: they start with nested loops
