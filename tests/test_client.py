@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -63,6 +64,7 @@ DATA_METHODS = [
     "delete_all",
     "history",
     "search",
+    "feedback",
     # the lifecycle
     "audit_log",
     "erase",
@@ -493,8 +495,16 @@ class Flaky:
     """The real app behind a front that turns the first ``times`` requests away with
     ``status`` and a Retry-After, as a rate limit or a busy store does; counts every try."""
 
-    def __init__(self, app: Any, status: int, times: int, retry_after: str | None = "0") -> None:
+    def __init__(
+        self,
+        app: Any,
+        status: int,
+        times: int,
+        retry_after: str | None = "0",
+        code: str | None = None,
+    ) -> None:
         self.app, self.status, self.left, self.retry_after = app, status, times, retry_after
+        self.code = code or ("rate_limited" if status == 429 else "store_unavailable")
         self.tries = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -504,8 +514,7 @@ class Flaky:
         self.tries += 1
         if self.left > 0:
             self.left -= 1
-            code = "rate_limited" if self.status == 429 else "store_unavailable"
-            body = {"error": {"code": code, "message": "come back later", "details": {}}}
+            body = {"error": {"code": self.code, "message": "come back later", "details": {}}}
             headers = {"retry-after": self.retry_after} if self.retry_after is not None else {}
             await JSONResponse(body, status_code=self.status, headers=headers)(scope, receive, send)
             return
@@ -541,12 +550,60 @@ def test_retries_are_bounded_then_the_error_surfaces(
         with MemoryClient(url, max_retries=0) as client, pytest.raises(StoreUnavailable):
             client.list(user_id="ada")
         assert flaky.tries == 4
-        flaky.status, flaky.retry_after = 429, None  # no Retry-After: backoff of its own
+        flaky.status, flaky.retry_after, flaky.code = 429, None, "rate_limited"  # own backoff
         with MemoryClient(url) as client, pytest.raises(RateLimited):
             client.list(user_id="ada")
         assert flaky.tries == 4 + 1 + memvault.client.DEFAULT_MAX_RETRIES
     with pytest.raises(ConfigurationError):
         MemoryClient("http://127.0.0.1:1", max_retries=-1)
+
+
+async def test_a_write_that_ran_out_of_time_on_the_server_is_not_sent_again(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # The handler may have committed as the deadline struck: resending could store it twice.
+    flaky = Flaky(
+        create_app(make_settings(embedding_provider="hash")), 503, 1, code="request_timeout"
+    )
+    with serving(flaky) as url:
+        async with AsyncMemoryClient(url) as client:
+            with pytest.raises(MemvaultError) as stopped:
+                await client.add("I keep bees on the roof", user_id="ada")
+            assert stopped.value.code == "request_timeout" and flaky.tries == 1
+            flaky.left = 1  # a read is safe to ask again
+            assert await client.list(user_id="ada") is not None
+            assert flaky.tries == 3
+
+
+class LosesConnections(httpx.AsyncBaseTransport):
+    """A client transport whose first ``times`` requests never reach the server."""
+
+    def __init__(self, times: int) -> None:
+        self.left, self.tries, self.inner = times, 0, httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.tries += 1
+        if self.left > 0:
+            self.left -= 1
+            raise httpx.ConnectError("connection reset", request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_read_is_asked_again_after_a_lost_connection_a_write_is_not(
+    make_settings: Callable[..., Settings],
+) -> None:
+    with serving(create_app(make_settings(embedding_provider="hash"))) as url:
+        lossy = LosesConnections(2)
+        async with AsyncMemoryClient(url, transport=lossy) as client:
+            assert await client.count(user_id="ada") == 0
+            assert lossy.tries == 3
+            lossy.left, lossy.tries = 1, 0
+            with pytest.raises(ServerUnreachable):
+                await client.add("Ada keeps bees", user_id="ada")
+            assert lossy.tries == 1
 
 
 @pytest.mark.parametrize("url", ["localhost:8765", "127.0.0.1:8765", "ftp://example.org"])

@@ -76,10 +76,14 @@ else:
 # Reads wait longest: add(wait=True) may take the server's wait_timeout_s (30 s by default).
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
-# Answers that say the server did no work and asks to be asked again: rate limited (429), or
-# the store unavailable or busy past its deadline (503, rolled back). Safe to resend for any
-# method; a request that may have reached a server that then went silent is never resent.
+# Answers that ask to be asked again: rate limited (429), or the store unavailable (503). A
+# read or an idempotent write (GET, PUT, DELETE) is resent after any of them, and after a lost
+# connection or a 502/504 from a proxy; a POST or PATCH only after an answer that says nothing
+# was done, never after a request that ran out of time on the server (``request_timeout``:
+# the handler may have committed as the deadline struck) or went unanswered.
 RETRY_STATUSES = frozenset({429, 503})
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+NOTHING_DONE = frozenset({"rate_limited", "store_unavailable", "write_conflict"})
 DEFAULT_MAX_RETRIES = 3
 # The first backoff without a Retry-After, doubled each time (with jitter, so clients turned
 # away together do not come back together), and the longest wait before any one retry.
@@ -355,12 +359,18 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
-        response = await self._answer(method, request)
-        for attempt in range(self._max_retries):
-            if response.status_code not in RETRY_STATUSES:
+        for attempt in range(self._max_retries + 1):
+            last = attempt == self._max_retries
+            try:
+                response = await self._answer(method, request)
+            except ServerUnreachable:
+                if last or method not in IDEMPOTENT:
+                    raise
+                await asyncio.sleep(_backoff(attempt, None))
+                continue
+            if last or not _resend(method, response):
                 break
             await asyncio.sleep(_backoff(attempt, response.headers.get("retry-after")))
-            response = await self._answer(method, request)
         if response.is_error:
             raise _error(response)
         if response.status_code == 204:
@@ -394,6 +404,19 @@ class AsyncMemoryClient(_AsyncSurface):
             return  # not a memvault server's token (a proxy's header, say): not ours to send
         if self._written is None or value > self._written[0]:
             self._written = (value, token.strip())
+
+
+def _resend(method: str, response: httpx.Response) -> bool:
+    """Whether an answer is one to ask again (see ``RETRY_STATUSES``)."""
+    status = response.status_code
+    if status == 429:
+        return True
+    if status in (502, 504) or status in RETRY_STATUSES:
+        if method in IDEMPOTENT:
+            return True
+        envelope = _envelope(response)
+        return status in RETRY_STATUSES and envelope is not None and envelope[0] in NOTHING_DONE
+    return False
 
 
 def _backoff(attempt: int, retry_after: str | None) -> float:
