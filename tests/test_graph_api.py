@@ -103,6 +103,37 @@ def test_valid_at_and_known_at_together_over_http(
         ]
 
 
+def test_entity_graph_as_of_both_axes(make_settings: Callable[..., Settings]) -> None:
+    """The graph view answers as-of like GET /v1/facts: a job changed in 2025 (the old fact
+    superseded) is drawn as the store knew it then, at the valid time asked."""
+    with TestClient(create_app(make_settings()), raise_server_exceptions=False) as api:
+        _fact(api, subject="Bob", predicate="works_for", object="Acme", valid_from="2021-01-01")
+        (acme,) = api.get("/v1/facts", params={"user_id": "u", "entity": "Bob"}).json()["results"]
+        _fact(api, subject="Bob", predicate="works_for", object="Globex", valid_from="2025-01-01")
+        later = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+        bob = api.get("/v1/entities", params={"user_id": "u", "q": "Bob"}).json()["results"][0]
+
+        def drawn(**moments: str) -> set[str]:
+            params = {"user_id": "u", "depth": 1, **moments}
+            view = api.get(f"/v1/entities/{bob['id']}/graph", params=params)
+            assert view.status_code == 200, view.text
+            names = {n["id"]: n["name"] for n in view.json()["nodes"]}
+            edges = view.json()["edges"]
+            assert all(e["kind"] == "fact" and e["type"] == "works_for" for e in edges)
+            return {names[e["target_id"]] for e in edges}
+
+        before = acme["recorded_at"]
+        # As known before the supersession, Acme held on (its end was not known yet).
+        assert drawn(known_at=before) == {"Acme"}
+        assert drawn(known_at=before, valid_at=later) == {"Acme"}
+        # As known after it: at a valid time after the change Globex, before it Acme.
+        assert drawn(known_at=later, valid_at=later) == {"Globex"}
+        assert drawn(known_at=later, valid_at="2022-06-01T00:00:00Z") == {"Acme"}
+        assert drawn(valid_at="2022-06-01T00:00:00Z") == {"Acme"}
+        assert drawn() == {"Globex"}  # the default: the current graph, unchanged
+        assert drawn(valid_at="2020-06-01T00:00:00Z") == set()
+
+
 @pytest.mark.parametrize(
     ("method", "path", "kw"),
     [

@@ -204,6 +204,10 @@ def test_every_page_answers_on_a_seeded_store(client: TestClient) -> None:
     assert entity, "the graph page finds the entity the conversation named"
     drawn = client.get("/ui/graph", params={"entity": entity[1], "depth": "2"})
     assert drawn.status_code == 200 and 'id="graph-data"' in drawn.text
+    # The as-of control sets the drawing too: as known long ago, no link was known yet.
+    params = {"entity": entity[1], "depth": "2", "known_at": "2000-01-01T00:00"}
+    past = client.get("/ui/graph", params=params)
+    assert past.status_code == 200 and "0 links, as of" in past.text, past.text[-500:]
     assert client.get("/ui/conversations/trip").status_code == 200
 
 

@@ -273,9 +273,11 @@ class ClientSurface:
     async def entity(self, entity_id: 'UUID | str', *, user_id: 'str') -> 'EntityDetail':
         """One entity with its current facts (as subject or object)."""
 
-    async def entity_graph(self, entity_id: 'UUID | str', *, user_id: 'str', depth: 'int' = 2) -> 'GraphView':
+    async def entity_graph(self, entity_id: 'UUID | str', *, user_id: 'str', depth: 'int' = 2, valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None) -> 'GraphView':
         """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
-        most 3) and the edges between them (relations, and facts whose object is an entity)."""
+        most 3) and the edges between them (relations, and facts whose object is an entity).
+        ``valid_at`` / ``known_at``: the graph as of then, the facts drawn being those
+        :meth:`facts` lists for the same moments."""
 
     async def merge_entities(self, entity_id: 'UUID | str', *, into: 'UUID | str', user_id: 'str') -> 'EntityDetail':
         """Merge one entity into another: its facts and relations move over, its name

@@ -17,7 +17,7 @@ from memvault.cognitive.kinds import (
     ToolStats,
 )
 from memvault.graph.views import FactReview
-from memvault.models import Entity, Fact, Identifier, _Input
+from memvault.models import Entity, Fact
 
 
 class _Params(BaseModel):
@@ -99,13 +99,6 @@ __all__ = [
 
 
 # --- the graph ---------------------------------------------------------------------------------
-
-
-class GraphQuery(_Input):
-    """GET /v1/entities/{id}/graph."""
-
-    user_id: Identifier
-    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
 
 
 class FactList(BaseModel):

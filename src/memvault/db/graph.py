@@ -17,6 +17,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.engine.default import DefaultDialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import field_names
@@ -472,23 +473,53 @@ def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.Colu
 
 
 def _as_of(
-    valid_at: datetime | None, known_at: datetime | None, now: datetime
+    valid_at: datetime | None, known_at: datetime | None, now: datetime, c: Any = _f
 ) -> list[sa.ColumnElement[bool]]:
     """Facts valid at ``valid_at`` as the store knew them at ``known_at`` (each defaulting to
     the other, then to now). A supersession sets a fact's ``valid_until`` and its
     ``superseded_at`` together, so the end is known only from ``superseded_at`` on: before
     it, the fact was believed to hold on. Without ``valid_at`` only what was current then is
-    listed; an empty interval (a corrected or rejected value) never held at any moment."""
-    known = known_at or now
-    at = valid_at or known
-    where = [sa.or_(_f.valid_from.is_(None), _f.valid_from <= at)]
+    listed; an empty interval (a corrected or rejected value) never held at any moment.
+
+    ``c``: the columns of ``facts`` (or an alias of it), or of ``relations``, which are never
+    superseded: a relation's interval is the one stated. The two moments are the named
+    parameters ``as_of_valid_at`` and ``as_of_known_at`` (see :func:`as_of_text`)."""
+    moment = sa.DateTime(timezone=True)
+    known = sa.bindparam("as_of_known_at", known_at or now, type_=moment)
+    at = sa.bindparam("as_of_valid_at", valid_at or known_at or now, type_=moment)
+    where = [sa.or_(c.valid_from.is_(None), c.valid_from <= at)]
     if known_at is not None:
-        where.append(_f.recorded_at <= known)
-    end_not_yet_known = sa.and_(_f.superseded_at.is_not(None), _f.superseded_at > known)
-    where.append(sa.or_(end_not_yet_known, _f.valid_until.is_(None), _f.valid_until > at))
+        where.append(c.recorded_at <= known)
+    superseded = getattr(c, "superseded_at", None)
+    if superseded is None:
+        where.append(sa.or_(c.valid_until.is_(None), c.valid_until > at))
+        return where
+    end_not_yet_known = sa.and_(superseded.is_not(None), superseded > known)
+    where.append(sa.or_(end_not_yet_known, c.valid_until.is_(None), c.valid_until > at))
     if valid_at is None:
-        where.append(sa.or_(_f.superseded_at.is_(None), _f.superseded_at > known))
+        where.append(sa.or_(superseded.is_(None), superseded > known))
     return where
+
+
+# Generic SQL with ``:name`` parameters and no casts, as ``sa.text`` reads them.
+_NAMED = DefaultDialect(paramstyle="named")
+
+
+def as_of_text(
+    table: sa.Table, alias: str, valid_at: datetime | None, known_at: datetime | None, now: datetime
+) -> tuple[str, dict[str, datetime]]:
+    """The as-of rule of :func:`_as_of` as SQL text over ``table`` (``facts`` or
+    ``relations``) aliased ``alias``, with its parameters, for statements written as text
+    (the graph walk): the same rule as the fact listing, not a second copy of it. The text
+    depends only on which moments are given, so it is built once per shape."""
+
+    def build() -> str:
+        where = sa.and_(*_as_of(valid_at, known_at, now, table.alias(alias).c))
+        return str(where.compile(dialect=_NAMED))
+
+    shape = ("as of", table.name, alias, valid_at is None, known_at is None)
+    known = known_at or now
+    return template(shape, build), {"as_of_known_at": known, "as_of_valid_at": valid_at or known}
 
 
 async def query_facts(

@@ -19,6 +19,7 @@ from memvault.db.graph import (
     FACT_COLUMNS,
     EntityRow,
     FactRow,
+    as_of_text,
     records,
     scope,
     vector_text,
@@ -31,7 +32,14 @@ from memvault.db.store import (
     fetch_ranked,
     ranked_page,
 )
-from memvault.db.tables import entities, entity_terms, fact_sources, fact_terms, facts
+from memvault.db.tables import (
+    entities,
+    entity_terms,
+    fact_sources,
+    fact_terms,
+    facts,
+    relations,
+)
 from memvault.db.templates import param, template
 from memvault.models import MemoryFilter
 
@@ -58,7 +66,9 @@ class Edge:
 # The owner's current graph, walked from the start by index lookups per node (relations both
 # ways, and facts whose object is an entity), each node's neighbours capped at :fanout and the
 # nodes at :max_nodes, so a hub cannot blow the walk up. The edges are those the walk took:
-# a hub's thousandth fact is never read.
+# a hub's thousandth fact is never read. These are the current graph's conditions (what the
+# as-of rule of db/graph.py answers with neither moment given, kept as the plain conditions
+# recall's walk has always run); with a moment given, that rule itself is used.
 _LIVE_R = "(r.valid_until IS NULL OR r.valid_until > :now)"
 _LIVE_F = (
     "f.object_id IS NOT NULL AND f.superseded_at IS NULL "
@@ -68,7 +78,11 @@ _LIVE_F = (
 # Each node comes back with its entity row (one round trip for the whole view).
 _NODE_COLUMNS = ", ".join(f"e.{f.name} AS node_{f.name}" for f in fields(EntityRow))
 _NO_NODE = ", ".join(f"NULL AS node_{f.name}" for f in fields(EntityRow))
-_WALK_NODES = f"""
+
+
+def _walk_nodes(live_r: str, live_f: str) -> str:
+    """The walk over the relations and facts that ``live_r`` and ``live_f`` keep."""
+    return f"""
     WITH RECURSIVE start AS MATERIALIZED (
         -- By primary key alone: unanalysed, the planner would read the owner's entities
         -- through the (tenant, user, name) index to find one id.
@@ -85,18 +99,18 @@ _WALK_NODES = f"""
             SELECT r.target_id AS other, r.source_id, r.type AS kind, r.target_id, r.id AS via,
                    true AS relation
             FROM relations r
-            WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {_LIVE_R}
+            WHERE r.tenant_id = :tenant AND r.source_id = w.node AND {live_r}
             UNION ALL
             SELECT r.source_id, r.source_id, r.type, r.target_id, r.id, true FROM relations r
-            WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {_LIVE_R}
+            WHERE r.tenant_id = :tenant AND r.target_id = w.node AND {live_r}
             UNION ALL
             SELECT f.object_id, f.subject_id, f.predicate, f.object_id, f.id, false
             FROM facts f
-            WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {_LIVE_F}
+            WHERE f.tenant_id = :tenant AND f.subject_id = w.node AND {live_f}
             UNION ALL
             SELECT f.subject_id, f.subject_id, f.predicate, f.object_id, f.id, false
             FROM facts f
-            WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {_LIVE_F}
+            WHERE f.tenant_id = :tenant AND f.object_id = w.node AND {live_f}
             LIMIT :fanout
         ) n
         WHERE w.depth < :depth
@@ -111,7 +125,10 @@ _WALK_NODES = f"""
     CROSS JOIN LATERAL (
         SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
     ) e
-"""
+    """
+
+
+_WALK_NODES = _walk_nodes(_LIVE_R, _LIVE_F)
 _WALK_EDGES = f"""
     UNION ALL (
         SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
@@ -127,6 +144,23 @@ _WALK_EDGES = f"""
 # With the edges among the nodes (a view of the graph), or the nodes alone (recall).
 _WALK = sa.text(_WALK_NODES + _WALK_EDGES)
 _WALK_NODES_ONLY = sa.text(_WALK_NODES)
+
+
+def _walk_as_of(
+    valid_at: datetime | None, known_at: datetime | None, now: datetime, edges: bool
+) -> tuple[sa.TextClause, dict[str, datetime]]:
+    """The walk over the graph as of ``valid_at`` and ``known_at``: the facts that
+    ``GET /v1/facts`` lists for those moments (the same rule, :func:`as_of_text`) and the
+    relations whose stated interval holds then, recorded by ``known_at``."""
+    live_f, values = as_of_text(facts, "f", valid_at, known_at, now)
+    live_r, _ = as_of_text(relations, "r", valid_at, known_at, now)
+
+    def build() -> sa.TextClause:
+        nodes = _walk_nodes(live_r, f"f.object_id IS NOT NULL AND {live_f}")
+        return sa.text(nodes + _WALK_EDGES if edges else nodes)
+
+    shape = ("graph walk as of", valid_at is None, known_at is None, edges)
+    return template(shape, build), values
 
 
 @dataclass(frozen=True)
@@ -148,12 +182,15 @@ async def walk(
     max_nodes: int,
     max_edges: int,
     edges: bool = True,
+    valid_at: datetime | None = None,
+    known_at: datetime | None = None,
 ) -> Walk:
     """The entities within ``depth`` hops of any of ``starts`` (the owner's: others start
     nothing) in the owner's current graph, each at its fewest hops from one of them, with
     their rows, and the edges among them (``edges=False``: the nodes alone): one statement
-    however many starts."""
-    params = {
+    however many starts. ``valid_at`` / ``known_at``: the graph as of those moments (the
+    rule of ``GET /v1/facts``) instead of the current one."""
+    params: dict[str, Any] = {
         "tenant": tenant_id,
         "user": user_id,
         "starts": list(starts),
@@ -162,7 +199,12 @@ async def walk(
         "fanout": fanout,
         "max_nodes": max_nodes,
     }
-    if edges:
+    if valid_at is not None or known_at is not None:
+        statement, moments = _walk_as_of(valid_at, known_at, now, edges)
+        rows = await conn.execute(
+            statement, params | moments | {"max_edges": max_edges} if edges else params | moments
+        )
+    elif edges:
         rows = await conn.execute(_WALK, params | {"max_edges": max_edges})
     else:
         rows = await conn.execute(_WALK_NODES_ONLY, params)

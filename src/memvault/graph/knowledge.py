@@ -28,6 +28,7 @@ from memvault.graph.views import (
     GraphEdge,
     GraphExport,
     GraphNode,
+    GraphQuery,
     GraphView,
     MergeRequest,
     PromoteRequest,
@@ -342,11 +343,22 @@ class Graph:
 
     @scoped_to_tenant
     async def entity_graph(
-        self, entity_id: UUID | str, *, user_id: str, depth: int = 2
+        self,
+        entity_id: UUID | str,
+        *,
+        user_id: str,
+        depth: int = 2,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
     ) -> GraphView:
         """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
-        most 3) and the edges between them (relations, and facts whose object is an entity)."""
+        most 3) and the edges between them (relations, and facts whose object is an entity).
+        ``valid_at`` / ``known_at``: the graph as of then, the facts drawn being those
+        :meth:`facts` lists for the same moments."""
         owner: OwnerInput = validated(OwnerInput, user_id=user_id)
+        query: GraphQuery = validated(
+            GraphQuery, user_id=owner.user_id, valid_at=valid_at, known_at=known_at
+        )
         settings = self._backend.settings
         if not 1 <= depth <= settings.graph_max_depth:
             raise InvalidInput(
@@ -365,6 +377,8 @@ class Graph:
                 fanout=settings.graph_fanout,
                 max_nodes=settings.graph_max_nodes,
                 max_edges=settings.graph_max_edges,
+                valid_at=query.valid_at,
+                known_at=query.known_at,
             )
         if start not in found.nodes:
             raise NotFound("No such entity for this user.", details={"id": str(start)})

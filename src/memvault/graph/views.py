@@ -81,6 +81,17 @@ class FactsQuery(_Input):
     limit: int = Field(default=100, ge=1, le=1_000)
 
 
+class GraphQuery(_Input):
+    """GET /v1/entities/{id}/graph. Default: the current graph. ``valid_at`` / ``known_at``:
+    the graph as of then, drawn from the facts ``GET /v1/facts`` lists for the same moments
+    and the relations valid then (recorded by ``known_at``)."""
+
+    user_id: Identifier
+    depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
+    valid_at: Timestamp | None = Field(default=None, description="what held in the world then")
+    known_at: Timestamp | None = Field(default=None, description="as the store knew it then")
+
+
 class EntitiesQuery(_Input):
     """GET /v1/entities: by name or alias (``q``), else the most salient."""
 

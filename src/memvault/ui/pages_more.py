@@ -73,7 +73,11 @@ async def graph(view: View) -> Response:
         # The neighbourhood, the timeline and the lists are independent: read at once.
         graph_view, timeline, entities, reviews = await asyncio.gather(
             memory.entity_graph(
-                detail.id, user_id=user, depth=int(depth) if depth in ("1", "2", "3") else 1
+                detail.id,
+                user_id=user,
+                depth=int(depth) if depth in ("1", "2", "3") else 1,
+                valid_at=valid_at,
+                known_at=known_at,
             ),
             memory.facts(
                 user_id=user,

@@ -475,11 +475,19 @@ export interface GraphNode {
   depth: number;
 }
 
-/** GET /v1/entities/{id}/graph. */
+/**
+ * GET /v1/entities/{id}/graph. Default: the current graph. ``valid_at`` / ``known_at``:
+ * the graph as of then, drawn from the facts ``GET /v1/facts`` lists for the same moments
+ * and the relations valid then (recorded by ``known_at``).
+ */
 export interface GraphQuery {
   user_id: string;
   /** hops from the entity (at most 3) */
   depth?: number;
+  /** what held in the world then */
+  valid_at?: (string | Date) | null;
+  /** as the store knew it then */
+  known_at?: (string | Date) | null;
 }
 
 export interface GraphView {
