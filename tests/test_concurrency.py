@@ -16,6 +16,7 @@ from memvault import AsyncMemory, AsyncMemoryClient, StoreUnavailable
 from memvault.api import create_app
 from memvault.config import Settings
 from tests.serving import serving
+from tests.waiting import wait_for
 
 USER = "busy"
 
@@ -68,7 +69,15 @@ async def test_work_beyond_the_pool_waits_its_deadline_then_is_store_unavailable
         with raw.transaction():
             raw.execute("SELECT 1 FROM memories WHERE id = ANY(%s) FOR UPDATE", [ids[:2]])
             deletions = [asyncio.create_task(memory.delete(i, user_id=USER)) for i in ids[:2]]
-            await asyncio.sleep(0.3)
+
+            def both_wait_on_the_lock() -> bool:
+                waiting = (
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> pg_backend_pid()"
+                )
+                row = raw.execute(waiting).fetchone()
+                return row is not None and row[0] >= 2
+
+            await wait_for(both_wait_on_the_lock, 30, "the deletions never waited on the lock")
             started = asyncio.get_running_loop().time()
             with pytest.raises(StoreUnavailable):
                 await memory.get(ids[2], user_id=USER)

@@ -90,13 +90,16 @@ async def test_valid_time_and_system_time_answer_different_questions(
 async def test_valid_time_and_system_time_answer_together(memory: AsyncMemory) -> None:
     """A fact superseded later: as known before the supersession it is current (valid then
     and now); as known after it, the old value is not valid now but is valid at the old time."""
-    await memory.add_fact("Bob", "lives_in", object="Berlin", valid_from=Y2020, user_id="u")
-    await asyncio.sleep(0.01)
-    before = datetime.now(UTC)
-    await asyncio.sleep(0.01)
-    await memory.add_fact("Bob", "lives_in", object="Munich", valid_from=Y2024, user_id="u")
-    await asyncio.sleep(0.01)
-    after, now = datetime.now(UTC), datetime.now(UTC) + timedelta(seconds=1)
+    berlin = await memory.add_fact(
+        "Bob", "lives_in", object="Berlin", valid_from=Y2020, user_id="u"
+    )
+    munich = await memory.add_fact(
+        "Bob", "lives_in", object="Munich", valid_from=Y2024, user_id="u"
+    )
+    # The moments each was recorded: as known at the first, the second was not yet.
+    before, after = berlin.recorded_at, munich.recorded_at
+    assert before < after
+    now = after + timedelta(seconds=1)
     expected = {
         (Y2021, before): ["Berlin"],
         (now, before): ["Berlin"],  # its end was not known yet
