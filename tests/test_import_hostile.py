@@ -98,7 +98,7 @@ def _reads(client: TestClient, user: str) -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(drawn=hostile_files())
 def test_a_hostile_import_never_breaks_its_user(client: TestClient, drawn: dict[str, Any]) -> None:
