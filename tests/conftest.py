@@ -238,6 +238,15 @@ def raw(database_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 @pytest.fixture
+def secured(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+    """The served app with API keys required (the dashboard's and the API's auth tests)."""
+    with TestClient(
+        create_app(make_settings(auth="required")), raise_server_exceptions=False
+    ) as client:
+        yield client
+
+
+@pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     with TestClient(create_app(settings), raise_server_exceptions=False) as test_client:
         yield test_client

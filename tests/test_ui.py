@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from memvault.api import create_app
@@ -22,14 +21,6 @@ def csrf_of(html: str) -> str:
     found = CSRF.search(html)
     assert found, "the page carries no CSRF token"
     return found[1]
-
-
-@pytest.fixture
-def secured(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    with TestClient(
-        create_app(make_settings(auth="required")), raise_server_exceptions=False
-    ) as client:
-        yield client
 
 
 def on_app(client: TestClient, call: Callable[..., Awaitable[Any]], *args: Any, **kw: Any) -> Any:

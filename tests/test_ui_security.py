@@ -6,7 +6,7 @@ the server, and user text that cannot reorder the page around it (bidi controls)
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,14 +18,6 @@ from tests.conftest import KEY
 from tests.test_ui import csrf_of, make_key, on_app, sign_in
 
 WRONG = "mv_abcdefabcdef_" + "x" * 43
-
-
-@pytest.fixture
-def secured(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
-    with TestClient(
-        create_app(make_settings(auth="required")), raise_server_exceptions=False
-    ) as client:
-        yield client
 
 
 def prefix(key: str) -> str:
