@@ -18,7 +18,9 @@ def test_facts_entities_and_export_from_the_command_line(
     env: dict[str, str],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    run("facts", "add", "Bob", "works_for", "-u", "bob", "--object", "Acme")
+    (acme,) = json.loads(
+        run("facts", "add", "Bob", "works_for", "-u", "bob", "--object", "Acme", "--json")
+    )
     run("facts", "add", "Bob", "works_for", "-u", "bob", "--object", "Globex", "--json")
     run("facts", "add", "Acme", "based_in", "-u", "bob", "--value", "Ohio")
     now = json.loads(run("facts", "list", "-u", "bob", "--entity", "Bob", "--json"))
@@ -32,6 +34,9 @@ def test_facts_entities_and_export_from_the_command_line(
     assert [f["object"] for f in shown["facts"]] == ["Globex"]
     graph = json.loads(run("entities", "graph", bob["id"], "-u", "bob", "--depth", "1"))
     assert {n["name"] for n in graph["nodes"]} == {"Bob", "Globex"}
+    # As the store knew it when Acme was recorded: Globex had not been said yet.
+    then = run("entities", "graph", bob["id"], "-u", "bob", "--known-at", acme["recorded_at"])
+    assert {n["name"] for n in json.loads(then)["nodes"]} == {"Bob", "Acme"}
     assert "MATCH" in run("graph", "export", "-u", "bob")
     run("graph", "export", "--format", "csv", "--out", str(tmp_path / "out"))
     nodes = (tmp_path / "out" / "nodes.csv").read_text()

@@ -205,11 +205,20 @@ def entity_graph(
     entity_id: str,
     user: UserOpt,
     depth: Annotated[int, typer.Option(min=1, max=3)] = 2,
+    valid_at: When = None,
+    known_at: When = None,
     as_json: JsonAlways = False,
 ) -> None:
-    """The entity's neighbourhood: nodes and edges within DEPTH hops (JSON)."""
+    """The entity's neighbourhood: nodes and edges within DEPTH hops (JSON); the graph as it
+    held in the world at --valid-at, or as the store knew it at --known-at."""
     with _memory() as memory:
-        _json(_call(lambda: memory.entity_graph(entity_id, user_id=user, depth=depth)))
+        _json(
+            _call(
+                lambda: memory.entity_graph(
+                    entity_id, user_id=user, depth=depth, valid_at=valid_at, known_at=known_at
+                )
+            )
+        )
 
 
 @entities_app.command("merge")

@@ -479,14 +479,12 @@ async def record_access(
     entity_counts: dict[tuple[str, UUID], int],
     at: datetime,
 ) -> None:
-    """Reinforcement: recalled facts and entities count their accesses ((tenant, id) → how
-    many), entities growing salient with each."""
+    """Recalled facts and entities count their accesses ((tenant, id) → how many) for the
+    lifecycle (idle decay and cleanup read ``last_accessed``); salience is left alone, since
+    retrieval alone is not use and must not shift later rankings."""
     await add_access_counts(conn, _FACT_ACCESS, fact_counts, at)
     await add_access_counts(conn, _ENTITY_ACCESS, entity_counts, at)
 
 
 _FACT_ACCESS = sa.text(f"UPDATE facts AS t SET {ACCESSED} {ACCESS_COUNTS}")
-_ENTITY_ACCESS = sa.text(
-    f"UPDATE entities AS t SET {ACCESSED}, salience = least(1.0, t.salience + 0.02 * v.n) "
-    f"{ACCESS_COUNTS}"
-)
+_ENTITY_ACCESS = sa.text(f"UPDATE entities AS t SET {ACCESSED} {ACCESS_COUNTS}")

@@ -135,7 +135,7 @@ async def recall(
     fact_order = sorted(scored, key=lambda i: (-scored[i]["final"], str(i)))[: request.limit]
     entity_order = sorted(
         (i for i in entity_scores if i in named),
-        key=lambda i: (-_entity_final(named[i], entity_scores[i]), str(i)),
+        key=lambda i: (-entity_scores[i], str(i)),
     )[: request.limit]
     kept = [rows[i] for i in fact_order]
     # Names for what is shown: the walk and the named entities brought most of them.
@@ -166,8 +166,8 @@ async def recall(
         entities=[
             EntityHit(
                 **sealed.to_entity(backend.keys, named[i]).model_dump(),
-                score=_entity_final(named[i], entity_scores[i]),
-                scores={"match": entity_scores[i], "salience": named[i].salience},
+                score=entity_scores[i],
+                scores={"match": entity_scores[i]},
             )
             for i in entity_order
         ]
@@ -252,7 +252,3 @@ def _fact_scores(
         "temporal": boost,
         "confidence": row.confidence,
     }
-
-
-def _entity_final(row: EntityRow, match: float) -> float:
-    return match * (0.75 + 0.25 * row.salience)

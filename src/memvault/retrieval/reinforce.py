@@ -1,7 +1,10 @@
-"""Reinforcement: memories that keep being recalled rank a little higher.
+"""Reinforcement from what callers say they used, and the access counts the lifecycle keeps.
+
+``reinforcement`` turns a memory's ``reinforced_count`` (``memories.feedback``) into its ranking
+boost. :class:`AccessTracker` only counts what recalls returned, which ranks nothing.
 
 A search only *records* which memories (and graph facts and entities) it returned; a
-background task writes the counts (``access_count``, ``last_accessed``; an entity's salience)
+background task writes the counts (``access_count``, ``last_accessed``)
 in one statement per table and flush interval, so recall never waits on a write and a burst
 of searches costs one UPDATE. Counts are best-effort: a flush that
 fails is retried once with the next batch, then dropped — an access count is not a memory.
@@ -29,9 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def reinforcement(access_count: int, saturation: int = 50) -> float:
-    """0 for a memory never recalled, rising with diminishing returns to 1 at ``saturation``."""
-    return min(math.log1p(max(access_count, 0)) / math.log1p(saturation), 1.0)
+def reinforcement(reinforced_count: int, saturation: int = 50) -> float:
+    """0 for a memory no caller said it used, rising with diminishing returns to 1 at
+    ``saturation``."""
+    return min(math.log1p(max(reinforced_count, 0)) / math.log1p(saturation), 1.0)
 
 
 class AccessTracker:
