@@ -32,6 +32,7 @@ from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
     ALL_KINDS,
     Goal,
+    Kind,
     Profile,
     RememberRequest,
     Strategy,
@@ -106,7 +107,7 @@ class Recall:
             traced.set(tokens=bundle.tokens, **{f"{k}_candidates": n for k, n in counts.items()})
             return bundle
 
-    async def _remember(self, request: RememberRequest, kinds: set[str]) -> MemoryBundle:
+    async def _remember(self, request: RememberRequest, kinds: set[Kind]) -> MemoryBundle:
         settings = self._backend.settings
         weights = check_weights(
             {**settings.remember_weights, **{str(k): v for k, v in (request.weights or {}).items()}}

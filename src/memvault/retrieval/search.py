@@ -234,10 +234,11 @@ async def search(
     embeds a question once for every kind it recalls)."""
     with tracing.span("memvault.search", recipe=recipe.name, limit=request.limit) as traced:
         found = await _search(backend, tenant_id, request, recipe, query_embedding)
+        techniques = found.diagnostics.techniques if found.diagnostics else {}
         traced.set(
             hits=len(found.results),
             degraded=found.degraded,
-            **{f"{name}_ms": t.ms for name, t in found.diagnostics.techniques.items()},
+            **{f"{name}_ms": t.ms for name, t in techniques.items()},
         )
         return found
 
