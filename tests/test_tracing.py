@@ -10,6 +10,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from memvault.admin import AsyncAdmin
 from memvault.api import create_app
 from memvault.errors import ConfigurationError
 from memvault.worker.runner import Worker
-from tests.conftest import backend_of
+from tests.conftest import backend_of, settings_for
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -297,7 +298,7 @@ def test_console_tracing_records_through_its_own_provider(
 
 
 async def test_asking_for_tracing_without_the_extra_says_which_extra(
-    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     for name in [m for m in sys.modules if m.startswith("opentelemetry.sdk")]:
         monkeypatch.setitem(sys.modules, name, None)  # as if never installed
@@ -305,7 +306,8 @@ async def test_asking_for_tracing_without_the_extra_says_which_extra(
     with pytest.raises(ConfigurationError) as refused:
         tracing.configure("otlp")
     assert "memvault[otel]" in refused.value.message
-    # Opening a store with it set fails the same way, before the store starts.
+    # Opening a store with it set fails the same way, before it reaches for the database.
+    nowhere = settings_for("postgresql://127.0.0.1:9/none", tmp_path, tracing="otlp")
     with pytest.raises(ConfigurationError, match=r"memvault\[otel\]"):
-        await AsyncMemory.open(make_settings(tracing="otlp"))
+        await AsyncMemory.open(nowhere)
     assert not tracing.enabled()
