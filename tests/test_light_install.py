@@ -1,7 +1,8 @@
 """The default install runs without torch: the server's import path, a stored memory embedded by
 the bundled model, and a search that finds it, with torch, transformers, sentence-transformers,
 scipy, scikit-learn, sympy, the onnx package and dateparser refused at import; what does need
-torch says which extra to add."""
+torch says which extra to add. With tracing off, as by default, nothing of the OpenTelemetry
+SDK is imported either."""
 
 from __future__ import annotations
 
@@ -69,6 +70,10 @@ try:
 except ProviderRejected as exc:
     out["unsupported"] = exc.message
 out["loaded"] = sorted({m.split(".")[0] for m in sys.modules} & REFUSED)
+# Tracing off (the default): not a module of the SDK or an exporter was imported (FastAPI
+# imports the OpenTelemetry API itself).
+sdk = ("opentelemetry.sdk", "opentelemetry.exporter")
+out["otel"] = sorted(m for m in sys.modules if m.startswith(sdk))
 print(json.dumps(out))
 """
 
@@ -120,4 +125,5 @@ def test_server_embeds_and_finds_with_torch_and_its_kin_refused(
     assert out["model"] == "local/all-MiniLM-L6-v2" and out["degraded"] is False
     assert "memvault[torch]" in out["unsupported"] and "mean pooling" in out["unsupported"]
     assert out["loaded"] == []
+    assert out["otel"] == []
     assert list((settings.data_dir / "models").glob("all-MiniLM-L6-v2-*.onnx"))

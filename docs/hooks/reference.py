@@ -8,7 +8,8 @@ table made from the code that defines it, so the published reference cannot drif
   scope, client method and example from the table and its parameters from the served OpenAPI
   document;
 - ``mcp``: the tools ``memvault mcp`` really serves (``memvault.mcp.build_server``);
-- ``cli``: every ``memvault`` command with its arguments and options (the typer app).
+- ``cli``: every ``memvault`` command with its arguments and options (the typer app);
+- ``metrics``: every Prometheus metric ``memvault.metrics`` defines (name, type, labels, help).
 
 ``tests/test_docs.py`` checks each table against its source and builds the site strictly.
 """
@@ -336,6 +337,33 @@ def cli_reference() -> str:
     return "\n".join(out)
 
 
+# --- metrics -------------------------------------------------------------------------------------
+
+
+def metric_rows() -> list[tuple[str, str, str, str]]:
+    """(name as scraped, type, labels, help) of each metric memvault.metrics defines."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from memvault import metrics
+
+    rows = []
+    for metric in vars(metrics).values():
+        if not isinstance(metric, MetricWrapperBase):
+            continue
+        (family,) = metric.describe()
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        labels = ", ".join(f"`{label}`" for label in metric._labelnames)
+        rows.append((name, family.type, labels, family.documentation))
+    return rows
+
+
+def metrics_reference() -> str:
+    lines = ["| metric | type | labels | what it counts |", "|---|---|---|---|"]
+    for name, kind, labels, doc in metric_rows():
+        lines.append(f"| `{name}` | {kind} | {labels} | {_cell(doc)} |")
+    return "\n".join(lines)
+
+
 # --- the hook ------------------------------------------------------------------------------------
 
 GENERATORS: dict[str, Callable[[], str]] = {
@@ -343,6 +371,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "http": http_reference,
     "mcp": mcp_reference,
     "cli": cli_reference,
+    "metrics": metrics_reference,
 }
 
 

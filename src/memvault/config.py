@@ -18,6 +18,7 @@ EncoderBackend = Literal["auto", "onnx", "torch"]
 LLMProviderName = Literal["openai", "anthropic"]
 PIIPolicyName = Literal["redact", "reject", "allow"]
 LogFormat = Literal["auto", "json", "text"]
+TracingMode = Literal["off", "otlp", "console"]
 
 
 def _default_data_dir() -> Path:
@@ -140,6 +141,12 @@ class Settings(BaseSettings):
     )
     log_json: bool | None = Field(
         default=None, description="older switch: true means json, false text (log_format wins)"
+    )
+    tracing: TracingMode = Field(
+        default="off",
+        description="OpenTelemetry spans (the otel extra): otlp: to OTEL_EXPORTER_OTLP_ENDPOINT "
+        "over HTTP; console: printed; off: none. The other OTEL_* variables (service name, "
+        "sampler, headers) apply; OTEL_SDK_DISABLED=true turns it off (docs/observability.md)",
     )
     worker_heartbeat_stale_s: float = Field(
         default=30.0, gt=0, description="/ready fails when no worker has beaten for this long"

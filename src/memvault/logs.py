@@ -1,5 +1,6 @@
 """Log lines as JSON objects (or, on a terminal, readable text), each stamped with the request
-it belongs to.
+it belongs to, and with the trace and span ids of the span active when it was made (when
+tracing is on: memvault/tracing.py).
 
 Every log call in memvault passes codes, counts, ids and class names — never memory content,
 keys or secrets — so a log line is safe to ship anywhere. The request id comes from a context
@@ -14,6 +15,8 @@ import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
+
+from memvault import tracing
 
 request_id: ContextVar[str | None] = ContextVar("memvault_request_id", default=None)
 
@@ -36,6 +39,9 @@ def _stamped_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
     # Stamped when the record is made, inside the request, not when a handler formats it.
     record = _make_record(*args, **kwargs)
     record.request_id = request_id.get()
+    ids = tracing.current_ids()
+    if ids is not None:  # the trace this line belongs to, to find it in a trace backend
+        record.trace_id, record.span_id = ids
     return record
 
 
@@ -78,7 +84,8 @@ class TextFormatter(logging.Formatter):
         message = _plain(record.getMessage())
         # A field the message already spells out ("GET /v1/memories 200") is not repeated.
         extras = _extras(record)
-        extras["request_id"] = extras.pop("request_id", None)  # last: long and rarely read
+        for name in ("request_id", "trace_id", "span_id"):  # last: long and rarely read
+            extras[name] = extras.pop(name, None)
         fields = " ".join(
             f"{k}={v}" for k, v in extras.items() if v is not None and str(v) not in message
         )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memvault import tracing
 from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.crypto import Keyring, KeyringSource, cache_secrets, load_key_file, parse_key
@@ -70,6 +71,8 @@ async def open_backend(settings: Settings) -> Backend:
             "MEMVAULT_DATABASE_READ_URL names a replica of MEMVAULT_DATABASE_URL, which is unset "
             "(the embedded server has no replicas): set both, or neither."
         )
+    # Before the database starts: a missing extra fails here, not after a minute of set-up.
+    tracing.configure(settings.tracing)
     closers: list[Callable[[], None]] = []
     if settings.database_url is None:
         server = EmbeddedPostgres(settings.pg_data_dir)

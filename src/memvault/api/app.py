@@ -138,6 +138,11 @@ def create_app(
         # Served by api/docs.py from packaged assets instead of a CDN.
         docs_url=None,
         redoc_url=None,
+        # FastAPI traces through the process's global OpenTelemetry provider when a host
+        # application has set one, naming the raw path and query (user ids, filters) and
+        # logging validation errors with their input: memvault's own request span
+        # (api/observe.py, memvault/tracing.py) replaces it.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.request_timeout_s = settings.request_timeout_s
     error_envelope.install(app)

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memvault import tracing
 from memvault.api.error_envelope import envelope
 from memvault.logs import request_id
 from memvault.metrics import REQUEST_LATENCY
@@ -57,15 +58,20 @@ class RequestContext:
         given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
         rid = given if _GOOD_ID.fullmatch(given) else uuid.uuid4().hex
         token = request_id.set(rid)
+        # Current before the handler's task is made, so the task's spans are its children.
+        traced = tracing.request(scope["method"], scope["headers"])
         started = time.perf_counter()
         status = 500
         responded = False
+        sent = 0
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status, responded
+            nonlocal status, responded, sent
             if timed_out:
                 return  # the deadline answered for this request; the late handler is muted
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            elif message["type"] == "http.response.start":
                 status, responded = message["status"], True
                 message["headers"] = [
                     *message.get("headers", []),
@@ -101,6 +107,8 @@ class RequestContext:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             REQUEST_LATENCY.labels(scope["method"], route, f"{status // 100}xx").observe(elapsed)
             _log_access(scope, route, status, elapsed)
+            traced.finish(route, status, sent)
+            traced.close()
             request_id.reset(token)
 
 

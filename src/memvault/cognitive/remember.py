@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
+from memvault import tracing
 from memvault._sync import takes
 from memvault.cognitive.bundle import (
     RECENT_DAYS,
@@ -31,6 +32,7 @@ from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
     ALL_KINDS,
     Goal,
+    Kind,
     Profile,
     RememberRequest,
     Strategy,
@@ -98,11 +100,18 @@ class Recall:
         most N turns per conversation, each text shown once, cut to ``budget_tokens`` of the
         model's tokenizer. ``bundle.as_prompt()`` is the block to put before the question."""
         request = validated(RememberRequest, query=query, **fields)
+        kinds = set(request.include or ALL_KINDS)
+        with tracing.span("memvault.remember", kinds=len(kinds)) as traced:
+            bundle = await self._remember(request, kinds)
+            counts = bundle.diagnostics.candidates
+            traced.set(tokens=bundle.tokens, **{f"{k}_candidates": n for k, n in counts.items()})
+            return bundle
+
+    async def _remember(self, request: RememberRequest, kinds: set[Kind]) -> MemoryBundle:
         settings = self._backend.settings
         weights = check_weights(
             {**settings.remember_weights, **{str(k): v for k, v in (request.weights or {}).items()}}
         )
-        kinds = set(request.include or ALL_KINDS)
         channels = recall_channels(request.channel)
         timings: dict[str, float] = {}
         degraded: builtins.list[str] = []
@@ -113,7 +122,8 @@ class Recall:
                 return empty
             begun = time.perf_counter()
             try:
-                return await work()
+                with tracing.span(f"memvault.remember.{name}"):
+                    return await work()
             finally:
                 timings[name] = round((time.perf_counter() - begun) * 1000, 3)
 
@@ -210,8 +220,12 @@ class Recall:
             ),
         )
         begun = time.perf_counter()
-        spans = self._backend.embeddings.primary.tokenizer().spans
-        fitted = fit(bundle, self._context.count_tokens, counted_together(spans))
+        with tracing.span(
+            "memvault.remember.bundle", budget_tokens=bundle.budget_tokens
+        ) as fitting:
+            spans = self._backend.embeddings.primary.tokenizer().spans
+            fitted = fit(bundle, self._context.count_tokens, counted_together(spans))
+            fitting.set(dropped=fitted.diagnostics.budget_dropped)
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         self._reinforce(fitted)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from memvault import tracing
 from memvault.db import lifecycle as db
 from memvault.db.driver_errors import CONNECTION_FAILED, store_errors
 from memvault.db.tenancy import all_tenants
@@ -147,7 +148,11 @@ async def _run_locked(
     values: dict[str, Any]
     report: list[dict[str, Any]] = []
     try:
-        outcome = await job.run(RunContext(backend, now, dry_run, run_id))
+        with tracing.span(f"memvault.job.{job.name}", job=job.name, dry_run=dry_run) as traced:
+            outcome = await job.run(RunContext(backend, now, dry_run, run_id))
+            # The change kinds are the metrics' fixed labels; counts, never whose.
+            traced.set(stopped=bool(outcome.stopped), skipped=len(outcome.skipped))
+            traced.set(**{f"changed.{k}": n for k, n in outcome.changed.items()})
     except Exception as exc:
         code = str(getattr(exc, "code", type(exc).__name__))
         log.warning("scheduled job %s failed: %s", job.name, code)

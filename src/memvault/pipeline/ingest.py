@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
+from memvault import tracing
 from memvault.db import embedding_queue, keywords, store, vectors
 from memvault.db.driver_errors import SIDE_WORK_FAILED
 from memvault.db.records import MemoryRow
@@ -118,24 +119,45 @@ class Pipeline:
         memories' own transaction with their results, in order (what must commit with them:
         a turn's row in its conversation)."""
         self.verbatim = verbatim
-        drafts = [self._protect(i, item) for i, item in enumerate(items)]
-        # A named index text is embedded whole at write: the worker would embed the content.
-        inline = [
-            d
-            for d in drafts
-            if d.index_as is not None or (not background and self._fits_one_chunk(d.text))
-        ]
-        deferred = [d for d in drafts if d not in inline]
-        if inline:
+        with tracing.span("memvault.ingest", items=len(items), verbatim=verbatim) as whole:
+            with tracing.span("memvault.ingest.pii", items=len(items)) as stage:
+                drafts = [self._protect(i, item) for i, item in enumerate(items)]
+                stage.set(redacted=sum(d.pii.redacted for d in drafts))
+            # A named index text is embedded whole at write: the worker would embed the content.
+            inline = [
+                d
+                for d in drafts
+                if d.index_as is not None or (not background and self._fits_one_chunk(d.text))
+            ]
+            deferred = [d for d in drafts if d not in inline]
+            whole.set(inline=len(inline), deferred=len(deferred))
+            if inline:
+                await self._inline(inline)
+            with tracing.span("memvault.ingest.commit", items=len(drafts)):
+                return await self._commit(inline, deferred, within)
+
+    async def _inline(self, inline: list[Draft]) -> None:
+        """The stages a text that fits the model's window goes through before its commit."""
+        with tracing.span("memvault.ingest.extract", items=len(inline)) as stage:
             early = await self._extract_early(inline)
-            graph_vectors = await self._embed(
-                inline,
-                graph_texts([c for p in early.values() if (c := p.claimed) is not None]),
-            )
+            stage.set(extracted=len(early))
+        with tracing.span("memvault.ingest.embed", items=len(inline)) as stage:
+            claims = graph_texts([c for p in early.values() if (c := p.claimed) is not None])
+            graph_vectors = await self._embed(inline, claims)
+            stage.set(graph_texts=len(claims))
+        with tracing.span("memvault.ingest.dedup", items=len(inline)) as stage:
             await self._dedup(inline)
+            actions = [d.dedup.action for d in inline]
+            stage.set(
+                new=sum(a in ("stored_new", "keep_both") for a in actions),
+                duplicates=actions.count("duplicate_exact"),
+                folded=sum(a in ("merge", "replace") for a in actions),
+            )
+        with tracing.span("memvault.ingest.enrich", items=len(inline)):
             await self._enrich(inline)
+        with tracing.span("memvault.ingest.graph", items=len(inline)) as stage:
             await self._derive(inline, early, graph_vectors)
-        return await self._commit(inline, deferred, within)
+            stage.set(derived=sum(d.derived is not None for d in inline))
 
     def _source(self, draft: Draft) -> Source:
         item = draft.item

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
+from memvault import tracing
 from memvault.db import graph_walk, keywords, store, tenancy
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.db.units import transaction
@@ -203,13 +204,18 @@ def rank(
 
 
 class _Clock:
+    """The stage timings a search reports (``diagnostics.timings_ms``); with tracing on, each
+    lap is also a span, child of the search's, so the two never disagree."""
+
     def __init__(self) -> None:
         self.started = self.mark = time.perf_counter()
         self.timings: dict[str, float] = {}
 
-    def lap(self, name: str) -> None:
+    def lap(self, name: str, *, traced: bool = True) -> None:
         now = time.perf_counter()
         self.timings[name] = round((now - self.mark) * 1000, 3)
+        if traced:
+            tracing.record(f"memvault.search.{name}", now - self.mark)
         self.mark = now
 
     def total(self) -> dict[str, float]:
@@ -226,6 +232,24 @@ async def search(
 ) -> SearchResult:
     """``query_embedding``: the query's vector when the caller has it already (remember()
     embeds a question once for every kind it recalls)."""
+    with tracing.span("memvault.search", recipe=recipe.name, limit=request.limit) as traced:
+        found = await _search(backend, tenant_id, request, recipe, query_embedding)
+        techniques = found.diagnostics.techniques if found.diagnostics else {}
+        traced.set(
+            hits=len(found.results),
+            degraded=found.degraded,
+            **{f"{name}_ms": t.ms for name, t in techniques.items()},
+        )
+        return found
+
+
+async def _search(
+    backend: Backend,
+    tenant_id: str,
+    request: SearchRequest,
+    recipe: SearchConfig,
+    query_embedding: Embedded | None,
+) -> SearchResult:
     clock = _Clock()
     now = datetime.now(UTC)
     reference = request.reference_time or now
@@ -524,15 +548,20 @@ async def _retrieve(
         with tenancy.ranking_transactions():
             async with transaction(backend.engine) as conn:
                 found = await fetch(conn)
-        return found, round((time.perf_counter() - started) * 1000, 3)
-
-    done = await asyncio.gather(*(one(fetch) for fetch in fetches.values()))
-    clock.lap("retrieve")
-    lists: dict[str, list[RankedMemory]] = {}
-    for found, ms in done:
+        seconds = time.perf_counter() - started
         for name, rows in found.items():
-            lists[name] = list(rows)
-            clock.timings[f"retrieve:{name}"] = ms
+            # Names of the recipe's lists ("query:vector", "facts:keyword"), never text.
+            tracing.record("memvault.search.list", seconds, list=name, rows=len(rows))
+        return found, round(seconds * 1000, 3)
+
+    with tracing.span("memvault.search.retrieve", fetches=len(fetches)):
+        done = await asyncio.gather(*(one(fetch) for fetch in fetches.values()))
+        clock.lap("retrieve", traced=False)
+        lists: dict[str, list[RankedMemory]] = {}
+        for found, ms in done:
+            for name, rows in found.items():
+                lists[name] = list(rows)
+                clock.timings[f"retrieve:{name}"] = ms
     return {name: lists[name] for name in weights if name in lists}
 
 

@@ -22,6 +22,7 @@ from uuid import UUID
 
 import psycopg
 
+from memvault import tracing
 from memvault.config import Settings
 from memvault.db import embedding_queue, store, vectors
 from memvault.db.driver_errors import STATEMENT_FAILED
@@ -181,7 +182,14 @@ class Worker:
             return await embedding_queue.claim(conn, limit, self.settings.worker_lease_s)
 
     async def process(self, claimed: Sequence[ClaimedJob]) -> None:
+        with tracing.span("memvault.worker.batch", jobs=len(claimed)) as traced:
+            await self._process(claimed, traced)
+
+    async def _process(
+        self, claimed: Sequence[ClaimedJob], traced: tracing.Stage | tracing.Off
+    ) -> None:
         prepared, broken = await self._prepare(claimed)
+        traced.set(broken=len(broken), chunks=sum(len(p.chunks) for p in prepared))
         for job, error in broken:
             await self._fail(job, error)
         if not prepared:
@@ -196,8 +204,10 @@ class Worker:
         await self._ensure_index(embedded)
         written = await self._write(prepared, embedded)
         ingest = [p.row for p in prepared if p.job.kind == "ingest" and p.row.id in written]
+        traced.set(written=len(written), fallback=embedded.fallback)
         if ingest:
-            await settle(self.backend, self.judge, ingest)
+            with tracing.span("memvault.worker.settle", memories=len(ingest)):
+                await settle(self.backend, self.judge, ingest)
 
     async def _prepare(
         self, claimed: Sequence[ClaimedJob]
