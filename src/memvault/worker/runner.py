@@ -36,6 +36,7 @@ from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 from memvault.vectorindex.feeder import Feeder
+from memvault.worker.delivery import Dispatcher
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -78,6 +79,7 @@ class Worker:
         self._failing_since: float | None = None
         self._backoff = _FIRST_BACKOFF_S
         self.index_feeder = Feeder(backend)
+        self.webhooks = Dispatcher(backend)
 
     # --- loop ---------------------------------------------------------------------------------
 
@@ -104,10 +106,12 @@ class Worker:
                     next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
                 done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
+                done += await self._guarded(self.webhooks.tick(), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
         finally:
             await notifications.close()
+            await self.webhooks.close()
             with contextlib.suppress(*_STORE_ERRORS):
                 async with transaction(self.engine) as conn:
                     await embedding_queue.forget_worker(conn, self.worker_id)
