@@ -57,6 +57,12 @@ class Dispatcher:
         self._guard = Guard.from_settings(backend.settings)
         self._http: httpx.AsyncClient | None = None
         self._next_purge = time.monotonic()
+        # When the soonest retry this worker scheduled falls due (monotonic clock).
+        self._retry_at = float("inf")
+
+    def next_retry_in(self) -> float:
+        """Seconds until the soonest retry this worker scheduled (at least 10 ms)."""
+        return max(0.01, self._retry_at - time.monotonic())
 
     @property
     def lease_s(self) -> float:
@@ -72,6 +78,8 @@ class Dispatcher:
             subscriptions = await db.subscriptions_by_id(conn, sorted(owners, key=str))
         if not claimed:
             await self._purge()
+            if self._retry_at <= time.monotonic():
+                self._retry_at = float("inf")
             return 0
         outcomes = await asyncio.gather(
             *(self._send(d, subscriptions[(d.tenant_id, d.subscription_id)]) for d in claimed)
@@ -150,6 +158,8 @@ class Dispatcher:
             WEBHOOK_DELIVERIES.labels("delivered").inc()
             return
         retry_in = self.retry_in(delivery)
+        if retry_in is not None:
+            self._retry_at = min(self._retry_at, time.monotonic() + retry_in)
         await db.failed(
             conn, delivery, status=outcome.status, error=outcome.error, retry_in_s=retry_in
         )

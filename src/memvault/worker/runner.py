@@ -161,10 +161,12 @@ class Worker:
     async def _idle(
         self, notifications: embedding_queue.Notifications, stop: asyncio.Event
     ) -> None:
-        """Wait up to a second for a new job (polling when LISTEN is unavailable)."""
-        if not await notifications.wait(timeout=1.0):
+        """Wait up to a second for a new job (polling when LISTEN is unavailable), less when
+        a webhook retry falls due sooner."""
+        timeout = min(1.0, self.webhooks.next_retry_in())
+        if not await notifications.wait(timeout=timeout):
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=1.0)
+                await asyncio.wait_for(stop.wait(), timeout=timeout)
 
     # --- one batch ----------------------------------------------------------------------------
 
