@@ -444,3 +444,29 @@ async def test_a_subscription_filters_by_type_app_and_user(
 async def test_unknown_webhooks_are_not_found(store: AsyncMemory) -> None:
     with pytest.raises(NotFound):
         await store.get_webhook("3f2e1d0c-9b8a-4765-8432-10fedcba9876")
+
+
+def test_the_cli_manages_webhooks(
+    cli_env: dict[str, str], receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from memvault.cli import app
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["webhooks", "add", "http://10.0.0.1/hook"])
+    assert refused.exit_code == 1 and "non-public" in refused.output
+    monkeypatch.setenv("MEMVAULT_WEBHOOK_ALLOW_PRIVATE", "true")
+    made = runner.invoke(app, ["webhooks", "add", receiver.url, "-e", "memory.created", "--json"])
+    assert made.exit_code == 0, made.output
+    hook = json.loads(made.stdout)
+    assert hook["secret"].startswith("whsec_")
+    listed = runner.invoke(app, ["webhooks", "list", "--json"])
+    assert hook["id"] in listed.stdout and hook["secret"] not in listed.stdout
+    assert runner.invoke(app, ["webhooks", "disable", hook["id"]]).exit_code == 0
+    shown = runner.invoke(app, ["webhooks", "deliveries", hook["id"], "--json"])
+    assert json.loads(shown.stdout) == []
+    replayed = runner.invoke(app, ["webhooks", "replay", hook["id"]])
+    assert "queued 0" in replayed.stdout
+    assert runner.invoke(app, ["webhooks", "remove", hook["id"]]).exit_code == 0
+    assert json.loads(runner.invoke(app, ["webhooks", "list", "--json"]).stdout) == []
