@@ -470,3 +470,38 @@ def test_the_cli_manages_webhooks(
     assert "queued 0" in replayed.stdout
     assert runner.invoke(app, ["webhooks", "remove", hook["id"]]).exit_code == 0
     assert json.loads(runner.invoke(app, ["webhooks", "list", "--json"]).stdout) == []
+
+
+def test_the_dashboard_lists_deliveries_and_replays_within_the_tenant(
+    make_settings: Callable[..., Settings], receiver: Receiver
+) -> None:
+    from tests.test_ui import csrf_of, make_key, on_app, sign_in
+
+    receiver.status = lambda body: 400
+    app = create_app(make_settings(auth="required", webhook_max_attempts=1, **FAST))
+    with TestClient(app, raise_server_exceptions=False) as ui:
+        memory: AsyncMemory = ui.app.state.memory  # type: ignore[attr-defined]
+        acme = memory.for_tenant("acme")
+        hook = on_app(ui, acme.create_webhook, receiver.url, event_types=["memory.created"])
+        on_app(ui, acme.add, "a note", user_id="ann", infer=False)
+        dispatcher = Worker(backend_of(memory)).webhooks
+        on_app(ui, dispatcher.tick)
+        on_app(ui, dispatcher.close)
+        sign_in(ui, make_key(ui, "acme", "read,write,admin"))
+        shown = ui.get("/ui/webhooks")
+        assert shown.status_code == 200 and receiver.url in shown.text and "dead" in shown.text
+        assert hook.secret not in shown.text
+        receiver.status = lambda body: 200
+        replayed = ui.post(
+            "/ui/webhooks/replay", data={"csrf": csrf_of(shown.text), "webhook_id": str(hook.id)}
+        )
+        assert replayed.status_code == 200 and "1 delivery queued again" in replayed.text
+        refused = ui.post("/ui/webhooks/replay", data={"webhook_id": str(hook.id)})
+        assert refused.status_code == 403  # no CSRF token
+        sign_in(ui, make_key(ui, "globex", "read,write,admin"))
+        theirs = ui.get("/ui/webhooks")
+        assert receiver.url not in theirs.text
+        probe = ui.post(
+            "/ui/webhooks/replay", data={"csrf": csrf_of(theirs.text), "webhook_id": str(hook.id)}
+        )
+        assert probe.status_code == 404
