@@ -1,0 +1,139 @@
+"""Webhooks' cost on the write path, and how fast the workers deliver (docs/events.md).
+
+    .venv/bin/python bench/webhooks.py [--adds 100] [--rounds 5] [--users 50] [--events 2000]
+
+One embedded PostgreSQL, hash embeddings (the model is not what is measured), one process, no
+worker running during the adds (the events wait in the outbox).
+Two tenants in the same store: ``plain`` has no subscription, ``hooked`` one subscription to
+every event type, its endpoint a local HTTP server answering 204. Each round adds ``--adds``
+memories (the whole write pipeline, extraction included) to each tenant, the two in turn
+(which goes first alternates), and records each tenant's p95; the figures are the medians of
+the rounds' p95s and p50s, and their ratio. Then ``--events`` memory events of ``--users``
+users are delivered by one worker's webhook step alone (as many ticks as it takes), timed from
+the first claim to the last recorded outcome: deliveries per second, signed, over HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _stats import percentile, timed  # noqa: E402
+
+from memvault import AsyncMemory, Settings  # noqa: E402
+from memvault.crypto import generate_key  # noqa: E402
+from memvault.worker import Worker  # noqa: E402
+
+
+class _Handler(BaseHTTPRequestHandler):
+    received = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        type(self).received += 1
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+async def _adds(memory: AsyncMemory, n: int, round_: int) -> list[float]:
+    times: list[float] = []
+    for i in range(n):
+        with timed(times):
+            await memory.add(f"Round {round_} note {i}: I met Sam at the Lyon office", user_id="u")
+    return times
+
+
+async def _overhead(store: AsyncMemory, adds: int, rounds: int) -> None:
+    plain, hooked = store.for_tenant("plain"), store.for_tenant("hooked")
+    p95s: dict[str, list[float]] = {"plain": [], "hooked": []}
+    p50s: dict[str, list[float]] = {"plain": [], "hooked": []}
+    await _adds(plain, 10, -1)  # warm both tenants' keys, caches and plans
+    await _adds(hooked, 10, -1)
+    for round_ in range(rounds):
+        order = [("plain", plain), ("hooked", hooked)]
+        for name, memory in order if round_ % 2 == 0 else order[::-1]:
+            times = await _adds(memory, adds, round_)
+            p95s[name].append(percentile(times, 95) * 1000)
+            p50s[name].append(percentile(times, 50) * 1000)
+    print(f"\nadd() latency, {adds} adds per tenant per round, {rounds} rounds (median of rounds)")
+    print("| tenant | p50 ms | p95 ms |")
+    print("|---|---|---|")
+    for name in ("plain", "hooked"):
+        p50, p95 = statistics.median(p50s[name]), statistics.median(p95s[name])
+        print(f"| {name} | {p50:.2f} | {p95:.2f} |")
+    ratio = statistics.median(p95s["hooked"]) / statistics.median(p95s["plain"])
+    print(f"p95 ratio hooked / plain: {ratio:.3f}")
+    print("per-round p95 plain :", " ".join(f"{v:.2f}" for v in p95s["plain"]))
+    print("per-round p95 hooked:", " ".join(f"{v:.2f}" for v in p95s["hooked"]))
+
+
+async def _throughput(store: AsyncMemory, events: int, users: int) -> None:
+    memory = store.for_tenant("throughput")
+    hook = await memory.create_webhook(_url, event_types=["memory.created"])
+    for i in range(events):
+        await memory.add(f"event {i}", user_id=f"user{i % users}", infer=False)
+    worker = Worker(store._backend)
+    dispatcher = worker.webhooks
+    before = _Handler.received
+    started = time.perf_counter()
+    ticks = 0
+    while True:
+        ticks += 1
+        if not await dispatcher.tick():
+            break
+    took = time.perf_counter() - started
+    await dispatcher.close()
+    sent = _Handler.received - before
+    waiting = await memory.webhook_deliveries(hook.id, state="pending", limit=1)
+    print(
+        f"\ndelivery: {sent} deliveries (the {events} events of {users} users here, and the "
+        f"hooked tenant's from above) in {took:.2f} s = {sent / took:.0f}/s ({ticks} ticks, "
+        f"batch {store._backend.settings.webhook_batch}; {len(waiting)} left pending)"
+    )
+
+
+_url = ""
+
+
+async def main() -> None:
+    global _url
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--adds", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--events", type=int, default=2000)
+    args = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    settings = Settings(
+        data_dir=Path(tempfile.mkdtemp(prefix="bench-webhooks-")),
+        encryption_key=generate_key(),
+        embedding_provider="hash",
+        webhook_allow_private=True,
+        auth="off",
+        # No worker in this process: deliveries are timed alone, after the adds.
+        run_worker=False,
+    )
+    async with AsyncMemory(settings) as store:
+        await store.for_tenant("hooked").create_webhook(_url)
+        await _overhead(store, args.adds, args.rounds)
+        await _throughput(store, args.events, args.users)
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
