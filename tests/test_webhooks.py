@@ -505,3 +505,24 @@ def test_the_dashboard_lists_deliveries_and_replays_within_the_tenant(
             "/ui/webhooks/replay", data={"csrf": csrf_of(theirs.text), "webhook_id": str(hook.id)}
         )
         assert probe.status_code == 404
+
+
+def test_the_http_client_manages_webhooks(
+    make_settings: Callable[..., Settings], receiver: Receiver
+) -> None:
+    from memvault import MemoryClient
+    from tests.serving import serving
+
+    app = create_app(make_settings(**FAST))
+    with serving(app) as url, MemoryClient(url) as client:
+        hook = client.create_webhook(receiver.url, event_types=["goal.completed"])
+        assert hook.secret.startswith("whsec_")
+        assert [h.id for h in client.list_webhooks()] == [hook.id]
+        assert client.update_webhook(hook.id, enabled=False).enabled is False
+        assert client.webhook_deliveries(hook.id) == []
+        assert client.replay_webhook(hook.id).replayed == 0
+        with pytest.raises(InvalidInput):
+            client.create_webhook("http://169.254.169.254/")
+        client.delete_webhook(hook.id)
+        with pytest.raises(NotFound):
+            client.get_webhook(hook.id)

@@ -32,6 +32,8 @@ from memvault.config import Settings
 from memvault.crypto import associated_data
 from memvault.events import SECRET_PREFIX
 
+# A name that takes longer than this to resolve is treated as one that does not resolve.
+RESOLVE_TIMEOUT_S = 5.0
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -120,11 +122,10 @@ async def _addresses(hostname: str, port: int) -> list[Address]:
         return [ipaddress.ip_address(hostname)]
     except ValueError:
         pass
+    lookup = asyncio.get_running_loop().getaddrinfo(hostname, port, type=socket.SOCK_STREAM)
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            hostname, port, type=socket.SOCK_STREAM
-        )
-    except (socket.gaierror, UnicodeError):
+        infos = await asyncio.wait_for(lookup, RESOLVE_TIMEOUT_S)
+    except (socket.gaierror, UnicodeError, TimeoutError):
         raise Refused("The webhook URL's host does not resolve.") from None
     found = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
     if not found:
