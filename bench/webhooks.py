@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -29,13 +28,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from memvault import AsyncMemory, Settings
+from memvault.crypto import generate_key
+from memvault.worker import Worker
 
-from _stats import percentile, timed  # noqa: E402
-
-from memvault import AsyncMemory, Settings  # noqa: E402
-from memvault.crypto import generate_key  # noqa: E402
-from memvault.worker import Worker  # noqa: E402
+from _stats import percentile, timed
 
 
 class _Handler(BaseHTTPRequestHandler):
