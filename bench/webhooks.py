@@ -37,11 +37,14 @@ from _stats import percentile, timed
 
 class _Handler(BaseHTTPRequestHandler):
     received = 0
+    # Keep-alive, as an endpoint behind any web server answers.
+    protocol_version = "HTTP/1.1"
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         type(self).received += 1
         self.send_response(204)
+        self.send_header("content-length", "0")
         self.end_headers()
 
     def log_message(self, *args: Any) -> None:
@@ -118,6 +121,7 @@ async def main() -> None:
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--line", type=int, default=100, help="events of one user, in order")
     args = parser.parse_args()
+    ThreadingHTTPServer.request_queue_size = 128  # a batch connects at once
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _url = f"http://127.0.0.1:{server.server_address[1]}/hook"

@@ -78,6 +78,7 @@ class Receiver:
                 pass
 
         ThreadingHTTPServer.allow_reuse_address = True
+        ThreadingHTTPServer.request_queue_size = 64  # a batch connects at once
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.port = self._server.server_address[1]
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -214,20 +215,21 @@ async def test_an_endpoint_away_for_several_rounds_gets_every_event_once_in_orde
 ) -> None:
     await store.create_webhook(receiver.url, event_types=["memory.created"])
     receiver.stop()
-    for n in range(8):
+    for n in range(5):
         for user in ("ann", "bob", "cy"):
             await store.add(f"note {n} of {user}", user_id=user, infer=False)
     # Away while each user's first event is retried at least four times (four rounds of
     # backoff: 20, 40, 80, 160 ms ceilings, with jitter), then back.
-    await wait_for(lambda: _min_attempts(store, 4), 30, "the retries never came")
+    # The deadlines are generous: a loaded machine is slow, not wrong.
+    await wait_for(lambda: _min_attempts(store, 4), 120, "the retries never came")
     receiver.start()
-    await wait_for(lambda: len(receiver.received) >= 24, 30, "not every event arrived")
+    await wait_for(lambda: len(receiver.received) >= 15, 120, "not every event arrived")
     events = receiver.events()
     ids = [e["id"] for e in events]
-    assert len(ids) == len(set(ids)) == 24
+    assert len(ids) == len(set(ids)) == 15
     for user in ("ann", "bob", "cy"):
         created = [e["data"]["created_at"] for e in events if e["data"]["user_id"] == user]
-        assert created == sorted(created) and len(created) == 8
+        assert created == sorted(created) and len(created) == 5
 
 
 async def _min_attempts(store: AsyncMemory, attempts: int) -> bool:
@@ -513,7 +515,9 @@ def test_the_http_client_manages_webhooks(
     from memvault import MemoryClient
     from tests.serving import serving
 
-    app = create_app(make_settings(**FAST))
+    # The receiver's address allowed, and no other private one.
+    allowed = {**FAST, "webhook_allow_private": False, "webhook_allowed_cidrs": "127.0.0.1/32"}
+    app = create_app(make_settings(**allowed))
     with serving(app) as url, MemoryClient(url) as client:
         hook = client.create_webhook(receiver.url, event_types=["goal.completed"])
         assert hook.secret.startswith("whsec_")
