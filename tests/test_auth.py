@@ -26,7 +26,7 @@ MEMORY_ID = str(uuid.uuid4())
 ENTITY_ID = str(uuid.uuid4())
 FACT_ID = str(uuid.uuid4())
 REVIEW_ID = str(uuid.uuid4())
-CONVERSATION_ID, STRATEGY_ID, GOAL_ID = (str(uuid.uuid4()) for _ in range(3))
+CONVERSATION_ID, STRATEGY_ID, GOAL_ID, WEBHOOK_ID = (str(uuid.uuid4()) for _ in range(4))
 KEY = "some-key"
 # Where each id above sits in a route's path template.
 TEMPLATES = {
@@ -38,6 +38,7 @@ TEMPLATES = {
     GOAL_ID: "{goal_id}",
     KEY: "{key}",
     ENTITY_ID: "{entity_id}",
+    WEBHOOK_ID: "{webhook_id}",
 }
 # Every /v1 route, with a request that would be valid given a good key.
 ROUTES: list[tuple[str, str, dict[str, Any]]] = [
@@ -95,6 +96,15 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/facts/{FACT_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),
+    # webhooks
+    ("POST", "/v1/webhooks", {"json": {"url": "https://93.184.216.34/hook"}}),
+    ("GET", "/v1/webhooks", {}),
+    ("GET", f"/v1/webhooks/{WEBHOOK_ID}", {}),
+    ("PATCH", f"/v1/webhooks/{WEBHOOK_ID}", {"json": {"enabled": False}}),
+    ("DELETE", f"/v1/webhooks/{WEBHOOK_ID}", {}),
+    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/secret", {}),
+    ("GET", f"/v1/webhooks/{WEBHOOK_ID}/deliveries", {}),
+    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay", {"json": {}}),
     # Last: they erase the tenant, the calling key included (shredding is refused here: the
     # keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred", {}),
@@ -137,6 +147,14 @@ ADMIN = {
     ("GET", "/v1/audit"),
     ("POST", "/v1/admin/tenant/shred"),
     ("DELETE", "/v1/admin/tenant"),
+    ("POST", "/v1/webhooks"),
+    ("GET", "/v1/webhooks"),
+    ("GET", f"/v1/webhooks/{WEBHOOK_ID}"),
+    ("PATCH", f"/v1/webhooks/{WEBHOOK_ID}"),
+    ("DELETE", f"/v1/webhooks/{WEBHOOK_ID}"),
+    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/secret"),
+    ("GET", f"/v1/webhooks/{WEBHOOK_ID}/deliveries"),
+    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay"),
 }
 
 

@@ -61,7 +61,9 @@ def test_export_and_deletion_read_the_catalogue() -> None:
     exported = {t.name for t in portable.OWNED}
     assert exported == {p.name for p in catalogue.CATALOGUE if p.export in ("line", "inside")}
     steps = [name for name, _ in deletion_steps.in_store()]
-    derived = [p.name for p in catalogue.CATALOGUE if p.erase in ("by_memory", "owned", "turns")]
+    derived = [
+        p.name for p in catalogue.CATALOGUE if p.erase in ("by_memory", "owned", "turns", "events")
+    ]
     assert [s for s in steps if s != "graph"] == derived
     assert steps.count("graph") == 1
 

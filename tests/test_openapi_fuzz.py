@@ -111,6 +111,14 @@ OPERATIONS = [
     ("PATCH", "/v1/profile"),
     ("POST", "/v1/remember"),
     ("POST", "/v1/facts/{fact_id}/promote"),
+    ("POST", "/v1/webhooks"),
+    ("GET", "/v1/webhooks"),
+    ("GET", "/v1/webhooks/{webhook_id}"),
+    ("PATCH", "/v1/webhooks/{webhook_id}"),
+    ("DELETE", "/v1/webhooks/{webhook_id}"),
+    ("POST", "/v1/webhooks/{webhook_id}/secret"),
+    ("GET", "/v1/webhooks/{webhook_id}/deliveries"),
+    ("POST", "/v1/webhooks/{webhook_id}/replay"),
     # Last: they erase the fuzzing tenant, its key included (what follows would be 401s);
     # shredding is refused there (the keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred"),

@@ -409,6 +409,7 @@ SERVICE_LAYER = (
     "memvault.service",
     "memvault.admin",
     "memvault.memories",
+    "memvault.webhooks",
     "memvault.context",
     "memvault.cognitive",
     "memvault.graph",
@@ -501,7 +502,7 @@ def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
 # package's protocol and its OpenAI-compatible provider (embedding/, llm/, vectorindex/), and
 # db/<name>.py holding the SQL of the one service module of that name.
 SAME_ROLE = {"base", "openai"}
-SQL_OF = {"audit", "cache", "health", "portable", "ratelimit", "remember"}
+SQL_OF = {"audit", "cache", "health", "portable", "ratelimit", "remember", "webhooks"}
 
 
 def test_no_two_modules_share_a_name() -> None:

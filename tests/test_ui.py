@@ -162,6 +162,7 @@ PAGES = (
     "/ui/health",
     "/ui/audit",
     "/ui/jobs",
+    "/ui/webhooks",
     "/ui/admin",
 )
 

@@ -31,6 +31,7 @@ from memvault.cognitive.kinds import (
     Turn,
     WorkingContext,
 )
+from memvault.events import Delivery, Replayed, Webhook, WebhookCreated
 from memvault.graph.views import EntityDetail, FactReview, GraphView, ResolvedReview
 from memvault.lifecycle.reports import (
     AuditPage,
@@ -286,3 +287,29 @@ class ClientSurface:
     async def split_entity(self, entity_id: 'UUID | str', *, user_id: 'str') -> 'EntityDetail':
         """Undo the last merge of this entity: what moved (and still points at the entity it
         joined) moves back, and its name resolves to it again."""
+
+    async def create_webhook(self, url: 'str', *, event_types: 'builtins.list[str] | None' = None, app_id: 'str | None' = None, user_id: 'str | None' = None, include_content: 'bool' = False, enabled: 'bool' = True, description: 'str | None' = None, secret: 'str | None' = None) -> 'WebhookCreated':
+        """Subscribe a URL to this tenant's events; the answer holds the signing secret, shown
+        this once."""
+
+    async def list_webhooks(self) -> 'builtins.list[Webhook]':
+        """This tenant's subscriptions, oldest first (no secrets)."""
+
+    async def get_webhook(self, webhook_id: 'UUID | str') -> 'Webhook':
+        ...
+
+    async def update_webhook(self, webhook_id: 'UUID | str', *, url: 'str | None' = None, event_types: 'builtins.list[str] | None' = None, app_id: 'str | None' = None, user_id: 'str | None' = None, include_content: 'bool | None' = None, enabled: 'bool | None' = None, description: 'str | None' = None) -> 'Webhook':
+        """Change the fields given (a filter, once set, is changed, not cleared: subscribe
+        anew for another scope)."""
+
+    async def delete_webhook(self, webhook_id: 'UUID | str') -> 'None':
+        """Unsubscribe: the subscription and its deliveries, sent or not, go."""
+
+    async def rotate_webhook_secret(self, webhook_id: 'UUID | str') -> 'WebhookCreated':
+        """A new signing secret, answered this once; the old one signs nothing from now."""
+
+    async def webhook_deliveries(self, webhook_id: 'UUID | str', *, state: 'str | None' = None, limit: 'int' = 50) -> 'builtins.list[Delivery]':
+        """A subscription's deliveries, newest first, optionally in one state."""
+
+    async def replay_webhook(self, webhook_id: 'UUID | str', *, delivery_id: 'int | None' = None) -> 'Replayed':
+        """Send again one delivery (whatever its state), or every dead-lettered one."""

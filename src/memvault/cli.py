@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from memvault import cli_cognitive, cli_lifecycle, cli_store
+from memvault import cli_cognitive, cli_lifecycle, cli_store, cli_webhooks
 from memvault.cli_graph import entities_app, facts_app, graph_app
 from memvault.console import (
     JsonOpt,
@@ -56,6 +56,7 @@ app.add_typer(cli_cognitive.app, name="cognitive")
 app.add_typer(facts_app, name="facts")
 app.add_typer(entities_app, name="entities")
 app.add_typer(graph_app, name="graph")
+app.add_typer(cli_webhooks.app, name="webhooks")
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]

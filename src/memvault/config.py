@@ -275,6 +275,47 @@ class Settings(BaseSettings):
     )
     wait_timeout_s: float = Field(default=30.0, gt=0, description="longest add(wait=True)")
 
+    # --- webhooks ---
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="deliver webhooks to private, loopback, link-local and other non-public "
+        "addresses too (refused by default: a subscription must not reach the operator's "
+        "network)",
+    )
+    webhook_allowed_cidrs: str = Field(
+        default="",
+        description="comma-separated networks (e.g. 10.1.2.0/24,fd00::/8) webhooks may reach "
+        "although they are not public",
+    )
+    webhook_timeout_s: float = Field(
+        default=10.0, gt=0, description="a webhook request that has not answered in this long fails"
+    )
+    webhook_backoff_base_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="first retry of a failed webhook delivery (doubles each try, with jitter)",
+    )
+    webhook_backoff_cap_s: float = Field(
+        default=3600.0, gt=0, description="longest wait between two tries of a webhook delivery"
+    )
+    webhook_max_attempts: int = Field(
+        default=15, ge=1, description="tries before a webhook delivery is dead-lettered"
+    )
+    webhook_max_age_s: float = Field(
+        default=259_200.0,
+        gt=0,
+        description="a webhook delivery still failing this long after its event is dead-lettered",
+    )
+    webhook_batch: int = Field(
+        default=32, ge=1, description="webhook deliveries a worker claims and sends at once"
+    )
+    webhook_retention_s: float = Field(
+        default=604_800.0,
+        gt=0,
+        description="delivered webhook rows are kept this long (for the deliveries list), then "
+        "purged",
+    )
+
     # --- search ---
     search_exact_max_chunks: int = Field(
         default=10_000,

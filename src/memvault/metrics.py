@@ -94,3 +94,8 @@ VECTOR_INDEX_REPAIRS = Counter(
     "Points the reconcile sweep repaired in an external vector index, by kind of drift",
     ["kind"],
 )
+WEBHOOK_DELIVERIES = Counter(
+    "memvault_webhook_deliveries_total",
+    "Webhook delivery attempts, by outcome (delivered, retry, dead, refused)",
+    ["outcome"],
+)

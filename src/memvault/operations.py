@@ -62,6 +62,17 @@ from memvault.cognitive.kinds import (
     WorkingContext,
     WorkingValue,
 )
+from memvault.events import (
+    DeliveryPage,
+    DeliveryParams,
+    Replayed,
+    ReplayRequest,
+    Webhook,
+    WebhookCreated,
+    WebhookInput,
+    WebhookList,
+    WebhookUpdate,
+)
 from memvault.graph.views import (
     EntitiesQuery,
     EntityDetail,
@@ -223,6 +234,7 @@ MEMORY_ID = "0b7e6c1e-6f4c-4d7e-9a51-2f1f0f3c8a10"
 GOAL_ID = "5d3c9a8e-1b2f-4c6d-8e7f-9a0b1c2d3e4f"
 STRATEGY_ID = "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 ENTITY_ID = "7a1e2b3c-4d5e-4f60-8a9b-0c1d2e3f4a5b"
+WEBHOOK_ID = "3f2e1d0c-9b8a-4765-8432-10fedcba9876"
 CONVERSATION = "support-2024-05-01"
 OWNER = {"user_id": USER}
 
@@ -232,6 +244,7 @@ _OPS = "operations"
 _LIFE = "lifecycle"
 _COG = "cognitive"
 _GRAPH = "graph"
+_HOOKS = "webhooks"
 
 OPERATIONS: tuple[Operation, ...] = (
     # --- memories ---------------------------------------------------------------------------
@@ -801,6 +814,74 @@ OPERATIONS: tuple[Operation, ...] = (
         "Undo this entity's last merge.",
         {"entity_id": ENTITY_ID, **OWNER},
         _GRAPH, EntityDetail, resource="graph", service="split_entity", query=Owner,
+    ),
+    # --- webhooks ---------------------------------------------------------------------------
+    Operation(
+        "create_webhook", "POST", "/v1/webhooks", "admin",
+        "Subscribe a URL to events",
+        "Subscribe an https (or http) URL to this tenant's events: all types or those listed, "
+        "optionally only one app's or one user's. Answers the subscription with its signing "
+        "secret, shown this once (`whsec_…`: verify each request's `webhook-signature` with "
+        "it). A URL whose host is not a public address is refused (422) unless the operator "
+        "allows it.",
+        {"url": "https://crm.example.com/hooks/memvault",
+         "event_types": ["memory.created", "user.erased"]},
+        _HOOKS, WebhookCreated, resource="webhooks", service="create_webhook", body=WebhookInput,
+        status=201,
+    ),
+    Operation(
+        "list_webhooks", "GET", "/v1/webhooks", "admin",
+        "List webhooks",
+        "This tenant's webhook subscriptions (never their secrets).",
+        {},
+        _HOOKS, WebhookList, resource="webhooks", service="list_webhooks", returns="results",
+    ),
+    Operation(
+        "get_webhook", "GET", "/v1/webhooks/{webhook_id}", "admin",
+        "Read a webhook",
+        "One subscription (never its secret).",
+        {"webhook_id": WEBHOOK_ID},
+        _HOOKS, Webhook, resource="webhooks", service="get_webhook",
+    ),
+    Operation(
+        "update_webhook", "PATCH", "/v1/webhooks/{webhook_id}", "admin",
+        "Change a webhook",
+        "Change the URL, the event types, the filters, the content flag or pause it "
+        "(`enabled: false`: its events wait, and go out in order once it is enabled again).",
+        {"webhook_id": WEBHOOK_ID, "enabled": False},
+        _HOOKS, Webhook, resource="webhooks", service="update_webhook", body=WebhookUpdate,
+        fields="set",
+    ),
+    Operation(
+        "delete_webhook", "DELETE", "/v1/webhooks/{webhook_id}", "admin",
+        "Delete a webhook",
+        "Unsubscribe: the subscription and its deliveries go.",
+        {"webhook_id": WEBHOOK_ID},
+        _HOOKS, None, resource="webhooks", service="delete_webhook", status=204,
+    ),
+    Operation(
+        "rotate_webhook_secret", "POST", "/v1/webhooks/{webhook_id}/secret", "admin",
+        "Rotate a webhook's secret",
+        "A new signing secret, answered this once; requests are signed with it from now on.",
+        {"webhook_id": WEBHOOK_ID},
+        _HOOKS, WebhookCreated, resource="webhooks", service="rotate_webhook_secret",
+    ),
+    Operation(
+        "webhook_deliveries", "GET", "/v1/webhooks/{webhook_id}/deliveries", "admin",
+        "A webhook's deliveries",
+        "Each event sent or to send to this subscription, newest first: pending (with its "
+        "attempts and next try), delivered, or dead (retries exhausted: replay it).",
+        {"webhook_id": WEBHOOK_ID, "state": "dead", "limit": 50},
+        _HOOKS, DeliveryPage, resource="webhooks", service="webhook_deliveries",
+        query=DeliveryParams, returns="results",
+    ),
+    Operation(
+        "replay_webhook", "POST", "/v1/webhooks/{webhook_id}/replay", "admin",
+        "Replay deliveries",
+        "Send again one delivery (`delivery_id`, whatever its state) or, without one, every "
+        "dead-lettered delivery of this subscription; answers how many were queued.",
+        {"webhook_id": WEBHOOK_ID},
+        _HOOKS, Replayed, resource="webhooks", service="replay_webhook", body=ReplayRequest,
     ),
 )  # fmt: skip
 

@@ -41,6 +41,7 @@ from memvault.operations import service_calls
 from memvault.runtime import open_backend
 from memvault.validation import parse_id as parse_id
 from memvault.validation import validated as validated
+from memvault.webhooks import Webhooks
 
 if TYPE_CHECKING:
     from memvault._memory_methods import AsyncMemoryMethods as _AsyncMethods
@@ -56,9 +57,10 @@ class AsyncMemory(_AsyncMethods):
 
     Made of resources, each built here with the context and the resources it needs:
     ``memories``, ``conversations``, ``graph`` (facts and entities), ``goals``, ``strategies``,
-    ``working`` (working memory), ``profile``, ``lifecycle``, ``health`` and ``recall``
-    (``remember()``). The everyday verbs are methods here; every other operation is too, by its
-    name in the operation table (``memory.complete_goal`` is ``memory.goals.complete_goal``).
+    ``working`` (working memory), ``profile``, ``lifecycle``, ``health``, ``recall``
+    (``remember()``) and ``webhooks``. The everyday verbs are methods here; every other
+    operation is too, by its name in the operation table (``memory.complete_goal`` is
+    ``memory.goals.complete_goal``).
     """
 
     memories: Memories
@@ -71,6 +73,7 @@ class AsyncMemory(_AsyncMethods):
     lifecycle: Lifecycle
     health: Health
     recall: Recall
+    webhooks: Webhooks
 
     def __init__(
         self,
@@ -101,6 +104,7 @@ class AsyncMemory(_AsyncMethods):
         self.strategies = Strategies(context)
         self.goals = Goals(context)
         self.profile = Profiles(context, self.graph)
+        self.webhooks = Webhooks(context)
         self.recall = Recall(
             context,
             conversations=self.conversations,

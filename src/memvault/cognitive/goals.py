@@ -26,6 +26,7 @@ from memvault.cognitive.kinds import (
     ProfileUpdate,
 )
 from memvault.db import cognitive as db
+from memvault.db import webhooks
 from memvault.db.cognitive_records import GoalRow, ProfileRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
@@ -149,6 +150,10 @@ class Goals:
                     **self._context.seal_row(GOALS, (ident,), payload),
                 },
             )
+            if done.status == "completed":
+                data = {"goal_id": str(ident), "user_id": done.user_id, "status": done.status}
+                event = webhooks.Event(self.tenant_id, "goal.completed", data, done.user_id)
+                await webhooks.emit(conn, [event])
         return await self.get_goal(ident, user_id=done.user_id)
 
     def _goal(self, row: GoalRow) -> Goal:

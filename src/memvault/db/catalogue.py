@@ -28,9 +28,23 @@ from memvault.db.tables import metadata
 # ``history``    memory history: tombstoned or purged (``deletion_history``);
 # ``audit``      the audit trail: what a user typed leaves it, a tenant's erasure takes it all;
 # ``tenant``     rows only a tenant's erasure takes (its API keys, its data key);
+# ``events``     webhook deliveries: a whole user's erasure takes theirs, a tenant's all (the
+#                erasure's own event is written after);
+# ``kept``       a tenant's settings its erasure keeps (its webhook endpoints, so the
+#                ``tenant.erased`` event reaches them);
 # ``outside``    stores outside the deleting transaction, cleared just before it opens.
 Erase = Literal[
-    "memories", "by_memory", "graph", "owned", "turns", "history", "audit", "tenant", "outside"
+    "memories",
+    "by_memory",
+    "graph",
+    "owned",
+    "turns",
+    "events",
+    "history",
+    "audit",
+    "tenant",
+    "kept",
+    "outside",
 ]
 # What an export does: ``line`` rows are lines of their own (``kind`` names them), ``inside``
 # rows travel in their parent's line, ``rebuilt`` ones are made again on import, ``left_out``
@@ -111,6 +125,13 @@ CATALOGUE: tuple[Place, ...] = (
         why="a live session's scratch space, expiring within hours: not kept memory",
         of_conversation=True,
     ),
+    Place(
+        "webhook_deliveries",
+        "events",
+        "left_out",
+        why="events on their way to (or handed to) the tenant's webhook endpoints: the "
+        "store's own outbox",
+    ),
     Place("memories", "memories", "line", kind="memory"),
     Place("memory_history", "history", "inside"),
     Place(
@@ -125,6 +146,13 @@ CATALOGUE: tuple[Place, ...] = (
         "tenant",
         "left_out",
         why="a tenant's data key: the importing store seals under its own",
+    ),
+    Place(
+        "webhook_subscriptions",
+        "kept",
+        "left_out",
+        why="a tenant's webhook endpoints: settings, not memory; kept through the tenant's "
+        "erasure so its erasure event reaches them",
     ),
     Place(
         "embedding_cache",

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import webhooks
 from memvault.db.cognitive_records import (
     ConversationRow,
     ConversationToolCall,
@@ -220,8 +221,32 @@ async def forget_empty_conversation(
 
 
 async def insert_turns(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert turns, each with its ``conversation.turn_added`` event."""
+    if not rows:
+        return
     # The same memory twice (a deduplicated repeat) keeps its first turn's row.
-    await conn.execute(insert(conversation_turns).on_conflict_do_nothing(), list(rows))
+    statement = (
+        insert(conversation_turns)
+        .values(list(rows))
+        .on_conflict_do_nothing()
+        .returning(_t.tenant_id, _t.user_id, _t.conversation_id, _t.turn_index, _t.memory_id)
+    )
+    added = (await conn.execute(statement)).all()
+    events = [
+        webhooks.Event(
+            t.tenant_id,
+            "conversation.turn_added",
+            {
+                "conversation_id": t.conversation_id,
+                "turn_index": t.turn_index,
+                "memory_id": str(t.memory_id),
+                "user_id": t.user_id,
+            },
+            t.user_id,
+        )
+        for t in added
+    ]
+    await webhooks.emit(conn, events)
 
 
 _TURN_COLUMNS = (*conversation_turns.c, _m.ciphertext, _m.nonce, _m.key_id)

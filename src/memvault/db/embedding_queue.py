@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db import webhooks
 from memvault.db.records import ClaimedJob, JobRow
 from memvault.db.tables import JOBS_CHANNEL, embedding_jobs, memories, worker_heartbeats
 
@@ -82,12 +83,15 @@ async def complete(conn: AsyncConnection, claimed: Sequence[ClaimedJob]) -> int:
     ours = sa.tuple_(_j.tenant_id, _j.id, _j.locked_until).in_(
         [(j.tenant_id, j.id, j.locked_until) for j in claimed]
     )
-    result = await conn.execute(
+    done = (
         embedding_jobs.update()
         .where(ours, _j.status == "processing")
         .values(status="done", locked_until=None, last_error=None, updated_at=sa.func.now())
-        .returning(_j.id)
+        .returning(_j.tenant_id, _j.id, _j.memory_id, _j.kind, _j.status)
+        .cte("done")
     )
+    hooks = webhooks.fanout(webhooks.job_events(done, "job.finished")).cte("hooks")
+    result = await conn.execute(sa.select(done.c.id).add_cte(hooks))
     return len(result.all())
 
 
@@ -107,7 +111,7 @@ async def fail(
         else_="queued",
     )
     delay = backoff_base_s * 2 ** (job.attempts - 1)
-    result = await conn.execute(
+    changed = (
         embedding_jobs.update()
         .where(_mine(job))
         .values(
@@ -117,8 +121,14 @@ async def fail(
             updated_at=sa.func.now(),
             available_at=sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, delay),
         )
-        .returning(_j.status)
+        .returning(_j.tenant_id, _j.id, _j.memory_id, _j.kind, _j.status)
+        .cte("changed")
     )
+    # Only a job that failed for good is an event (job_events keeps done and failed ones;
+    # ``done`` here is a job a newer one replaced, no outcome of its own).
+    failed = sa.select(changed).where(changed.c.status == "failed").cte("failed")
+    hooks = webhooks.fanout(webhooks.job_events(failed, "job.failed")).cte("hooks")
+    result = await conn.execute(sa.select(changed.c.status).add_cte(hooks))
     return str(result.scalar_one_or_none() or "lost")
 
 

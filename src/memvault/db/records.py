@@ -271,10 +271,52 @@ class SealedQuery(_Record):
     query_key_id: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class SubscriptionRow(_Record):
+    """A row of ``webhook_subscriptions``: the secret sealed."""
+
+    tenant_id: str
+    id: UUID
+    url: str
+    secret_ciphertext: bytes
+    secret_nonce: bytes
+    secret_key_id: str
+    event_types: list[str] | None
+    app_id: str | None
+    filter_user_id: str | None
+    include_content: bool
+    enabled: bool
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeliveryRow(_Record):
+    """A row of ``webhook_deliveries``: one event for one subscription."""
+
+    tenant_id: str
+    id: int
+    subscription_id: UUID
+    event_id: UUID
+    event_type: str
+    user_id: str
+    data: dict[str, Any]
+    occurred_at: datetime
+    state: str
+    attempts: int
+    last_status: int | None
+    last_error: str | None
+    available_at: datetime
+    locked_until: datetime | None
+    delivered_at: datetime | None
+
+
 __all__ = [
     "ApiKeyRow",
     "AuditRow",
     "ClaimedJob",
+    "DeliveryRow",
     "DoomedMemory",
     "FailedJob",
     "HistoryRow",
@@ -284,5 +326,6 @@ __all__ = [
     "ScheduledRunRow",
     "SealedContent",
     "SealedQuery",
+    "SubscriptionRow",
     "UserShare",
 ]

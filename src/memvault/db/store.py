@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import graph_admin, tenancy
+from memvault.db import graph_admin, tenancy, webhooks
 from memvault.db.keysets import StaleKeys
 from memvault.db.records import (
     AnyRow,
@@ -94,6 +94,19 @@ _ADD_DEFAULTS: dict[str, Any] = {
 }
 
 
+# What a memory event's data names (db/webhooks.py): ids, kinds and times, never content.
+_EVENT_COLUMNS = (
+    "tenant_id",
+    "id",
+    "user_id",
+    "app_id",
+    "memory_type",
+    "source",
+    "created_at",
+    "updated_at",
+)
+
+
 def _build_add(*, with_job: bool) -> sa.Select[Any]:
     values: dict[str, Any] = {c: sa.bindparam(c, type_=_m[c].type) for c in _ADD_COLUMNS}
     values["occurred_at"] = sa.func.coalesce(
@@ -128,8 +141,9 @@ def _build_add(*, with_job: bool) -> sa.Select[Any]:
         )
         .cte("history")
     )
+    hooks = webhooks.fanout(webhooks.memory_events(new, "memory.created")).cte("hooks")
     if not with_job:
-        return sa.select(new).add_cte(history)
+        return sa.select(new).add_cte(history, hooks)
     job = (
         embedding_jobs.insert()
         .from_select(
@@ -139,7 +153,7 @@ def _build_add(*, with_job: bool) -> sa.Select[Any]:
         .cte("job")
     )
     notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
-    return sa.select(new, notify).add_cte(history, job)
+    return sa.select(new, notify).add_cte(history, job, hooks)
 
 
 _ADD_QUEUED = _build_add(with_job=True)
@@ -589,6 +603,10 @@ async def update_memory(
             actor=actor,
         )
     )
+    event = webhooks.Event(
+        row.tenant_id, "memory.updated", webhooks.memory_data(row), row.user_id, row.app_id
+    )
+    await webhooks.emit(conn, [event])
     return row
 
 
@@ -604,9 +622,12 @@ async def delete_where(
     gone = (
         memories.delete()
         .where(where)
-        .returning(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id, _m.metadata)
+        .returning(
+            *(_m[c] for c in _EVENT_COLUMNS), _m.ciphertext, _m.nonce, _m.key_id, _m.metadata
+        )
         .cte("gone")
     )
+    hooks = webhooks.fanout(webhooks.memory_events(gone, "memory.deleted")).cte("hooks")
     history = memory_history.insert().from_select(
         [
             "tenant_id",
@@ -633,7 +654,7 @@ async def delete_where(
             sa.literal(actor),
         ),
     )
-    return len((await conn.execute(history.returning(_h.id))).all())
+    return len((await conn.execute(history.add_cte(hooks).returning(_h.id))).all())
 
 
 def owned_by(tenant_id: str, memory_id: UUID, user_id: str) -> sa.ColumnElement[bool]:

@@ -1047,3 +1047,76 @@ vector_index_outbox = Table(
     PrimaryKeyConstraint("tenant_id", "memory_id", name="pk_vector_index_outbox"),
     Index("ix_vector_index_outbox_ready", "available_at"),
 )
+
+# --- webhooks -----------------------------------------------------------------------------
+
+# A tenant's webhook endpoints. The signing secret must be read back to sign, so it is sealed
+# (AES-GCM under the master key, bound to the tenant and the row) rather than hashed like an
+# API key: under the master key and not the tenant's data key, so the tenant's erasure event
+# can still be signed after a crypto-shred destroyed that key. ``event_types`` NULL: every type.
+webhook_subscriptions = Table(
+    "webhook_subscriptions",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("secret_ciphertext", LargeBinary, nullable=False),
+    Column("secret_nonce", LargeBinary, nullable=False),
+    Column("secret_key_id", Text, nullable=False),
+    Column("event_types", ARRAY(Text)),
+    Column("app_id", Text),
+    Column("filter_user_id", Text),
+    Column("include_content", Boolean, nullable=False, server_default=text("false")),
+    Column("enabled", Boolean, nullable=False, server_default=text("true")),
+    Column("description", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_webhook_subscriptions"),
+)
+
+# The outbox, fanned out: one row per (event, matching subscription), written in the
+# transaction of the change it reports (db/webhooks.py). ``id`` orders a subscription's events
+# for a user (``user_id`` '' for events of the whole tenant); ``data`` holds ids, kinds and
+# times, never content (a subscription that asks for content gets it opened at delivery).
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", BigInteger, Identity(always=False), nullable=False),
+    Column("subscription_id", Uuid, nullable=False),
+    Column("event_id", Uuid, nullable=False),
+    Column("event_type", Text, nullable=False),
+    Column("user_id", Text, nullable=False, server_default=""),
+    Column("data", JSONB, nullable=False),
+    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("state", Text, nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_status", Integer),
+    Column("last_error", Text),
+    Column("available_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("locked_until", DateTime(timezone=True)),
+    Column("delivered_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_webhook_deliveries"),
+    ForeignKeyConstraint(
+        ["tenant_id", "subscription_id"],
+        ["webhook_subscriptions.tenant_id", "webhook_subscriptions.id"],
+        ondelete="CASCADE",
+        name="fk_webhook_deliveries_subscription",
+    ),
+    CheckConstraint(
+        "state IN ('pending', 'delivered', 'dead')", name="ck_webhook_deliveries_state"
+    ),
+    Index(
+        "ix_webhook_deliveries_ready", "available_at", postgresql_where=text("state = 'pending'")
+    ),
+    # The head of each (subscription, user) line: per-user order is checked against it.
+    Index(
+        "ix_webhook_deliveries_line",
+        "tenant_id",
+        "subscription_id",
+        "user_id",
+        "id",
+        postgresql_where=text("state = 'pending'"),
+    ),
+    Index("ix_webhook_deliveries_subscription", "tenant_id", "subscription_id", "id"),
+)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 from memvault.db import graph as graph_db
+from memvault.db import webhooks
 from memvault.db.graph import EntityRow
 from memvault.embedding.chunking import clean
 from memvault.errors import MemvaultError
@@ -379,7 +380,36 @@ class GraphWriter:
                     "reason": f"contradicts the current {claim.predicate}",
                 },
             )
+        await self._fact_events(conn, fact_id, claim.predicate, memory_id, decided)
         return fact_id
+
+    async def _fact_events(
+        self,
+        conn: AsyncConnection,
+        fact_id: UUID,
+        predicate: str,
+        memory_id: UUID | None,
+        decided: supersede.Plan,
+    ) -> None:
+        """The fact's webhook events, in its transaction: recorded, what it superseded, the
+        reviews it opened (ids and the predicate, never the claim)."""
+        o = self.owner
+
+        def event(kind: str, **data: Any) -> webhooks.Event:
+            data.update(user_id=o.user_id, app_id=o.app_id, predicate=predicate)
+            return webhooks.Event(o.tenant_id, kind, data, o.user_id, o.app_id)
+
+        source = None if memory_id is None else str(memory_id)
+        events = [event("fact.recorded", fact_id=str(fact_id), memory_id=source)]
+        events += [
+            event("fact.superseded", fact_id=str(old), superseded_by=str(fact_id))
+            for old in decided.old
+        ]
+        events += [
+            event("review.opened", fact_id=str(fact_id), conflicts_with=str(rival))
+            for rival in decided.reviews
+        ]
+        await webhooks.emit(conn, events)
 
     # --- relations ------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memvault import data_keys
-from memvault.db import audit, graph_admin
+from memvault.db import audit, graph_admin, webhooks
 from memvault.db import lifecycle as db
 from memvault.db.erasure import (
     conversation_where,
@@ -161,6 +161,7 @@ async def erase(
             key_destroyed=destroyed,
         )
         await _write_receipt(backend, conn, receipt, targets, actor)
+        await webhooks.emit(conn, _erasure_events(receipt, targets))
     if scope == "tenant":
         data_keys.forget(backend.keys, tenant_id)
     DELETION_RECEIPTS.labels(scope).inc()
@@ -256,6 +257,31 @@ async def _tenant_rest(conn: AsyncConnection, tenant_id: str) -> dict[str, int]:
         "audit_log": await db.delete_tenant_rows(conn, audit_log, tenant_id),
         "api_keys": await db.delete_api_keys(conn, tenant_id),
     }
+
+
+def _erasure_events(receipt: DeletionReceipt, targets: Targets) -> list[webhooks.Event]:
+    """What the deletion tells the tenant's webhooks, in its transaction: a user's or the
+    tenant's erasure (with the receipt's id), or each memory deleted."""
+    tenant_id = targets.tenant_id
+    told = {
+        "receipt_id": receipt.request_id,
+        "memories": receipt.memories,
+        "deleted_at": receipt.deleted_at.isoformat(),
+    }
+    if receipt.scope == "tenant":
+        return [webhooks.Event(tenant_id, "tenant.erased", told)]
+    if receipt.scope == "user" and targets.user_id is not None:
+        data = {**told, "user_id": targets.user_id, "app_id": targets.app_id}
+        return [webhooks.Event(tenant_id, "user.erased", data, targets.user_id, targets.app_id)]
+    return [
+        webhooks.Event(
+            tenant_id,
+            "memory.deleted",
+            {"memory_id": str(row.id), "user_id": row.user_id, "reason": receipt.scope, **told},
+            row.user_id,
+        )
+        for row in targets.rows
+    ]
 
 
 async def _write_receipt(

@@ -19,6 +19,7 @@ from memvault.cognitive.session import TURNS
 from memvault.cognitive.working import RedisWorkingStore, WorkingMemory, list_of, open_store
 from memvault.db import catalogue, graph_admin
 from memvault.db import cognitive as cognitive_db
+from memvault.db import webhooks as webhooks_db
 from memvault.db.catalogue import Place
 from memvault.db.erasure import delete_by_memory
 from memvault.db.records import DoomedMemory
@@ -75,6 +76,8 @@ def in_store() -> list[tuple[str, InStore]]:
             steps.append(("graph", _graph_rows))
         elif place.erase in ("owned", "turns"):
             steps.append((place.name, _owned_rows(place)))
+        elif place.erase == "events":
+            steps.append((place.name, _event_rows))
     return steps
 
 
@@ -101,6 +104,15 @@ async def _graph_rows(conn: AsyncConnection, targets: Targets) -> int:
             conn, targets.tenant_id, targets.user_id, targets.app_id
         )
     return 0
+
+
+async def _event_rows(conn: AsyncConnection, targets: Targets) -> int:
+    """Webhook deliveries not yet purged name their user: a whole user's erasure takes
+    theirs, a tenant's every one (the erasure's own event is written after this)."""
+    takes, user_id = _owner(targets)
+    if not takes:
+        return 0
+    return await webhooks_db.delete_deliveries(conn, targets.tenant_id, user_id)
 
 
 # --- cognitive rows ----------------------------------------------------------------------------

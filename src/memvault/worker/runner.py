@@ -37,6 +37,7 @@ from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
 from memvault.sealing import open_content
 from memvault.vectorindex.feeder import Feeder
+from memvault.worker.delivery import Dispatcher
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -79,6 +80,7 @@ class Worker:
         self._failing_since: float | None = None
         self._backoff = _FIRST_BACKOFF_S
         self.index_feeder = Feeder(backend)
+        self.webhooks = Dispatcher(backend)
 
     # --- loop ---------------------------------------------------------------------------------
 
@@ -105,10 +107,12 @@ class Worker:
                     next_schedule = loop.time() + self.settings.schedule_tick_s
                 done = await self._guarded(self.run_once(), stop)
                 done += await self._guarded(self.index_feeder.tick(reconcile=sweeper), stop)
+                done += await self._guarded(self.webhooks.tick(), stop)
                 if not done and not stop.is_set():
                     await self._idle(notifications, stop)
         finally:
             await notifications.close()
+            await self.webhooks.close()
             with contextlib.suppress(*_STORE_ERRORS):
                 async with transaction(self.engine) as conn:
                     await embedding_queue.forget_worker(conn, self.worker_id)
@@ -158,10 +162,12 @@ class Worker:
     async def _idle(
         self, notifications: embedding_queue.Notifications, stop: asyncio.Event
     ) -> None:
-        """Wait up to a second for a new job (polling when LISTEN is unavailable)."""
-        if not await notifications.wait(timeout=1.0):
+        """Wait up to a second for a new job (polling when LISTEN is unavailable), less when
+        a webhook retry falls due sooner."""
+        timeout = min(1.0, self.webhooks.next_retry_in())
+        if not await notifications.wait(timeout=timeout):
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=1.0)
+                await asyncio.wait_for(stop.wait(), timeout=timeout)
 
     # --- one batch ----------------------------------------------------------------------------
 

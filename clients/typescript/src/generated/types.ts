@@ -217,6 +217,30 @@ export interface DeletionRequest {
   app_id?: string | null;
 }
 
+export interface Delivery {
+  id: number;
+  event_id: string;
+  event_type: string;
+  user_id: string | null;
+  state: "pending" | "delivered" | "dead";
+  attempts: number;
+  /** the endpoint's last HTTP status, if it answered */
+  last_status: number | null;
+  last_error: string | null;
+  occurred_at: string;
+  available_at: string;
+  delivered_at: string | null;
+}
+
+export interface DeliveryPage {
+  results: Array<Delivery>;
+}
+
+export interface DeliveryParams {
+  state?: ("pending" | "delivered" | "dead") | null;
+  limit?: number;
+}
+
 /** GET /v1/entities: by name or alias (``q``), else the most salient. */
 export interface EntitiesQuery {
   user_id: string;
@@ -841,6 +865,16 @@ export interface RememberRequest {
   weights?: { [key: string]: number } | null;
 }
 
+/** Body of POST /v1/webhooks/{webhook_id}/replay. */
+export interface ReplayRequest {
+  /** one delivery; unset: every dead-lettered one */
+  delivery_id?: number | null;
+}
+
+export interface Replayed {
+  replayed: number;
+}
+
 export interface ResolvedReview {
   id: string;
   keep: "fact" | "conflicts_with" | "both";
@@ -1123,6 +1157,66 @@ export interface TurnsRequest {
   user_id: string;
   turns: Array<Turn>;
   occurred_at?: (string | Date) | null;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  event_types: Array<string> | null;
+  app_id: string | null;
+  user_id: string | null;
+  include_content: boolean;
+  enabled: boolean;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookCreated {
+  id: string;
+  url: string;
+  event_types: Array<string> | null;
+  app_id: string | null;
+  user_id: string | null;
+  include_content: boolean;
+  enabled: boolean;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+  /** the signing secret: shown here once, never again */
+  secret: string;
+}
+
+/** Body of POST /v1/webhooks. */
+export interface WebhookInput {
+  url: string;
+  /** unset: every type */
+  event_types?: (Array<"memory.created" | "memory.updated" | "memory.deleted" | "conversation.turn_added" | "fact.recorded" | "fact.superseded" | "goal.completed" | "user.erased" | "tenant.erased" | "job.finished" | "job.failed" | "review.opened">) | null;
+  /** only this app's events */
+  app_id?: string | null;
+  /** only this user's events */
+  user_id?: string | null;
+  /** memory and turn events carry the text, opened when sent (never stored in the outbox) */
+  include_content?: boolean;
+  enabled?: boolean;
+  description?: string | null;
+  /** whsec_ + base64 of 24-64 bytes; unset: one is made */
+  secret?: string | null;
+}
+
+export interface WebhookList {
+  results: Array<Webhook>;
+}
+
+/** Body of PATCH /v1/webhooks/{webhook_id}: the fields given change. */
+export interface WebhookUpdate {
+  url?: string | null;
+  event_types?: (Array<"memory.created" | "memory.updated" | "memory.deleted" | "conversation.turn_added" | "fact.recorded" | "fact.superseded" | "goal.completed" | "user.erased" | "tenant.erased" | "job.finished" | "job.failed" | "review.opened">) | null;
+  app_id?: string | null;
+  user_id?: string | null;
+  include_content?: boolean | null;
+  enabled?: boolean | null;
+  description?: string | null;
 }
 
 export interface WorkingContext {
