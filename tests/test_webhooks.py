@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import standardwebhooks
 from fastapi.testclient import TestClient
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from memvault import AsyncMemory, InvalidInput, NotFound, Settings, auth
 from memvault.admin import AsyncAdmin
@@ -30,6 +31,7 @@ from memvault.outbound import Guard, Refused
 from memvault.worker import Worker
 from tests.conftest import KEY, backend_of
 from tests.processes import Process, environment
+from tests.test_tracing import named, spans  # noqa: F401  (the fixture and the helper)
 from tests.waiting import wait_for, wait_until
 
 # Retries within a test: 20 ms first backoff, doubling to 200 ms at most.
@@ -530,3 +532,20 @@ def test_the_http_client_manages_webhooks(
         client.delete_webhook(hook.id)
         with pytest.raises(NotFound):
             client.get_webhook(hook.id)
+
+
+async def test_a_delivery_is_a_span_naming_its_event_type_and_status_not_its_target(
+    store: AsyncMemory,
+    receiver: Receiver,
+    spans: InMemorySpanExporter,  # noqa: F811
+) -> None:
+    await store.create_webhook(receiver.url, event_types=["memory.created"])
+    await store.add("My locker code is 4417", user_id="ann")
+    await _deliver(store)
+    (delivered,) = named(spans, "memvault.webhook.deliver")
+    attributes = dict(delivered.attributes or {})
+    assert attributes["memvault.event_type"] == "memory.created"
+    assert attributes["memvault.attempt"] == 1
+    assert attributes["memvault.status_code"] == 200 and attributes["memvault.delivered"]
+    shown = json.dumps(attributes)
+    assert str(receiver.port) not in shown and "ann" not in shown and "4417" not in shown

@@ -24,6 +24,7 @@ from uuid import UUID
 
 import httpx
 
+from memvault import tracing
 from memvault.crypto import Sealed
 from memvault.db import store
 from memvault.db import webhooks as db
@@ -97,6 +98,21 @@ class Dispatcher:
     # --- one delivery ---------------------------------------------------------------------
 
     async def _send(self, delivery: DeliveryRow, subscription: SubscriptionRow) -> Outcome:
+        # The event type and attempt say what was tried; the URL, ids and body stay out.
+        with tracing.span(
+            "memvault.webhook.deliver",
+            event_type=delivery.event_type,
+            attempt=delivery.attempts,
+        ) as traced:
+            outcome = await self._attempt(delivery, subscription)
+            traced.set(
+                delivered=outcome.error is None,
+                refused=outcome.refused,
+                **({"status_code": outcome.status} if outcome.status is not None else {}),
+            )
+        return outcome
+
+    async def _attempt(self, delivery: DeliveryRow, subscription: SubscriptionRow) -> Outcome:
         try:
             target = await self._guard.resolve(subscription.url)
             body = await self.body(delivery, subscription)
