@@ -293,6 +293,9 @@ FILTERS: list[dict[str, Any]] = [
     {"NOT": [{"kind": "drink"}]},
     {"OR": [{"kind": "travel"}, {"AND": [{"kind": "drink"}, {"n": 4}]}]},
     {"user_id": "erin", "kind": "drink", "NOT": [{"n": 1}]},
+    {"role": "user", "kind": "work"},
+    {"role": "assistant"},
+    {"OR": [{"role": "assistant"}, {"n": 3}]},
 ]
 
 

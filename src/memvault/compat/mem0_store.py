@@ -410,9 +410,12 @@ def _change(entry: Any, created: str) -> dict[str, Any]:
 
 
 def _containment(scope: rules.Filters) -> dict[str, Any] | None:
-    wanted: dict[str, Any] = dict(scope.metadata)
-    if scope.entities:
-        wanted[_KEY] = dict(scope.entities)
+    """The exact matches as memvault's metadata containment: the fields this API keeps (entity
+    ids, ``role``, ``actor_id``, …) under its key, the caller's own at the top."""
+    mine = {**{k: v for k, v in scope.metadata.items() if k in _PROMOTED}, **scope.entities}
+    wanted: dict[str, Any] = {k: v for k, v in scope.metadata.items() if k not in _PROMOTED}
+    if mine:
+        wanted[_KEY] = mine
     return wanted or None
 
 
