@@ -115,7 +115,7 @@ def item(record: Any, score: Any = UNSET) -> dict[str, Any]:
     """mem0's ``MemoryItem``: ``score`` is a search's, None on ``get``, absent from
     ``get_all`` (``UNSET``)."""
     metadata, mine = _parts(record)
-    item: dict[str, Any] = {
+    answer: dict[str, Any] = {
         "id": str(record.id),
         "memory": record.content,
         "hash": _hash(record.content),
@@ -125,9 +125,9 @@ def item(record: Any, score: Any = UNSET) -> dict[str, Any]:
         "updated_at": _iso(record.updated_at),
     }
     if score is UNSET:
-        del item["score"]
-    item.update((key, mine[key]) for key in _PROMOTED if key in mine)
-    return item
+        del answer["score"]
+    answer.update((key, mine[key]) for key in _PROMOTED if key in mine)
+    return answer
 
 
 def _messages(messages: Any) -> list[dict[str, Any]]:
