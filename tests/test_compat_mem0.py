@@ -4,15 +4,20 @@ by name."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from memvault import AsyncMemory as NativeAsync
+from memvault import MemoryClient as NativeClient
+from memvault.api import create_app
 from memvault.compat import mem0 as compat
 from memvault.config import Settings
+from tests.serving import serving
 
 mem0 = pytest.importorskip("mem0")
 
@@ -126,14 +131,21 @@ async def test_async_api_scopes_by_agent_and_run(make_settings: Callable[..., Se
         travel = await m.get_all(filters={"user_id": "u", "agent_id": "travel"})
         assert [r["memory"] for r in travel["results"]] == ["I prefer window seats"]
         assert travel["results"][0]["agent_id"] == "travel"
+        # As in mem0, entity ids are fields of one store: the agent's filter finds what it
+        # was given with a user too.
         only_agent = await m.get_all(filters={"agent_id": "cafe"})
-        assert [r["memory"] for r in only_agent["results"]] == ["Likes green tea"]
+        assert sorted(r["memory"] for r in only_agent["results"]) == [
+            "I take my coffee black",
+            "Likes green tea",
+        ]
         hits = await m.search("coffee", filters={"user_id": "u"}, threshold=0.0)
         assert hits["results"][0]["memory"] == "I take my coffee black"
         assert isinstance(hits["results"][0]["score"], float)
         await m.delete_all(user_id="u", agent_id="cafe")
         left = await m.get_all(filters={"user_id": "u"})
         assert [r["memory"] for r in left["results"]] == ["I prefer window seats"]
+        await m.delete_all(agent_id="cafe")
+        assert await m.get_all(filters={"run_id": "r1"}) == {"results": []}
     finally:
         await native.close()
 
@@ -144,18 +156,78 @@ async def test_what_memvault_lacks_is_refused_by_name(
     native = await NativeAsync.open(make_settings(embedding_provider="hash"))
     try:
         m = compat.AsyncMemory(native)
-        with pytest.raises(compat.NotSupported, match="reset"):
-            await m.reset()
         with pytest.raises(compat.NotSupported, match="procedural"):
             await m.add("x", user_id="u", memory_type="procedural_memory")
         with pytest.raises(compat.NotSupported, match="rerank"):
             await m.search("x", filters={"user_id": "u"}, rerank=True)
-        with pytest.raises(compat.NotSupported, match="filter operators"):
-            await m.search("x", filters={"user_id": "u", "score": {"gte": 3}})
+        with pytest.raises(ValueError, match="Unsupported metadata filter operator: between"):
+            await m.search("x", filters={"user_id": "u", "score": {"between": [1, 3]}})
         with pytest.raises(ValueError, match="filters="):
             await m.search("x", user_id="u")
         with pytest.raises(ValueError, match="user_id"):
             await m.add("x")
         assert await m.get_all(filters={"user_id": "u"}) == {"results": []}
+    finally:
+        await native.close()
+
+
+def test_the_client_takes_mem0s_v3_forms_over_http(make_settings: Callable[..., Settings]) -> None:
+    with (
+        serving(create_app(make_settings(embedding_provider="hash"))) as url,
+        NativeClient(url) as client,
+    ):
+        m = compat.MemoryClient.over(client)
+        shop = {"user_id": "ann", "app_id": "shop"}
+        first = m.add("I wear size 38 shoes", filters=shop, metadata={"k": 1}, infer=False)
+        m.add({"role": "user", "content": "I return parcels on Fridays"}, filters=shop, infer=False)
+        m.add("I like jazz", user_id="ann", agent_id="dj", infer=False)  # the older form
+        memory_id = first["results"][0]["id"]
+        assert str(uuid.UUID(memory_id)) == memory_id
+        assert m.get(memory_id)["app_id"] == "shop"
+        page = m.get_all(filters={"app_id": "shop"}, page=1, page_size=1)
+        assert (page["count"], len(page["results"]), page["previous"]) == (2, 1, None)
+        assert page["next"] is not None
+        last = m.get_all({"filters": {"app_id": "shop"}, "page": 2, "page_size": 1})
+        assert last["next"] is None and last["previous"] is not None
+        assert {r["memory"] for r in page["results"] + last["results"]} == {
+            "I wear size 38 shoes",
+            "I return parcels on Fridays",
+        }
+        hits = m.search("shoes", filters={"AND": [shop], "user_id": "ann"}, threshold=0.0)
+        assert memory_id in [h["id"] for h in hits["results"]]
+        with pytest.raises(ValueError, match="given twice"):
+            m.add("x", filters={"user_id": "ann"}, user_id="bob")
+        with pytest.raises(ValueError, match="Top-level entity"):
+            m.search("x", user_id="ann")
+        with pytest.raises(compat.NotSupported, match="custom_categories"):
+            m.add("x", filters=shop, custom_categories=[{"a": "b"}])
+        assert m.delete_all(filters={"app_id": "shop"}) == {
+            "message": "Memories deleted successfully!"
+        }
+        assert m.get_all(filters={"user_id": "ann"})["count"] == 1
+        assert m.reset()["message"].startswith("Client reset successful")
+        assert m.get_all(filters={"user_id": "ann"})["results"] == []
+        with pytest.raises(KeyError):
+            m.get(memory_id)
+
+
+async def test_a_memory_id_is_a_plain_uuid_and_owner_scopes_the_api(
+    make_settings: Callable[..., Settings],
+) -> None:
+    native = await NativeAsync.open(make_settings(embedding_provider="hash"))
+    try:
+        mine = compat.AsyncMemory(native, owner="team-a")
+        other = compat.AsyncMemory(native, owner="team-b")
+        added = await mine.add("Standup is at nine", user_id="u", infer=False)
+        memory_id = added["results"][0]["id"]
+        assert str(uuid.UUID(memory_id)) == memory_id
+        assert (await mine.get(memory_id))["memory"] == "Standup is at nine"
+        # Another owner is another store: it neither sees nor deletes this one.
+        assert await other.get(memory_id) is None
+        await other.reset()
+        assert (await mine.get(memory_id))["hash"] == hashlib.md5(b"Standup is at nine").hexdigest()
+        record = await native.get(memory_id, user_id="team-a")
+        assert record.metadata == {"mem0": {"user_id": "u", "role": "user"}}
+        assert record.app_id == "user_id=u"
     finally:
         await native.close()

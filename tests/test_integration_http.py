@@ -45,7 +45,7 @@ def test_store_and_mem0_over_the_sync_client(url: str) -> None:
         assert m.get(memory_id)["memory"] == "I am allergic to peanuts"
         assert m.search("peanuts", filters={"user_id": "ann"})["results"][0]["id"] == memory_id
         m.delete(memory_id)
-        assert m.get_all(filters={"user_id": "ann"}) == {"results": []}
+        assert m.get_all(filters={"user_id": "ann"})["results"] == []
 
 
 def test_store_index_fields_and_unindexed_items_over_http(url: str) -> None:

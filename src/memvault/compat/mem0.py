@@ -1,315 +1,59 @@
 """mem0's API over memvault: ``from memvault.compat.mem0 import Memory`` instead of
-``from mem0 import Memory``; the same method names, parameters and return shapes.
+``from mem0 import Memory``; the same method names, parameters, return shapes and refusals as
+mem0ai 2.2.1 (``tests/test_compat_mem0_differential.py`` runs both side by side).
 
-How mem0's model maps onto memvault's (docs/integrations.md):
+How mem0's model maps onto memvault's (docs/integrations.md, "mem0's API"):
 
-* mem0's entity ids become the memvault owner: ``user_id``, else ``agent:<agent_id>``, else
-  ``run:<run_id>``; all three are kept in the memory's metadata under ``"mem0"`` and filter
-  by containment there, so ``filters={"user_id": "u", "agent_id": "a"}`` means both.
-* mem0 addresses a memory by id alone, memvault by id and owner; the ids this API answers
-  carry both (``"<uuid>:<owner>"``) and are to be passed back as given.
+* mem0 keeps every memory in one collection, and ``user_id`` / ``agent_id`` / ``run_id`` are
+  fields of each memory that filters match. So does this API: every memory it stores lives
+  under one memvault user, the *owner* (``"mem0"`` unless ``owner=`` names another), with the
+  entity ids, ``role`` and ``actor_id`` in its metadata under ``"mem0"``. A memory id is
+  therefore a plain UUID, as in mem0, and a memory added with ``user_id`` and ``agent_id`` is
+  found by either. Deduplication (``infer=True``) stays within one mem0 session (the same
+  entity ids, as mem0's extraction reads only that session's memories): the session is the
+  memory's memvault ``app_id``.
 * ``add`` stores each message's text through memvault's pipeline (``infer=True``: dedup and
   enrichment decide ADD / UPDATE / nothing; ``infer=False``: stored as given). A system
   message is instructions, not memory, and is skipped as mem0 skips it.
-* What mem0 does and memvault does not (``reset``, rerankers, procedural memory, filter
-  operators, custom prompts, expired results) raises :class:`NotSupported` naming it.
+* What mem0 does and memvault does not (rerankers, procedural memory, custom prompts, expired
+  results) raises :class:`NotSupported` naming it; bad input raises ``ValueError`` with
+  mem0's message (:mod:`memvault.compat.mem0_input`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any
 
 from memvault import AsyncMemory as _AsyncService
 from memvault import Memory as _SyncService
 from memvault.client import AsyncMemoryClient as _AsyncClient
 from memvault.client import MemoryClient as _SyncClient
-from memvault.errors import NotFound
-from memvault.integrations._faces import Bridge
-
-R = TypeVar("R")
-_KEY = "mem0"
-_ENTITIES = ("user_id", "agent_id", "run_id")
-_UNSET: Any = object()
-_EVENTS = {
-    "stored_new": "ADD",
-    "keep_both": "ADD",
-    "pending": "ADD",
-    "merge": "UPDATE",
-    "replace": "UPDATE",
-}
+from memvault.compat import mem0_input as rules
+from memvault.compat.mem0_store import (
+    CLIENT_ENTITIES,
+    OWNER,
+    PAGE,
+    UNSET,
+    Core,
+    NotSupported,
+    item,
+    unsupported,
+    when,
+)
 
 
-class NotSupported(NotImplementedError):
-    """A mem0 behaviour memvault does not have; the message names it."""
-
-
-def _unsupported(what: str) -> NotSupported:
-    return NotSupported(f"memvault's mem0-compatible API does not support {what}.")
-
-
-def _owner(entities: dict[str, str | None]) -> str:
-    if entities.get("user_id"):
-        return str(entities["user_id"])
-    if entities.get("agent_id"):
-        return f"agent:{entities['agent_id']}"
-    if entities.get("run_id"):
-        return f"run:{entities['run_id']}"
-    raise ValueError("At least one of 'user_id', 'agent_id' or 'run_id' must be provided.")
-
-
-def _split(memory_id: str) -> tuple[str, str]:
-    ident, sep, owner = str(memory_id).partition(":")
-    if not sep or not owner:
-        raise ValueError(
-            f"{memory_id!r} is not an id this API gave out (they read '<uuid>:<owner>')."
-        )
-    return ident, owner
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _when(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    return datetime.fromisoformat(str(value))
-
-
-def _item(record: Any, owner: str, score: float | None = None) -> dict[str, Any]:
-    metadata = dict(record.metadata)
-    entities = metadata.pop(_KEY, {}) or {}
-    item: dict[str, Any] = {
-        "id": f"{record.id}:{owner}",
-        "memory": record.content,
-        "hash": None,
-        "created_at": _iso(record.created_at),
-        "updated_at": _iso(record.updated_at),
-    }
-    if score is not None:
-        item["score"] = score
-    for name in _ENTITIES:
-        if entities.get(name):
-            item[name] = entities[name]
-    if record.expires_at is not None:
-        item["expiration_date"] = _iso(record.expires_at)
-    if metadata:
-        item["metadata"] = metadata
-    return item
-
-
-def _messages(messages: Any) -> list[tuple[str, str]]:
-    if isinstance(messages, str):
-        return [("user", messages)]
-    if isinstance(messages, dict):
-        messages = [messages]
-    if not isinstance(messages, list):
-        raise ValueError("messages must be a string, a message dict or a list of them.")
-    said = []
-    for message in messages:
-        content = message.get("content")
-        if message.get("role") == "system" or not isinstance(content, str) or not content.strip():
-            continue
-        said.append((str(message.get("role", "user")), content))
-    return said
-
-
-def _scope(filters: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
-    """The owner and metadata containment filter that mem0's ``filters`` name."""
-    filters = dict(filters or {})
-    for logical in ("AND", "OR", "NOT"):
-        if logical in filters:
-            raise _unsupported(f"the {logical} filter")
-    entities = {k: filters.pop(k) for k in _ENTITIES if k in filters}
-    for key, value in filters.items():
-        if isinstance(value, dict | list) or value == "*":
-            raise _unsupported(f"filter operators (on {key!r}); give a value to match exactly")
-    owner = _owner(entities)
-    wanted: dict[str, Any] = dict(filters)
-    named = {k: v for k, v in entities.items() if v}
-    if named:
-        wanted[_KEY] = named
-    return owner, wanted or None
-
-
-class _Core:
-    """The operations, written once over memvault's async service."""
-
-    def __init__(self, service: Any) -> None:
-        self._bridge = Bridge(service)
-
-    @property
-    def _service(self) -> Any:
-        return self._bridge.service
-
-    async def _add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        timestamp: Any = None,
-        expiration_date: Any = None,
-        infer: bool = True,
-        memory_type: str | None = None,
-        prompt: str | None = None,
-    ) -> dict[str, Any]:
-        if memory_type is not None:
-            raise _unsupported(f"memory_type={memory_type!r} (procedural memory)")
-        if prompt is not None:
-            raise _unsupported("a custom extraction prompt")
-        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        owner = _owner(entities)
-        named = {k: v for k, v in entities.items() if v}
-        results = []
-        for role, content in _messages(messages):
-            stored = await self._service.add(
-                content,
-                user_id=owner,
-                metadata={**(metadata or {}), _KEY: named, "role": role},
-                occurred_at=_when(timestamp),
-                expires_at=_when(expiration_date),
-                infer=infer,
-            )
-            event = _EVENTS.get(stored.dedup.action)
-            if event is not None:
-                results.append(
-                    {"id": f"{stored.id}:{owner}", "memory": stored.content, "event": event}
-                )
-        return {"results": results}
-
-    async def _get(self, memory_id: str) -> dict[str, Any] | None:
-        ident, owner = _split(memory_id)
-        try:
-            record = await self._service.get(ident, user_id=owner)
-        except NotFound:
-            return None
-        return _item(record, owner)
-
-    async def _get_all(
-        self, filters: dict[str, Any] | None, top_k: int, show_expired: bool
-    ) -> dict[str, Any]:
-        if show_expired:
-            raise _unsupported("show_expired (memvault never answers an expired memory)")
-        owner, wanted = _scope(filters)
-        found: list[dict[str, Any]] = []
-        cursor = None
-        while len(found) < top_k:
-            page = await self._service.list(
-                user_id=owner, metadata=wanted, limit=min(100, top_k - len(found)), cursor=cursor
-            )
-            found.extend(_item(r, owner) for r in page.results)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return {"results": found}
-
-    async def _search(
-        self,
-        query: str,
-        *,
-        top_k: int = 20,
-        filters: dict[str, Any] | None = None,
-        threshold: float | None = 0.1,
-        rerank: bool = False,
-        explain: bool = False,
-        reference_date: Any = None,
-        show_expired: bool = False,
-    ) -> dict[str, Any]:
-        if rerank:
-            raise _unsupported("rerank=True (memvault ranks by its own hybrid recall)")
-        if explain:
-            raise _unsupported("explain=True (memvault answers a score breakdown in `scores`)")
-        if show_expired:
-            raise _unsupported("show_expired (memvault never answers an expired memory)")
-        owner, wanted = _scope(filters)
-        result = await self._service.search(
-            query,
-            user_id=owner,
-            metadata=wanted,
-            limit=min(top_k, 100),
-            reference_time=_when(reference_date),
-            # mem0's threshold is a 0-1 similarity floor, which memvault's relevance is; the
-            # service applies it before the cut, so top_k still fills from what passes.
-            min_relevance=threshold,
-        )
-        return {"results": [_item(hit, owner, hit.relevance) for hit in result.results]}
-
-    async def _update(
-        self,
-        memory_id: str,
-        text: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
-        data: str | None = None,
-    ) -> dict[str, Any]:
-        if expiration_date is not _UNSET:
-            raise _unsupported("changing a memory's expiration_date after it is stored")
-        ident, owner = _split(memory_id)
-        await self._service.update(ident, user_id=owner, content=text or data, metadata=metadata)
-        return {"message": "Memory updated successfully!"}
-
-    async def _delete(self, memory_id: str) -> dict[str, Any]:
-        ident, owner = _split(memory_id)
-        await self._service.delete(ident, user_id=owner)
-        return {"message": "Memory deleted successfully!"}
-
-    async def _delete_all(
-        self, user_id: str | None, agent_id: str | None, run_id: str | None
-    ) -> dict[str, Any]:
-        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-        owner = _owner(entities)
-        if user_id and not agent_id and not run_id:
-            await self._service.delete_all(user_id=owner)
-        else:
-            named = {k: v for k, v in entities.items() if v}
-            while True:
-                page = await self._service.list(user_id=owner, metadata={_KEY: named}, limit=100)
-                for record in page.results:
-                    await self._service.delete(record.id, user_id=owner)
-                if page.next_cursor is None:
-                    break
-        return {"message": "Memories deleted successfully!"}
-
-    async def _history(self, memory_id: str) -> list[dict[str, Any]]:
-        ident, owner = _split(memory_id)
-        entries = await self._service.history(ident, user_id=owner)
-        return [
-            {
-                "id": str(entry.id),
-                "memory_id": f"{entry.memory_id}:{owner}",
-                "old_memory": entry.old_content,
-                "new_memory": entry.new_content,
-                "event": entry.action,
-                "created_at": _iso(entry.created_at),
-                "updated_at": None,
-                "is_deleted": entry.action == "DELETE",
-                "actor_id": None,
-                "role": None,
-            }
-            for entry in entries
-        ]
-
-    def _run(self, coro: Coroutine[Any, Any, R]) -> R:
-        return self._bridge.run(coro)
-
-
-class Memory(_Core):
+class Memory(Core):
     """mem0's ``Memory`` on memvault. ``Memory()`` opens memvault from ``MEMVAULT_*`` settings;
-    pass an open ``memvault.Memory`` or ``memvault.MemoryClient`` to share one."""
+    pass an open ``memvault.Memory`` or ``memvault.MemoryClient`` to share one. ``owner`` is
+    the memvault user every memory of this API lives under."""
 
-    def __init__(self, memory: _SyncService | _SyncClient | None = None) -> None:
+    def __init__(
+        self, memory: _SyncService | _SyncClient | None = None, *, owner: str = OWNER
+    ) -> None:
         # One this object opened is its to close; one passed in belongs to the caller.
         self._opened = _SyncService() if memory is None else None
-        super().__init__(memory if memory is not None else self._opened)
+        super().__init__(memory if memory is not None else self._opened, owner)
 
     def close(self) -> None:
         if self._opened is not None:
@@ -318,7 +62,7 @@ class Memory(_Core):
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Memory:
         if config_dict:
-            raise _unsupported("mem0's provider config (configure memvault with MEMVAULT_*)")
+            raise unsupported("mem0's provider config (configure memvault with MEMVAULT_*)")
         return cls()
 
     def add(
@@ -335,12 +79,11 @@ class Memory(_Core):
         memory_type: str | None = None,
         prompt: str | None = None,
     ) -> dict[str, Any]:
+        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         return self._run(
             self._add(
                 messages,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
+                entities,
                 metadata=metadata,
                 timestamp=timestamp,
                 expiration_date=expiration_date,
@@ -363,7 +106,7 @@ class Memory(_Core):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        _no_entities(kwargs, "search")
+        _no_extras(kwargs, "search")
         return self._run(
             self._search(
                 query,
@@ -388,7 +131,7 @@ class Memory(_Core):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        _no_entities(kwargs, "get_all")
+        _no_extras(kwargs, "get_all")
         return self._run(self._get_all(filters, top_k, show_expired))
 
     def update(
@@ -396,10 +139,10 @@ class Memory(_Core):
         memory_id: str,
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
+        expiration_date: Any = UNSET,
         data: str | None = None,
     ) -> dict[str, Any]:
-        return self._run(self._update(memory_id, text, metadata, expiration_date, data))
+        return self._run(self._update(memory_id, _text(text, data), metadata, expiration_date))
 
     def delete(self, memory_id: str) -> dict[str, Any]:
         return self._run(self._delete(memory_id))
@@ -410,21 +153,25 @@ class Memory(_Core):
         agent_id: str | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
-        return self._run(self._delete_all(user_id, agent_id, run_id))
+        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        return self._run(self._delete_all(entities))
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         return self._run(self._history(memory_id))
 
     def reset(self) -> None:
-        raise _unsupported("reset() (erase a user with delete_all, or memvault's erase_user)")
+        """Delete every memory this API stored (its owner's), as mem0's ``reset`` empties its
+        collection. Unguarded, as mem0's is: ``delete_all`` is the call that refuses to run
+        without an entity id and names this one."""
+        self._run(self._reset())
 
 
-class AsyncMemory(_Core):
+class AsyncMemory(Core):
     """mem0's ``AsyncMemory`` on memvault, over an open ``memvault.AsyncMemory`` or
-    ``memvault.AsyncMemoryClient``."""
+    ``memvault.AsyncMemoryClient``; ``owner`` as on :class:`Memory`."""
 
-    def __init__(self, memory: _AsyncService | _AsyncClient) -> None:
-        super().__init__(memory)
+    def __init__(self, memory: _AsyncService | _AsyncClient, *, owner: str = OWNER) -> None:
+        super().__init__(memory, owner)
 
     async def add(
         self,
@@ -442,13 +189,12 @@ class AsyncMemory(_Core):
         llm: Any = None,
     ) -> dict[str, Any]:
         if llm is not None:
-            raise _unsupported("a per-call llm (configure memvault's LLM with MEMVAULT_LLM_*)")
+            raise unsupported("a per-call llm (configure memvault's LLM with MEMVAULT_LLM_*)")
+        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         return await self._bridge.arun(
             self._add(
                 messages,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
+                entities,
                 metadata=metadata,
                 timestamp=timestamp,
                 expiration_date=expiration_date,
@@ -471,7 +217,7 @@ class AsyncMemory(_Core):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        _no_entities(kwargs, "search")
+        _no_extras(kwargs, "search")
         return await self._bridge.arun(
             self._search(
                 query,
@@ -496,7 +242,7 @@ class AsyncMemory(_Core):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        _no_entities(kwargs, "get_all")
+        _no_extras(kwargs, "get_all")
         return await self._bridge.arun(self._get_all(filters, top_k, show_expired))
 
     async def update(
@@ -504,11 +250,11 @@ class AsyncMemory(_Core):
         memory_id: str,
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
+        expiration_date: Any = UNSET,
         data: str | None = None,
     ) -> dict[str, Any]:
         return await self._bridge.arun(
-            self._update(memory_id, text, metadata, expiration_date, data)
+            self._update(memory_id, _text(text, data), metadata, expiration_date)
         )
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
@@ -517,18 +263,24 @@ class AsyncMemory(_Core):
     async def delete_all(
         self, user_id: Any = None, agent_id: Any = None, run_id: Any = None
     ) -> dict[str, Any]:
-        return await self._bridge.arun(self._delete_all(user_id, agent_id, run_id))
+        entities = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        return await self._bridge.arun(self._delete_all(entities))
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
         return await self._bridge.arun(self._history(memory_id))
 
     async def reset(self) -> None:
-        raise _unsupported("reset() (erase a user with delete_all, or memvault's erase_user)")
+        """As :meth:`Memory.reset`."""
+        await self._bridge.arun(self._reset())
 
 
-class MemoryClient(_Core):
+class MemoryClient(Core):
     """mem0's platform ``MemoryClient`` on a memvault server: ``host`` is memvault's URL and
-    ``api_key`` a memvault key. Options travel as in mem0, as ``options`` or keywords."""
+    ``api_key`` a memvault key. Options travel as in mem0, as ``options`` or keywords, in
+    mem0's v3 forms (entity ids in ``filters``, ``app_id`` among them, ``page``/``page_size``)
+    and the older top-level ones."""
+
+    _entities = CLIENT_ENTITIES
 
     def __init__(
         self,
@@ -537,27 +289,31 @@ class MemoryClient(_Core):
         org_id: str | None = None,
         project_id: str | None = None,
         client: Any = None,
+        *,
+        owner: str = OWNER,
     ) -> None:
         if org_id or project_id:
-            raise _unsupported("org_id/project_id (a memvault key names its tenant)")
+            raise unsupported("org_id/project_id (a memvault key names its tenant)")
         if client is not None:
-            raise _unsupported("a custom httpx client (pass memvault's MemoryClient instead)")
-        super().__init__(_SyncClient(host or "http://127.0.0.1:8765", api_key))
+            raise unsupported("a custom httpx client (pass memvault's MemoryClient instead)")
+        super().__init__(_SyncClient(host or "http://127.0.0.1:8765", api_key), owner)
 
     @classmethod
-    def over(cls, memory: _SyncService | _SyncClient) -> MemoryClient:
+    def over(cls, memory: _SyncService | _SyncClient, *, owner: str = OWNER) -> MemoryClient:
         """The same API over an already open memvault ``Memory`` or ``MemoryClient``."""
         made = cls.__new__(cls)
-        _Core.__init__(made, memory)
+        Core.__init__(made, memory, owner)
         return made
 
     def add(self, messages: Any, options: Any = None, **kwargs: Any) -> dict[str, Any]:
-        given = _options(options, kwargs)
-        return self._run(self._add(messages, **_only(given, _ADD, "add")))
+        given = _only(_options(options, kwargs), _ADD | set(CLIENT_ENTITIES), "add")
+        entities = _client_entities(given)
+        return self._run(self._add(messages, entities, **given))
 
     def search(self, query: str, options: Any = None, **kwargs: Any) -> dict[str, Any]:
-        given = _options(options, kwargs)
-        return self._run(self._search(query, **_only(given, _SEARCH, "search")))
+        rules.no_entity_keywords(kwargs, "search")
+        given = _only(_options(options, kwargs), _SEARCH, "search")
+        return self._run(self._search(query, **given))
 
     def get(self, memory_id: str) -> dict[str, Any]:
         found = self._run(self._get(memory_id))
@@ -566,57 +322,108 @@ class MemoryClient(_Core):
         return found
 
     def get_all(self, options: Any = None, **kwargs: Any) -> dict[str, Any]:
-        given = _only(_options(options, kwargs), {"filters", "top_k"}, "get_all")
-        return self._run(self._get_all(given.get("filters"), int(given.get("top_k", 20)), False))
+        """mem0's v3 page: ``{"count", "next", "previous", "results"}``; ``page`` counts
+        from 1, ``page_size`` is 100 unless given (``top_k``, the older name, is taken too)."""
+        rules.no_entity_keywords(kwargs, "get_all")
+        given = _only(_options(options, kwargs), _GET_ALL, "get_all")
+        if given.get("show_expired"):
+            raise unsupported("show_expired (memvault never answers an expired memory)")
+        size, number = given.get("page_size", given.get("top_k", PAGE)), given.get("page", 1)
+        rules.search_params(top_k=size)
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ValueError(f"Invalid page: {number!r}. Must be a positive integer.")
+        return self._run(self._page(given.get("filters"), size, number, _dates(given)))
 
     def update(self, memory_id: str, options: Any = None, **kwargs: Any) -> dict[str, Any]:
-        given = _only(_options(options, kwargs), {"text", "metadata"}, "update")
-        return self._run(self._update(memory_id, given.get("text"), given.get("metadata")))
+        given = _options(options, kwargs, keep=("expiration_date",))
+        given = _only(given, {"text", "metadata", "expiration_date"}, "update")
+        return self._run(
+            self._update(
+                memory_id,
+                given.get("text"),
+                given.get("metadata"),
+                given.get("expiration_date", UNSET),
+            )
+        )
 
     def delete(self, memory_id: str, delete_linked: bool = False) -> dict[str, Any]:
         if delete_linked:
-            raise _unsupported("delete_linked=True")
+            raise unsupported("delete_linked=True")
         return self._run(self._delete(memory_id))
 
     def delete_all(self, options: Any = None, **kwargs: Any) -> dict[str, str]:
-        given = _only(_options(options, kwargs), set(_ENTITIES), "delete_all")
-        result: dict[str, str] = self._run(
-            self._delete_all(given.get("user_id"), given.get("agent_id"), given.get("run_id"))
-        )
+        given = _only(_options(options, kwargs), {"filters", *CLIENT_ENTITIES}, "delete_all")
+        result: dict[str, str] = self._run(self._delete_all(_client_entities(given)))
         return result
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         return self._run(self._history(memory_id))
 
     def reset(self) -> dict[str, str]:
-        raise _unsupported("reset() (erase a user with delete_all, or memvault's erase_user)")
+        """Delete every memory this API stored (its owner's), as mem0's deletes every user's."""
+        self._run(self._reset())
+        return {"message": "Client reset successful. All users and memories deleted."}
+
+    async def _page(
+        self, filters: Any, size: int, number: int, dates: dict[str, datetime]
+    ) -> dict[str, Any]:
+        scope = rules.read_filters(filters, self._entities)
+        found = [item(r) async for r in self._matching(scope, **dates)]
+        start = (number - 1) * size
+        return {
+            "count": len(found),
+            "next": f"?page={number + 1}&page_size={size}" if start + size < len(found) else None,
+            "previous": f"?page={number - 1}&page_size={size}" if number > 1 else None,
+            "results": found[start : start + size],
+        }
 
 
-_ADD = {"user_id", "agent_id", "run_id", "metadata", "timestamp", "expiration_date", "infer"}
-_SEARCH = {"top_k", "filters", "threshold", "rerank"}
+_ADD = {"filters", "metadata", "timestamp", "expiration_date", "infer"}
+_SEARCH = {"top_k", "filters", "threshold", "rerank", "reference_date", "show_expired"}
+_GET_ALL = {"filters", "page", "page_size", "top_k", "start_date", "end_date", "show_expired"}
 
 
-def _options(options: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    given = dict(options or {}) if not hasattr(options, "model_dump") else options.model_dump()
-    given.update(kwargs)
-    return {k: v for k, v in given.items() if v is not None}
+def _text(text: str | None, data: str | None) -> str | None:
+    # mem0's ``data`` is the deprecated name of ``text``.
+    return data if text is None else text
+
+
+def _options(options: Any, kwargs: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    given = options.model_dump(exclude_unset=True) if hasattr(options, "model_dump") else {}
+    given = {**(given or dict(options or {})), **kwargs}
+    return {k: v for k, v in given.items() if v is not None or k in keep}
 
 
 def _only(given: dict[str, Any], allowed: set[str], method: str) -> dict[str, Any]:
     if extra := sorted(set(given) - allowed):
-        raise _unsupported(f"{', '.join(extra)} in {method}()")
+        raise unsupported(f"{', '.join(extra)} in {method}()")
     return given
 
 
-def _no_entities(kwargs: dict[str, Any], method: str) -> None:
-    if entities := sorted(set(kwargs) & set(_ENTITIES)):
-        # mem0 refuses these too: entity ids go in filters.
-        raise ValueError(
-            f"Top-level entity parameters {set(entities)} are not supported in {method}(). "
-            "Use filters={'user_id': '...'} instead."
-        )
+def _client_entities(given: dict[str, Any]) -> dict[str, Any]:
+    """The entity ids of a client call: in ``filters`` (mem0's v3 form) or top level (the
+    older one), taken out of ``given``; the two must not disagree."""
+    filters = dict(given.pop("filters", None) or {})
+    if extra := sorted(set(filters) - set(CLIENT_ENTITIES)):
+        raise ValueError(f"filters here take entity ids only, not {', '.join(extra)}.")
+    for name in CLIENT_ENTITIES:
+        value = given.pop(name, None)
+        if value is not None and filters.get(name, value) != value:
+            raise ValueError(f"{name} is given twice, as {value!r} and {filters[name]!r}.")
+        if value is not None:
+            filters[name] = value
+    return filters
+
+
+def _dates(given: dict[str, Any]) -> dict[str, datetime]:
+    dates = {"created_after": given.get("start_date"), "created_before": given.get("end_date")}
+    return {name: moment for name, value in dates.items() if (moment := when(value)) is not None}
+
+
+def _no_extras(kwargs: dict[str, Any], method: str) -> None:
+    rules.no_entity_keywords(kwargs, method)  # mem0 refuses these too: entity ids go in filters
     if kwargs:
-        raise _unsupported(f"{', '.join(sorted(kwargs))} in {method}()")
+        raise unsupported(f"{', '.join(sorted(kwargs))} in {method}()")
 
 
-__all__ = ["AsyncMemory", "Memory", "MemoryClient", "NotSupported"]
+__all__ = ["OWNER", "AsyncMemory", "Memory", "MemoryClient", "NotSupported"]
