@@ -214,7 +214,8 @@ class Recall:
         fitted = fit(bundle, self._context.count_tokens, counted_together(spans))
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-        self._reinforce(fitted)
+        if request.track_access:
+            self._reinforce(fitted)
         diagnostics = fitted.diagnostics.model_copy(update={"timings_ms": timings})
         return fitted.model_copy(update={"diagnostics": diagnostics})
 
@@ -330,6 +331,7 @@ class Recall:
             user_id=request.user_id,
             limit=min(request.limit, 100),
             include=wanted,
+            track_access=request.track_access,
         )
         found = await recall(
             self._backend, self.tenant_id, search, embedded=await query_vector, channels=channels
