@@ -58,7 +58,6 @@ PAGES = {
     "jobs": "/jobs",
     "admin": "/admin",
     "users": "/users",
-    "receipts": "/receipts",
     "memory-new": "/memories/new",
 }
 

@@ -243,3 +243,45 @@ def test_a_read_key_sees_no_curation_and_is_refused(secured: TestClient) -> None
     on_app(secured, store(secured).for_tenant("acme").add, "Acme note", user_id="ann", wait=True)
     sign_in(secured, other)
     assert "ann" not in secured.get("/ui/users").text
+
+
+def test_the_new_operations_keep_to_the_callers_tenant(secured: TestClient) -> None:
+    """Over the API with two tenants' keys: another tenant's users, receipts, memories and
+    facts are as unknown as made-up ones."""
+    acme = {"Authorization": f"Bearer {make_key(secured, 'acme', 'read,write')}"}
+    globex = {"Authorization": f"Bearer {make_key(secured, 'globex', 'read,write')}"}
+    ids = [
+        secured.post(
+            "/v1/memories",
+            json={"user_id": "ann", "content": f"Acme plan {i}", "infer": False},
+            headers=acme,
+        ).json()["id"]
+        for i in range(2)
+    ]
+    fact = secured.post(
+        "/v1/facts",
+        json={"user_id": "ann", "subject": "Ann", "predicate": "lives_in", "object": "Oslo"},
+        headers=acme,
+    ).json()
+    gone = secured.post(
+        "/v1/memories/delete", json={"user_id": "ann", "memory_ids": ids[:1]}, headers=acme
+    ).json()
+    assert gone["memories"] == 1
+
+    assert secured.get("/v1/users", headers=globex).json() == {"results": []}
+    assert secured.get("/v1/deletions", headers=globex).json() == {"results": []}
+    request_id = gone["request_id"]
+    assert secured.get(f"/v1/deletions/{request_id}", headers=globex).status_code == 404
+    refused = secured.post(
+        "/v1/memories/delete", json={"user_id": "ann", "memory_ids": ids[1:]}, headers=globex
+    )
+    assert refused.status_code == 404
+    for verb, body in (("retire", {}), ("correct", {"object": "Bergen"})):
+        answer = secured.post(
+            f"/v1/facts/{fact['id']}/{verb}", json={"user_id": "ann", **body}, headers=globex
+        )
+        assert answer.status_code == 404, verb
+    # Acme's own are all still there.
+    (ann,) = secured.get("/v1/users", headers=acme).json()["results"]
+    assert (ann["user_id"], ann["memories"], ann["facts"]) == ("ann", 1, 1)
+    assert secured.get(f"/v1/deletions/{request_id}", headers=acme).json() == gone

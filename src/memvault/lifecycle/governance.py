@@ -9,7 +9,7 @@ from uuid import UUID
 
 from memvault.db import audit as audit_db
 from memvault.db import cognitive as cognitive_db
-from memvault.db import upkeep as upkeep_db
+from memvault.db import curated as curated_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
@@ -95,7 +95,7 @@ class Lifecycle:
         query: ReceiptsQuery = validated(ReceiptsQuery, user_id=user_id, limit=limit)
         await self._backend.audit.flush()
         async with reading(self._backend.engine) as conn:
-            found = await upkeep_db.receipts(
+            found = await curated_db.receipts(
                 conn, self.tenant_id, user_id=query.user_id, request_id=None, limit=query.limit
             )
         return [DeletionReceipt.model_validate(r) for r in found]
@@ -105,7 +105,7 @@ class Lifecycle:
         """One deletion's receipt, by its request id (404 when this tenant has none)."""
         ident = identifier(request_id, "request_id")
         async with reading(self._backend.engine) as conn:
-            found = await upkeep_db.receipts(
+            found = await curated_db.receipts(
                 conn, self.tenant_id, user_id=None, request_id=ident, limit=1
             )
         if not found:
@@ -118,7 +118,7 @@ class Lifecycle:
         many of each they hold, most recently active first."""
         query: UsersQuery = validated(UsersQuery, limit=limit)
         async with reading(self._backend.engine) as conn:
-            rows = await upkeep_db.users(conn, self.tenant_id, query.limit)
+            rows = await curated_db.users(conn, self.tenant_id, query.limit)
         return [UserSummary.model_validate(r, from_attributes=True) for r in rows]
 
     @scoped_to_tenant

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from memvault.db import curated as curated_db
 from memvault.db import embedding_queue, store
 from memvault.db import health as db
-from memvault.db import upkeep as upkeep_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, InvalidInput, NotFound
@@ -274,7 +274,7 @@ class Health:
                 if plan.values:
                     old = next(r for r in found if r.id == plan.keep)
                     await store.update_memory(conn, old, plan.values, self.actor)
-                await upkeep_db.adopt_sources(conn, self.tenant_id, plan.keep, plan.rest)
+                await curated_db.adopt_sources(conn, self.tenant_id, plan.keep, plan.rest)
                 kept.append(plan.keep)
                 rest.extend(plan.rest)
         return kept, rest

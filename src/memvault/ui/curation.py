@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Annotated, Any
+from uuid import UUID
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse, Response
@@ -203,7 +204,8 @@ async def delete_memories(view: View) -> Response:
             more=len(ids) - len(shown),
             button="Delete for good",
         )
-    receipt = await view.memory.erase_memories(ids, user_id=view.user_id)
+    chosen: list[UUID | str] = [*ids]
+    receipt = await view.memory.erase_memories(chosen, user_id=view.user_id)
     return await _done(
         view,
         f"Deleted {receipt.memories} memor{'y' if receipt.memories == 1 else 'ies'}.",

@@ -118,7 +118,7 @@ async def memories(view: View) -> Response:
     return page(
         view,
         "memories.html",
-        status=422 if refused and not htmx else 200,
+        http_status=422 if refused and not htmx else 200,
         refused=refused,
         rows=rows,
         q=q,
