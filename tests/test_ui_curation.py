@@ -11,6 +11,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from memvault.service import AsyncMemory
+from tests.conftest import backend_of
 from tests.test_ui import csrf_of, make_key, on_app, sign_in, store
 
 USER = "default"
@@ -285,3 +286,65 @@ def test_the_new_operations_keep_to_the_callers_tenant(secured: TestClient) -> N
     (ann,) = secured.get("/v1/users", headers=acme).json()["results"]
     assert (ann["user_id"], ann["memories"], ann["facts"]) == ("ann", 1, 1)
     assert secured.get(f"/v1/deletions/{request_id}", headers=acme).json() == gone
+
+
+def test_the_debuggers_remember_is_no_access(client: TestClient) -> None:
+    memory = store(client)
+    on_app(
+        client,
+        memory.add_messages,
+        [{"role": "user", "content": "My sister Ana lives in Alfama"}],
+        user_id=USER,
+        conversation_id="family",
+        wait=True,
+    )
+    shown = client.get("/ui/recall", params={"q": "where does Ana live", "mode": "remember"})
+    assert shown.status_code == 200 and "Alfama" in shown.text
+    on_app(client, backend_of(memory).access.flush)
+    (turn,) = on_app(client, memory.list, user_id=USER).results
+    assert turn.access_count == 0
+    # The same call outside the debugger is a use.
+    on_app(client, memory.remember, "where does Ana live", user_id=USER)
+    on_app(client, backend_of(memory).access.flush)
+    assert on_app(client, memory.get, turn.id, user_id=USER).access_count == 1
+
+
+def test_the_goal_page_and_working_memory_agree(client: TestClient) -> None:
+    memory = store(client)
+    flights = on_app(client, memory.add_goal, "Book flights", user_id=USER)
+    hotel = on_app(
+        client, memory.add_goal, "Book a hotel", user_id=USER, blocked_by=[str(flights.id)]
+    )
+    on_app(client, memory.start_conversation, user_id=USER, conversation_id="trip")
+    on_app(client, memory.set_context, "trip", "active_goal", user_id=USER, value="Book a hotel")
+    page = client.get("/ui/goals").text
+    assert "Blocked by: <bdi>Book flights</bdi>" in page
+    assert "Active goal of" in page and "/ui/conversations/trip" in page
+    conversation = client.get("/ui/conversations/trip").text
+    assert re.search(r"<dt>Active goal</dt><dd><a [^>]*><bdi>Book a hotel</bdi>", conversation)
+    assert "<dt>active_goal</dt>" not in conversation  # not a raw row beside it
+    on_app(client, memory.complete_goal, flights.id, user_id=USER)
+    assert "Blocked by" not in client.get("/ui/goals").text
+    assert on_app(client, memory.get_goal, hotel.id, user_id=USER).blocked_by
+
+
+def test_erasing_a_user_who_holds_nothing_says_so_and_asks_again(client: TestClient) -> None:
+    _add(client, "Alice's note")
+    page = client.get("/ui/audit")
+    asked = _post(client, "/ui/erase", page.text, user_id="alcie", confirm="alcie")
+    assert "User <bdi>alcie</bdi> holds nothing" in asked.text
+    assert "User alcie erased" not in asked.text
+    assert on_app(client, store(client).deletion_receipts, user_id="alcie") == []
+    done = _post(client, "/ui/erase", asked.text, user_id="alcie", confirm="alcie", empty_ok="yes")
+    assert "User alcie erased" in done.text
+
+
+def test_a_refused_filter_names_its_field_and_shows_no_rows(client: TestClient) -> None:
+    _add(client, "Maya likes figs")
+    page = client.get("/ui/memories", params={"min_importance": "abc"})
+    assert page.status_code == 422
+    assert "min importance" in page.text and "Maya likes figs" not in page.text
+    swapped = client.get(
+        "/ui/memories", params={"min_importance": "abc"}, headers={"HX-Request": "true"}
+    )
+    assert swapped.status_code == 200 and 'role="alert"' in swapped.text
