@@ -28,6 +28,7 @@ FACT_ID = str(uuid.uuid4())
 REVIEW_ID = str(uuid.uuid4())
 CONVERSATION_ID, STRATEGY_ID, GOAL_ID, WEBHOOK_ID = (str(uuid.uuid4()) for _ in range(4))
 KEY = "some-key"
+REQUEST_ID = "some-request"
 # Where each id above sits in a route's path template.
 TEMPLATES = {
     MEMORY_ID: "{memory_id}",
@@ -39,6 +40,7 @@ TEMPLATES = {
     KEY: "{key}",
     ENTITY_ID: "{entity_id}",
     WEBHOOK_ID: "{webhook_id}",
+    REQUEST_ID: "{request_id}",
 }
 # Every /v1 route, with a request that would be valid given a good key.
 ROUTES: list[tuple[str, str, dict[str, Any]]] = [
@@ -49,6 +51,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/memories/count", {"params": {"user_id": "u"}}),
     ("DELETE", "/v1/memories", {"params": {"user_id": "u"}}),
     ("POST", "/v1/memories/feedback", {"json": {"user_id": "u", "memory_ids": [MEMORY_ID]}}),
+    ("POST", "/v1/memories/delete", {"json": {"user_id": "u", "memory_ids": [MEMORY_ID]}}),
     ("GET", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
     ("PATCH", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}, "json": {"tags": ["t"]}}),
     ("DELETE", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
@@ -57,7 +60,10 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/admin/jobs", {}),
     ("POST", "/v1/admin/jobs/retry", {}),
     ("GET", "/v1/audit", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/users", {}),
+    ("GET", "/v1/deletions", {"params": {"user_id": "u"}}),
     ("POST", "/v1/deletions", {"json": {"user_id": "u", "memory_id": MEMORY_ID}}),
+    ("GET", f"/v1/deletions/{REQUEST_ID}", {}),
     ("GET", "/v1/health/memory", {"params": {"user_id": "u"}}),
     ("POST", "/v1/health/memory/actions", {"json": {"user_id": "u", "action": "retry_jobs"}}),
     ("GET", "/v1/export", {"params": {"user_id": "u"}}),
@@ -105,6 +111,8 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"/v1/webhooks/{WEBHOOK_ID}/secret", {}),
     ("GET", f"/v1/webhooks/{WEBHOOK_ID}/deliveries", {}),
     ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay", {"json": {}}),
+    ("POST", f"/v1/facts/{FACT_ID}/retire", {"json": {"user_id": "u"}}),
+    ("POST", f"/v1/facts/{FACT_ID}/correct", {"json": {"user_id": "u", "value": "v"}}),
     # Last: they erase the tenant, the calling key included (shredding is refused here: the
     # keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred", {}),
@@ -135,6 +143,9 @@ WRITES = {
     ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
     ("POST", f"/v1/entities/{ENTITY_ID}/split"),
     ("POST", f"/v1/facts/{FACT_ID}/promote"),
+    ("POST", f"/v1/facts/{FACT_ID}/retire"),
+    ("POST", f"/v1/facts/{FACT_ID}/correct"),
+    ("POST", "/v1/memories/delete"),
 }
 WRITES |= {
     ("POST", "/v1/deletions"),

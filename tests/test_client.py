@@ -40,6 +40,7 @@ from memvault import (
     Unauthorized,
 )
 from memvault.api import create_app
+from memvault.errors import Conflict
 from memvault.lifecycle.reports import (
     AuditPage,
     DeletionReceipt,
@@ -369,6 +370,33 @@ async def test_the_knowledge_graph_round_trip(mem: Any) -> None:
         await mem.entity(ada.id, user_id="bob")
     with pytest.raises(NotFound):
         await mem.promote(works.id, user_id="bob", reason="not mine")
+
+
+async def test_curation_round_trip(mem: Any) -> None:
+    """Edit every field, delete several with one receipt, read the receipts back, list the
+    users, retire one fact and correct another: the same on every face."""
+    added = [await mem.add(f"Note {i} on figs", user_id="cy", infer=False) for i in range(3)]
+    edited = await mem.update(added[0].id, user_id="cy", tags=["figs"], importance=9)
+    assert (edited.tags, edited.importance) == (["figs"], 9)
+    receipt = await mem.erase_memories([str(a.id) for a in added[1:]], user_id="cy")
+    assert (receipt.scope, receipt.memories) == ("memory", 2)
+    assert [r.request_id for r in await mem.deletion_receipts(user_id="cy")] == [receipt.request_id]
+    assert await mem.deletion_receipt(receipt.request_id) == receipt
+    with pytest.raises(NotFound):
+        await mem.deletion_receipt("no-such-request")
+    with pytest.raises(NotFound):
+        await mem.erase_memories([str(added[1].id)], user_id="cy")  # gone already
+    (cy,) = [u for u in await mem.list_users() if u.user_id == "cy"]
+    assert (cy.memories, cy.conversations, cy.facts) == (1, 0, 0)
+    lives = await mem.add_fact("Cy", "lives_in", object="Porto", user_id="cy")
+    likes = await mem.add_fact("Cy", "likes", value="figs", user_id="cy")
+    retired = await mem.retire_fact(likes.id, user_id="cy")
+    assert retired.superseded_at is not None
+    fixed = await mem.correct_fact(lives.id, user_id="cy", object="Braga")
+    assert fixed.object == "Braga" and fixed.valid_from == (lives.valid_from or lives.recorded_at)
+    assert [f.claim for f in await mem.facts(user_id="cy")] == [fixed.claim]
+    with pytest.raises(Conflict):
+        await mem.correct_fact(lives.id, user_id="cy", object="Faro")
 
 
 # --- the client's surface ---------------------------------------------------------------------

@@ -75,7 +75,7 @@ def test_health_findings_and_their_actions(
             done = api.post(action["path"], json=action["body"])
             assert done.status_code == 200, done.text
             assert done.json()["changed"] == 1, kind
-        keep, gone = sorted([twin_a, twin_b])
+        keep, gone = twin_a, twin_b  # the earliest stays (the original, not the copy)
         merged = api.get(f"/v1/memories/{keep}", params={"user_id": "gus"}).json()
         assert merged["metadata"] == {"merged_from": [gone]}
         assert api.get(f"/v1/memories/{gone}", params={"user_id": "gus"}).status_code == 404

@@ -62,6 +62,7 @@ OPERATIONS = [
     ("GET", "/v1/memories/count"),
     ("DELETE", "/v1/memories"),
     ("POST", "/v1/memories/feedback"),
+    ("POST", "/v1/memories/delete"),
     ("GET", "/v1/memories/{memory_id}"),
     ("PATCH", "/v1/memories/{memory_id}"),
     ("DELETE", "/v1/memories/{memory_id}"),
@@ -82,7 +83,10 @@ OPERATIONS = [
     ("GET", "/ready"),
     ("GET", "/metrics"),
     ("GET", "/v1/audit"),
+    ("GET", "/v1/users"),
+    ("GET", "/v1/deletions"),
     ("POST", "/v1/deletions"),
+    ("GET", "/v1/deletions/{request_id}"),
     ("GET", "/v1/health/memory"),
     ("POST", "/v1/health/memory/actions"),
     ("GET", "/v1/export"),
@@ -119,6 +123,8 @@ OPERATIONS = [
     ("POST", "/v1/webhooks/{webhook_id}/secret"),
     ("GET", "/v1/webhooks/{webhook_id}/deliveries"),
     ("POST", "/v1/webhooks/{webhook_id}/replay"),
+    ("POST", "/v1/facts/{fact_id}/retire"),
+    ("POST", "/v1/facts/{fact_id}/correct"),
     # Last: they erase the fuzzing tenant, its key included (what follows would be 401s);
     # shredding is refused there (the keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred"),

@@ -229,7 +229,7 @@ def test_a_health_action_changes_the_store_and_shows_its_audit_row(client: TestC
         body = {"content": "Lives in Porto", "user_id": "default", "infer": False}
         assert client.post("/v1/memories", json=body).status_code == 201
     health = client.get("/ui/health")
-    assert "Merge now" in health.text, health.text[-2000:]
+    assert "Merge this cluster" in health.text, health.text[-2000:]
     form = re.search(
         r'name="action" value="merge">\s*<input type="hidden" name="memory_ids" value="([^"]+)"',
         health.text,

@@ -57,6 +57,8 @@ PAGES = {
     "audit": "/audit",
     "jobs": "/jobs",
     "admin": "/admin",
+    "users": "/users",
+    "memory-new": "/memories/new",
 }
 
 
@@ -168,7 +170,7 @@ class Watched:
         self.open("/login")
         self.page.get_by_label("API key").fill(key)
         self.page.get_by_role("button", name="Sign in").click()
-        self.page.wait_for_url("**/ui/")
+        self.page.wait_for_url("**/ui/users")  # whose memory to show is the first choice
 
     def sign_in_to_the_seeded_user(self, key: str) -> None:
         self.sign_in(key)
@@ -281,7 +283,7 @@ def test_sign_in_out_csrf_read_only_and_prefix(browser: Browser, site: Site) -> 
     proxied = Watched(browser, site.url + PREFIX)
     try:
         proxied.sign_in(site.read_key)
-        assert proxied.page.url == f"{site.url}{PREFIX}/ui/"
+        assert proxied.page.url == f"{site.url}{PREFIX}/ui/users"
         proxied.page.get_by_role("link", name="Memories").click()
         proxied.page.wait_for_url(f"**{PREFIX}/ui/memories")
         assert proxied.problems == []
@@ -294,7 +296,12 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
     try:
         view.sign_in_to_the_seeded_user(site.admin_key)
         page = view.open("/health")
-        page.get_by_role("button", name="Merge now").click()
+        # The preview says which memory stays (the original) and which is folded in.
+        cluster = page.locator("article.cluster").first
+        assert cluster.locator("tr.kept").count() == 1
+        assert cluster.locator("tr.folded").count() == 1
+        assert axe_violations(page) == []
+        page.get_by_role("button", name=re.compile("Merge all")).click()
         page.wait_for_selector(".receipt")
         assert "Merge: 1 changed" in page.locator("main").inner_text()
         assert page.locator("tr.audit-row", has_text="merge").count() >= 1
@@ -306,9 +313,9 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
             )
             for twin in site.twins
         ]
-        assert sorted(r.status_code for r in found) == [200, 404]
-        (kept,) = [r.json() for r in found if r.status_code == 200]
-        assert kept["metadata"]["merged_from"] == [t for t in site.twins if t != kept["id"]]
+        # The first stored stays, and names the copy it took in.
+        assert [r.status_code for r in found] == [200, 404]
+        assert found[0].json()["metadata"]["merged_from"] == [site.twins[1]]
         assert view.problems == []
     finally:
         view.close()

@@ -39,6 +39,7 @@ from memvault.lifecycle.reports import (
     HealthActionRequest,
     HealthActionResult,
     MemoryHealth,
+    UserSummary,
 )
 from memvault.models import (
     AddResult,
@@ -106,16 +107,22 @@ class ClientSurface:
         ``remember()`` never do this by themselves: being returned is not being used. Returns
         how many of the ids were this user's memories (others are not counted)."""
 
+    async def erase_memories(self, memory_ids: 'list[UUID | str]', *, user_id: 'str') -> 'DeletionReceipt':
+        """Delete several memories of one user and everything derived from them, in one
+        transaction with one receipt; ids that are not this user's are left alone, and when
+        none is, nothing happens (404)."""
+
     async def get(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'MemoryRecord':
         ...
 
-    async def update(self, memory_id: 'UUID | str', *, user_id: 'str', content: 'str | None' = None, metadata: 'dict[str, Any] | None' = None, expires_at: 'datetime | None' = None) -> 'MemoryRecord':
-        """Replace the content and/or merge metadata (a key set to None is removed) and/or
-        move the expiry to ``expires_at`` (in the future).
+    async def update(self, memory_id: 'UUID | str', *, user_id: 'str', content: 'str | None' = None, metadata: 'dict[str, Any] | None' = None, tags: 'builtins.list[str] | None' = None, importance: 'int | None' = None, expires_at: 'datetime | None' = None) -> 'MemoryRecord':
+        """Replace the content, merge metadata (a key set to None is removed), replace the
+        tags, set the importance and/or move the expiry to ``expires_at`` (in the future).
 
         New content is enriched again (importance, type, expiry, categories follow the new
-        text) and queued for re-embedding; an edit that changes nothing records nothing. A new
-        expiry keeps the memory's id, so it keeps its place wherever it is ranked or paged."""
+        text, but an importance given with it stands) and queued for re-embedding; an edit
+        that changes nothing records nothing. A new expiry keeps the memory's id, so it keeps
+        its place wherever it is ranked or paged."""
 
     async def delete(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'None':
         """Delete a memory and everything derived from it (``erase`` answers the receipt)."""
@@ -136,12 +143,23 @@ class ClientSurface:
         """This tenant's audit rows, newest first (written in batches: a row appears within
         ``audit_flush_ms``; ``flush_audit`` waits for it)."""
 
+    async def list_users(self, *, limit: 'int' = 100) -> 'list[UserSummary]':
+        """This tenant's users (anyone holding a memory, a conversation or a fact), with how
+        many of each they hold, most recently active first."""
+
+    async def deletion_receipts(self, *, user_id: 'str | None' = None, limit: 'int' = 50) -> 'list[DeletionReceipt]':
+        """The receipts of this tenant's deletions (one user's, if given), newest first: each
+        is kept in its deletion's audit row (none are kept at ``audit_level=off``)."""
+
     async def erase(self, memory_id: 'UUID | str', *, user_id: 'str') -> 'DeletionReceipt':
         """Delete one memory and everything derived from it; answers the deletion receipt."""
 
     async def erase_user(self, *, user_id: 'str', app_id: 'str | None' = None) -> 'DeletionReceipt':
         """Delete every memory of a user (in one app, if given) and all derived from them;
         without an app, the user's whole history too."""
+
+    async def deletion_receipt(self, request_id: 'str') -> 'DeletionReceipt':
+        """One deletion's receipt, by its request id (404 when this tenant has none)."""
 
     async def memory_health(self, *, user_id: 'str') -> 'MemoryHealth':
         """What this user's memories need, each finding with its recommended action."""
@@ -266,6 +284,15 @@ class ClientSurface:
     async def promote(self, fact_id: 'UUID | str', *, user_id: 'str', reason: 'str') -> 'Fact':
         """Copy a project-channel fact to the user's ``_global`` channel (linked
         PROMOTED_FROM); promoting it again answers the same copy."""
+
+    async def retire_fact(self, fact_id: 'UUID | str', *, user_id: 'str', never_held: 'bool' = False) -> 'Fact':
+        """Retire a current fact: it stops holding now (``never_held``: it never did) and
+        leaves the current view; nothing is deleted, so the as-of views still show it."""
+
+    async def correct_fact(self, fact_id: 'UUID | str', *, user_id: 'str', object: 'str | None' = None, value: 'str | None' = None) -> 'Fact':
+        """Correct a current fact: a new fact of the same subject and predicate with the right
+        ``object`` or ``value`` replaces it from its start; the old one never held and stays in
+        the history, superseded by the new (``superseded_by``)."""
 
     async def entities(self, *, user_id: 'str', q: 'str | None' = None, type: 'str | None' = None, limit: 'int' = 50) -> 'builtins.list[Entity]':
         """Entities by name or alias (``q``: an exact normalised name, or any of its words),

@@ -151,6 +151,33 @@ def list_facts(
     _print_facts(found, as_json)
 
 
+@facts_app.command("retire")
+def retire_fact(
+    fact_id: str,
+    user: UserOpt,
+    never_held: Annotated[
+        bool, typer.Option("--never-held", help="it was never true (empty valid time)")
+    ] = False,
+    as_json: JsonAlways = False,
+) -> None:
+    """Retire FACT_ID: it stops holding now (kept in the history, superseded)."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.retire_fact(fact_id, user_id=user, never_held=never_held)))
+
+
+@facts_app.command("correct")
+def correct_fact(
+    fact_id: str,
+    user: UserOpt,
+    object: Annotated[str | None, typer.Option("--object", help="an entity name")] = None,
+    value: Annotated[str | None, typer.Option("--value", help="a literal value")] = None,
+    as_json: JsonAlways = False,
+) -> None:
+    """Correct FACT_ID with --object or --value: the new fact replaces it from its start."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.correct_fact(fact_id, user_id=user, object=object, value=value)))
+
+
 @facts_app.command("reviews")
 def fact_reviews(user: UserOpt, limit: int = 50, as_json: JsonAlways = False) -> None:
     """Contradictions kept side by side by the flag_review policy (JSON)."""

@@ -216,6 +216,57 @@ def erase(
     print_json(receipt)
 
 
+@lifecycle_app.command("delete-memories")
+def delete_memories(
+    memory_ids: Annotated[list[str], typer.Argument(help="the memories' ids")],
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    tenant: TenantOpt = "default",
+    yes: YesOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the receipt (always JSON)")] = False,
+) -> None:
+    """Delete several memories of a user at once, with one receipt (asks first unless
+    --yes)."""
+    confirm(f"Delete {len(memory_ids)} memories of user {user!r} from every store?", yes=yes)
+    with _memory(tenant) as memory:
+        receipt = _call(lambda: memory.erase_memories(list(memory_ids), user_id=user))
+    print_json(receipt)
+
+
+@lifecycle_app.command("receipts")
+def receipts(
+    request_id: Annotated[str | None, typer.Argument(help="one receipt, by request id")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u")] = None,
+    tenant: TenantOpt = "default",
+    limit: Annotated[int, typer.Option()] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (what it prints anyway)")] = False,
+) -> None:
+    """The tenant's deletion receipts, newest first, or one of them (JSON)."""
+    with _memory(tenant) as memory:
+        if request_id is not None:
+            print_json(_call(lambda: memory.deletion_receipt(request_id)))
+            return
+        print_json(_call(lambda: memory.deletion_receipts(user_id=user, limit=limit)))
+
+
+@lifecycle_app.command("users")
+def users(
+    tenant: TenantOpt = "default",
+    limit: Annotated[int, typer.Option()] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """The tenant's users with how many memories, conversations and facts each holds."""
+    with _memory(tenant) as memory:
+        found = _call(lambda: memory.list_users(limit=limit))
+    if as_json:
+        print_json(found)
+        return
+    shown = table("user", "memories", "conversations", "facts", "last activity")
+    for u in found:
+        last = f"{u.last_activity:%Y-%m-%d %H:%M}" if u.last_activity else ""
+        shown.add_row(u.user_id, str(u.memories), str(u.conversations), str(u.facts), last)
+    out.print(shown)
+
+
 @lifecycle_app.command("erase-tenant")
 def erase_tenant(
     tenant: Annotated[str, typer.Argument(help="the tenant to erase")],

@@ -317,16 +317,26 @@ class Memories:
         user_id: str,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
+        tags: builtins.list[str] | None = None,
+        importance: int | None = None,
         expires_at: datetime | None = None,
     ) -> MemoryRecord:
-        """Replace the content and/or merge metadata (a key set to None is removed) and/or
-        move the expiry to ``expires_at`` (in the future).
+        """Replace the content, merge metadata (a key set to None is removed), replace the
+        tags, set the importance and/or move the expiry to ``expires_at`` (in the future).
 
         New content is enriched again (importance, type, expiry, categories follow the new
-        text) and queued for re-embedding; an edit that changes nothing records nothing. A new
-        expiry keeps the memory's id, so it keeps its place wherever it is ranked or paged."""
+        text, but an importance given with it stands) and queued for re-embedding; an edit
+        that changes nothing records nothing. A new expiry keeps the memory's id, so it keeps
+        its place wherever it is ranked or paged."""
         ident, user_id = one_memory(memory_id, user_id)
-        change = validated(MemoryUpdate, content=content, metadata=metadata, expires_at=expires_at)
+        change = validated(
+            MemoryUpdate,
+            content=content,
+            metadata=metadata,
+            tags=tags,
+            importance=importance,
+            expires_at=expires_at,
+        )
         _future(change.expires_at)
         new_text: str | None = None
         enriched: dict[str, Any] = {}
@@ -358,9 +368,7 @@ class Memories:
             old = await store.fetch_memory(conn, self.tenant_id, ident, user_id, lock=True)
             if old is None:
                 raise NotFound("No such memory for this user.", details={"id": str(ident)})
-            values = self._edits(old, new_text, change.metadata)
-            if change.expires_at is not None and change.expires_at != old.expires_at:
-                values["expires_at"] = change.expires_at
+            values = self._edits(old, new_text, change)
             if "ciphertext" in values and old.source == TURN_SOURCE:
                 raise Conflict(
                     "This memory is a conversation turn: what was said is kept as it was said. "
@@ -368,10 +376,21 @@ class Memories:
                     details={"id": str(ident), "source": TURN_SOURCE},
                 )
             event.result_count = 1 if values else 0
+            # What changed, by name (never the values: the audit holds no content).
+            event.details = {
+                "target": f"memory:{ident}",
+                "changed": sorted(
+                    {"content" if k == "ciphertext" else k for k in values}
+                    - {"nonce", "key_id", "content_hash", "embedded"}
+                ),
+            }
             if not values:
                 return self._record(old)
             if "ciphertext" in values:
+                # A person's importance outranks the one enrichment guessed from the text.
                 values.update(enriched)
+                if change.importance is not None:
+                    values["importance"] = change.importance
             row = await store.update_memory(conn, old, values, self.actor)
             if "ciphertext" in values:
                 assert new_text is not None
@@ -383,9 +402,7 @@ class Memories:
                 await self._graph._rederive(conn, ident, derived)
         return self._record(row)
 
-    def _edits(
-        self, old: MemoryRow, new_text: str | None, metadata: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def _edits(self, old: MemoryRow, new_text: str | None, change: MemoryUpdate) -> dict[str, Any]:
         """The column values an edit really changes: none when it repeats what is stored."""
         values: dict[str, Any] = {}
         if new_text is not None and new_text != self._open(
@@ -393,11 +410,15 @@ class Memories:
         ):
             # New text means old vectors no longer describe it: queue it for re-embedding.
             values.update(self._seal(old.id, new_text), embedded=False)
-        if metadata is not None:
-            merged = {**old.metadata, **metadata}
+        if change.metadata is not None:
+            merged = {**old.metadata, **change.metadata}
             merged = {k: v for k, v in merged.items() if v is not None}
             if merged != old.metadata:
                 values["metadata"] = merged
+        for name in ("tags", "importance", "expires_at"):
+            given = getattr(change, name)
+            if given is not None and given != getattr(old, name):
+                values[name] = given
         return values
 
     @scoped_to_tenant

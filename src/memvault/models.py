@@ -150,10 +150,14 @@ class MemoryInput(MemoryCreate):
 
 class MemoryUpdate(_Input):
     """Content replaces the old text (and queues re-embedding); metadata is merged key by key,
-    a key set to null is removed; expires_at moves the expiry (the memory keeps its id)."""
+    a key set to null is removed; tags replace the old tags; importance is set as given (a
+    person's judgement, kept when the text is edited with it); expires_at moves the expiry
+    (the memory keeps its id)."""
 
     content: Content | None = None
     metadata: Metadata | None = None
+    tags: Tags | None = Field(default=None, description="the memory's tags, replacing its own")
+    importance: int | None = Field(default=None, ge=1, le=10)
     expires_at: Timestamp | None = Field(
         default=None,
         description="a new expiry, in the future: a TTL refreshed in place (same id, same "
@@ -162,8 +166,8 @@ class MemoryUpdate(_Input):
 
     @model_validator(mode="after")
     def _something_to_change(self) -> MemoryUpdate:
-        if self.content is None and self.metadata is None and self.expires_at is None:
-            raise ValueError("give content, metadata, expires_at or a combination")
+        if all(getattr(self, name) is None for name in type(self).model_fields):
+            raise ValueError("give content, metadata, tags, importance, expires_at or some")
         return self
 
 

@@ -74,6 +74,7 @@ from memvault.events import (
     WebhookUpdate,
 )
 from memvault.graph.views import (
+    CorrectionRequest,
     EntitiesQuery,
     EntityDetail,
     FactInput,
@@ -83,12 +84,14 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RetireRequest,
     ReviewDecision,
     ReviewsQuery,
 )
 from memvault.lifecycle.reports import (
     AuditPage,
     AuditQuery,
+    BulkDeletion,
     DeletionReceipt,
     DeletionRequest,
     ExportPage,
@@ -97,6 +100,10 @@ from memvault.lifecycle.reports import (
     ImportCounts,
     ImportRequest,
     MemoryHealth,
+    ReceiptPage,
+    ReceiptsQuery,
+    UserPage,
+    UsersQuery,
 )
 from memvault.models import (
     AddResult,
@@ -345,6 +352,16 @@ OPERATIONS: tuple[Operation, ...] = (
         resource="memories", service="feedback", body=Feedback, returns="reinforced",
     ),
     Operation(
+        "delete_memories", "POST", "/v1/memories/delete", "write",
+        "Delete several memories, with one receipt",
+        "Delete the named memories of this user and everything derived from them, in one "
+        "transaction, and answer one deletion receipt (listed by `GET /v1/deletions`). Ids that "
+        "are not this user's are left alone; none of them: 404.",
+        {"user_id": USER, "memory_ids": [MEMORY_ID]},
+        _MEMORY, DeletionReceipt,
+        resource="lifecycle", service="erase_memories", body=BulkDeletion,
+    ),
+    Operation(
         "get_memory", "GET", "/v1/memories/{memory_id}", "read",
         "Read one memory",
         "One memory of this user, decrypted; 404 for another user's or tenant's id.",
@@ -355,7 +372,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "update_memory", "PATCH", "/v1/memories/{memory_id}", "write",
         "Correct a memory",
-        "Replace the content and/or merge metadata (a key set to null is removed). New content "
+        "Replace the content, merge metadata (a key set to null is removed), replace the tags, "
+        "set the importance (1-10) and/or move the expiry. New content "
         "is enriched again and queued for re-embedding; an edit that changes nothing records "
         "nothing; a conversation turn's text cannot be edited (409).",
         {"memory_id": MEMORY_ID, **OWNER, "content": "Prefers window seats now"},
@@ -454,6 +472,24 @@ OPERATIONS: tuple[Operation, ...] = (
         _LIFE, AuditPage, resource="lifecycle", service="audit_log", query=AuditQuery,
     ),
     Operation(
+        "list_users", "GET", "/v1/users", "read",
+        "This tenant's users",
+        "Everyone who holds a memory, a conversation or a fact in this tenant, with how many of "
+        "each (counted by the store), most recently active first.",
+        {"limit": 100},
+        _LIFE, UserPage, resource="lifecycle", service="list_users", query=UsersQuery,
+        returns="results",
+    ),
+    Operation(
+        "deletion_receipts", "GET", "/v1/deletions", "read",
+        "Deletion receipts",
+        "The receipts of this tenant's deletions (one user's, if given), newest first. Each is "
+        "kept in its deletion's audit row, so none are kept with `MEMVAULT_AUDIT_LEVEL=off`.",
+        {"user_id": USER, "limit": 50},
+        _LIFE, ReceiptPage, resource="lifecycle", service="deletion_receipts",
+        query=ReceiptsQuery, returns="results",
+    ),
+    Operation(
         "delete_with_receipt", "POST", "/v1/deletions", "write",
         "Delete a memory, with a receipt",
         "Delete one memory (`memory_id`) from every store, or, without one, all of a user's (in "
@@ -470,6 +506,13 @@ OPERATIONS: tuple[Operation, ...] = (
         {**OWNER},
         _LIFE, DeletionReceipt,
         resource="lifecycle", service="erase_user", body=DeletionRequest, routed=False,
+    ),
+    Operation(
+        "deletion_receipt", "GET", "/v1/deletions/{request_id}", "read",
+        "One deletion receipt",
+        "The receipt of one deletion, by the request id it names (404 if this tenant has none).",
+        {"request_id": "3f2b1c0d9e8f4a7b6c5d4e3f2a1b0c9d"},
+        _LIFE, DeletionReceipt, resource="lifecycle", service="deletion_receipt",
     ),
     Operation(
         "erase_tenant", "DELETE", "/v1/admin/tenant", "admin",
@@ -771,6 +814,27 @@ OPERATIONS: tuple[Operation, ...] = (
         "promoting it again answers the same copy.",
         {"fact_id": MEMORY_ID, **OWNER, "reason": "true everywhere"},
         _GRAPH, Fact, resource="graph", service="promote", body=PromoteRequest,
+    ),
+    Operation(
+        "retire_fact", "POST", "/v1/facts/{fact_id}/retire", "write",
+        "Retire a fact",
+        "A current fact stops holding now (`never_held`: it was never true) and leaves the "
+        "current view; nothing is deleted, so the as-of views still show it. Audited (`update`, "
+        "`via: retire_fact`). A fact already replaced or retired: 409.",
+        {"fact_id": MEMORY_ID, **OWNER},
+        _GRAPH, Fact, resource="graph", service="retire_fact", body=RetireRequest,
+        conflict=True,
+    ),
+    Operation(
+        "correct_fact", "POST", "/v1/facts/{fact_id}/correct", "write",
+        "Correct a fact",
+        "Replace a current fact's object or value: a new fact of the same subject and "
+        "predicate holds from the old one's start, and the old one never held and is kept in "
+        "the history, `superseded_by` the new. Answers the new fact. Audited (`update`, "
+        "`via: correct_fact`). A fact already replaced or retired: 409.",
+        {"fact_id": MEMORY_ID, **OWNER, "object": "Unbabel"},
+        _GRAPH, Fact, resource="graph", service="correct_fact", body=CorrectionRequest,
+        conflict=True,
     ),
     Operation(
         "list_entities", "GET", "/v1/entities", "read",

@@ -173,10 +173,18 @@ class AsyncMemory(_AsyncMethods):
         user_id: str,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
+        tags: builtins.list[str] | None = None,
+        importance: int | None = None,
         expires_at: datetime | None = None,
     ) -> MemoryRecord:
         return await self.memories.update(
-            memory_id, user_id=user_id, content=content, metadata=metadata, expires_at=expires_at
+            memory_id,
+            user_id=user_id,
+            content=content,
+            metadata=metadata,
+            tags=tags,
+            importance=importance,
+            expires_at=expires_at,
         )
 
     @verb(Memories.delete)

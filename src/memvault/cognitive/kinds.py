@@ -332,3 +332,8 @@ class RememberRequest(_Input):
         description="override MEMVAULT_REMEMBER_WEIGHTS per kind (episodic, facts, entities, "
         "procedural, recency)",
     )
+    track_access: bool = Field(
+        default=True,
+        description="count what is recalled as accessed; false for a look that is not a use "
+        "(the dashboard's recall debugger)",
+    )

@@ -228,7 +228,8 @@ class Recall:
             fitting.set(dropped=fitted.diagnostics.budget_dropped)
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-        self._reinforce(fitted)
+        if request.track_access:
+            self._reinforce(fitted)
         diagnostics = fitted.diagnostics.model_copy(update={"timings_ms": timings})
         return fitted.model_copy(update={"diagnostics": diagnostics})
 
@@ -344,6 +345,7 @@ class Recall:
             user_id=request.user_id,
             limit=min(request.limit, 100),
             include=wanted,
+            track_access=request.track_access,
         )
         found = await recall(
             self._backend, self.tenant_id, search, embedded=await query_vector, channels=channels

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 KV, TURNS, THOUGHTS, GOAL = "kv", "turns", "thoughts", "goal"
 
 
+# The value name an agent may keep its active goal under, beside ``set_active_goal``.
+ACTIVE_GOAL_KEY = "active_goal"
+
+
 class Working:
     """Working memory: one live session per (user, channel, conversation)."""
 
@@ -101,13 +105,15 @@ class Working:
         """Everything the session holds now (an expired entry is simply absent)."""
         session = self._session(conversation_id, user_id, channel)
         found = await self._working().read(self.tenant_id, session)
-        goal = found.get((GOAL, ""))
+        values = values_of(found, KV)
+        # An agent that keeps its goal as a plain value ("active_goal") means the same goal.
+        goal = found.get((GOAL, "")) or values.get(ACTIVE_GOAL_KEY)
         return WorkingContext(
             user_id=session[0],
             channel=session[1],
             conversation_id=session[2],
             turns=list(list_of(found, TURNS)),
-            values=values_of(found, KV),
+            values=values,
             thoughts=[str(t) for t in list_of(found, THOUGHTS)],
             active_goal=goal if isinstance(goal, str) else None,
         )

@@ -15,11 +15,12 @@ from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
-from memvault.graph import export, reviews, sealed
+from memvault.graph import curate, export, reviews, sealed
 from memvault.graph.claims import SELF, Extraction, FactClaim
 from memvault.graph.derive import Derivation, derive
 from memvault.graph.promote import promote_fact
 from memvault.graph.views import (
+    CorrectionRequest,
     EntitiesQuery,
     EntityDetail,
     FactInput,
@@ -33,6 +34,7 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RetireRequest,
     ReviewDecision,
     ReviewsQuery,
 )
@@ -258,6 +260,62 @@ class Graph:
         )
 
     @scoped_to_tenant
+    async def retire_fact(
+        self, fact_id: UUID | str, *, user_id: str, never_held: bool = False
+    ) -> Fact:
+        """Retire a current fact: it stops holding now (``never_held``: it never did) and
+        leaves the current view; nothing is deleted, so the as-of views still show it."""
+        ident = parse_id(fact_id, field="fact_id")
+        given: RetireRequest = validated(RetireRequest, user_id=user_id, never_held=never_held)
+        details = {"via": "retire_fact", "target": f"fact:{ident}", "never_held": never_held}
+        with self._context.audit(
+            "update", given.user_id, memory_kind="fact", details=details
+        ) as event:
+            async with transaction(self._backend.engine) as conn:
+                row = await curate.current_fact(conn, self.tenant_id, given.user_id, ident)
+                changes = curate.retired(row, datetime.now(UTC), never_held=never_held)
+                await graph_db.update_fact(conn, self.tenant_id, ident, changes)
+                rows = await graph_db.fetch_facts(conn, self.tenant_id, (ident,))
+                (fact,) = await self._facts_out(conn, [rows[ident]])
+            event.memory_ids, event.result_count = fact.memory_ids, 1
+        return fact
+
+    @scoped_to_tenant
+    async def correct_fact(
+        self,
+        fact_id: UUID | str,
+        *,
+        user_id: str,
+        object: str | None = None,
+        value: str | None = None,
+    ) -> Fact:
+        """Correct a current fact: a new fact of the same subject and predicate with the right
+        ``object`` or ``value`` replaces it from its start; the old one never held and stays in
+        the history, superseded by the new (``superseded_by``)."""
+        ident = parse_id(fact_id, field="fact_id")
+        given = validated(CorrectionRequest, user_id=user_id, object=object, value=value)
+        async with reading(self._backend.engine) as conn:
+            row = await curate.current_fact(conn, self.tenant_id, given.user_id, ident)
+            subject = await curate.subject_name(self._backend, conn, row)
+        owner = Owner(self.tenant_id, row.user_id, row.app_id, row.channel)
+        extraction = curate.correction(subject, row, object=given.object, value=given.value)
+        prepared = await GraphWriter(self._backend, owner).prepare(extraction)
+        details = {"via": "correct_fact", "target": f"fact:{ident}"}
+        with self._context.audit(
+            "update", given.user_id, memory_kind="fact", details=details
+        ) as event:
+            async with transaction(self._backend.engine) as conn:
+                row = await curate.current_fact(conn, self.tenant_id, given.user_id, ident)
+                new_id = await curate.write_correction(
+                    self._backend, conn, row, prepared, datetime.now(UTC)
+                )
+                rows = await graph_db.fetch_facts(conn, self.tenant_id, (new_id,))
+                (fact,) = await self._facts_out(conn, [rows[new_id]])
+            event.details = {**details, "replaced_by": f"fact:{new_id}"}
+            event.result_count = 1
+        return fact
+
+    @scoped_to_tenant
     async def promote(self, fact_id: UUID | str, *, user_id: str, reason: str) -> Fact:
         """Copy a project-channel fact to the user's ``_global`` channel (linked
         PROMOTED_FROM); promoting it again answers the same copy."""
@@ -409,6 +467,16 @@ class Graph:
         """Merge one entity into another: its facts and relations move over, its name
         resolves to the other from now on; recorded, so :meth:`split_entity` undoes it."""
         request: MergeRequest = validated(MergeRequest, into=_entity(into), user_id=user_id)
+        details = {
+            "via": "merge_entities",
+            "target": f"entity:{parse_id(entity_id, field='entity_id')}",
+            "into": f"entity:{request.into}",
+        }
+        with self._context.audit("merge", request.user_id, memory_kind="entity", details=details):
+            await self._merge(entity_id, request)
+        return await self.entity(request.into, user_id=request.user_id)
+
+    async def _merge(self, entity_id: UUID | str, request: MergeRequest) -> None:
         async with transaction(self._backend.engine) as conn:
             merged = await self._owned_entity(conn, entity_id, request.user_id, lock=True)
             target = await self._owned_entity(conn, request.into, request.user_id, lock=True)
@@ -425,21 +493,22 @@ class Graph:
             await graph_db.merge(
                 conn, self.tenant_id, request.user_id, merged.id, target.id, self.actor
             )
-        return await self.entity(target.id, user_id=request.user_id)
 
     @scoped_to_tenant
     async def split_entity(self, entity_id: UUID | str, *, user_id: str) -> EntityDetail:
         """Undo the last merge of this entity: what moved (and still points at the entity it
         joined) moves back, and its name resolves to it again."""
         owner: OwnerInput = validated(OwnerInput, user_id=user_id)
-        async with transaction(self._backend.engine) as conn:
-            row = await self._owned_entity(conn, entity_id, owner.user_id, lock=True)
-            merge = await graph_db.last_merge(conn, self.tenant_id, owner.user_id, row.id)
-            if merge is None:
-                raise InvalidInput(
-                    "This entity is not merged into another.", details={"id": str(row.id)}
-                )
-            await graph_db.split(conn, merge, datetime.now(UTC))
+        details = {"via": "split_entity", "target": f"entity:{_entity(entity_id)}"}
+        with self._context.audit("update", owner.user_id, memory_kind="entity", details=details):
+            async with transaction(self._backend.engine) as conn:
+                row = await self._owned_entity(conn, entity_id, owner.user_id, lock=True)
+                merge = await graph_db.last_merge(conn, self.tenant_id, owner.user_id, row.id)
+                if merge is None:
+                    raise InvalidInput(
+                        "This entity is not merged into another.", details={"id": str(row.id)}
+                    )
+                await graph_db.split(conn, merge, datetime.now(UTC))
         return await self.entity(row.id, user_id=owner.user_id)
 
     # --- a memory's text changed ----------------------------------------------------------

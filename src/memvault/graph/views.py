@@ -129,6 +129,30 @@ class MergeRequest(_Input):
     user_id: Identifier
 
 
+class RetireRequest(_Input):
+    """Retire a fact: it stops holding now, or (``never_held``) was never true."""
+
+    user_id: Identifier
+    never_held: bool = Field(
+        default=False, description="the fact was never true: its valid interval becomes empty"
+    )
+
+
+class CorrectionRequest(_Input):
+    """Correct a fact: the same subject and predicate with the right ``object`` (an entity
+    name) or ``value`` (a literal); the old fact never held and is superseded by the new."""
+
+    user_id: Identifier
+    object: Name | None = None
+    value: Value | None = None
+
+    @model_validator(mode="after")
+    def _one_object(self) -> CorrectionRequest:
+        if (self.object is None) == (self.value is None):
+            raise ValueError("give exactly one of object (an entity) or value (a literal)")
+        return self
+
+
 class PromoteRequest(_Input):
     user_id: Identifier
     reason: Reason = Field(description="why, recorded in the audit log (one line)")

@@ -9,6 +9,7 @@ from uuid import UUID
 
 from memvault.db import audit as audit_db
 from memvault.db import cognitive as cognitive_db
+from memvault.db import curated as curated_db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
@@ -17,9 +18,13 @@ from memvault.lifecycle.audit import query_aad
 from memvault.lifecycle.reports import (
     AuditEntry,
     AuditPage,
+    BulkDeletion,
     DeletionReceipt,
+    ReceiptsQuery,
+    UsersQuery,
+    UserSummary,
 )
-from memvault.validation import parse_id
+from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
     from memvault.context import TenantContext
@@ -61,6 +66,60 @@ class Lifecycle:
             user_id=owner,
             actor=self.actor,
         )
+
+    @scoped_to_tenant
+    async def erase_memories(
+        self, memory_ids: list[UUID | str], *, user_id: str
+    ) -> DeletionReceipt:
+        """Delete several memories of one user and everything derived from them, in one
+        transaction with one receipt; ids that are not this user's are left alone, and when
+        none is, nothing happens (404)."""
+        request: BulkDeletion = validated(BulkDeletion, user_id=user_id, memory_ids=memory_ids)
+        return await deletion.erase(
+            self._backend,
+            self.tenant_id,
+            deletion.memories_where(
+                self.tenant_id, request.user_id, list(dict.fromkeys(request.memory_ids))
+            ),
+            scope="memory",
+            user_id=request.user_id,
+            actor=self.actor,
+        )
+
+    @scoped_to_tenant
+    async def deletion_receipts(
+        self, *, user_id: str | None = None, limit: int = 50
+    ) -> list[DeletionReceipt]:
+        """The receipts of this tenant's deletions (one user's, if given), newest first: each
+        is kept in its deletion's audit row (none are kept at ``audit_level=off``)."""
+        query: ReceiptsQuery = validated(ReceiptsQuery, user_id=user_id, limit=limit)
+        await self._backend.audit.flush()
+        async with reading(self._backend.engine) as conn:
+            found = await curated_db.receipts(
+                conn, self.tenant_id, user_id=query.user_id, request_id=None, limit=query.limit
+            )
+        return [DeletionReceipt.model_validate(r) for r in found]
+
+    @scoped_to_tenant
+    async def deletion_receipt(self, request_id: str) -> DeletionReceipt:
+        """One deletion's receipt, by its request id (404 when this tenant has none)."""
+        ident = identifier(request_id, "request_id")
+        async with reading(self._backend.engine) as conn:
+            found = await curated_db.receipts(
+                conn, self.tenant_id, user_id=None, request_id=ident, limit=1
+            )
+        if not found:
+            raise NotFound("No deletion receipt with that request id.", details={"id": ident})
+        return DeletionReceipt.model_validate(found[0])
+
+    @scoped_to_tenant
+    async def list_users(self, *, limit: int = 100) -> list[UserSummary]:
+        """This tenant's users (anyone holding a memory, a conversation or a fact), with how
+        many of each they hold, most recently active first."""
+        query: UsersQuery = validated(UsersQuery, limit=limit)
+        async with reading(self._backend.engine) as conn:
+            rows = await curated_db.users(conn, self.tenant_id, query.limit)
+        return [UserSummary.model_validate(r, from_attributes=True) for r in rows]
 
     @scoped_to_tenant
     async def erase_conversation(self, conversation_id: str, *, user_id: str) -> DeletionReceipt:

@@ -13,12 +13,13 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from memvault.db import embedding_queue
+from memvault.db import curated as curated_db
+from memvault.db import embedding_queue, store
 from memvault.db import health as db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
-from memvault.errors import InvalidInput
-from memvault.lifecycle import deletion, graph_jobs
+from memvault.errors import Conflict, InvalidInput, NotFound
+from memvault.lifecycle import deletion, graph_jobs, merging
 from memvault.lifecycle.governance import identifier
 from memvault.lifecycle.reports import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.reports import (
@@ -28,6 +29,7 @@ from memvault.lifecycle.reports import (
     HealthFinding,
     MemoryHealth,
 )
+from memvault.models import TURN_SOURCE
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -139,9 +141,16 @@ async def report(
                 kind="near_duplicates",
                 count=len(groups),
                 clusters=groups[: db.SAMPLE],
-                recommendation="Near-duplicate memories; merge each cluster into its first "
-                "memory (one action per cluster).",
-                action=_action(user_id, "merge", groups[0]),
+                recommendation="Near-duplicate memories; merge each cluster into its earliest "
+                "memory, which keeps every copy's tags, metadata, dates and sources.",
+                action=HealthAction(
+                    path=ACTIONS,
+                    body={
+                        "user_id": user_id,
+                        "action": "merge",
+                        "clusters": [[str(i) for i in g] for g in groups[: db.SAMPLE]],
+                    },
+                ),
             )
         )
     for probe in PROBES.values():
@@ -184,10 +193,10 @@ class Health:
                 counts = await graph_jobs.consolidate_user(self._backend, self.tenant_id, owner)
                 event.result_count = counts["turns_extracted"]
             return HealthActionResult(action="consolidate", changed=counts["conversations"])
+        if request.action == "merge":
+            return await self._merge(owner, request.clusters or [ids])
         if request.action != "retry_jobs" and not ids:
             raise InvalidInput("Name the memories to act on.", details={"field": "memory_ids"})
-        if request.action == "merge":
-            return await self._merge(owner, ids)
         if request.action == "delete":
             receipt = await deletion.erase(
                 self._backend,
@@ -215,16 +224,13 @@ class Health:
             event.result_count = changed
         return HealthActionResult(action=request.action, changed=changed)
 
-    async def _merge(self, owner: str, ids: list[UUID]) -> HealthActionResult:
-        if len(ids) < 2:
-            raise InvalidInput(
-                "A merge needs two memories or more.", details={"field": "memory_ids"}
-            )
-        keep, rest = ids[0], ids[1:]
-        with self._context.audit("merge", owner, memory_ids=ids) as event:
-            await self._memories.update(  # the normal write path
-                keep, user_id=owner, metadata={"merged_from": [str(i) for i in rest]}
-            )
+    async def _merge(self, owner: str, clusters: list[list[UUID]]) -> HealthActionResult:
+        """Each cluster into its earliest memory, losing nothing (``lifecycle.merging``); the
+        copies of every cluster are deleted together, with one receipt."""
+        clusters = _checked(clusters)
+        everyone = [i for c in clusters for i in c]
+        with self._context.audit("merge", owner, memory_ids=everyone[:100]) as event:
+            kept, rest = await self._fold(owner, clusters)
             receipt = await deletion.erase(
                 self._backend,
                 self.tenant_id,
@@ -234,4 +240,55 @@ class Health:
                 actor=self.actor,
             )
             event.result_count = receipt.memories
+            event.details = {
+                "via": "health_merge",
+                "clusters": len(clusters),
+                "kept": [f"memory:{k}" for k in kept[:100]],
+                "request_id": receipt.request_id,
+            }
         return HealthActionResult(action="merge", changed=receipt.memories, receipt=receipt)
+
+    async def _fold(self, owner: str, clusters: list[list[UUID]]) -> tuple[list[UUID], list[UUID]]:
+        """In one transaction: each kept memory takes what its copies held (the normal
+        update, so its history records it) and their source links."""
+        kept: list[UUID] = []
+        rest: list[UUID] = []
+        async with transaction(self._backend.engine) as conn:
+            for cluster in clusters:
+                rows = [
+                    await store.fetch_memory(conn, self.tenant_id, i, owner, lock=True)
+                    for i in sorted(cluster)
+                ]
+                found = [r for r in rows if r is not None]
+                if len(found) < 2:
+                    raise NotFound(
+                        "A cluster to merge has fewer than two memories of this user left.",
+                        details={"memory_ids": [str(i) for i in cluster]},
+                    )
+                if any(r.source == TURN_SOURCE for r in found):
+                    raise Conflict(
+                        "A conversation turn is kept as it was said; it is not merged.",
+                        details={"memory_ids": [str(i) for i in cluster]},
+                    )
+                plan = merging.plan(found)
+                if plan.values:
+                    old = next(r for r in found if r.id == plan.keep)
+                    await store.update_memory(conn, old, plan.values, self.actor)
+                await curated_db.adopt_sources(conn, self.tenant_id, plan.keep, plan.rest)
+                kept.append(plan.keep)
+                rest.extend(plan.rest)
+        return kept, rest
+
+
+def _checked(clusters: list[list[UUID]]) -> list[list[UUID]]:
+    clusters = [list(dict.fromkeys(c)) for c in clusters]
+    if not clusters or any(len(c) < 2 for c in clusters):
+        raise InvalidInput(
+            "A merge needs two memories or more in each cluster.", details={"field": "clusters"}
+        )
+    everyone = [i for c in clusters for i in c]
+    if len(set(everyone)) != len(everyone):
+        raise InvalidInput("A memory is in two clusters.", details={"field": "clusters"})
+    if len(everyone) > 1000:
+        raise InvalidInput("At most 1,000 memories a merge.", details={"field": "clusters"})
+    return clusters

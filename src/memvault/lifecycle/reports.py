@@ -122,7 +122,7 @@ HEALTH_ACTIONS = "/v1/health/memory/actions"
 
 
 class HealthActionRequest(BaseModel):
-    """An action a health finding recommends: merge near-duplicates into the first id,
+    """An action a health finding recommends: merge near-duplicates into the earliest,
     archive (tier cold), delete, retry failed embedding jobs, or consolidate the user's
     waiting conversation turns into the knowledge graph now."""
 
@@ -130,6 +130,12 @@ class HealthActionRequest(BaseModel):
     user_id: Identifier
     action: Literal["merge", "archive", "delete", "retry_jobs", "consolidate"]
     memory_ids: list[UUID] = Field(default=[], max_length=1000)
+    clusters: list[list[UUID]] = Field(
+        default=[],
+        max_length=500,
+        description="merge only: several clusters at once, each into its earliest memory, "
+        "with one receipt (in place of memory_ids)",
+    )
 
 
 class HealthActionResult(BaseModel):
@@ -159,6 +165,46 @@ class DeletionRequest(BaseModel):
     user_id: Identifier
     memory_id: UUID | None = None
     app_id: Identifier | None = None
+
+
+class BulkDeletion(BaseModel):
+    """Memories of one user to delete at once, with one receipt (ids that are not this
+    user's are not touched)."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
+    memory_ids: list[UUID] = Field(min_length=1, max_length=1000)
+
+
+class ReceiptsQuery(BaseModel):
+    """Which deletion receipts to list: one user's, or the tenant's."""
+
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier | None = None
+    limit: int = Field(default=50, ge=1, le=1000)
+
+
+class ReceiptPage(BaseModel):
+    results: list[DeletionReceipt]
+
+
+class UsersQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class UserSummary(BaseModel):
+    """A user of the tenant and what they hold, counted by the store."""
+
+    user_id: str
+    memories: int
+    conversations: int
+    facts: int
+    last_activity: datetime | None
+
+
+class UserPage(BaseModel):
+    results: list[UserSummary]
 
 
 class ExportPage(BaseModel):

@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Scope
 
-from memvault.ui import auth_pages, nowhere, pages, pages_more, webhook_pages
+from memvault.ui import auth_pages, curation, nowhere, pages, pages_more, webhook_pages
 from memvault.ui.sessions import Sessions
 from memvault.ui.web import HEADERS, error_page
 
@@ -38,7 +38,10 @@ class _Static(StaticFiles):
 def install(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions(lambda: app.state.admin.session_vault())
     app.mount("/ui/static", _Static(directory=STATIC), name="ui-static")
-    routers = [module.router for module in (auth_pages, pages, pages_more, webhook_pages)]
+    # Curation before pages: its fixed paths (/memories/new) go before their {memory_id}.
+    routers = [
+        module.router for module in (auth_pages, curation, pages, pages_more, webhook_pages)
+    ]
     # Last: it answers every /ui path the pages do not, as an HTML page.
     for router in (*routers, nowhere.router_beside(routers)):
         app.include_router(router, prefix="/ui", include_in_schema=False)

@@ -73,7 +73,8 @@ async def login(request: Request) -> Response:
         return refused
     await _forgive(request, buckets)
     await held.end(pending.id)
-    response = redirect(request, "/")
+    # Whose memory to look at is the first choice: the users page, not the "default" user.
+    response = redirect(request, "/users")
     set_cookie(request, response, await held.start(key=key))
     return response
 

@@ -95,21 +95,31 @@ async def memories(view: View) -> Response:
     q = params.get("q", "").strip()
     found: SearchResult | None = None
     next_cursor = None
-    if q:
-        recipe = params.get("recipe") or "hybrid"
-        found = await view.memory.search(
-            q, user_id=view.user_id, recipe=recipe, limit=50, track_access=False, **filters
-        )
-        rows: list[Any] = found.results
-    else:
-        listed = await view.memory.list(
-            user_id=view.user_id, limit=50, cursor=params.get("cursor") or None, **filters
-        )
-        rows, next_cursor = listed.results, listed.next_cursor
+    rows: list[Any] = []
+    refused: list[dict[str, str]] = []
+    try:
+        if q:
+            recipe = params.get("recipe") or "hybrid"
+            found = await view.memory.search(
+                q, user_id=view.user_id, recipe=recipe, limit=50, track_access=False, **filters
+            )
+            rows = found.results
+        else:
+            listed = await view.memory.list(
+                user_id=view.user_id, limit=50, cursor=params.get("cursor") or None, **filters
+            )
+            rows, next_cursor = listed.results, listed.next_cursor
+    except InvalidInput as exc:
+        # Said on the page, by field, with no rows: the rows of the last good filter would
+        # read as this filter's answer (htmx swaps in a 2xx answer only).
+        refused = _refusals(exc)
     keep = {k: v for k, v in params.items() if k != "cursor" and v}
+    htmx = view.request.headers.get("hx-request") == "true"
     return page(
         view,
         "memories.html",
+        http_status=422 if refused and not htmx else 200,
+        refused=refused,
         rows=rows,
         q=q,
         params=params,
@@ -119,6 +129,20 @@ async def memories(view: View) -> Response:
         fields=sorted(_PLAIN),
         list_fields=_LIST_FIELDS,
     )
+
+
+def _refusals(exc: InvalidInput) -> list[dict[str, str]]:
+    """What was wrong with each filter, by the field's name as the form labels it."""
+    listed = exc.details.get("errors")
+    problems = listed if isinstance(listed, list) else [exc.details]
+    return [
+        {
+            "field": str(p.get("field") or "the filter").split(".")[-1].replace("_", " "),
+            "problem": str(p.get("problem") or exc.message),
+        }
+        for p in problems
+        if isinstance(p, dict)
+    ]
 
 
 @router.get("/memories/{memory_id}", response_class=HTMLResponse)
@@ -188,7 +212,8 @@ async def recall(view: View) -> Response:
     if q and params.get("mode") == "remember":
         for chosen in _sides(params, _REMEMBER_KNOBS):
             asked = RememberRequest.model_validate(
-                {"query": q, "user_id": user, **_remember_fields(chosen)}
+                # A look in the debugger is not a use: nothing it shows counts as accessed.
+                {"query": q, "user_id": user, "track_access": False, **_remember_fields(chosen)}
             )
             bundle = await view.memory.remember(**asked.model_dump(exclude_none=True))
             bundles.append((chosen, bundle))

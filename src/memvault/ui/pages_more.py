@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from memvault.api.paths import path_value
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.views import GraphView
+from memvault.lifecycle import merging
 from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
 from memvault.ui.web import UIRoute, Viewer, page, viewer
 from memvault.validation import validated
@@ -23,6 +24,10 @@ View = Annotated[Viewer, Depends(viewer)]
 MAX_NODES = 5_000
 # Past this many nodes the page draws the graph on a plain canvas rather than with Cytoscape.
 LARGE_GRAPH = 300
+# The goal page reads the working memory of this many recent conversations.
+ACTIVE_SESSIONS = 20
+# The health page previews this many near-duplicate clusters memory by memory.
+PREVIEWED = 10
 
 
 def _param(view: Viewer, name: str, default: str = "") -> str:
@@ -163,32 +168,81 @@ async def goals(view: View) -> Response:
         roots=roots,
         children=children,
         by_id=by_id,
+        finished={g.id for g in found if g.status in ("completed", "abandoned")},
+        active_goals=await _active_goals(view),
         tools=tools,
         task=task,
         strategies=strategies,
     )
 
 
+async def _active_goals(view: Viewer) -> dict[str, list[str]]:
+    """Which recent conversations' working memory holds which active goal (by the goal's text
+    or id), so the goal page says what the conversation page says."""
+    recent = await view.memory.list_conversations(user_id=view.user_id, limit=ACTIVE_SESSIONS)
+    contexts = await asyncio.gather(
+        *(view.memory.get_context(c.id, user_id=view.user_id, channel=c.channel) for c in recent)
+    )
+    held: dict[str, list[str]] = {}
+    for context in contexts:
+        if context.active_goal:
+            held.setdefault(context.active_goal, []).append(context.conversation_id)
+    return held
+
+
 @router.get("/health", response_class=HTMLResponse)
 async def health(view: View) -> Response:
     found = await view.memory.memory_health(user_id=view.user_id)
-    return page(view, "health.html", health=found)
+    clusters = [c for f in found.findings for c in f.clusters]
+    return page(view, "health.html", health=found, previews=await _previews(view, clusters))
+
+
+async def _previews(view: Viewer, clusters: list[list[UUID]]) -> list[dict[str, Any]]:
+    """What merging each of the first clusters touches and keeps: the merge's own plan."""
+    shown = []
+    for cluster in clusters[:PREVIEWED]:
+        copies = merging.order([await view.memory.get(i, user_id=view.user_id) for i in cluster])
+        shown.append({"copies": copies, "plan": merging.plan(copies), "ids": cluster})
+    return shown
+
+
+def _id_lists(raw: list[str]) -> list[list[str]]:
+    return [[i for i in r.split(",") if i.strip()] for r in raw if r.strip()]
 
 
 @router.post("/health/action", response_class=HTMLResponse)
 async def health_action(view: View) -> Response:
     form = await view.form("write")
     ids = [i for i in str(form.get("memory_ids", "")).split(",") if i.strip()]
+    clusters = _id_lists([str(c) for c in getattr(form, "getlist", lambda _: [])("clusters")])
     request = validated(
-        HealthActionRequest, user_id=view.user_id, action=form.get("action"), memory_ids=ids
+        HealthActionRequest,
+        user_id=view.user_id,
+        action=form.get("action"),
+        memory_ids=ids,
+        clusters=clusters,
     )
     result = await view.memory.health_action(request)
     audit = await view.memory.audit_log(user_id=view.user_id, limit=5)
     return page(view, "done.html", result=result, audit=audit.results)
 
 
+async def _holds_anything(view: Viewer, user: str) -> bool:
+    memory = view.memory
+    found = await asyncio.gather(
+        memory.count(user_id=user),
+        memory.list_conversations(user_id=user, include_archived=True, limit=1),
+        memory.facts(user_id=user, include_superseded=True, limit=1),
+    )
+    return any(found)
+
+
 @router.get("/audit", response_class=HTMLResponse)
 async def audit(view: View) -> Response:
+    return await _audit_page(view)
+
+
+async def _audit_page(view: Viewer, *, empty: str | None = None) -> Response:
     query = validated(
         AuditQuery,
         user_id=_param(view, "user_id") or None,
@@ -204,6 +258,7 @@ async def audit(view: View) -> Response:
         rows=rows.results,
         deletions=deletions.results,
         filters={k: _param(view, k) for k in ("user_id", "operation", "since")},
+        empty=empty,
     )
 
 
@@ -213,6 +268,9 @@ async def erase_user(view: View) -> Response:
     user = str(form.get("user_id", "")).strip()
     if not user or form.get("confirm") != user:
         raise InvalidInput("Type the user id exactly to confirm the erasure.")
+    if form.get("empty_ok") != "yes" and not await _holds_anything(view, user):
+        # A mistyped id would be "erased" with nothing in it: say so, and ask again.
+        return await _audit_page(view, empty=user)
     receipt = await view.memory.erase_user(user_id=user)
     audit = await view.memory.audit_log(user_id=user, limit=5)
     return page(view, "done.html", receipt=receipt, audit=audit.results, erased=user)

@@ -164,8 +164,8 @@ def render(
     return HTMLResponse(html, status_code=status)
 
 
-def page(view: Viewer, name: str, **context: Any) -> HTMLResponse:
-    return render(view.request, name, {"view": view, **context})
+def page(view: Viewer, name: str, *, http_status: int = 200, **context: Any) -> HTMLResponse:
+    return render(view.request, name, {"view": view, **context}, status=http_status)
 
 
 def set_cookie(request: Request, response: Response, session: Session) -> None:

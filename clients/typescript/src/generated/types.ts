@@ -89,6 +89,15 @@ export interface BatchResult {
   results: Array<AddResult>;
 }
 
+/**
+ * Memories of one user to delete at once, with one receipt (ids that are not this
+ * user's are not touched).
+ */
+export interface BulkDeletion {
+  user_id: string;
+  memory_ids: Array<string>;
+}
+
 export interface BundleDiagnostics {
   /** wall time per kind, and total */
   timings_ms: { [key: string]: number };
@@ -178,6 +187,16 @@ export interface ConversationTurn {
   model: string | null;
   /** FOLLOWED_BY: the index of the next turn, null for the last */
   followed_by: number | null;
+}
+
+/**
+ * Correct a fact: the same subject and predicate with the right ``object`` (an entity
+ * name) or ``value`` (a literal); the old fact never held and is superseded by the new.
+ */
+export interface CorrectionRequest {
+  user_id: string;
+  object?: string | null;
+  value?: string | null;
 }
 
 export interface DedupInfo {
@@ -530,7 +549,7 @@ export interface HealthAction {
 }
 
 /**
- * An action a health finding recommends: merge near-duplicates into the first id,
+ * An action a health finding recommends: merge near-duplicates into the earliest,
  * archive (tier cold), delete, retry failed embedding jobs, or consolidate the user's
  * waiting conversation turns into the knowledge graph now.
  */
@@ -538,6 +557,8 @@ export interface HealthActionRequest {
   user_id: string;
   action: "merge" | "archive" | "delete" | "retry_jobs" | "consolidate";
   memory_ids?: Array<string>;
+  /** merge only: several clusters at once, each into its earliest memory, with one receipt (in place of memory_ids) */
+  clusters?: Array<Array<string>>;
 }
 
 export interface HealthActionResult {
@@ -713,11 +734,16 @@ export interface MemoryRecord {
 
 /**
  * Content replaces the old text (and queues re-embedding); metadata is merged key by key,
- * a key set to null is removed; expires_at moves the expiry (the memory keeps its id).
+ * a key set to null is removed; tags replace the old tags; importance is set as given (a
+ * person's judgement, kept when the text is edited with it); expires_at moves the expiry
+ * (the memory keeps its id).
  */
 export interface MemoryUpdate {
   content?: string | null;
   metadata?: { [key: string]: JsonValue } | null;
+  /** the memory's tags, replacing its own */
+  tags?: Array<string> | null;
+  importance?: number | null;
   /** a new expiry, in the future: a TTL refreshed in place (same id, same place in every ranking) */
   expires_at?: (string | Date) | null;
 }
@@ -812,6 +838,16 @@ export interface PromoteRequest {
   reason: string;
 }
 
+export interface ReceiptPage {
+  results: Array<DeletionReceipt>;
+}
+
+/** Which deletion receipts to list: one user's, or the tenant's. */
+export interface ReceiptsQuery {
+  user_id?: string | null;
+  limit?: number;
+}
+
 export interface Reinforcement {
   user_id: string;
   success: boolean;
@@ -863,6 +899,8 @@ export interface RememberRequest {
   per_conversation?: number | null;
   /** override MEMVAULT_REMEMBER_WEIGHTS per kind (episodic, facts, entities, procedural, recency) */
   weights?: { [key: string]: number } | null;
+  /** count what is recalled as accessed; false for a look that is not a use (the dashboard's recall debugger) */
+  track_access?: boolean;
 }
 
 /** Body of POST /v1/webhooks/{webhook_id}/replay. */
@@ -884,6 +922,13 @@ export interface ResolvedReview {
   conflicts_with: Fact;
   /** the reviews closed: this one, and any other that named the fact replaced */
   closed: Array<string>;
+}
+
+/** Retire a fact: it stops holding now, or (``never_held``) was never true. */
+export interface RetireRequest {
+  user_id: string;
+  /** the fact was never true: its valid interval becomes empty */
+  never_held?: boolean;
 }
 
 /** POST /v1/facts/reviews/{review_id}/resolve. */
@@ -1157,6 +1202,23 @@ export interface TurnsRequest {
   user_id: string;
   turns: Array<Turn>;
   occurred_at?: (string | Date) | null;
+}
+
+export interface UserPage {
+  results: Array<UserSummary>;
+}
+
+/** A user of the tenant and what they hold, counted by the store. */
+export interface UserSummary {
+  user_id: string;
+  memories: number;
+  conversations: number;
+  facts: number;
+  last_activity: string | null;
+}
+
+export interface UsersQuery {
+  limit?: number;
 }
 
 export interface Webhook {

@@ -12,4 +12,27 @@ document.addEventListener("DOMContentLoaded", () => {
     typed.addEventListener("input", check);
     check();
   }
+  wireBulk(document);
 });
+
+// Select every row of a list at once; a bulk action stays disabled until a row is chosen
+// (the server asks again before anything is deleted). Wired again after htmx swaps the rows.
+function wireBulk(root) {
+  for (const form of root.querySelectorAll("form.bulk")) {
+    const boxes = () => form.querySelectorAll("input[name=memory_ids]");
+    const all = form.querySelector("[data-select-all]");
+    const act = form.querySelector("[data-needs-selection]");
+    const sync = () => {
+      const chosen = [...boxes()].filter((b) => b.checked).length;
+      if (act) act.disabled = chosen === 0;
+      if (all) all.checked = chosen > 0 && chosen === boxes().length;
+    };
+    if (all) all.addEventListener("change", () => {
+      for (const b of boxes()) b.checked = all.checked;
+      sync();
+    });
+    form.addEventListener("change", sync);
+    sync();
+  }
+}
+document.addEventListener("htmx:afterSettle", (event) => wireBulk(event.target));

@@ -1,0 +1,119 @@
+"""SQL of curation: a tenant's users with what each holds, the deletion receipts the audit log
+keeps (a receipt is written into its ``delete`` row's details in the deleting transaction:
+``lifecycle/deletion.py``), and a merge's moving of source links onto the memory it keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memvault.db.tables import (
+    audit_log,
+    conversations,
+    entity_mentions,
+    fact_sources,
+    facts,
+    memories,
+    relation_sources,
+)
+
+_a = audit_log.c
+
+
+@dataclass(frozen=True, slots=True)
+class UserCounts:
+    user_id: str
+    memories: int
+    conversations: int
+    facts: int
+    last_activity: datetime | None
+
+
+def _per_user(table: sa.Table, tenant_id: str, when: sa.ColumnElement[Any]) -> sa.Subquery:
+    c = table.c
+    return (
+        sa.select(c.user_id, sa.func.count().label("n"), sa.func.max(when).label("last"))
+        .where(c.tenant_id == tenant_id)
+        .group_by(c.user_id)
+        .subquery()
+    )
+
+
+async def users(conn: AsyncConnection, tenant_id: str, limit: int) -> list[UserCounts]:
+    """Every user that holds a memory, a conversation or a fact, with how many of each (counted
+    by the database, not by listing), most recently active first."""
+    m = _per_user(memories, tenant_id, memories.c.created_at)
+    c = _per_user(
+        conversations,
+        tenant_id,
+        sa.func.coalesce(conversations.c.last_turn_at, conversations.c.started_at),
+    )
+    f = _per_user(facts, tenant_id, facts.c.recorded_at)
+    everyone = sa.union(
+        sa.select(m.c.user_id), sa.select(c.c.user_id), sa.select(f.c.user_id)
+    ).subquery()
+    last = sa.func.greatest(m.c.last, c.c.last, f.c.last)
+    query = (
+        sa.select(
+            everyone.c.user_id,
+            sa.func.coalesce(m.c.n, 0),
+            sa.func.coalesce(c.c.n, 0),
+            sa.func.coalesce(f.c.n, 0),
+            last,
+        )
+        .select_from(everyone)
+        .outerjoin(m, m.c.user_id == everyone.c.user_id)
+        .outerjoin(c, c.c.user_id == everyone.c.user_id)
+        .outerjoin(f, f.c.user_id == everyone.c.user_id)
+        .order_by(last.desc().nulls_last(), everyone.c.user_id)
+        .limit(limit)
+    )
+    return [UserCounts(*row) for row in await conn.execute(query)]
+
+
+async def receipts(
+    conn: AsyncConnection,
+    tenant_id: str,
+    *,
+    user_id: str | None,
+    request_id: str | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """The receipts of this tenant's deletions, newest first, as their audit rows hold them."""
+    where = [_a.tenant_id == tenant_id, _a.operation == "delete", _a.details.has_key("receipt")]
+    if user_id is not None:
+        where.append(_a.user_id == user_id)
+    if request_id is not None:
+        where.append(_a.details["receipt"]["request_id"].astext == request_id)
+    query = (
+        sa.select(_a.details["receipt"]).where(*where).order_by(_a.at.desc(), _a.id).limit(limit)
+    )
+    return [dict(r) for (r,) in await conn.execute(query)]
+
+
+async def adopt_sources(
+    conn: AsyncConnection, tenant_id: str, keep: UUID, rest: Sequence[UUID]
+) -> int:
+    """What the merged copies' texts were said to claim (facts, relations, mentions) becomes
+    the kept memory's too, so nothing derived goes with the copies; how many links moved."""
+    moved = 0
+    for table in (fact_sources, relation_sources, entity_mentions):
+        names = [c.name for c in table.c]
+        picked = sa.select(
+            *(
+                sa.literal(keep, type_=sa.Uuid).label(c.name) if c.name == "memory_id" else c
+                for c in table.c
+            )
+        ).where(table.c.tenant_id == tenant_id, table.c.memory_id.in_(list(rest)))
+        result = await conn.execute(
+            insert(table).from_select(names, picked).on_conflict_do_nothing()
+        )
+        moved += result.rowcount
+    return moved
