@@ -14,7 +14,7 @@ date as ``occurred_at`` (offline: no LLM, so the offline extractor reads every t
 - **remember, now**: the same question through ``remember()``; right when the first line of
   the prompt that names either value (``old_key`` / ``new_key``: a turn, a fact or a fact's
   source) names the new one; **old past or absent**: every line naming the old value and not
-  the new is marked as past (``until``) or missing;
+  the new is marked as past (``until``, or the graph's ``(formerly)``) or missing;
 - **search, then**: the same question with ``reference_time`` two weeks after the old
   statement; right when the old statement ranks above the update (or the update is absent);
 - **search, past**: the past-tense question naming the month ("In February 2025, where did
@@ -87,14 +87,19 @@ def lead(prompt: str, case: dict[str, Any]) -> str | None:
     return None
 
 
+def _past(line: str) -> bool:
+    """A line marked as no longer holding: "until <when>", or the graph's "(formerly)"."""
+    return "until " in line or "(formerly)" in line
+
+
 def old_past_or_absent(prompt: str, case: dict[str, Any]) -> bool:
     old, new = case["old_key"].casefold(), case["new_key"].casefold()
     for line in value_lines(prompt):
         for part in line.split("\n"):
             text = part.casefold()
-            if old in text and new not in text and "until " not in text:
+            if old in text and new not in text and not _past(text):
                 # a source under a fact that is marked past is past too
-                if part.startswith("  ") and "until " in line.split("\n")[0].casefold():
+                if part.startswith("  ") and _past(line.split("\n")[0].casefold()):
                     continue
                 return False
     return True
