@@ -10,8 +10,9 @@ that do not depend on the wording:
   each other and to the question (``SAME_THING``), and the newer one is about what is asked
   (its similarity to the question is at least half the older one's);
 - the newer one says that something changed: a change cue (left, quit, sold, switched, gave
-  up, no longer, now, these days, since, moved, replaced, ...), or it restates the older one
-  so closely (``RESTATES``) that it needs none;
+  up, no longer, now, these days, since, moved, replaced, ...); or, with no cue, the two are
+  the question's best answers and each other's closest statement (``PAIRED``), or the newer
+  restates the older so closely (``RESTATES``) that it needs none;
 - which was said later (``occurred_at``).
 
 Which one wins depends on what the question asks: about now (or as of a reference time), the
@@ -44,6 +45,11 @@ from memvault.retrieval.when import TimeRange
 SAME_THING = 0.5
 # Two statements this close need no change cue: the later one restates the earlier.
 RESTATES = 0.8
+# Nor do two that are each other's closest statement among the candidates, both among the
+# question's BEST_ANSWERS closest, and at least PAIRED alike (chit-chat beside a statement:
+# <= 0.22): the two answers to the question, said at different times.
+PAIRED = 0.3
+BEST_ANSWERS = 3
 # The newer statement must answer the question at least this well, relative to the older
 # one: an update about something else that shares the older one's words is not its answer.
 AS_RELEVANT = 0.5
@@ -56,7 +62,7 @@ CHANGE = re.compile(
     r"|no longer|not any ?more|any ?more|no more|now|nowadays|these days|since|moved|moving"
     r"|replac(?:ed|ing)|instead|stopped|cancell?ed|traded|got rid of|changed|dropped"
     r"|broke up|split|retired|ended|uninstalled|scrapped|put away|gone|bought|joined|started"
-    r"|took up|taken up|adopted|upgraded|became|turned)\b",
+    r"|took up|taken up|adopted|upgraded|became|turned|died|broke|stolen|lost|wore out)\b",
     re.I,
 )
 _PAST = re.compile(
@@ -123,6 +129,9 @@ def replacements(
     units = _unit([s.vector for s in statements])
     between = units @ units.T
     to_question = units @ _unit([question])[0]
+    alone = between - 2 * np.eye(len(statements))  # no statement is its own neighbour
+    nearest = alone.argmax(axis=1)
+    best_answers = {int(k) for k in np.argsort(-to_question)[:BEST_ANSWERS]}
     found: list[Replacement] = []
     for i, old in enumerate(statements):
         for j, new in enumerate(statements):
@@ -130,10 +139,15 @@ def replacements(
                 continue
             if to_question[j] < AS_RELEVANT * max(to_question[i], 0.0):
                 continue
-            if between[i, j] < RESTATES and (
-                between[i, j] + min(to_question[i], to_question[j]) < SAME_THING
-                or not CHANGE.search(new.text)
-            ):
+            same = between[i, j] + min(to_question[i], to_question[j])
+            closest = (
+                between[i, j] >= PAIRED
+                and j == nearest[i]
+                and i == nearest[j]
+                and {i, j} <= best_answers
+            )
+            cue = CHANGE.search(new.text) is not None
+            if not (between[i, j] >= RESTATES or closest or (cue and same >= SAME_THING)):
                 continue
             if asked == "past":
                 found.append(Replacement(old.id, new.id, past=False, since=new.at))
