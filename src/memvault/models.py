@@ -370,6 +370,12 @@ class SearchHit(MemoryRecord):
         "relevance (fused / best: rank-relative, not the hit's relevance), importance, "
         "recency, validity, reinforcement, time"
     )
+    replaced_by: UUID | None = Field(
+        default=None,
+        description="for a question about how things stand (now, at its reference_time, or in "
+        "the period it names): a later memory in these results that updates this one, ranked "
+        "above it (this one held until that one's occurred_at)",
+    )
     context: list[MemoryRecord] | None = Field(
         default=None,
         description="with context_window=n: the turns around this one in its session, in "

@@ -210,6 +210,52 @@ def attach_sources(
     return merged, [i for i in episodic if i.id not in carrier]
 
 
+# What an item a later recalled memory updates keeps of the score of the item showing that
+# update: just under it, so the update leads and the older one still follows as history.
+REPLACED_SHARE = 0.99
+
+
+def show_replaced(
+    semantic: list[BundleItem],
+    episodic: list[BundleItem],
+    replaced: dict[str, tuple[str, datetime]],
+) -> tuple[list[BundleItem], list[BundleItem]]:
+    """Turns, and facts learned only from turns, that a later recalled memory updates
+    (``replaced``: memory id -> (the later memory's id, when it was said); search's
+    ``replaced_by``) are shown as past ("until October 2025") and rank under the item that shows
+    the update, or at half their score when none does. Returns (semantic, episodic)."""
+    if not replaced:
+        return semantic, episodic
+    shown: dict[str, float] = {}  # memory id: the best score of an item showing it
+    for item in (*semantic, *episodic):
+        ids = [item.id] if item.kind == "episodic" else []
+        ids += [str(s["id"]) for s in item.detail.get("sources", [])]
+        for m in ids:
+            shown[m] = max(shown.get(m, 0.0), item.score)
+
+    def past(item: BundleItem, memory_ids: list[str]) -> BundleItem:
+        if not memory_ids or any(m not in replaced for m in memory_ids):
+            return item
+        later = [shown[replaced[m][0]] for m in memory_ids if replaced[m][0] in shown]
+        score = min(item.score, min(later) * REPLACED_SHARE) if later else item.score / 2
+        return item.model_copy(
+            update={
+                "score": score,
+                "scores": {**item.scores, "replaced": score / item.score if item.score else 0.0},
+                "detail": {**item.detail, "until": max(replaced[m][1] for m in memory_ids)},
+            }
+        )
+
+    semantic = [
+        past(i, [str(m) for m in i.detail.get("memory_ids", [])]) if i.kind == "facts" else i
+        for i in semantic
+    ]
+    episodic = [past(i, [i.id]) for i in episodic]
+    semantic.sort(key=lambda i: (-i.score, i.kind, i.id))
+    episodic.sort(key=lambda i: (-i.score, i.id))
+    return semantic, episodic
+
+
 # --- the prompt and the budget -----------------------------------------------------------------
 
 HEADERS = {
@@ -277,6 +323,12 @@ def item_line(item: BundleItem) -> str:
         )
         return f"- [strategy, {item.channel}] {_clip(text)}"
     when = f" {item.occurred_at:%Y-%m-%d}" if item.occurred_at else ""
+    until = item.detail.get("until")
+    if isinstance(until, str):  # a bundle read back from JSON
+        until = datetime.fromisoformat(until)
+    if isinstance(until, datetime):
+        # Updated later: what held until then, not what holds now.
+        when += f", until {until:%B %Y}"
     label = {"episodic": "turn", "facts": "fact", "entities": "entity"}[item.kind]
     return f"- [{label}, {item.channel}{when}] {_clip(item.content)}"
 

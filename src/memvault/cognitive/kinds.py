@@ -136,6 +136,9 @@ class TurnHit(BaseModel):
     conversation_id: str | None
     turn_index: int | None
     session_id: str | None = Field(default=None, description="the session its metadata names")
+    replaced_by: UUID | None = Field(
+        default=None, description="a later memory among the hits that updates this one"
+    )
 
 
 # --- working memory ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from memvault.cognitive.bundle import (
     diversify,
     fit,
     outcome_summary,
+    show_replaced,
     weighted,
 )
 from memvault.cognitive.identifiers import recall_channels
@@ -187,6 +188,7 @@ class Recall:
             request.per_conversation or settings.remember_per_conversation,
         )
         semantic, episodic = attach_sources(semantic, episodic)
+        semantic, episodic = show_replaced(semantic, episodic, _replaced(hits))
         bundle = MemoryBundle(
             query=request.query,
             user_id=request.user_id,
@@ -270,6 +272,7 @@ class Recall:
                 if isinstance(h.metadata.get("turn"), int)
                 else None,
                 session_id=str(h.metadata["session_id"]) if "session_id" in h.metadata else None,
+                replaced_by=h.replaced_by,
             )
             for h in hits
         ]
@@ -355,6 +358,9 @@ class Recall:
         items: builtins.list[BundleItem] = []
         facts = found.facts or []
         best = max((f.score for f in facts), default=0.0)
+        if request.reference_time is not None:
+            # Asked as of a moment: a fact that only became true later is not yet the answer.
+            facts = [f for f in facts if f.valid_from is None or f.valid_from <= now]
         for fact in facts:
             fresh = recency(fact.valid_from or fact.recorded_at, now, half_life)
             relevance = fact.score / best if best > 0 else 0.0
@@ -527,6 +533,16 @@ class Recall:
         recalled += [UUID(s["id"]) for i in bundle.semantic for s in i.detail.get("sources", [])]
         if recalled:
             self._backend.access.record(self.tenant_id, recalled)
+
+
+def _replaced(hits: builtins.list[TurnHit]) -> dict[str, tuple[str, datetime]]:
+    """Each recalled memory a later recalled one updates: the later one's id and date."""
+    by_id = {h.memory_id: h for h in hits}
+    return {
+        str(h.memory_id): (str(h.replaced_by), by_id[h.replaced_by].occurred_at)
+        for h in hits
+        if h.replaced_by is not None and h.replaced_by in by_id
+    }
 
 
 def _has_content(profile: Profile) -> bool:

@@ -41,7 +41,7 @@ from memvault.models import (
     SearchResult,
     TimeReport,
 )
-from memvault.retrieval import techniques
+from memvault.retrieval import techniques, updates
 from memvault.retrieval.recency import recency
 from memvault.retrieval.reinforce import reinforcement
 from memvault.retrieval.terms import query_term_ids, query_terms
@@ -316,19 +316,26 @@ async def _search(
         recipe,
         reference,
         when,
-        request.limit,
+        max(request.limit, updates.POOL),
         ceilings,
         superseded=await _superseded(backend, tenant_id, lists) if now_asked else frozenset(),
         keep=_at_least(relevance, request.min_relevance),
     )
     clock.lap("rank")
+    ranked, replaced = await _updates_first(
+        backend, request, ranked, vectors_by_text.get(request.query), when, reference
+    )
+    ranked = ranked[: request.limit]
+    clock.lap("updates")
     context = (
         await _context(backend, tenant_id, [row for row, _ in ranked], request.context_window)
         if request.context_window
         else {}
     )
     hits = [
-        _hit(backend, row, scores, relevance.get(row.id, 0.0), context.get(row.id))
+        _hit(backend, row, scores, relevance.get(row.id, 0.0), context.get(row.id)).model_copy(
+            update={"replaced_by": replaced.get(row.id)}
+        )
         for row, scores in ranked
     ]
     if request.context_window:
@@ -563,6 +570,43 @@ async def _retrieve(
                 lists[name] = list(rows)
                 clock.timings[f"retrieve:{name}"] = ms
     return {name: lists[name] for name in weights if name in lists}
+
+
+async def _updates_first(
+    backend: Backend,
+    request: SearchRequest,
+    ranked: list[tuple[RankedMemory, dict[str, float | None]]],
+    question: tuple[Embedded, int] | None,
+    when: TimeRange | None,
+    reference: datetime,
+) -> tuple[list[tuple[RankedMemory, dict[str, float | None]]], dict[UUID, UUID]]:
+    """The best candidates with every update above what it replaced, for a question about how
+    things stand (retrieval/updates.py); and which returned memory each replaced one gave way
+    to. The candidates' texts are embedded to compare them with each other."""
+    asked, as_of = updates.asked_about(request.query, when, reference)
+    pool = ranked[: updates.POOL]
+    if asked == "none" or question is None or len({row.occurred_at for row, _ in pool}) < 2:
+        return ranked, {}
+    texts = [to_record(backend.keys, row).content for row, _ in pool]
+    embedded = await _embed(backend, texts)
+    asked_with, index = question
+    if embedded is None or embedded.model_id != asked_with.model_id:
+        return ranked, {}
+    statements = [
+        updates.Statement(row.id, text, row.occurred_at, vector)
+        for (row, _), text, vector in zip(pool, texts, embedded.vectors, strict=True)
+    ]
+    found = updates.replacements(statements, asked_with.vectors[index], asked, as_of)
+    if not found:
+        return ranked, {}
+    final = {row.id: float(scores["final"] or 0.0) for row, scores in pool}
+    moved = updates.reorder(final, found)
+    rescored = [
+        (row, {**scores, "final": moved[row.id]} if row.id in moved else scores)
+        for row, scores in ranked
+    ]
+    rescored.sort(key=lambda r: (-float(r[1]["final"] or 0.0), str(r[0].id)))
+    return rescored, {r.loser: r.winner for r in found if r.past}
 
 
 async def _superseded(

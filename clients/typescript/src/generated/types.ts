@@ -985,6 +985,8 @@ export interface SearchHit {
   score: number;
   /** breakdown: vector (similarity), keyword (BM25), fused (reciprocal rank), relevance (fused / best: rank-relative, not the hit's relevance), importance, recency, validity, reinforcement, time */
   scores: { [key: string]: number | null };
+  /** for a question about how things stand (now, at its reference_time, or in the period it names): a later memory in these results that updates this one, ranked above it (this one held until that one's occurred_at) */
+  replaced_by: string | null;
   /** with context_window=n: the turns around this one in its session, in turn order (the hit itself excluded) */
   context: Array<MemoryRecord> | null;
 }
