@@ -44,7 +44,10 @@ def draw() -> list[dict[str, object]]:
     bots: list[tuple[str, str, str]] = []
     for entry in lme:
         sessions = zip(
-            entry["haystack_session_ids"], entry["haystack_dates"], entry["haystack_sessions"]
+            entry["haystack_session_ids"],
+            entry["haystack_dates"],
+            entry["haystack_sessions"],
+            strict=True,
         )
         for sid, date, turns in sessions:
             if sid in seen:
@@ -78,7 +81,9 @@ def draw() -> list[dict[str, object]]:
     return rows
 
 
-def _row(category: str, source: str, date: str, speaker: str | None, text: str) -> dict[str, object]:
+def _row(
+    category: str, source: str, date: str, speaker: str | None, text: str
+) -> dict[str, object]:
     return {
         "id": f"{category}-{source}",
         "category": category,
