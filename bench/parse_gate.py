@@ -1,4 +1,4 @@
-"""A dependency parse as a precision gate over the offline rules (issue 41, item 2), measured
+"""A dependency parse as a precision gate over the offline rules, measured
 side by side with the rules alone by ``bench/extraction.py --parser``; not used by the library.
 
 Needs the ``parse`` extra (``pip install -e '.[parse]'``: spaCy 3.8.16 and

@@ -1,4 +1,4 @@
-"""The offline extractor writes only what it is sure of (issue 41, item 2): no fact from an
+"""The offline extractor writes only what it is sure of: no fact from an
 assistant's advice, none from a question, no verb phrase or pointing word as a value, no place
 read as an employer, nothing hedged; and an assistant's turn never reaches the LLM."""
 
