@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +111,24 @@ def test_the_make_of_a_thing_owned_is_read() -> None:
 
 def test_a_plain_plan_is_still_a_plan() -> None:
     assert triples("I'm planning to run a marathon.") == {(SELF, "plans_to", "run a marathon")}
+
+
+# --- the frozen set of real turns ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_frozen_set_of_real_turns_holds_its_floors() -> None:
+    # Floors just under what was measured when the set was frozen and scored (0.43 / 0.19,
+    # docs/extraction.md), so a change that lets wrong facts back in fails here.
+    from bench.extraction import Tally, load, score
+
+    rows = load(Path(__file__).resolve().parents[1] / "bench/data/extraction_frozen.jsonl")
+    total = Tally()
+    from_assistant = 0
+    for row in rows:
+        tally = score(row)
+        total.add(tally)
+        if row["speaker"] == "assistant":
+            from_assistant += tally.extracted
+    assert len(rows) >= 300 and from_assistant == 0
+    assert total.precision >= 0.40 and total.recall >= 0.17
