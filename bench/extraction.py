@@ -36,12 +36,13 @@ import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memvault.graph.claims import SELF, FactClaim, canonical_predicate
+from memvault.graph.claims import SELF, Extraction, FactClaim, canonical_predicate
 from memvault.graph.extract_rules import extract_offline
 
 DATA = Path(__file__).resolve().parent / "data" / "extraction_dev.jsonl"
@@ -120,10 +121,15 @@ class Tally:
         return self.matched / self.expected if self.expected else 1.0
 
 
-def score(row: dict[str, Any]) -> Tally:
+Gate = Callable[[str, Extraction], Extraction]
+
+
+def score(row: dict[str, Any], gate: Gate | None = None) -> Tally:
     extraction = extract_offline(
         row["text"], speaker=row.get("speaker"), reference_time=reference_of(row)
     )
+    if gate is not None:
+        extraction = gate(row["text"], extraction)
     got: list[FactClaim] = list(extraction.facts)
     tally = Tally(utterances=1, expected=len(row["facts"]), extracted=len(got))
     unused = list(got)
@@ -164,7 +170,21 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--category", nargs="*", help="only these categories")
     parser.add_argument("--misses", action="store_true", help="print every miss and extra")
+    parser.add_argument(
+        "--parser",
+        action="store_true",
+        help="keep only the facts a dependency parse agrees with (bench/parse_gate.py; needs "
+        "the 'parse' extra)",
+    )
     args = parser.parse_args()
+    gate: Gate | None = None
+    if args.parser:
+        import parse_gate
+
+        loading = time.perf_counter()
+        parse_gate.load()
+        print(f"parser loaded in {time.perf_counter() - loading:.1f} s")
+        gate = parse_gate.gate
 
     rows = load(args.data)
     if args.category:
@@ -172,7 +192,7 @@ def main() -> None:
     per: dict[str, Tally] = defaultdict(Tally)
     started = time.perf_counter()
     for row in rows:
-        tally = score(row)
+        tally = score(row, gate)
         per[row["category"]].add(tally)
         per[row["category"]].misses += tally.misses
     elapsed = time.perf_counter() - started

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from memvault.graph.claims import Extraction
 from memvault.graph.extract_llm import extract_with_llm
-from memvault.graph.extract_rules import extract_offline
+from memvault.graph.extract_rules import ASSISTANT_ROLES, extract_offline
 from memvault.graph.extraction_prompt import GRAPH_EXTRACT
 from memvault.llm.base import LLM, LLMError
 from memvault.metrics import LLM_FALLBACKS
@@ -33,7 +33,9 @@ async def extract(
 ) -> Extraction:
     """What ``text`` claims. ``speaker`` is who said it (``None``: the memory's owner, written
     ``claims.SELF``); relative dates resolve against ``reference_time``."""
-    if llm is None:
+    if llm is None or (speaker or "").strip().casefold() in ASSISTANT_ROLES:
+        # An assistant's turn is advice and guesses about the user, which a model reads as
+        # facts about them; the rules read only what it restates of the user's own words.
         return extract_offline(text, speaker=speaker, reference_time=reference_time)
     try:
         return await extract_with_llm(text, speaker=speaker, reference_time=reference_time, llm=llm)

@@ -131,6 +131,12 @@ _NOT_A_VALUE = p.words(
 _NOT_NOW_A_JOB = frozenset(
     {"retired", "former", "ex", "aspiring", "future", "wannabe", "unemployed"}
 )
+# What an assistant restates of the user's own words: "you mentioned (that) you …".
+_RESTATES = re.compile(
+    r"(?i)\byou(?:\s+have|'ve)?\s+(?:said|mentioned|told\s+me|shared|noted)"
+    r"(?:\s+(?:earlier|before|that))*\s+(?P<said>you\b[^,;.!?]+)"
+)
+_QUESTION = re.compile(r"\?\s*$")
 _DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
 _NUMBERS = {
     "one": "1",
@@ -182,6 +188,7 @@ class _Reading:
     types: dict[str, EntityType] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # case-folded → first spelling
     last_person: str | None = None
+    assistant: bool = False  # an assistant's turn: only its restatements are read
     sentence: str = ""  # the whole sentence being read, when a shape reads one clause
     facts: list[FactClaim] = field(default_factory=list)
     relations: list[RelationClaim] = field(default_factory=list)
@@ -212,6 +219,15 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
             sentence = _capitalised(sentence)
         sentence = _OPENING_FORM.sub(lambda m: m[0].lower(), sentence, count=1)
         _names(sentence, reading)
+        if reading.assistant:
+            restated = _RESTATES.search(sentence)
+            if restated is not None:
+                reading.you = SELF
+                _facts(restated["said"], reading, whole_text_corrects)
+                reading.you = None
+            continue
+        if _QUESTION.search(sentence):
+            continue  # a question asks; what it mentions in passing is not stated
         _facts(sentence, reading, whole_text_corrects)
     entities = tuple(EntityMention(name, reading.types[name]) for name in reading.names.values())
     return Extraction(
@@ -224,7 +240,10 @@ def _start(speaker: str | None, reference: datetime) -> _Reading:
     if not role or role.casefold() in USER_ROLES:
         return _Reading(me=SELF, you=None, reference=reference)
     if role.casefold() in ASSISTANT_ROLES:
-        return _Reading(me=None, you=SELF, reference=reference)
+        # An assistant's "I" is not the owner, and its "you" is advice or a guess ("you might
+        # like…", "keep a regular bedtime"), not a fact: only what it restates of the user's
+        # own words ("you mentioned you live in Leeds") is read, sentence by sentence.
+        return _Reading(me=None, you=None, reference=reference, assistant=True)
     reading = _Reading(me=role, you=None, reference=reference)
     reading.mention(role, "person")
     reading.last_person = None  # "he" never means the speaker
@@ -442,7 +461,88 @@ def _claims(
         )
         for predicate, obj, value in _targets(shape, groups, sentence, reading)
     ]
-    return facts + _extras(shape, groups, said, facts, reading)
+    found = facts + _extras(shape, groups, said, facts, reading)
+    return [f for f in found if _sure(f, match[0], sentence, reading)]
+
+
+# --- precision: a fact the rules are unsure of is not written ------------------------------
+
+# Words that point outside the sentence (or at the listener): a value holding one means
+# nothing once stored alone ("check it out", "their work", "your meal").
+_POINTING = p.words("it its this that these those them they their theirs you your yours")
+# Predicates whose value is an activity, so a verb may open it ("likes hiking", "plans to
+# run a marathon"); any other value opening with a finite verb is a misread verb phrase
+# ("owns bought a Tesla").
+_ACTIVITY = frozenset({"plans_to", "hobby", "likes", "dislikes", "prefers"})
+_DETERMINER = p.words("a an the my our his her some this that these those")
+_IRREGULAR_PAST = p.words(
+    """bought got sold made took went had found gave left brought kept built paid won lost
+    began became came did drew drove ate fell felt flew forgot grew heard held knew led
+    met ran rode said saw sent set sang sat spent stood taught told thought threw understood
+    wore wrote"""
+)
+# What one "likes" in conversation without it being a taste: a proposal ("I like the idea of
+# X", "I like that option", "I love the sound of it").
+_APPROVAL = p.words(
+    "idea ideas option options suggestion suggestions recommendation recommendations tip tips "
+    "advice thought sound look plan approach list answer"
+)
+# Verbs of asking and knowing: "I'd like to know / ask / find out …" is a request, no plan.
+_REQUEST = re.compile(
+    r"(?i)^(?:know|ask|understand|hear|find\s+out|learn\s+more|see|check|confirm|say|"
+    r"mention|share|thank|make\s+sure|get\s+(?:some|more|a\s+few)\s+(?:ideas|tips|advice|"
+    r"info|information|recommendations))\b"
+)
+# "thinking of / considering / wondering about" doing something is no plan yet.
+_TENTATIVE = re.compile(r"(?i)\b(?:thinking|thought|considering|wondering|toying)\b")
+# Where a sentence says the thing left was a job: otherwise "we left Leeds" is a move.
+_WORK_CONTEXT = re.compile(
+    r"(?i)\b(?:job|jobs|work|worked|working|company|firm|employer|boss|team|position|role|"
+    r"office|notice|career|colleagues?|hired|fired|resigned|quit|redundant|laid\s+off|"
+    r"Inc|Ltd|LLC|Corp|GmbH|plc)\b"
+)
+
+# A household leaves a town, not a job; and a sentence about home is about a place.
+_HOUSEHOLD = re.compile(r"(?i)\s*(?:we|us|my\s+(?:family|wife|husband|partner)\s+and\s+I)\b")
+_HOME_CONTEXT = re.compile(
+    r"(?i)\b(?:move|moved|moving|relocat\w*|rent|rented|renting|live|lived|living|house|flat|"
+    r"apartment|home|city|town|country|village|neighbou?rhood|emigrated)\b"
+)
+
+
+def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bool:
+    """Whether a fact the shapes read is one to store: not hedged, its value a thing (no verb
+    phrase, nothing pointing outside the sentence), and a place never an employer."""
+    if fact.certainty == "uncertain":
+        return False  # "maybe I'll take a gap year", "I might move to Leeds"
+    predicate = fact.predicate
+    if predicate == "works_for" and fact.object is not None:
+        if reading.types.get(fact.object) == "place":
+            return False
+        if (
+            fact.temporal == "past"
+            and not _WORK_CONTEXT.search(sentence)
+            and (_HOUSEHOLD.match(matched) or _HOME_CONTEXT.search(sentence))
+        ):
+            return False  # "we left Leeds over the summer": a move, not a resignation
+    value = fact.value if fact.value is not None else fact.object
+    if value is None:
+        return True
+    words = value.casefold().split()
+    if not words or any(w.strip(".,'\"") in _POINTING for w in words):
+        return False
+    first = words[0]
+    finite = first in _IRREGULAR_PAST or (
+        first.endswith("ed") and len(words) > 1 and words[1] in _DETERMINER
+    )
+    if finite and (predicate not in _ACTIVITY or first in _IRREGULAR_PAST):
+        return False
+    if predicate in ("likes", "dislikes", "prefers"):
+        head = re.split(r"\s+(?:of|for|to|about)\s+", value.casefold(), maxsplit=1)[0].split()
+        if head and head[-1] in _APPROVAL:
+            return False
+    tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
+    return not (predicate == "plans_to" and tentative)
 
 
 @dataclass(frozen=True)

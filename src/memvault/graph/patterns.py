@@ -357,6 +357,14 @@ SHAPES: tuple[Shape, ...] = (
         "place",
     ),
     _shape("based", "lives_in", rf"{_SUBJ}{_AUX}\s+based\s+(?:in|out\s+of)\s+{_OBJ}", "place"),
+    # Renting is living there: "we rent in York", "I'm renting a flat in Leeds".
+    _shape(
+        "rent",
+        "lives_in",
+        rf"{_SUBJ}{_AUX}\s+(?:rent|rents|renting)\s+(?:(?:a|an|the|our|my)\s+(?:small\s+|little\s+)?"
+        rf"(?:place|flat|apartment|house|room|studio|cottage|condo)\s+)?in\s+{_OBJ}",
+        "place",
+    ),
     _shape(
         "home|house|place|flat|apartment",
         "lives_in",
@@ -914,6 +922,15 @@ EVERYDAY: tuple[Shape, ...] = (
         "car",
         "drives",
         rf"{_OWNER}\s+car\s+is\s+(?:a|an)\s+(?P<val>(?:[a-z\-]+\s+){{0,2}}{NAME}(?:\s+\d+\w*)?)",
+        None,
+    ),
+    # "my laptop is a ThinkPad X1": the make named is the thing owned.
+    _shape(
+        "laptop|phone|bike|camera|guitar|watch|tablet|computer|tv|console|kindle",
+        "owns",
+        rf"{_OWNER}\s+(?:(?:new|old|current)\s+)?(?:laptop|phone|bike|bicycle|camera|guitar|watch|"
+        r"tablet|computer|tv|console|e-reader)\s+is\s+(?:now\s+)?(?:a|an)\s+"
+        rf"(?P<val>{NAME}(?:\s+[A-Z0-9][\w\-]*)*)",
         None,
     ),
     # --- likes and dislikes
