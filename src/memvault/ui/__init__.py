@@ -39,9 +39,7 @@ def install(app: FastAPI) -> None:
     app.state.ui_sessions = Sessions(lambda: app.state.admin.session_vault())
     app.mount("/ui/static", _Static(directory=STATIC), name="ui-static")
     # Curation before pages: its fixed paths (/memories/new) go before their {memory_id}.
-    routers = [
-        module.router for module in (auth_pages, curation, pages, pages_more, webhook_pages)
-    ]
+    routers = [module.router for module in (auth_pages, curation, pages, pages_more, webhook_pages)]
     # Last: it answers every /ui path the pages do not, as an HTML page.
     for router in (*routers, nowhere.router_beside(routers)):
         app.include_router(router, prefix="/ui", include_in_schema=False)
