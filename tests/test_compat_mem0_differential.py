@@ -313,7 +313,9 @@ def test_filter_operators_select_what_mem0s_select(pair: Pair, method: str) -> N
 
     reach = found(pair.theirs, {"user_id": "erin"}) & found(pair.ours, {"user_id": "erin"})
     differ = []
-    for condition in FILTERS:
+    # search tests each hit as get_all tests each memory, after its own cut: every other
+    # condition is enough there, and keeps the suite quick (each search embeds on both sides).
+    for condition in FILTERS if method == "get_all" else FILTERS[::2]:
         theirs, ours = pair.run(lambda m, c=condition: found(m, {"user_id": "erin", **c}))
         if ours & reach != theirs & reach:
             differ.append((condition, sorted(theirs), sorted(ours)))
