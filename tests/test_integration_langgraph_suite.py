@@ -167,13 +167,13 @@ async def test_batch_ops_of_each_kind(store: MemvaultStore) -> None:
 
 
 async def test_large_batches_async(store: MemvaultStore) -> None:
-    # postgres test_async_store.py: test_large_batches_async (N=1000, M=10 there; 8 x 2 here,
+    # postgres test_async_store.py: test_large_batches_async (N=1000, M=10 there; 4 x 2 here,
     # the same six operations on the same keys at once: queued, none fails; the 200 at once of
     # test_integration_langgraph.py is the load test)
     namespace_of = [("test", "foo", "bar", "baz", str(m % 2)) for m in range(2)]
     coros: list[Any] = []
     for m in range(2):
-        for i in range(8):
+        for i in range(4):
             ns = namespace_of[m]
             coros += [
                 store.aput(ns, f"key{i}", {"foo": f"bar{i}"}),
@@ -184,7 +184,7 @@ async def test_large_batches_async(store: MemvaultStore) -> None:
                 store.adelete(ns, f"key{i}"),
             ]
     results = await asyncio.gather(*coros)
-    assert len(results) == 2 * 8 * 6
+    assert len(results) == 2 * 4 * 6
 
 
 async def test_vector_update_with_embedding(text_store: MemvaultStore) -> None:
