@@ -399,10 +399,19 @@ SUITES = [
 ]
 # Failures that are not the adapter's, by suite and test name (parameters stripped), with why.
 # Each is named in docs/integrations.md.
+SCORES = (
+    "kept: asserts the exact cosine of its CharacterEmbeddings; memvault scores with its "
+    "own model's relevance"
+)
+PER_FIELD = (
+    "kept: LangGraph embeds each indexed field apart and scores the best; memvault embeds "
+    "an item's indexed texts as one"
+)
 SQLITE_ROWS = "writes corrupt rows into SQLiteSession's tables by hand"
 SQLITE_LOCKS = "reads SQLiteSession's connections and locks"
 SQLITE_FAULTS = "makes SQLite fail through its own tables (no such table here)"
 ARTEFACTS: dict[str, dict[str, str]] = {
+    "langgraph-checkpoint": {"test_embed_with_path": PER_FIELD},
     "agents-session": {
         "test_sqlite_session_close_closes_worker_thread_connections": SQLITE_LOCKS,
         "test_sqlite_session_closed_rejects_empty_add_items": (
@@ -421,6 +430,17 @@ ARTEFACTS: dict[str, dict[str, str]] = {
         "test_sqlite_session_close_retries_quarantined_connection": SQLITE_LOCKS,
         "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome": (
             SQLITE_LOCKS
+        ),
+    },
+    "langgraph-sqlite": {
+        "test_vector_store_initialization": (
+            "reads the store's embeddings object (memvault calls none: its model embeds)"
+        ),
+        "test_scores": SCORES,
+        "test_nonnull_migrations": "reads SqliteStore's migrations",
+        "test_sql_injection_vulnerability": (
+            "kept: a filter key is data, never SQL, so any key is accepted and matched "
+            "literally (finds nothing) where SqliteStore refuses one shaped as SQL"
         ),
     },
     "agents-sqlalchemy": {

@@ -259,7 +259,8 @@ async def test_non_ascii(text_store: MemvaultStore) -> None:
 
 async def test_filter_values_are_data_not_code(store: MemvaultStore) -> None:
     # sqlite test_store.py: test_sql_injection_filter_values, test_numeric_filter_safety,
-    # test_boolean_filter_safety, test_filter_keys_with_hyphens_and_digits
+    # test_boolean_filter_safety, test_filter_keys_with_hyphens_and_digits,
+    # test_sql_injection_vulnerability
     await store.aput(("docs",), "a", {"name": "x' OR '1'='1", "n": 5, "flag": True, "my-key1": 1})
     await store.aput(("docs",), "b", {"name": "plain", "n": 50, "flag": False, "my-key1": 2})
     assert await store.asearch(("docs",), filter={"name": "' OR '1'='1"}) == []
@@ -270,6 +271,19 @@ async def test_filter_values_are_data_not_code(store: MemvaultStore) -> None:
     assert [r.key for r in await store.asearch(("docs",), filter={"flag": False})] == ["b"]
     assert [r.key for r in await store.asearch(("docs",), filter={"my-key1": 2})] == ["b"]
     assert await store.asearch(("docs",), filter={"n": "5"}) == []
+    # A key with dots that is no key of the value is the nested path it spells (SQLite's
+    # reading; Postgres and InMemoryStore read the key itself, which is looked up first).
+    await store.aput(("paths",), "hyphen", {"user": {"access-level": "nested"}})
+    await store.aput(("paths",), "digit", {"user": {"123abc": "ok2"}, "a.b": 1})
+    found = await store.asearch(("paths",), filter={"user.access-level": "nested"})
+    assert [r.key for r in found] == ["hyphen"]
+    assert [r.key for r in await store.asearch(("paths",), filter={"user.123abc": "ok2"})] == [
+        "digit"
+    ]
+    assert [r.key for r in await store.asearch(("paths",), filter={"a.b": 1})] == ["digit"]
+    # A key is data, never code: one shaped as SQL matches nothing (SQLite's store refuses it).
+    malicious = "access') = 'public' OR '1'='1' OR json_extract(value, '$."
+    assert await store.asearch(("docs",), filter={malicious: "dummy"}) == []
 
 
 async def test_search_items_orders_unscored_by_update(store: MemvaultStore) -> None:

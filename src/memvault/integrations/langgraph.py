@@ -99,6 +99,20 @@ def _compare(item_value: Any, wanted: Any) -> bool:
     return bool(item_value == wanted)
 
 
+def _field(value: dict[str, Any], key: str) -> Any:
+    """What a filter key names in an item's value: the key itself, as LangGraph's Postgres and
+    in-memory stores read it, else, for a key with dots that is not a key of the value, the
+    nested path it spells, as LangGraph's SQLite store reads it (``"user.access-level"``)."""
+    if key in value or "." not in key:
+        return value.get(key)
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return None
+        found = found[part]
+    return found
+
+
 def _operator(value: Any, operator: str, arg: Any) -> bool:
     if operator == "$eq":
         return bool(value == arg)
@@ -317,7 +331,7 @@ class MemvaultStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         def wanted(item: Item) -> bool:
-            return all(_compare(item.value.get(k), v) for k, v in (op.filter or {}).items())
+            return all(_compare(_field(item.value, k), v) for k, v in (op.filter or {}).items())
 
         if not op.query:
             rows = list(
