@@ -443,6 +443,20 @@ ARTEFACTS: dict[str, dict[str, str]] = {
             "literally (finds nothing) where SqliteStore refuses one shaped as SQL"
         ),
     },
+    "langgraph-postgres-sync": {
+        "test_scores": SCORES,
+        "test_embed_with_path_sync": PER_FIELD,
+        "test_embed_with_path_operation_config": PER_FIELD,
+        **{
+            name: "expires rows by SQL through PostgresStore's _cursor"
+            for name in (
+                "test_omit_expired_search_pagination",
+                "test_omit_expired_refresh_ttl_only_refreshes_live_rows",
+                "test_omit_expired_filters_read_paths",
+                "test_omit_expired_disabled_preserves_expired_rows",
+            )
+        },
+    },
     "agents-sqlalchemy": {
         **{
             name: "reads or writes SQLAlchemySession's engine, tables or session factory"

@@ -27,6 +27,7 @@ How items map onto memories (docs/integrations.md says the same for users):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Iterable
@@ -55,6 +56,11 @@ from memvault.integrations._faces import Bridge
 SOURCE = "langgraph"
 META = "langgraph"
 PAGE = 100  # the service's largest list/search page by default
+# How many of a store's batches run at once; the rest wait their turn in the store, with no
+# deadline, as LangGraph's async stores run their batches in turn. Without it, thousands of
+# concurrent calls (LangGraph's test_large_batches_async: 6,000) all queued for the
+# connection pool, whose deadline (pool_timeout_s) answers StoreUnavailable.
+SLOTS = 4
 
 
 IndexFields = list[tuple[str, str | list[str]]]
@@ -198,6 +204,7 @@ class MemvaultStore(BaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         self._bridge = Bridge(memory)
+        self._slots = asyncio.Semaphore(SLOTS)
         self.user_id = user_id
         self.app_id = app_id
         self.index_config = index
@@ -215,6 +222,10 @@ class MemvaultStore(BaseStore):
     # --- the work, on the service's loop ------------------------------------------------------
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
+        async with self._slots:
+            return await self._run(ops)
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         # Reads answer from the state before the batch's writes, and the last put of a key in a
