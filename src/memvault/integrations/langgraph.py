@@ -27,6 +27,7 @@ How items map onto memories (docs/integrations.md says the same for users):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Iterable
@@ -55,6 +56,11 @@ from memvault.integrations._faces import Bridge
 SOURCE = "langgraph"
 META = "langgraph"
 PAGE = 100  # the service's largest list/search page by default
+# How many of a store's batches run at once; the rest wait their turn in the store, with no
+# deadline, as LangGraph's async stores run their batches in turn. Without it, thousands of
+# concurrent calls (LangGraph's test_large_batches_async: 6,000) all queued for the
+# connection pool, whose deadline (pool_timeout_s) answers StoreUnavailable.
+SLOTS = 4
 
 
 IndexFields = list[tuple[str, str | list[str]]]
@@ -97,6 +103,20 @@ def _compare(item_value: Any, wanted: Any) -> bool:
             and all(_compare(a, b) for a, b in zip(item_value, wanted, strict=True))
         )
     return bool(item_value == wanted)
+
+
+def _field(value: dict[str, Any], key: str) -> Any:
+    """What a filter key names in an item's value: the key itself, as LangGraph's Postgres and
+    in-memory stores read it, else, for a key with dots that is not a key of the value, the
+    nested path it spells, as LangGraph's SQLite store reads it (``"user.access-level"``)."""
+    if key in value or "." not in key:
+        return value.get(key)
+    found: Any = value
+    for part in key.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return None
+        found = found[part]
+    return found
 
 
 def _operator(value: Any, operator: str, arg: Any) -> bool:
@@ -184,6 +204,7 @@ class MemvaultStore(BaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         self._bridge = Bridge(memory)
+        self._slots = asyncio.Semaphore(SLOTS)
         self.user_id = user_id
         self.app_id = app_id
         self.index_config = index
@@ -201,6 +222,10 @@ class MemvaultStore(BaseStore):
     # --- the work, on the service's loop ------------------------------------------------------
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
+        async with self._slots:
+            return await self._run(ops)
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         # Reads answer from the state before the batch's writes, and the last put of a key in a
@@ -317,7 +342,7 @@ class MemvaultStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         def wanted(item: Item) -> bool:
-            return all(_compare(item.value.get(k), v) for k, v in (op.filter or {}).items())
+            return all(_compare(_field(item.value, k), v) for k, v in (op.filter or {}).items())
 
         if not op.query:
             rows = list(

@@ -158,5 +158,10 @@ class MemvaultSession:
     async def clear_session(self) -> None:
         await self._bridge.arun(self._clear())
 
+    def close(self) -> None:
+        """Nothing to release: the session holds no connection of its own (the memory it was
+        given does, and is its owner's to close). Here so code written for the SDK's
+        ``SQLiteSession``, which ends with ``session.close()``, runs unchanged."""
+
 
 __all__ = ["ITEM_MARK", "MemvaultSession"]
