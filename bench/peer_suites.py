@@ -1,5 +1,5 @@
 """The frameworks' own store and session test files, run against memvault's adapters with only
-the fixture that builds the store or session changed (issue 42's method).
+the fixture that builds the store or session changed.
 
     .venv/bin/python bench/peer_suites.py --langgraph GIT_DIR --agents GIT_DIR [--suite NAME]
         [--embedding local|hash] [--keep DIR] [--ref-langgraph REF] [--ref-agents REF]
