@@ -1,5 +1,5 @@
 """The frameworks' own store and session test files, run against memvault's adapters with only
-the fixture that builds the store or session changed (issue 42's method).
+the fixture that builds the store or session changed.
 
     .venv/bin/python bench/peer_suites.py --langgraph GIT_DIR --agents GIT_DIR [--suite NAME]
         [--embedding local|hash] [--keep DIR] [--ref-langgraph REF] [--ref-agents REF]
@@ -444,6 +444,10 @@ ARTEFACTS: dict[str, dict[str, str]] = {
         ),
     },
     "langgraph-postgres-sync": {
+        "test_batch_order": (
+            "timing, [default] only, the run's first test: the bundled model loads during its "
+            "first puts, which the fixture's 6-second TTL does not outlast"
+        ),
         "test_scores": SCORES,
         "test_embed_with_path_sync": PER_FIELD,
         "test_embed_with_path_operation_config": PER_FIELD,

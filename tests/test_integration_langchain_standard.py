@@ -1,7 +1,6 @@
 """LangChain's standard retriever tests (the ``langchain-tests`` package, pinned in the dev
 extras) run against ``MemvaultRetriever``: ``RetrieversIntegrationTests`` as the package ships
-it, with only the retriever to build given here (issue 42: the frameworks' own suites as the
-bar)."""
+it, with only the retriever to build given here: the framework's own suite as the bar."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LangGraph's own store tests, ported for ``MemvaultStore`` (issue 42 item 3).
+"""LangGraph's own store tests, ported for ``MemvaultStore``.
 
 Each test names the peer test it ports: suite langchain-ai/langgraph, file
 ``libs/checkpoint/tests/test_store.py`` (checkpoint), ``libs/checkpoint-postgres/tests/

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK's own session tests, ported for ``MemvaultSession`` (issue 42 item 3).
+"""The OpenAI Agents SDK's own session tests, ported for ``MemvaultSession``.
 
 Each test names the peer test it ports: suite openai/openai-agents-python, file
 ``tests/memory/test_session.py`` (session) or ``tests/extensions/memory/
