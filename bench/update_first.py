@@ -1,6 +1,6 @@
 """Updates win for questions about now: does the newer statement about the same thing rank
 above the one it replaced, in search and in remember(), and does a question about then still
-find the old one first? (bench/data/update_first.json, frozen; issue 41, item 6)
+find the old one first? (bench/data/update_first.json, frozen)
 
     .venv/bin/python bench/update_first.py [--cases u00 u07] [--show]
 

@@ -1,6 +1,6 @@
 """An update outranks what it replaced for questions about how things stand, in search and in
 remember(), and a question about then still finds the old statement first. The cases are the
-issue's three reproductions (issue 41), none of them in the bench set
+three reproductions an issue gave, none of them in the bench set
 (bench/data/update_first.json, scored by bench/update_first.py)."""
 
 from __future__ import annotations
