@@ -5,11 +5,12 @@ three reproductions an issue gave, none of them in the bench set
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import pytest
 
-from memvault import AsyncMemory
+from memvault import AsyncMemory, Settings
 from memvault.retrieval.updates import Replacement, Statement, asked_about, reorder, replacements
 from memvault.retrieval.when import parse_time
 
@@ -41,6 +42,14 @@ CASES = [
         "MacBook",
     ),
 ]
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    """A store with updates first switched on (off by default)."""
+    opened = await AsyncMemory.open(make_settings(search_updates_first=True))
+    yield opened
+    await opened.close()
 
 
 async def _told(memory: AsyncMemory, user: str, old: str, new: str) -> None:
