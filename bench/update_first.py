@@ -1,6 +1,6 @@
 """Updates win for questions about now: does the newer statement about the same thing rank
 above the one it replaced, in search and in remember(), and does a question about then still
-find the old one first? (bench/data/update_first.json, frozen; issue 41, item 6)
+find the old one first? (bench/data/update_first.json, frozen)
 
     .venv/bin/python bench/update_first.py [--cases u00 u07] [--show]
 
@@ -39,6 +39,7 @@ from typing import Any
 
 from memvault import AsyncMemory, Settings
 
+_HAS_SWITCH = "search_updates_first" in Settings.model_fields
 DATA = Path(__file__).resolve().parent / "data" / "update_first.json"
 MEASURES = (
     "search now: update first",
@@ -172,7 +173,13 @@ async def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         memory = await AsyncMemory.open(
-            Settings(data_dir=Path(tmp) / "data", run_worker=False, embedding_cache_ttl_s=0)
+            Settings(
+                data_dir=Path(tmp) / "data",
+                run_worker=False,
+                embedding_cache_ttl_s=0,
+                # on where the build has it (off by default); a build without it runs as it is
+                **({"search_updates_first": True} if _HAS_SWITCH else {}),
+            )
         )
         try:
             for case in cases:

@@ -1,15 +1,16 @@
 """An update outranks what it replaced for questions about how things stand, in search and in
-remember(), and a question about then still finds the old statement first. The cases are three
-everyday updates a user reported (a move, a new job, a new laptop), none of them in the bench set
+remember(), and a question about then still finds the old statement first. The cases are the
+three reproductions an issue gave, none of them in the bench set
 (bench/data/update_first.json, scored by bench/update_first.py)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 
 import pytest
 
-from memvault import AsyncMemory
+from memvault import AsyncMemory, Settings
 from memvault.retrieval.updates import Replacement, Statement, asked_about, reorder, replacements
 from memvault.retrieval.when import parse_time
 
@@ -41,6 +42,14 @@ CASES = [
         "MacBook",
     ),
 ]
+
+
+@pytest.fixture
+async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
+    """A store with updates first switched on (off by default)."""
+    opened = await AsyncMemory.open(make_settings(search_updates_first=True))
+    yield opened
+    await opened.close()
 
 
 async def _told(memory: AsyncMemory, user: str, old: str, new: str) -> None:

@@ -316,7 +316,7 @@ async def _search(
         recipe,
         reference,
         when,
-        max(request.limit, updates.POOL),
+        max(request.limit, updates.POOL if settings.search_updates_first else 0),
         ceilings,
         superseded=await _superseded(backend, tenant_id, lists) if now_asked else frozenset(),
         keep=_at_least(relevance, request.min_relevance),
@@ -583,6 +583,8 @@ async def _updates_first(
     """The best candidates with every update above what it replaced, for a question about how
     things stand (retrieval/updates.py); and which returned memory each replaced one gave way
     to. The candidates' texts are embedded to compare them with each other."""
+    if not backend.settings.search_updates_first:
+        return ranked, {}
     asked, as_of = updates.asked_about(request.query, when, reference)
     pool = ranked[: updates.POOL]
     if asked == "none" or question is None or len({row.occurred_at for row, _ in pool}) < 2:
