@@ -467,8 +467,8 @@ class Settings(BaseSettings):
         default=False,
         description="rank a later statement about the same thing above the one it replaced, "
         "for questions about how things stand (retrieval/updates.py), in search and "
-        "remember(); off by default: it cost recall on LongMemEval's even half and on personal "
-        "facts, and embeds the best candidates again on every search",
+        "remember(); off by default: it cost recall on LongMemEval, personal facts and LoCoMo's "
+        "odd half, and embeds the best candidates again on every search",
     )
     graph_fact_keys_weight: float = Field(
         default=0.5, ge=0, description="the fact lists' fusion weight, relative to the query's own"
