@@ -39,6 +39,7 @@ from memvault import (
     StoreUnavailable,
     Unauthorized,
 )
+from memvault.admin import AsyncAdmin
 from memvault.api import create_app
 from memvault.errors import Conflict
 from memvault.lifecycle.reports import (
@@ -49,44 +50,16 @@ from memvault.lifecycle.reports import (
     MemoryHealth,
 )
 from memvault.models import AddResult, MemoryRecord, SearchResult
+from memvault.operations import client_operations
 from tests.conftest import backend_of
 from tests.serving import serving
 from tests.test_client_cognitive import COGNITIVE_METHODS
 
-DATA_METHODS = [
-    "add",
-    "add_many",
-    "add_messages",
-    "get",
-    "list",
-    "count",
-    "update",
-    "delete",
-    "delete_all",
-    "history",
-    "search",
-    "feedback",
-    # the lifecycle
-    "audit_log",
-    "erase",
-    "erase_user",
-    "erase_conversation",
-    "memory_health",
-    "health_action",
-    "export_memories",
-    "import_memories",
-    # the knowledge graph and fact promotion
-    "add_fact",
-    "facts",
-    "fact_reviews",
-    "resolve_fact_review",
-    "promote",
-    "entities",
-    "entity",
-    "entity_graph",
-    "merge_entities",
-    "split_entity",
-]
+# Every operation the table gives a service method has its client method; the cognitive ones
+# have their own tests (tests/test_client_cognitive.py).
+DATA_METHODS = sorted(
+    {op.service for op in client_operations() if op.service} - set(COGNITIVE_METHODS)
+)
 FACES = ["Memory", "AsyncMemory", "MemoryClient", "AsyncMemoryClient"]
 LIMIT = 2_000  # max_content_chars for every face, so ContentTooLong stays cheap
 
@@ -419,6 +392,9 @@ def test_maintenance_is_not_offered_over_http() -> None:
     public = {n for n in vars(AsyncMemoryClient) if not n.startswith("_")}
     assert public == {*DATA_METHODS, *COGNITIVE_METHODS, "close"}
     assert {n for n in dir(MemoryClient) if not n.startswith("_")} == public
+    # Whole-store work (keys, re-embedding, backups, jobs) stays with Admin, in process.
+    maintenance = {n for n in vars(AsyncAdmin) if not n.startswith("_")} - {"close"}
+    assert maintenance and not public & maintenance
 
 
 def test_a_keyword_the_method_does_not_take_is_refused_before_sending(

@@ -32,7 +32,11 @@ def _string_path_names(op: Operation) -> set[str]:
     return {name for name in op.path_names if hints.get(name) is str}
 
 
-ROUTES = [op for op in OPERATIONS if op.routed and op.service and _string_path_names(op)]
+STRING_ID_ROUTES = [op for op in OPERATIONS if op.routed and op.service and _string_path_names(op)]
+# The ids a caller writes: conversation ids and working-memory keys. A deletion's request id is
+# the server's, so its route is checked apart (every id reaches it whole).
+WRITTEN = {"conversation_id", "key"}
+ROUTES = [op for op in STRING_ID_ROUTES if _string_path_names(op) <= WRITTEN]
 
 
 def test_the_routes_with_string_ids_are_read_from_the_table() -> None:
@@ -80,6 +84,18 @@ def test_an_id_accepted_at_write_is_reachable_on_every_route(
         assert answer.status_code == op.status, (ident, answer.text)
         if answer.content:
             _names_it(answer.json(), ident)
+
+
+def test_every_string_id_route_is_either_seeded_or_checked_apart() -> None:
+    apart = {op.name for op in STRING_ID_ROUTES} - {op.name for op in ROUTES}
+    assert apart == {"deletion_receipt"}
+
+
+def test_a_receipt_id_reaches_its_route_whole(client: TestClient) -> None:
+    for ident in IDS:
+        answer = client.get(f"/v1/deletions/{path_segment(ident)}")
+        assert answer.status_code == 404, (ident, answer.text)
+        assert answer.json()["error"]["details"] == {"id": ident}
 
 
 def test_the_path_reaches_the_same_conversation_and_value_the_body_wrote(

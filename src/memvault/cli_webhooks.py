@@ -101,33 +101,50 @@ def list_(tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
     _show(hooks)
 
 
+def _print_one(hook: Webhook, as_json: bool) -> None:
+    if as_json:
+        print_json(hook)
+    else:
+        _show([hook])
+
+
 @app.command("enable")
-def enable(webhook_id: IdArg, tenant: TenantOpt = "default") -> None:
+def enable(webhook_id: IdArg, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
     """Send this subscription's events again (those waiting go out in order)."""
     with _memory(tenant) as memory:
-        _show([_call(lambda: memory.update_webhook(webhook_id, enabled=True))])
+        hook = _call(lambda: memory.update_webhook(webhook_id, enabled=True))
+    _print_one(hook, as_json)
 
 
 @app.command("disable")
-def disable(webhook_id: IdArg, tenant: TenantOpt = "default") -> None:
+def disable(webhook_id: IdArg, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
     """Pause a subscription: its events wait."""
     with _memory(tenant) as memory:
-        _show([_call(lambda: memory.update_webhook(webhook_id, enabled=False))])
+        hook = _call(lambda: memory.update_webhook(webhook_id, enabled=False))
+    _print_one(hook, as_json)
 
 
 @app.command("remove")
-def remove(webhook_id: IdArg, tenant: TenantOpt = "default") -> None:
+def remove(webhook_id: IdArg, tenant: TenantOpt = "default", as_json: JsonOpt = False) -> None:
     """Unsubscribe: the subscription and its deliveries go."""
     with _memory(tenant) as memory:
         _call(lambda: memory.delete_webhook(webhook_id))
+    if as_json:
+        print_json({"removed": str(webhook_id)})
+        return
     out.print("removed")
 
 
 @app.command("rotate-secret")
-def rotate_secret(webhook_id: IdArg, tenant: TenantOpt = "default") -> None:
+def rotate_secret(
+    webhook_id: IdArg, tenant: TenantOpt = "default", as_json: JsonOpt = False
+) -> None:
     """A new signing secret, printed this once."""
     with _memory(tenant) as memory:
         hook = _call(lambda: memory.rotate_webhook_secret(webhook_id))
+    if as_json:
+        print_json(hook)
+        return
     out.print(f"secret (shown once): {hook.secret}", highlight=False)
 
 
@@ -167,8 +184,12 @@ def replay(
         int | None, typer.Option("--delivery", help="one delivery; none: every dead one")
     ] = None,
     tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
 ) -> None:
     """Send deliveries again: one, or every dead-lettered one."""
     with _memory(tenant) as memory:
         done = _call(lambda: memory.replay_webhook(webhook_id, delivery_id=delivery))
+    if as_json:
+        print_json(done)
+        return
     out.print(f"queued {done.replayed}")

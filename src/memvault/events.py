@@ -144,8 +144,12 @@ class DeliveryPage(BaseModel):
 class ReplayRequest(_Input):
     """Body of POST /v1/webhooks/{webhook_id}/replay."""
 
+    # The largest integer JSON readers (JavaScript's included) hold exactly; ids are far below.
     delivery_id: int | None = Field(
-        default=None, ge=1, description="one delivery; unset: every dead-lettered one"
+        default=None,
+        ge=1,
+        le=9_007_199_254_740_991,
+        description="one delivery; unset: every dead-lettered one",
     )
 
 

@@ -188,3 +188,47 @@ test("lifecycle: health, export, import, audit, deletion with receipts", async (
   assert.equal(everything.scope, "user");
   assert.equal(await memory.memories.count({ user_id: frank }), 0);
 });
+
+test("curation: bulk deletion with one receipt, receipts, users, facts retired and corrected", async () => {
+  const gil = user("gil");
+  const batch = await memory.memories.addMany({ memories: [
+    { user_id: gil, content: "Gil keeps a sourdough starter" },
+    { user_id: gil, content: "Gil cycles to work" },
+  ], wait: true });
+  const receipt = await memory.lifecycle.eraseMemories({ user_id: gil, memory_ids: batch.map((m) => m.id) });
+  assert.equal(receipt.memories, 2);
+  const receipts = await memory.lifecycle.deletionReceipts({ user_id: gil });
+  assert.ok(receipts.some((r) => r.request_id === receipt.request_id));
+  const again = await memory.lifecycle.deletionReceipt({ request_id: receipt.request_id });
+  assert.equal(again.memories, 2);
+
+  const lives = await memory.graph.addFact({ user_id: gil, subject: "Gil", predicate: "lives_in", object: "Porto" });
+  const likes = await memory.graph.addFact({ user_id: gil, subject: "Gil", predicate: "likes", value: "jazz" });
+  const fixed = await memory.graph.correctFact({ fact_id: lives.id, user_id: gil, object: "Braga" });
+  assert.equal(fixed.object, "Braga");
+  const retired = await memory.graph.retireFact({ fact_id: likes.id, user_id: gil });
+  assert.notEqual(retired.superseded_at, null);
+  const users = await memory.lifecycle.listUsers({ limit: 1000 });
+  const listed = users.find((u) => u.user_id === gil);
+  assert.ok(listed && listed.facts >= 1 && listed.memories === 0);
+});
+
+test("webhooks: subscribe, read, change, rotate, deliveries, replay, remove", async () => {
+  // A public address: the server refuses private ones, and nothing here waits for delivery.
+  const created = await memory.webhooks.createWebhook({ url: "https://93.184.216.34/hook", event_types: ["memory.created"] });
+  assert.match(created.secret, /^whsec_/);
+  const listed = await memory.webhooks.listWebhooks();
+  assert.ok(listed.some((h) => h.id === created.id));
+  assert.ok(!("secret" in (await memory.webhooks.getWebhook({ webhook_id: created.id }))));
+  await memory.memories.add({ user_id: user("hal"), content: "Hal collects stamps", wait: true });
+  const paused = await memory.webhooks.updateWebhook({ webhook_id: created.id, enabled: false });
+  assert.equal(paused.enabled, false);
+  const rotated = await memory.webhooks.rotateWebhookSecret({ webhook_id: created.id });
+  assert.notEqual(rotated.secret, created.secret);
+  const deliveries = await memory.webhooks.webhookDeliveries({ webhook_id: created.id });
+  assert.ok(deliveries.length >= 1 && deliveries.every((d) => d.event_type === "memory.created"));
+  const replayed = await memory.webhooks.replayWebhook({ webhook_id: created.id });
+  assert.equal(replayed.replayed, 0); // nothing is dead-lettered yet
+  await memory.webhooks.deleteWebhook({ webhook_id: created.id });
+  await assert.rejects(memory.webhooks.getWebhook({ webhook_id: created.id }), NotFound);
+});
