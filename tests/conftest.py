@@ -158,6 +158,20 @@ def module_database_url(pg_server: EmbeddedPostgres) -> Iterator[str]:
     yield from _template_copy(pg_server)
 
 
+@pytest.fixture(scope="module")
+async def module_memory(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[AsyncMemory]:
+    """One store (hash embeddings) for a module whose tests each take a user of their own."""
+    memory = await AsyncMemory.open(
+        settings_for(
+            module_database_url, tmp_path_factory.mktemp("data"), embedding_provider="hash"
+        )
+    )
+    yield memory
+    await memory.close()
+
+
 def settings_for(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
     """A test store's settings; ``make_settings`` for a fixture wider than one test."""
     values: dict[str, Any] = {

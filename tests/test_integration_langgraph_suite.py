@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,19 +28,11 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 
 from memvault import AsyncMemory
 from memvault.integrations.langgraph import MemvaultStore
-from tests.conftest import settings_for
 
 
 @pytest.fixture(scope="module")
-async def shared(
-    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[AsyncMemory]:
-    settings = settings_for(
-        module_database_url, tmp_path_factory.mktemp("data"), embedding_provider="hash"
-    )
-    memory = await AsyncMemory.open(settings)
-    yield memory
-    await memory.close()
+def shared(module_memory: AsyncMemory) -> AsyncMemory:
+    return module_memory
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,7 +29,6 @@ from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
 from memvault import AsyncMemory
 from memvault.integrations.openai_agents import MemvaultSession
-from tests.conftest import settings_for
 
 
 @pytest.fixture(autouse=True)
@@ -40,15 +39,8 @@ def _no_tracing() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-async def shared(
-    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[AsyncMemory]:
-    settings = settings_for(
-        module_database_url, tmp_path_factory.mktemp("data"), embedding_provider="hash"
-    )
-    memory = await AsyncMemory.open(settings)
-    yield memory
-    await memory.close()
+def shared(module_memory: AsyncMemory) -> AsyncMemory:
+    return module_memory
 
 
 @pytest.fixture
