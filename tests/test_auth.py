@@ -20,153 +20,12 @@ from memvault import Settings, auth
 from memvault.api import create_app
 from memvault.service import AsyncMemory
 from tests.conftest import REDIS_URL, backend_of
+from tests.routes import v1_routes
 from tests.waiting import wait_until
 
 MEMORY_ID = str(uuid.uuid4())
-ENTITY_ID = str(uuid.uuid4())
-FACT_ID = str(uuid.uuid4())
-REVIEW_ID = str(uuid.uuid4())
-CONVERSATION_ID, STRATEGY_ID, GOAL_ID, WEBHOOK_ID = (str(uuid.uuid4()) for _ in range(4))
-KEY = "some-key"
-REQUEST_ID = "some-request"
-# Where each id above sits in a route's path template.
-TEMPLATES = {
-    MEMORY_ID: "{memory_id}",
-    FACT_ID: "{fact_id}",
-    REVIEW_ID: "{review_id}",
-    CONVERSATION_ID: "{conversation_id}",
-    STRATEGY_ID: "{strategy_id}",
-    GOAL_ID: "{goal_id}",
-    KEY: "{key}",
-    ENTITY_ID: "{entity_id}",
-    WEBHOOK_ID: "{webhook_id}",
-    REQUEST_ID: "{request_id}",
-}
-# Every /v1 route, with a request that would be valid given a good key.
-ROUTES: list[tuple[str, str, dict[str, Any]]] = [
-    ("POST", "/v1/memories", {"json": {"content": "x", "user_id": "u"}}),
-    ("POST", "/v1/memories/batch", {"json": {"memories": [{"content": "x", "user_id": "u"}]}}),
-    ("POST", "/v1/memories/search", {"json": {"query": "x", "user_id": "u"}}),
-    ("GET", "/v1/memories", {"params": {"user_id": "u"}}),
-    ("GET", "/v1/memories/count", {"params": {"user_id": "u"}}),
-    ("DELETE", "/v1/memories", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/memories/feedback", {"json": {"user_id": "u", "memory_ids": [MEMORY_ID]}}),
-    ("POST", "/v1/memories/delete", {"json": {"user_id": "u", "memory_ids": [MEMORY_ID]}}),
-    ("GET", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
-    ("PATCH", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}, "json": {"tags": ["t"]}}),
-    ("DELETE", f"/v1/memories/{MEMORY_ID}", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/memories/{MEMORY_ID}/history", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/messages", {"json": {"messages": [{"role": "user", "content": "x"}], "user_id": "u"}}),  # noqa: E501
-    ("GET", "/v1/admin/jobs", {}),
-    ("POST", "/v1/admin/jobs/retry", {}),
-    ("GET", "/v1/audit", {"params": {"user_id": "u"}}),
-    ("GET", "/v1/users", {}),
-    ("GET", "/v1/deletions", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/deletions", {"json": {"user_id": "u", "memory_id": MEMORY_ID}}),
-    ("GET", f"/v1/deletions/{REQUEST_ID}", {}),
-    ("GET", "/v1/health/memory", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/health/memory/actions", {"json": {"user_id": "u", "action": "retry_jobs"}}),
-    ("GET", "/v1/export", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/import", {"json": {"memories": []}}),
-    # cognitive memory
-    ("POST", "/v1/conversations", {"json": {"user_id": "u"}}),
-    ("GET", "/v1/conversations", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/conversations/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
-    ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns", {"json": {"user_id": "u", "turns": [{"role": "user", "content": "x"}]}}),  # noqa: E501
-    ("DELETE", f"/v1/conversations/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
-    ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"json": {"user_id": "u", "value": 1}}),
-    ("GET", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
-    ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/working/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
-    ("DELETE", f"/v1/working/{CONVERSATION_ID}", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/tools/invocations", {"json": {"user_id": "u", "tool_name": "t", "success": True}}),  # noqa: E501
-    ("GET", "/v1/tools/stats", {"params": {"user_id": "u"}}),
-    ("POST", "/v1/strategies", {"json": {"user_id": "u", "description": "d", "tool_sequence": ["t"]}}),  # noqa: E501
-    ("GET", "/v1/strategies", {"params": {"user_id": "u", "task": "d"}}),
-    ("POST", f"/v1/strategies/{STRATEGY_ID}/reinforce", {"json": {"user_id": "u", "success": True}}),  # noqa: E501
-    ("POST", "/v1/goals", {"json": {"user_id": "u", "description": "d"}}),
-    ("GET", "/v1/goals", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/goals/{GOAL_ID}", {"params": {"user_id": "u"}}),
-    ("POST", f"/v1/goals/{GOAL_ID}/complete", {"json": {"user_id": "u"}}),
-    ("GET", "/v1/profile", {"params": {"user_id": "u"}}),
-    ("PATCH", "/v1/profile", {"json": {"user_id": "u", "expertise": ["x"]}}),
-    ("POST", "/v1/remember", {"json": {"user_id": "u", "query": "x"}}),
-    # knowledge graph
-    ("POST", "/v1/facts", {"json": {"subject": "a", "predicate": "p", "value": "v", "user_id": "u"}}),  # noqa: E501
-    ("GET", "/v1/facts", {"params": {"user_id": "u"}}),
-    ("GET", "/v1/facts/reviews", {"params": {"user_id": "u"}}),
-    ("POST", f"/v1/facts/reviews/{REVIEW_ID}/resolve", {"json": {"user_id": "u", "keep": "both"}}),
-    ("GET", "/v1/entities", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/entities/{ENTITY_ID}", {"params": {"user_id": "u"}}),
-    ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
-    ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
-    ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
-    ("POST", f"/v1/facts/{FACT_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),
-    # webhooks
-    ("POST", "/v1/webhooks", {"json": {"url": "https://93.184.216.34/hook"}}),
-    ("GET", "/v1/webhooks", {}),
-    ("GET", f"/v1/webhooks/{WEBHOOK_ID}", {}),
-    ("PATCH", f"/v1/webhooks/{WEBHOOK_ID}", {"json": {"enabled": False}}),
-    ("DELETE", f"/v1/webhooks/{WEBHOOK_ID}", {}),
-    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/secret", {}),
-    ("GET", f"/v1/webhooks/{WEBHOOK_ID}/deliveries", {}),
-    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay", {"json": {}}),
-    ("POST", f"/v1/facts/{FACT_ID}/retire", {"json": {"user_id": "u"}}),
-    ("POST", f"/v1/facts/{FACT_ID}/correct", {"json": {"user_id": "u", "value": "v"}}),
-    # Last: they erase the tenant, the calling key included (shredding is refused here: the
-    # keys are not per tenant).
-    ("POST", "/v1/admin/tenant/shred", {}),
-    ("DELETE", "/v1/admin/tenant", {}),
-]  # fmt: skip
-WRITES = {
-    ("POST", "/v1/memories"),
-    ("POST", "/v1/memories/feedback"),
-    ("POST", f"/v1/facts/reviews/{REVIEW_ID}/resolve"),
-    ("POST", "/v1/memories/batch"),
-    ("DELETE", "/v1/memories"),
-    ("PATCH", f"/v1/memories/{MEMORY_ID}"),
-    ("DELETE", f"/v1/memories/{MEMORY_ID}"),
-    ("POST", "/v1/messages"),
-    ("POST", "/v1/conversations"),
-    ("POST", f"/v1/conversations/{CONVERSATION_ID}/turns"),
-    ("DELETE", f"/v1/conversations/{CONVERSATION_ID}"),
-    ("PUT", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
-    ("DELETE", f"/v1/working/{CONVERSATION_ID}/context/{KEY}"),
-    ("DELETE", f"/v1/working/{CONVERSATION_ID}"),
-    ("POST", "/v1/tools/invocations"),
-    ("POST", "/v1/strategies"),
-    ("POST", f"/v1/strategies/{STRATEGY_ID}/reinforce"),
-    ("POST", "/v1/goals"),
-    ("POST", f"/v1/goals/{GOAL_ID}/complete"),
-    ("PATCH", "/v1/profile"),
-    ("POST", "/v1/facts"),
-    ("POST", f"/v1/entities/{ENTITY_ID}/merge"),
-    ("POST", f"/v1/entities/{ENTITY_ID}/split"),
-    ("POST", f"/v1/facts/{FACT_ID}/promote"),
-    ("POST", f"/v1/facts/{FACT_ID}/retire"),
-    ("POST", f"/v1/facts/{FACT_ID}/correct"),
-    ("POST", "/v1/memories/delete"),
-}
-WRITES |= {
-    ("POST", "/v1/deletions"),
-    ("POST", "/v1/health/memory/actions"),
-    ("POST", "/v1/import"),
-}
-ADMIN = {
-    ("GET", "/v1/admin/jobs"),
-    ("POST", "/v1/admin/jobs/retry"),
-    ("GET", "/v1/audit"),
-    ("POST", "/v1/admin/tenant/shred"),
-    ("DELETE", "/v1/admin/tenant"),
-    ("POST", "/v1/webhooks"),
-    ("GET", "/v1/webhooks"),
-    ("GET", f"/v1/webhooks/{WEBHOOK_ID}"),
-    ("PATCH", f"/v1/webhooks/{WEBHOOK_ID}"),
-    ("DELETE", f"/v1/webhooks/{WEBHOOK_ID}"),
-    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/secret"),
-    ("GET", f"/v1/webhooks/{WEBHOOK_ID}/deliveries"),
-    ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay"),
-}
+# Every /v1 route with its documented example: a request that is valid given a good key.
+ROUTES = v1_routes()
 
 
 @pytest.fixture
@@ -190,12 +49,6 @@ def call(client: TestClient, method: str, path: str, key: str | None, **kw: Any)
     return client.request(method, path, headers=headers, **kw)
 
 
-def _template(path: str) -> str:
-    for value, name in TEMPLATES.items():
-        path = path.replace(value, name)
-    return path
-
-
 def test_the_route_table_is_complete(api: TestClient) -> None:
     paths = api.get("/openapi.json").json()["paths"]
     served = {
@@ -204,8 +57,7 @@ def test_the_route_table_is_complete(api: TestClient) -> None:
         if path.startswith("/v1")
         for method in methods
     }
-    listed = {(m, _template(p)) for m, p, _ in ROUTES}
-    assert served == listed
+    assert served == {route.template for route in ROUTES}
 
 
 def test_every_route_refuses_a_missing_malformed_unknown_or_revoked_key(api: TestClient) -> None:
@@ -224,7 +76,8 @@ def test_every_route_refuses_a_missing_malformed_unknown_or_revoked_key(api: Tes
         bearer(revoked),
         bearer(f"mv_{'0' * 12}_{'A' * 43}"),
     ]
-    for method, path, kw in ROUTES:
+    for route in ROUTES:
+        method, path, kw = route.method, route.path, route.request
         for headers in bad_headers:
             response = api.request(method, path, headers=headers, **kw)
             assert response.status_code == 401, (method, path, headers)
@@ -238,14 +91,15 @@ def test_every_route_refuses_a_missing_malformed_unknown_or_revoked_key(api: Tes
 def test_scopes_gate_writes_and_admin_routes(api: TestClient) -> None:
     reader = new_key(api, "acme", "read")
     writer = new_key(api, "acme", "read,write")
-    for method, path, kw in ROUTES:
+    for route in ROUTES:
+        method, path, kw = route.method, route.path, route.request
         status = call(api, method, path, reader, **kw).status_code
-        if (method, path) in WRITES | ADMIN:
+        if route.writes or route.admin:
             assert status == 403, (method, path)
         else:
-            assert status in (200, 404), (method, path)
+            assert status in (200, 404), (method, path, status)
         status = call(api, method, path, writer, **kw).status_code
-        assert (status == 403) == ((method, path) in ADMIN), (method, path)
+        assert (status == 403) == route.admin, (method, path, status)
     refused = call(api, "POST", "/v1/memories", reader, json={"content": "x", "user_id": "u"})
     assert refused.json()["error"] == {
         "code": "forbidden",
@@ -388,7 +242,7 @@ def test_rate_limit_answers_429_with_retry_after_then_recovers(
     make_settings: Callable[..., Settings],
 ) -> None:
     limited = make_settings(
-        auth="required", embedding_provider="hash", rate_limit_per_s=5, rate_limit_burst=3
+        auth="required", embedding_provider="hash", rate_limit_per_s=0.5, rate_limit_burst=3
     )
     with TestClient(create_app(limited)) as api:
         key, other = new_key(api, "acme"), new_key(api, "acme")
@@ -403,11 +257,11 @@ def test_rate_limit_answers_429_with_retry_after_then_recovers(
         assert refused.json()["error"]["code"] == "rate_limited"
         # Buckets are per key.
         assert call(api, "GET", "/v1/memories", other, params={"user_id": "u"}).status_code == 200
-        wait_until(  # 5 tokens a second: one is soon back
+        wait_until(  # a token every 2 s: one is soon back
             lambda: (
                 call(api, "GET", "/v1/memories", key, params={"user_id": "u"}).status_code == 200
             ),
-            5,
+            10,
             "no rate-limit token came back",
         )
 
@@ -416,7 +270,7 @@ def test_rate_limits_are_shared_through_redis(make_settings: Callable[..., Setti
     shared = make_settings(
         auth="required",
         embedding_provider="hash",
-        rate_limit_per_s=0.5,
+        rate_limit_per_s=0.01,
         rate_limit_burst=2,
         redis_url=REDIS_URL,
     )
@@ -433,7 +287,7 @@ def test_rate_limits_are_shared_through_postgres(
     make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
 ) -> None:
     shared = make_settings(
-        auth="required", embedding_provider="hash", rate_limit_per_s=0.5, rate_limit_burst=2
+        auth="required", embedding_provider="hash", rate_limit_per_s=0.01, rate_limit_burst=2
     )
     with TestClient(create_app(shared)) as one, TestClient(create_app(shared)) as two:
         key = new_key(one, "acme")

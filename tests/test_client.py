@@ -622,7 +622,7 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
     from memvault import Forbidden, auth
 
     settings = make_settings(
-        auth="required", embedding_provider="hash", rate_limit_per_s=1, rate_limit_burst=4
+        auth="required", embedding_provider="hash", rate_limit_per_s=0.05, rate_limit_burst=4
     )
 
     async def keys() -> tuple[str, str]:
