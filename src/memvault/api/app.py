@@ -20,7 +20,7 @@ from memvault.api.observe import RequestContext
 from memvault.api.paths import EncodedSlashes
 from memvault.api.ratelimit import RateLimiter
 from memvault.api.read_your_writes import ReadYourWrites
-from memvault.api.routes import build_router
+from memvault.api.routes import api_routes
 from memvault.config import Settings
 from memvault.consistency import READ_AFTER_HEADER, WRITTEN_HEADER
 from memvault.service import AsyncMemory
@@ -160,6 +160,6 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-Request-ID", READ_AFTER_HEADER],
             expose_headers=["X-Request-ID", "Retry-After", WRITTEN_HEADER],
         )
-    app.include_router(build_router())
+    app.router.routes.extend(api_routes())
     install_dashboard(app)
     return app

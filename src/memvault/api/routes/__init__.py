@@ -6,6 +6,7 @@ service call name a hand-written handler (``handlers.py``); their route is made 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import types
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Response
+from starlette.routing import BaseRoute
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
@@ -206,6 +208,14 @@ def _route_options(op: Operation) -> dict[str, Any]:
     return options
 
 
+@functools.cache
+def api_routes() -> tuple[BaseRoute, ...]:
+    """Every operation's route, built once per process. Building one is a pydantic schema per
+    field it reads and answers (about a second for the table on the 2-core VM), and every app
+    the process makes (a worker's, each test's) serves the same routes: they hold no app."""
+    return tuple(build_router().routes)
+
+
 def build_router() -> APIRouter:
     router = APIRouter()
     for op in OPERATIONS:
@@ -227,4 +237,4 @@ def build_router() -> APIRouter:
     return router
 
 
-__all__ = ["build_router", "curl", "query_model", "split_example"]
+__all__ = ["api_routes", "build_router", "curl", "query_model", "split_example"]
