@@ -66,7 +66,7 @@ def _routed(prefix: str) -> list[Operation]:
     # The plain erasure last of all: a shred is refused while the keys are not per tenant.
     return sorted(
         served, key=lambda op: (op.path.startswith(_ENDS_THE_TENANT), op.method == "DELETE")
-    )  # noqa: E501
+    )
 
 
 def v1_routes() -> list[Route]:

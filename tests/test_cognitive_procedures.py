@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from memvault import AsyncMemory, InvalidInput, NotFound
 from memvault.cognitive.goals import profile_update_from_facts
 from memvault.cognitive.procedural import scrub, strategy_score, success_weight
-from memvault.cognitive.promotion import PromotionThresholds, is_prominent
+from memvault.graph.promotion import PromotionThresholds, is_prominent
 
 # --- tool use -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from memvault import AsyncMemory, Settings
 from memvault.db.tables import GRAPH_TABLES, metadata
 from memvault.graph import derive, sealed
 from memvault.graph.claims import EntityMention, Extraction, FactClaim, RelationClaim
-from memvault.retrieval.terms import query_term_ids
+from memvault.language.terms import query_term_ids
 from tests.conftest import backend_of
 
 ONLY_A = "Caroline works for Zyxwerk, a robotics firm in Paris."

@@ -20,7 +20,7 @@ import pytest
 import redis
 
 from memvault.config import Settings
-from memvault.retrieval.terms import blind_terms
+from memvault.language.terms import blind_terms
 from memvault.service import AsyncMemory
 from tests.conftest import REDIS_URL, backend_of
 

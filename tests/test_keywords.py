@@ -11,9 +11,9 @@ import pytest
 from memvault import Settings
 from memvault.admin import AsyncAdmin
 from memvault.db import keywords
+from memvault.language.terms import terms
 from memvault.pipeline.rules.dedup import _facts
 from memvault.retrieval.search import rrf
-from memvault.retrieval.terms import terms
 from memvault.service import AsyncMemory
 from memvault.text import STOP_WORDS
 from tests.conftest import backend_of

@@ -17,7 +17,7 @@ import redis
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
 from memvault.errors import NotFound
-from memvault.retrieval.terms import blind_terms
+from memvault.language.terms import blind_terms
 from memvault.service import AsyncMemory
 from tests.conftest import REDIS_URL, backend_of
 

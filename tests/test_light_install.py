@@ -18,7 +18,7 @@ from memvault import Settings
 from memvault.embedding.local import bundled_model_path
 
 # onnx too: the encoder's graph is written on protobuf alone (embedding/onnx_proto.py); and
-# dateparser, which the default install no longer has (dates are read by retrieval/when.py).
+# dateparser, which the default install no longer has (dates are read by language/when.py).
 REFUSED = (
     "torch",
     "transformers",

@@ -16,10 +16,10 @@ from fastapi.testclient import TestClient
 
 from memvault import AsyncMemory, MemoryClient
 from memvault.api import create_app
-from memvault.api.paths import path_segment
 from memvault.api.routes import split_example
 from memvault.config import Settings
 from memvault.operations import OPERATIONS, Operation
+from memvault.paths import path_segment
 from tests.serving import serving
 
 IDS = ["conv/with/slashes", "/leading/", "100% sure", "a%2Fb", "..", ".", "what?#x", "café/ü"]

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memvault.errors import InvalidInput, PIIRejected
-from memvault.pipeline.pii import PII_TYPES, Finding, PIIReport, apply_policy, detect
+from memvault.language.pii import PII_TYPES, Finding, PIIReport, apply_policy, detect
 
 # Plain words around the values: none of them names a credential, a phone or a version, so the
 # only thing in the text to find is the generated value.

@@ -115,16 +115,17 @@ def test_adapters_stand_on_the_service_faces_alone() -> None:
     assert any(name.startswith("memvault.integrations.") for name in GRAPH)
 
 
-def test_no_module_imports_itself_in_a_circle() -> None:
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     cycles: list[list[str]] = []
 
-    def visit(node: str) -> None:  # Tarjan's strongly connected components
+    def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
-        for target in GRAPH.get(node, ()):
+        for target in graph.get(node, ()):
             if target not in index:
                 visit(target)
                 low[node] = min(low[node], low[target])
@@ -140,10 +141,117 @@ def test_no_module_imports_itself_in_a_circle() -> None:
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for name in sorted(GRAPH):
+    for name in sorted(graph):
         if name not in index:
             visit(name)
-    assert cycles == []
+    return cycles
+
+
+def test_no_module_imports_itself_in_a_circle() -> None:
+    assert _cycles(GRAPH) == []
+
+
+# The package order, lowest first (docs/development.md, "Layers"): a module imports from its
+# own layer and those below it, never from one above. Each name is a package or a top-level
+# module of memvault; a new one must be placed here (the test names it).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # foundation: settings, errors, plain data and helpers that know nothing of the store
+    ("errors", "config", "console", "text", "jsonvalues", "metrics", "tracing", "logs",
+     "validation", "consistency", "models", "events", "_compose", "_sync"),
+    # keys, text reading and the outside world (LLMs, outbound HTTP)
+    ("crypto", "language", "llm", "outbound"),
+    ("db",),
+    # what stands on the tables: keys, sealing, sessions, API keys, embeddings, vector indexes
+    ("data_keys", "sealing", "session_vault", "auth", "embedding", "vectorindex", "scheduling"),
+    ("retrieval",),
+    ("graph",),
+    ("pipeline",),
+    ("cognitive",),
+    ("lifecycle", "worker"),
+    # the store assembled, and the resources over it
+    ("backend", "runtime", "context", "memories", "webhooks", "rotation"),
+    # the operation table and the HTTP shapes it names
+    ("wire", "paths", "operations"),
+    ("service", "_memory_methods"),
+    ("admin",),
+    # faces
+    ("ui", "api", "mcp", "client", "_client_surface", "_stubs", "_typescript", "cli",
+     "cli_store", "cli_cognitive", "cli_graph", "cli_lifecycle", "cli_webhooks", "diagnostics",
+     "integrations", "compat"),
+)  # fmt: skip
+LAYER = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+
+
+def _top(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """What a module imports when it runs: module level and inside functions, not the
+    imports a type checker alone reads (``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {m for n in names if n.startswith("memvault") and (m := _resolve(n))}
+    return found
+
+
+RUNTIME = {
+    name: _runtime_imports(path) - {name}
+    for name, path in MODULES.items()
+    if path.suffix == ".py" and name != "memvault"  # the root re-exports the faces
+}
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes up the package order, as ``module -> module``."""
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if target != "memvault" and LAYER[_top(target)] > LAYER[_top(name)]
+    )
+
+
+def test_every_package_has_its_place_in_the_order() -> None:
+    placed = {_top(name) for name in MODULES if name != "memvault"}
+    assert placed - set(LAYER) == set(), "add it to LAYERS (docs/development.md, Layers)"
+    assert set(LAYER) - placed == set(), "a layer names a package that is gone"
+
+
+def test_no_import_goes_up_the_package_order() -> None:
+    assert upward_imports(RUNTIME) == []
+
+
+def test_an_upward_import_is_caught() -> None:
+    # The store's SQL reaching for the service: the shape of the inversions this test stops.
+    graph = {"memvault.db.tables": {"memvault.models"}, "memvault.service": {"memvault.db.tables"}}
+    assert upward_imports(graph) == []
+    graph["memvault.db.tables"].add("memvault.service")
+    assert upward_imports(graph) == ["memvault.db.tables -> memvault.service"]
+
+
+def test_no_two_packages_import_each_other_in_a_circle() -> None:
+    packages: dict[str, set[str]] = {}
+    for name, targets in RUNTIME.items():
+        packages.setdefault(_top(name), set()).update(
+            _top(t) for t in targets if t != "memvault" and _top(t) != _top(name)
+        )
+    assert _cycles(packages) == []
 
 
 def _keywords(function: object) -> list[str]:

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memvault import AsyncMemory, Settings
+from memvault.language.when import parse_time
 from memvault.retrieval.updates import Replacement, Statement, asked_about, reorder, replacements
-from memvault.retrieval.when import parse_time
 
 OLD_AT = datetime(2025, 2, 3, 9, 30, tzinfo=UTC)
 NEW_AT = datetime(2025, 10, 3, 18, 15, tzinfo=UTC)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memvault.retrieval.when import event_time, parse_time
+from memvault.language.when import event_time, parse_time
 
 # A Wednesday afternoon.
 REFERENCE = datetime(2023, 6, 14, 15, 30, tzinfo=UTC)

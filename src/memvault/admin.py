@@ -32,9 +32,9 @@ from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion as lifecycle_deletion
 from memvault.lifecycle import jobs
 from memvault.lifecycle.reports import DeletionReceipt, JobStatus, ScheduledRun
-from memvault.lifecycle.schedule import Clock, utc_now
 from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
+from memvault.scheduling import Clock, utc_now
 from memvault.service import AsyncMemory
 from memvault.session_vault import SessionVault
 from memvault.worker import Worker

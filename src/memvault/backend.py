@@ -1,8 +1,9 @@
 """What every tenant view of a store shares: the pools, the keys, the models, the limits.
 
-A leaf of the package: it names the parts but starts nothing, so the pipeline, the worker and
-the retrieval code can all take a ``Backend`` without importing whatever opens one
-(``runtime.py``).
+It sits above the domain packages whose parts it holds (docs/development.md, "Layers"): it
+names the parts but starts nothing; ``runtime.py`` opens one. The pipeline, the worker and the
+retrieval code below it take a ``Backend`` as a parameter, naming its type for the checker
+alone.
 """
 
 from __future__ import annotations

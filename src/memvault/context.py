@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault.backend import Backend
 from memvault.cognitive.payloads import open_payload, seal_payload
-from memvault.lifecycle.audit import AuditEvent
+from memvault.db.audit import AuditEvent
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from memvault import jsonvalues
 from memvault._sync import takes
 from memvault.context import TenantContext
 from memvault.db import embedding_queue, keywords, store
+from memvault.db.audit import AuditEvent
 from memvault.db.records import HistoryRow, MemoryRow
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
@@ -27,7 +28,8 @@ from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
 from memvault.graph.knowledge import Graph
 from memvault.graph.recall import recall as graph_recall
-from memvault.lifecycle.audit import AuditEvent
+from memvault.language import pii
+from memvault.language.terms import blind_terms
 from memvault.lifecycle.governance import Lifecycle
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
@@ -47,11 +49,9 @@ from memvault.models import (
     SearchRequest,
     SearchResult,
 )
-from memvault.pipeline import pii
 from memvault.pipeline.ingest import Pipeline, Within
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
-from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content, to_record
 from memvault.validation import parse_id, validated
 

@@ -93,6 +93,10 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_metadata)]
 MemoryType = Literal["persistent", "temporal"]
 Tier = Literal["hot", "warm", "cold"]
 HistoryAction = Literal["ADD", "UPDATE", "DELETE"]
+# What the audit log records; the audit table's check constraint is derived from this.
+AuditOperation = Literal[
+    "store", "retrieve", "update", "delete", "promote", "merge", "decay", "export", "import", "tier"
+]
 
 
 class _Input(BaseModel):

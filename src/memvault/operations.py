@@ -25,23 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from memvault.api.wire import (
-    Cleared,
-    ContextValue,
-    ConversationParams,
-    EntityList,
-    FactList,
-    GoalParams,
-    OwnerInChannel,
-    OwnerParams,
-    RememberAnswer,
-    ReviewList,
-    StatsParams,
-    StrategyPage,
-    StrategyParams,
-    ToolStatsPage,
-    TurnPage,
-)
 from memvault.cognitive.kinds import (
     Conversation,
     ConversationPage,
@@ -124,6 +107,23 @@ from memvault.models import (
     Owner,
     SearchRequest,
     SearchResult,
+)
+from memvault.wire import (
+    Cleared,
+    ContextValue,
+    ConversationParams,
+    EntityList,
+    FactList,
+    GoalParams,
+    OwnerInChannel,
+    OwnerParams,
+    RememberAnswer,
+    ReviewList,
+    StatsParams,
+    StrategyPage,
+    StrategyParams,
+    ToolStatsPage,
+    TurnPage,
 )
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from memvault.db.keysets import StaleKeys
 from memvault.db.tenancy import across_tenants
 from memvault.db.units import reading, transaction
 from memvault.graph.rotate import reseal_graph
+from memvault.language.terms import blind_terms
 from memvault.lifecycle.audit import query_aad
 from memvault.models import RotationReport
-from memvault.retrieval.terms import blind_terms
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

@@ -1,7 +1,7 @@
 """The REST API: thin routes over the service.
 
-``create_app`` is imported when first asked for, so the operation table can read the HTTP
-shapes in ``memvault.api.wire`` without loading FastAPI."""
+``create_app`` is imported when first asked for: importing one of this package's modules
+(``memvault.api.limits``, say) does not build the app's imports with it."""
 
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ from memvault.admin import AsyncAdmin
 from memvault.api import docs, error_envelope, gauges
 from memvault.api.limits import PayloadLimitEnvelope
 from memvault.api.observe import RequestContext
-from memvault.api.paths import EncodedSlashes
 from memvault.api.ratelimit import RateLimiter
 from memvault.api.read_your_writes import ReadYourWrites
 from memvault.api.routes import api_routes
 from memvault.config import Settings
 from memvault.consistency import READ_AFTER_HEADER, WRITTEN_HEADER
+from memvault.paths import EncodedSlashes
 from memvault.service import AsyncMemory
 from memvault.ui import install as install_dashboard
 
@@ -150,7 +150,7 @@ def create_app(
     # A request's consistency token holds for all it reads, and an answer names the primary's
     # position it leaves; inside CORS, whose headers a refused token's answer carries too.
     app.add_middleware(ReadYourWrites, state=app.state)
-    # An id holding "/" arrives as %2F and must stay one path segment (api/paths.py).
+    # An id holding "/" arrives as %2F and must stay one path segment (paths.py).
     app.add_middleware(EncodedSlashes)
     if settings.cors_origins:
         app.add_middleware(

@@ -31,7 +31,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, NotFound, PIIRejected
-from memvault.pipeline import pii
+from memvault.language import pii
 from memvault.retrieval.search import embed_query
 from memvault.validation import parse_id, validated
 

@@ -15,7 +15,7 @@ from memvault.cognitive.procedural import STRATEGIES, learned_sequence
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationToolCall
 from memvault.db.units import reading, transaction
-from memvault.lifecycle.schedule import Outcome, RunContext, ScheduledJob
+from memvault.scheduling import Outcome, RunContext, ScheduledJob
 
 # --- cleanup -----------------------------------------------------------------------------------
 

@@ -8,8 +8,10 @@ writes audit rows only through ``audit_log`` and its row-level policy.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,6 +26,32 @@ from memvault.db.tenancy import APP_ROLE
 PARTITION_PREFIX = "audit_log_p"
 _PARTITION = re.compile(rf"^{PARTITION_PREFIX}(\d{{8}})$")
 _a = audit_log.c
+
+
+@dataclass
+class AuditEvent:
+    """One audit row being built; ``Audit.timed`` fills in latency and outcome."""
+
+    tenant_id: str
+    operation: str
+    actor: str
+    user_id: str | None = None
+    memory_kind: str | None = "memory"
+    session_id: str | None = None
+    conversation_id: str | None = None
+    source_channel: str | None = None
+    target_channel: str | None = None
+    memory_ids: list[uuid.UUID] = field(default_factory=list)
+    result_count: int | None = None
+    latency_ms: float | None = None
+    success: bool = True
+    error_code: str | None = None
+    promotion_rule: str | None = None
+    promotion_score: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    query: str | None = None
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 def partition_name(day: date) -> str:

@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-from memvault.lifecycle.reports import AuditOperation
+from memvault.models import AuditOperation
 
 metadata = MetaData()
 

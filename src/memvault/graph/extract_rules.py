@@ -27,7 +27,7 @@ from memvault.graph.claims import (
     Temporal,
     canonical_predicate,
 )
-from memvault.retrieval.when import event_time, parse_time
+from memvault.language.when import event_time, parse_time
 from memvault.text import normalise
 
 # Speakers that are roles, not people: the user is the memory's owner; an assistant's "I" is

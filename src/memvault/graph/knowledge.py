@@ -11,6 +11,7 @@ from uuid import UUID
 
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
+from memvault.db.audit import AuditEvent
 from memvault.db.graph import EntityRow, FactQuery, FactRow
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
@@ -39,10 +40,9 @@ from memvault.graph.views import (
     ReviewsQuery,
 )
 from memvault.graph.writer import GraphWriter, Owner
-from memvault.lifecycle.audit import AuditEvent
+from memvault.language.terms import query_term_ids
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
-from memvault.retrieval.terms import query_term_ids
 from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:

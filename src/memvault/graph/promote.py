@@ -15,22 +15,22 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
-from memvault.cognitive.promotion import PromotionThresholds, is_prominent
 from memvault.db import graph as graph_db
 from memvault.db import graph_promotion as db
+from memvault.db.audit import AuditEvent
 from memvault.db.tenancy import tenant_scope
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
-from memvault.lifecycle.audit import AuditEvent
-from memvault.lifecycle.schedule import (
+from memvault.graph.promotion import PromotionThresholds, is_prominent
+from memvault.models import Fact
+from memvault.scheduling import (
     OUTAGES,
     Outcome,
     RunContext,
     ScheduledJob,
     skipped,
 )
-from memvault.models import Fact
 
 if TYPE_CHECKING:
     from memvault.backend import Backend

@@ -25,8 +25,8 @@ from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
+from memvault.language.terms import query_terms
 from memvault.models import EntityHit, FactHit, SearchRequest
-from memvault.retrieval.terms import query_terms
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

@@ -13,8 +13,8 @@ from uuid import UUID
 from memvault.crypto import Keyring, KeyringSource, Sealed, associated_data
 from memvault.db.graph import EntityRow, FactRow, RelationRow
 from memvault.graph.claims import SELF
+from memvault.language.terms import terms
 from memvault.models import Entity, Fact
-from memvault.retrieval.terms import terms
 from memvault.text import fold
 
 _PUNCTUATION = re.compile(r"[^\w@]+", re.UNICODE)

@@ -25,13 +25,13 @@ import math
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memvault.config import Settings
 from memvault.crypto import KeyringSource, associated_data
 from memvault.db import audit
+from memvault.db.audit import AuditEvent
 from memvault.db.driver_errors import SERVER_REFUSED, SIDE_WORK_FAILED, refused_value
 from memvault.db.units import reading, transaction
 from memvault.logs import request_id
@@ -97,32 +97,6 @@ def _secret_fields(settings: Settings) -> set[str]:
 
 def query_aad(tenant_id: str, audit_id: uuid.UUID) -> bytes:
     return associated_data(tenant_id, f"audit:{audit_id}")
-
-
-@dataclass
-class AuditEvent:
-    """One audit row being built; ``Audit.timed`` fills in latency and outcome."""
-
-    tenant_id: str
-    operation: str
-    actor: str
-    user_id: str | None = None
-    memory_kind: str | None = "memory"
-    session_id: str | None = None
-    conversation_id: str | None = None
-    source_channel: str | None = None
-    target_channel: str | None = None
-    memory_ids: list[uuid.UUID] = field(default_factory=list)
-    result_count: int | None = None
-    latency_ms: float | None = None
-    success: bool = True
-    error_code: str | None = None
-    promotion_rule: str | None = None
-    promotion_score: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-    query: str | None = None
-    at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 class Audit:

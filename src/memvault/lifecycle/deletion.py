@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from memvault import data_keys
 from memvault.db import audit, graph_admin, webhooks
 from memvault.db import lifecycle as db
+from memvault.db.audit import AuditEvent
 from memvault.db.erasure import (
     conversation_where,
     expired_where,
@@ -42,7 +43,6 @@ from memvault.db.units import reading, transaction
 from memvault.errors import KeyMismatch, NotFound
 from memvault.graph import sealed
 from memvault.lifecycle import deletion_steps as steps
-from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion_steps import Targets
 from memvault.lifecycle.reports import DeletionReceipt, DeletionScope
 from memvault.logs import request_id

@@ -18,28 +18,24 @@ from typing import TYPE_CHECKING, Any
 from memvault.cognitive import upkeep
 from memvault.db import audit
 from memvault.db import lifecycle as db
+from memvault.db.audit import AuditEvent
 from memvault.db.erasure import expired_where, in_tenant, one_of
 from memvault.db.records import UserShare
 from memvault.db.units import reading, transaction
 from memvault.graph import promote
 from memvault.lifecycle import graph_jobs, health
-from memvault.lifecycle.audit import AuditEvent
 from memvault.lifecycle.deletion import erase
 from memvault.lifecycle.reports import DeletionReceipt, HealthFinding
 from memvault.lifecycle.schedule import (
     JOBS,
-    OUTAGES,
-    Outcome,
-    RunContext,
-    ScheduledJob,
     history,
     register,
     run_due,
     run_job,
-    skipped,
     statuses,
     undo,
 )
+from memvault.scheduling import OUTAGES, Outcome, RunContext, ScheduledJob, skipped
 
 if TYPE_CHECKING:
     from memvault.backend import Backend

@@ -47,6 +47,8 @@ from memvault.db.tables import (
 )
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, PIIRejected
+from memvault.language import pii
+from memvault.language.terms import blind_terms
 from memvault.lifecycle import graph_portable
 from memvault.lifecycle.portable_format import (
     FORMAT,
@@ -73,8 +75,6 @@ from memvault.lifecycle.portable_format import (
     read_line,
 )
 from memvault.models import PIIPolicy
-from memvault.pipeline import pii
-from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:

@@ -9,12 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from memvault.models import Identifier, Timestamp
+from memvault.models import AuditOperation, Identifier, Timestamp
 
-# What the audit log records; the table's check constraint is derived from this.
-AuditOperation = Literal[
-    "store", "retrieve", "update", "delete", "promote", "merge", "decay", "export", "import", "tier"
-]
 RunOutcome = Literal["running", "ok", "stopped", "failed", "skipped"]
 DeletionScope = Literal["memory", "conversation", "user", "tenant", "expired"]
 

@@ -41,11 +41,12 @@ from memvault.graph.derive import (
     lock_names,
 )
 from memvault.graph.writer import Owner, Prepared, graph_texts
+from memvault.language import pii
+from memvault.language.terms import blind_terms
 from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
-from memvault.pipeline import pii, rules
+from memvault.pipeline import rules
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.judge import Judge
-from memvault.retrieval.terms import blind_terms
 from memvault.sealing import open_content, seal_content, to_record
 
 if TYPE_CHECKING:

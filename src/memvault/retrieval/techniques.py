@@ -23,12 +23,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from memvault.errors import PIIRejected
+from memvault.language import pii
+from memvault.language.categories import normalise_category
 from memvault.llm import LLM, LLMError
 from memvault.llm.prompts import RECALL_EXPAND, RECALL_HYDE, RECALL_SELF_QUERY
 from memvault.metrics import LLM_FALLBACKS
 from memvault.models import TechniqueReport
-from memvault.pipeline import pii
-from memvault.pipeline.rules import normalise_category
 
 log = logging.getLogger(__name__)
 Technique = Literal["expansion", "hyde", "self_query"]

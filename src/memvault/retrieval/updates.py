@@ -33,7 +33,7 @@ from uuid import UUID
 import numpy as np
 import numpy.typing as npt
 
-from memvault.retrieval.when import TimeRange
+from memvault.language.when import TimeRange
 
 # Whether two statements are about the same thing: their similarity to each other plus the
 # lower of their similarities to the question (an update that shares no word with what it

@@ -18,10 +18,10 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import FormData
 
-from memvault.api.paths import path_value
 from memvault.errors import InvalidInput
 from memvault.lifecycle.reports import DeletionReceipt
 from memvault.models import TURN_SOURCE, MemoryRecord
+from memvault.paths import path_value
 from memvault.ui.web import UIRoute, Viewer, page, viewer
 
 router = APIRouter(route_class=UIRoute)

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse, Response
 from pydantic import SecretStr
 
-from memvault.api.paths import path_value
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph.views import GraphView
 from memvault.lifecycle import merging
 from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
+from memvault.paths import path_value
 from memvault.ui.web import UIRoute, Viewer, page, viewer
 from memvault.validation import validated
 

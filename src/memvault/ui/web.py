@@ -19,9 +19,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException
 
 from memvault.admin import AsyncAdmin
-from memvault.api.paths import path_segment
 from memvault.auth import SCOPES, KeyRefused, Principal, Scope
 from memvault.errors import Forbidden, MemvaultError, RateLimited
+from memvault.paths import path_segment
 from memvault.service import AsyncMemory
 from memvault.ui import user_text
 from memvault.ui.sessions import COOKIE, Session, Sessions

@@ -16,15 +16,15 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Response
-from starlette.routing import BaseRoute
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from starlette.routing import BaseRoute
 
 from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
-from memvault.api.paths import path_value
 from memvault.api.routes import handlers
 from memvault.api.schemas import CONFLICT, V1_ERRORS
 from memvault.errors import InvalidInput
 from memvault.operations import OPERATIONS, Fields, Operation
+from memvault.paths import path_value
 from memvault.service import AsyncMemory
 
 _MEMORY = {"read": ReadMemory, "write": WriteMemory, "admin": AdminMemory}

@@ -13,7 +13,7 @@ any input text.
 * ``normalise_category`` — one spelling per topic, so tags from the rules and from an LLM meet.
 """
 
-from memvault.pipeline.rules.categories import normalise_category
+from memvault.language.categories import normalise_category
 from memvault.pipeline.rules.dedup import decide_duplicate
 from memvault.pipeline.rules.expiry import without_card_expiry
 from memvault.pipeline.rules.topics import enrich

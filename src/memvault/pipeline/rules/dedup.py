@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memvault.pipeline.decisions import DedupDecision
-from memvault.pipeline.rules.words import (
+from memvault.language.words import (
     _ARTICLES,
     _FUNCTIONAL,
     _MONTHS,
@@ -20,6 +19,7 @@ from memvault.pipeline.rules.words import (
     _number,
     _stem,
 )
+from memvault.pipeline.decisions import DedupDecision
 from memvault.text import STOP_WORDS, TOKEN
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
-from memvault.retrieval.when import DateReading
+from memvault.language.when import DateReading
 
 # Recurring or biographical: a date in these is not an expiry.
 _PERSISTENT_CUES = re.compile(

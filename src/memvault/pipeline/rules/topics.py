@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from memvault.language.categories import normalise_category
+from memvault.language.when import event_time_of, read_dates
 from memvault.pipeline.decisions import Enrichment
-from memvault.pipeline.rules.categories import normalise_category
 from memvault.pipeline.rules.expiry import _utc, _valid_until, without_card_expiry
-from memvault.retrieval.when import event_time_of, read_dates
 from memvault.text import TOKEN, normalise
 
 _TOPIC_WORDS: dict[str, str] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from memvault.pipeline.pii._scan import Scan as _Scan
+from memvault.language.pii._scan import Scan as _Scan
 
 # A sentence that says WHERE a credential is kept, or how to derive it, gives it away without
 # containing it, and no span can be redacted: "the password is written on the card I gave you",

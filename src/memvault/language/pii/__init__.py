@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memvault.errors import PIIRejected
-from memvault.pipeline.pii._scan import NO_DIGITS as _NO_DIGITS
-from memvault.pipeline.pii._scan import Hit as _Hit
-from memvault.pipeline.pii._scan import Scan as _Scan
-from memvault.pipeline.pii.personal import (
+from memvault.language.pii._scan import NO_DIGITS as _NO_DIGITS
+from memvault.language.pii._scan import Hit as _Hit
+from memvault.language.pii._scan import Scan as _Scan
+from memvault.language.pii.personal import (
     _card_codes,
     _cards,
     _emails,
@@ -26,9 +26,9 @@ from memvault.pipeline.pii.personal import (
     _phones,
     _ssns,
 )
-from memvault.pipeline.pii.secrets import _passwords, _secrets
-from memvault.pipeline.pii.signals import _keyword_only
-from memvault.pipeline.pii.tokens import _api_keys, _aws_keys, _github_tokens, _jwts, _private_keys
+from memvault.language.pii.secrets import _passwords, _secrets
+from memvault.language.pii.signals import _keyword_only
+from memvault.language.pii.tokens import _api_keys, _aws_keys, _github_tokens, _jwts, _private_keys
 
 PIIPolicy = Literal["redact", "reject", "allow"]
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import phonenumbers
 from stdnum import iban, luhn
 
-from memvault.pipeline.pii._scan import Hit as _Hit
-from memvault.pipeline.pii._scan import Scan as _Scan
+from memvault.language.pii._scan import Hit as _Hit
+from memvault.language.pii._scan import Scan as _Scan
 
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9!#$%&'*+/=?^_`{|}~.-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"

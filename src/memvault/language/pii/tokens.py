@@ -8,8 +8,8 @@ import json
 import re
 from collections.abc import Iterator
 
-from memvault.pipeline.pii._scan import Hit as _Hit
-from memvault.pipeline.pii._scan import Scan as _Scan
+from memvault.language.pii._scan import Hit as _Hit
+from memvault.language.pii._scan import Scan as _Scan
 
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")
 _PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----")

@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from memvault.pipeline.pii._scan import Hit as _Hit
-from memvault.pipeline.pii._scan import Scan as _Scan
-from memvault.pipeline.pii.tokens import _has_letter_and_digit
+from memvault.language.pii._scan import Hit as _Hit
+from memvault.language.pii._scan import Scan as _Scan
+from memvault.language.pii.tokens import _has_letter_and_digit
 
 _SECRET_ENTROPY_BITS = 3.0
 _SECRET_MIN_LENGTH = 12

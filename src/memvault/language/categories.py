@@ -7,7 +7,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from memvault.pipeline.rules.words import _words
+from memvault.language.words import _words
 
 _VOCABULARY = (
     "food_preference", "health", "travel", "work", "family", "relationship", "hobby",
