@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from memvault import AsyncMemory, Settings
+from memvault.language.when import about_now
 from memvault.retrieval import search
-from memvault.retrieval.when import about_now
 from recall import KS, LOADERS
 
 DEFAULT = Path(tempfile.gettempdir()) / "recall_lists.pkl"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from memvault.graph.extract_rules import extract_offline
-from memvault.pipeline.pii import detect
+from memvault.language.pii import detect
 from memvault.pipeline.rules import enrich
 
 REF = datetime(2024, 5, 1, 12, tzinfo=UTC)
