@@ -110,6 +110,30 @@ async def test_keyword_search_is_scoped_to_the_owner(memory: AsyncMemory) -> Non
     assert [h.content for h in found.results] == [RARE]
 
 
+async def test_memories_a_metadata_value_sets_apart_are_scored_as_a_store_of_their_own(
+    memory: AsyncMemory,
+) -> None:
+    # Many people under one owner (as the mem0 compatibility keeps them), one person's
+    # memories told apart by metadata: a word everyone else says often must not make that
+    # person's own use of it look common, nor the reverse.
+    crowd = ["Wendy fixed the wifi again", "wifi down, Wendy on it", "Wendy: the wifi is back"]
+    for text in [*DISTRACTORS, RARE]:
+        await memory.add(text, user_id="shared", metadata={"who": "wendy"}, infer=False)
+    for text in crowd * 3:
+        await memory.add(text, user_id="shared", metadata={"who": "crowd"}, infer=False)
+    alone = await memory.search("wendy wifi", user_id="wendy", recipe="keyword", limit=5)
+    among = await memory.search(
+        "wendy wifi", user_id="shared", metadata={"who": "wendy"}, recipe="keyword", limit=5
+    )
+    assert [(h.content, h.scores["keyword"]) for h in among.results] == [
+        (h.content, h.scores["keyword"]) for h in alone.results
+    ]
+    everyone = await memory.search("wendy wifi", user_id="shared", recipe="keyword", limit=30)
+    crowd_scored = {h.content: h.scores["keyword"] for h in everyone.results}
+    mine = {h.content: h.scores["keyword"] for h in among.results}
+    assert all(crowd_scored[text] != mine[text] for text in mine)  # the crowd's counts differ
+
+
 def test_reciprocal_rank_fusion_orders_as_documented() -> None:
     fused = rrf(
         {"vector": ["a", "b", "c"], "keyword": ["c", "d"]}, {"vector": 1.0, "keyword": 1.0}, k=60

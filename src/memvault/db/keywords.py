@@ -144,6 +144,11 @@ async def bm25(
         return [KeywordMatches() for _ in pages]
     values = [filter_values(tenant_id, f) for f in pages]
     shapes = tuple(tuple(v) for v in values)
+    # Memories that one metadata value sets apart (an API that keeps many people under one
+    # owner, as the mem0 compatibility does) are a collection of their own: their statistics
+    # score them, as they would in a store of their own. A time window or a tag is not.
+    within = values[0].get("metadata")
+    apart = bool(within) and all(v.get("metadata") == within for v in values)
     params = {"tenant_id": tenant_id, "user_id": user_id, "terms": terms}
     params |= page_parameters(values)
     stats = known.get((tenant_id, user_id)) if known is not None else None
@@ -156,9 +161,9 @@ async def bm25(
         )
         if all(_complete(page, limit, fetch) for page in found):
             return [_matches(page) for page in found]
-    statement = template(("bm25", shapes, limit), _scored, shapes, limit, None)
+    statement = template(("bm25", shapes, limit, apart), _scored, shapes, limit, None, apart)
     found = await fetch_pages(conn, statement, len(pages), descending=True, params=params)
-    if known is not None and found[0].rows:
+    if known is not None and found[0].rows and not apart:
         extra = found[0].extra
         counted = ScopeStatistics(int(extra["n_docs"]), float(extra["avgdl"]))
         known.put((tenant_id, user_id), counted)
@@ -191,17 +196,20 @@ def _matches(page: RankedPage) -> KeywordMatches:
 
 
 def _scored(
-    shapes: Sequence[Sequence[str]], limit: int, fetch: int | None
+    shapes: Sequence[Sequence[str]], limit: int, fetch: int | None, apart: bool = False
 ) -> sa.Select[Any] | sa.CompoundSelect[Any]:
     """The template of the statement: values from the parameters ``tenant_id``, ``user_id``,
     ``terms`` and the pages' filters (``store.page_parameters``). ``fetch``: the statistics
-    are given (``n_docs``, ``avgdl``) and the best ``fetch`` scores looked up by id."""
+    are given (``n_docs``, ``avgdl``) and the best ``fetch`` scores looked up by id.
+    ``apart``: the statistics and postings are those of the memories holding the first
+    page's ``metadata`` (every page's)."""
     tenant_id, user_id = param("tenant_id"), param("user_id")
+    within = [_m.metadata.contains(param("p0_metadata"))] if apart else []
     if fetch is None:
         counted = sa.select(
             sa.func.count().label("n_docs"),
             sa.func.greatest(sa.func.coalesce(sa.func.avg(_m.term_count), 1), 1).label("avgdl"),
-        ).where(*filter_parameters(("tenant_id", "user_id"), "", _m))
+        ).where(*filter_parameters(("tenant_id", "user_id"), "", _m), *within)
     else:
         counted = sa.select(
             sa.cast(param("n_docs", type_=BigInteger), BigInteger).label("n_docs"),
@@ -210,13 +218,15 @@ def _scored(
     stats = counted.cte("stats").prefix_with("MATERIALIZED")
     asked = sa.func.unnest(sa.cast(param("terms", type_=ARRAY(BigInteger)), ARRAY(BigInteger)))
     query_terms = asked.table_valued("term", name="query_terms").render_derived()
-    # OFFSET 0 keeps this a lookup per query term on the primary key.
-    posting = (
-        sa.select(_t.memory_id, _t.term, _t.tf, _t.dl)
-        .where(_t.tenant_id == tenant_id, _t.user_id == user_id, _t.term == query_terms.c.term)
-        .offset(0)
-        .lateral("posting")
+    reading = sa.select(_t.memory_id, _t.term, _t.tf, _t.dl).where(
+        _t.tenant_id == tenant_id, _t.user_id == user_id, _t.term == query_terms.c.term
     )
+    if apart:
+        reading = reading.join(memories, _m.id == _t.memory_id).where(
+            _m.tenant_id == tenant_id, *within
+        )
+    # OFFSET 0 keeps this a lookup per query term on the primary key.
+    posting = reading.offset(0).lateral("posting")
     postings = (
         sa.select(
             posting.c.memory_id,
