@@ -160,3 +160,13 @@ async def test_a_turn_with_an_empty_index_text_is_kept_but_never_found(
     assert [t.content for t in got.turns or []] == ["What is the weather in Lisbon?", call]
     found = [h.content for h in (await memory.search("Lisbon weather", user_id="ann")).results]
     assert found == ["What is the weather in Lisbon?"]
+
+
+async def test_episodic_search_and_remember_build_the_same_turn_hit(memory: AsyncMemory) -> None:
+    convo = await memory.start_conversation(user_id="ann", conversation_id="trip-chat")
+    await memory.add_turns(convo.id, TALK, user_id="ann", wait=True)
+    (hit, *_) = await memory.search_turns("hotel near Alfama", user_id="ann")
+    bundle = await memory.remember("hotel near Alfama", user_id="ann")
+    recalled = next(i for i in bundle.episodic if i.content == hit.content)
+    assert (hit.conversation_id, hit.turn_index, hit.session_id) == ("trip-chat", 2, "trip-chat")
+    assert recalled.conversation_id == hit.conversation_id

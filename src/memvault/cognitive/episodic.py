@@ -311,68 +311,8 @@ class Conversations:
             options["metadata"] = {
                 "session_id": checked_id(str(conversation_id), "conversation_id")
             }
-        hits = await self._channel_search(query, user_id, channel, after, before, options)
-        return await self._with_turns(hits, limit)
-
-    async def _channel_search(
-        self,
-        query: str,
-        user_id: str,
-        channel: str,
-        after: datetime | None,
-        before: datetime | None,
-        options: dict[str, Any],
-        query_embedding: Embedded | None = None,
-    ) -> builtins.list[SearchHit]:
-        """One search over the recalled channels (this one and _global), identical texts kept
-        once (the better scored)."""
-        cap = self._backend.settings.max_query_chars
-        if len(query) > cap:
-            raise InvalidInput(
-                f"A query holds at most {cap} characters.", details={"field": "query"}
-            )
-        window = {"occurred_after": after, "occurred_before": before}
-        request = validated(
-            SearchRequest,
-            query=query,
-            user_id=user_id,
-            channels=recall_channels(channel),
-            **{k: v for k, v in window.items() if v is not None},
-            **options,
-        )
-        result = await retrieval_search(
-            self._backend,
-            self.tenant_id,
-            request,
-            RECIPES[request.recipe],
-            query_embedding=query_embedding,
-        )
-        seen: set[str] = set()
-        kept = []
-        for hit in result.results:
-            text = " ".join(hit.content.lower().split())
-            if text not in seen:
-                seen.add(text)
-                kept.append(hit)
-        return kept
-
-    async def _with_turns(
-        self, hits: builtins.list[SearchHit], limit: int
-    ) -> builtins.list[TurnHit]:
-        async with reading(self._backend.engine) as conn:
-            turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
-        return [
-            TurnHit(
-                memory_id=h.id,
-                content=h.content,
-                score=h.score,
-                channel=h.channel,
-                occurred_at=h.occurred_at,
-                conversation_id=turns[h.id].conversation_id if h.id in turns else None,
-                turn_index=turns[h.id].turn_index if h.id in turns else None,
-            )
-            for h in hits[:limit]
-        ]
+        hits = await channel_search(self._context, query, user_id, channel, after, before, options)
+        return await turn_hits(self._context, hits[:limit])
 
     def _turn(self, row: TurnWithContent, next_index: int | None) -> ConversationTurn:
         content = open_content(
@@ -411,3 +351,73 @@ class Conversations:
             archived=row.archived,
             turns=turns,
         )
+
+
+async def channel_search(
+    context: TenantContext,
+    query: str,
+    user_id: str,
+    channel: str,
+    after: datetime | None,
+    before: datetime | None,
+    options: dict[str, Any],
+    query_embedding: Embedded | None = None,
+) -> list[SearchHit]:
+    """One search over the recalled channels (this one and _global), identical texts kept
+    once (the better scored)."""
+    cap = context.backend.settings.max_query_chars
+    if len(query) > cap:
+        raise InvalidInput(f"A query holds at most {cap} characters.", details={"field": "query"})
+    window = {"occurred_after": after, "occurred_before": before}
+    request = validated(
+        SearchRequest,
+        query=query,
+        user_id=user_id,
+        channels=recall_channels(channel),
+        **{k: v for k, v in window.items() if v is not None},
+        **options,
+    )
+    result = await retrieval_search(
+        context.backend,
+        context.tenant_id,
+        request,
+        RECIPES[request.recipe],
+        query_embedding=query_embedding,
+    )
+    seen: set[str] = set()
+    kept = []
+    for hit in result.results:
+        text = " ".join(hit.content.lower().split())
+        if text not in seen:
+            seen.add(text)
+            kept.append(hit)
+    return kept
+
+
+async def turn_hits(context: TenantContext, hits: list[SearchHit]) -> list[TurnHit]:
+    """Search hits as conversation turns: each with its conversation and index (read from the
+    turn's row, else from the memory's own ``turn`` metadata), its session, and what replaced
+    it. The one place a turn hit is built: episodic search and remember() answer the same."""
+    if not hits:
+        return []
+    async with reading(context.backend.engine) as conn:
+        turns = await db.turns_of_memories(conn, context.tenant_id, [h.id for h in hits])
+    return [
+        TurnHit(
+            memory_id=h.id,
+            content=h.content,
+            score=h.score,
+            channel=h.channel,
+            occurred_at=h.occurred_at,
+            conversation_id=turns[h.id].conversation_id if h.id in turns else None,
+            turn_index=turns[h.id].turn_index if h.id in turns else _turn_of(h),
+            session_id=str(h.metadata["session_id"]) if "session_id" in h.metadata else None,
+            replaced_by=h.replaced_by,
+        )
+        for h in hits
+    ]
+
+
+def _turn_of(hit: SearchHit) -> int | None:
+    turn = hit.metadata.get("turn")
+    return turn if isinstance(turn, int) else None

@@ -93,7 +93,7 @@ class Goals:
             rows = await db.fetch_goals(conn, self.tenant_id, user_id, [ident])
         if not rows:
             raise NotFound("No such goal for this user.", details={"id": str(ident)})
-        return self._goal(rows[0])
+        return goal_of(self._context, rows[0])
 
     @scoped_to_tenant
     async def list_goals(
@@ -119,7 +119,7 @@ class Goals:
         channels = None if channel is None else recall_channels(channel)
         async with reading(self._backend.engine) as conn:
             rows = await db.list_goals(conn, self.tenant_id, user_id, stored, channels, 1_000)
-        goals = [self._goal(r) for r in rows]
+        goals = [goal_of(self._context, r) for r in rows]
         return [g for g in goals if status is None or g.status == status][: max(limit, 1)]
 
     @scoped_to_tenant
@@ -155,23 +155,6 @@ class Goals:
                 event = webhooks.Event(self.tenant_id, "goal.completed", data, done.user_id)
                 await webhooks.emit(conn, [event])
         return await self.get_goal(ident, user_id=done.user_id)
-
-    def _goal(self, row: GoalRow) -> Goal:
-        payload = self._context.open_row(GOALS, (row.id,), row)
-        return Goal(
-            id=row.id,
-            user_id=row.user_id,
-            channel=row.channel,
-            description=payload["description"],
-            priority=row.priority,
-            status=read_status(row.status, row.open_blockers),
-            deadline=row.deadline,
-            parent_id=row.parent_id,
-            blocked_by=sorted(row.blocked_by),
-            result=payload.get("result"),
-            created_at=row.created_at,
-            completed_at=row.completed_at,
-        )
 
 
 # Predicates that say what the user likes, knows or how they talk; the rest of the graph's
@@ -217,6 +200,25 @@ def profile_update_from_facts(
     if style is not None:
         changes["communication_style"] = style
     return changes
+
+
+def goal_of(context: TenantContext, row: GoalRow) -> Goal:
+    """A goal row, opened, with the status its open blockers give it."""
+    payload = context.open_row(GOALS, (row.id,), row)
+    return Goal(
+        id=row.id,
+        user_id=row.user_id,
+        channel=row.channel,
+        description=payload["description"],
+        priority=row.priority,
+        status=read_status(row.status, row.open_blockers),
+        deadline=row.deadline,
+        parent_id=row.parent_id,
+        blocked_by=sorted(row.blocked_by),
+        result=payload.get("result"),
+        created_at=row.created_at,
+        completed_at=row.completed_at,
+    )
 
 
 class Profiles:

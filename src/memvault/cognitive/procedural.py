@@ -203,7 +203,7 @@ class Strategies:
         }
         async with transaction(self._backend.engine) as conn:
             row = await db.insert_strategy(conn, values)
-        return self._strategy(row)
+        return strategy_of(self._context, row)
 
     @scoped_to_tenant
     async def find_strategies(
@@ -217,24 +217,7 @@ class Strategies:
         embedded = await embed_query(self._backend, task)
         if embedded is None:  # no model could embed the task: nothing to compare by meaning
             return []
-        return await self._strategies_near(embedded, user_id, channel, limit)
-
-    async def _strategies_near(
-        self, embedded: Embedded, user_id: str, channel: str, limit: int
-    ) -> builtins.list[Strategy]:
-        async with reading(self._backend.engine) as conn:
-            rows = await db.nearest_strategies(
-                conn,
-                self.tenant_id,
-                user_id,
-                recall_channels(channel),
-                embedded.model_id,
-                embedded.vectors[0],
-                max(4 * limit, 20),
-            )
-        found = [self._strategy(r, similarity=float(r.similarity)) for r in rows]
-        found.sort(key=lambda s: (-(s.score or 0.0), str(s.id)))
-        return found[:limit]
+        return await strategies_near(self._context, embedded, user_id, channel, limit)
 
     @scoped_to_tenant
     async def reinforce_strategy(
@@ -248,23 +231,46 @@ class Strategies:
             )
         if row is None:
             raise NotFound("No such strategy for this user.", details={"id": str(ident)})
-        return self._strategy(row)
+        return strategy_of(self._context, row)
 
-    def _strategy(self, row: StrategyRow, *, similarity: float | None = None) -> Strategy:
-        payload = self._context.open_row(STRATEGIES, (row.id,), row)
-        return Strategy(
-            id=row.id,
-            user_id=row.user_id,
-            channel=row.channel,
-            description=payload["description"],
-            context_pattern=payload.get("context_pattern"),
-            tool_sequence=list(row.tool_sequence),
-            success_count=row.success_count,
-            failure_count=row.failure_count,
-            last_used=row.last_used,
-            created_at=row.created_at,
-            similarity=similarity,
-            score=None
-            if similarity is None
-            else strategy_score(similarity, row.success_count, row.failure_count),
+
+async def strategies_near(
+    context: TenantContext, embedded: Embedded, user_id: str, channel: str, limit: int
+) -> list[Strategy]:
+    """The user's strategies nearest a task's embedding, best first by score."""
+    async with reading(context.backend.engine) as conn:
+        rows = await db.nearest_strategies(
+            conn,
+            context.tenant_id,
+            user_id,
+            recall_channels(channel),
+            embedded.model_id,
+            embedded.vectors[0],
+            max(4 * limit, 20),
         )
+    found = [strategy_of(context, r, similarity=float(r.similarity)) for r in rows]
+    found.sort(key=lambda s: (-(s.score or 0.0), str(s.id)))
+    return found[:limit]
+
+
+def strategy_of(
+    context: TenantContext, row: StrategyRow, *, similarity: float | None = None
+) -> Strategy:
+    """A strategy row, opened."""
+    payload = context.open_row(STRATEGIES, (row.id,), row)
+    return Strategy(
+        id=row.id,
+        user_id=row.user_id,
+        channel=row.channel,
+        description=payload["description"],
+        context_pattern=payload.get("context_pattern"),
+        tool_sequence=list(row.tool_sequence),
+        success_count=row.success_count,
+        failure_count=row.failure_count,
+        last_used=row.last_used,
+        created_at=row.created_at,
+        similarity=similarity,
+        score=None
+        if similarity is None
+        else strategy_score(similarity, row.success_count, row.failure_count),
+    )

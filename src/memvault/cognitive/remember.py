@@ -29,6 +29,8 @@ from memvault.cognitive.bundle import (
     show_replaced,
     weighted,
 )
+from memvault.cognitive.episodic import channel_search, turn_hits
+from memvault.cognitive.goals import goal_of
 from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
     ALL_KINDS,
@@ -40,8 +42,7 @@ from memvault.cognitive.kinds import (
     TurnHit,
     WorkingContext,
 )
-from memvault.cognitive.procedural import INVOCATIONS
-from memvault.db import cognitive as db
+from memvault.cognitive.procedural import INVOCATIONS, strategies_near
 from memvault.db import remember as recent
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
@@ -240,7 +241,8 @@ class Recall:
     ) -> builtins.list[TurnHit]:
         window = request.time_window
         embedded = await query_vector
-        hits = await self.conversations._channel_search(
+        hits = await channel_search(
+            self._context,
             request.query,
             request.user_id,
             request.channel,
@@ -254,28 +256,7 @@ class Recall:
             },
             embedded,
         )
-        if not hits:
-            return []
-        async with reading(self._backend.engine) as conn:
-            turns = await db.turns_of_memories(conn, self.tenant_id, [h.id for h in hits])
-        return [
-            TurnHit(
-                memory_id=h.id,
-                content=h.content,
-                score=h.score,
-                channel=h.channel,
-                occurred_at=h.occurred_at,
-                conversation_id=turns[h.id].conversation_id if h.id in turns else None,
-                turn_index=turns[h.id].turn_index
-                if h.id in turns
-                else h.metadata.get("turn")
-                if isinstance(h.metadata.get("turn"), int)
-                else None,
-                session_id=str(h.metadata["session_id"]) if "session_id" in h.metadata else None,
-                replaced_by=h.replaced_by,
-            )
-            for h in hits
-        ]
+        return await turn_hits(self._context, hits)
 
     async def _procedural(
         self,
@@ -288,8 +269,8 @@ class Recall:
             embedded = await query_vector
             if embedded is None:
                 return []
-            return await self.strategies._strategies_near(
-                embedded, request.user_id, request.channel, min(request.limit, 5)
+            return await strategies_near(
+                self._context, embedded, request.user_id, request.channel, min(request.limit, 5)
             )
 
         return await asyncio.gather(near(), self._tool_outcomes(request, channels, now))
@@ -445,7 +426,7 @@ class Recall:
                     now,
                     min(request.limit, RECENT_GOALS),
                 )
-            return [self.goals._goal(r) for r in rows]
+            return [goal_of(self._context, r) for r in rows]
 
         active = self.goals.list_goals(
             user_id=request.user_id, status="active", channel=request.channel, limit=request.limit
