@@ -113,6 +113,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", f"/v1/webhooks/{WEBHOOK_ID}/replay", {"json": {}}),
     ("POST", f"/v1/facts/{FACT_ID}/retire", {"json": {"user_id": "u"}}),
     ("POST", f"/v1/facts/{FACT_ID}/correct", {"json": {"user_id": "u", "value": "v"}}),
+    ("POST", f"/v1/facts/{FACT_ID}/restore", {"json": {"user_id": "u"}}),
     # Last: they erase the tenant, the calling key included (shredding is refused here: the
     # keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred", {}),
@@ -145,6 +146,7 @@ WRITES = {
     ("POST", f"/v1/facts/{FACT_ID}/promote"),
     ("POST", f"/v1/facts/{FACT_ID}/retire"),
     ("POST", f"/v1/facts/{FACT_ID}/correct"),
+    ("POST", f"/v1/facts/{FACT_ID}/restore"),
     ("POST", "/v1/memories/delete"),
 }
 WRITES |= {

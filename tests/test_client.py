@@ -370,6 +370,16 @@ async def test_curation_round_trip(mem: Any) -> None:
     assert [f.claim for f in await mem.facts(user_id="cy")] == [fixed.claim]
     with pytest.raises(Conflict):
         await mem.correct_fact(lives.id, user_id="cy", object="Faro")
+    # Both changes undone: the facts hold again as they were, the correction never held.
+    back = await mem.restore_fact(lives.id, user_id="cy")
+    assert (back.object, back.superseded_at, back.valid_from) == ("Porto", None, lives.valid_from)
+    assert (await mem.restore_fact(likes.id, user_id="cy")).superseded_at is None
+    now = sorted(f.claim for f in await mem.facts(user_id="cy"))
+    assert now == sorted([lives.claim, likes.claim])
+    with pytest.raises(Conflict):
+        await mem.restore_fact(likes.id, user_id="cy")  # already undone
+    with pytest.raises(NotFound):
+        await mem.restore_fact(lives.id, user_id="bob")
 
 
 # --- the client's surface ---------------------------------------------------------------------

@@ -125,6 +125,7 @@ OPERATIONS = [
     ("POST", "/v1/webhooks/{webhook_id}/replay"),
     ("POST", "/v1/facts/{fact_id}/retire"),
     ("POST", "/v1/facts/{fact_id}/correct"),
+    ("POST", "/v1/facts/{fact_id}/restore"),
     # Last: they erase the fuzzing tenant, its key included (what follows would be 401s);
     # shredding is refused there (the keys are not per tenant).
     ("POST", "/v1/admin/tenant/shred"),

@@ -294,6 +294,12 @@ class ClientSurface:
         ``object`` or ``value`` replaces it from its start; the old one never held and stays in
         the history, superseded by the new (``superseded_by``)."""
 
+    async def restore_fact(self, fact_id: 'UUID | str', *, user_id: 'str') -> 'Fact':
+        """Undo a person's retire or correction of a fact: it holds again over the interval it
+        had, and a correction's replacement never held (superseded by it). Refused (409) when
+        something changed in between: the replacement was retired, replaced or corrected, or a
+        newer fact of the same subject and predicate came in; undo that first."""
+
     async def entities(self, *, user_id: 'str', q: 'str | None' = None, type: 'str | None' = None, limit: 'int' = 50) -> 'builtins.list[Entity]':
         """Entities by name or alias (``q``: an exact normalised name, or any of its words),
         else the most salient."""

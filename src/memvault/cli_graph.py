@@ -178,6 +178,13 @@ def correct_fact(
         _json(_call(lambda: memory.correct_fact(fact_id, user_id=user, object=object, value=value)))
 
 
+@facts_app.command("restore")
+def restore_fact(fact_id: str, user: UserOpt, as_json: JsonAlways = False) -> None:
+    """Undo the retire or correction of FACT_ID (refused if something changed in between)."""
+    with _memory() as memory:
+        _json(_call(lambda: memory.restore_fact(fact_id, user_id=user)))
+
+
 @facts_app.command("reviews")
 def fact_reviews(user: UserOpt, limit: int = 50, as_json: JsonAlways = False) -> None:
     """Contradictions kept side by side by the flag_review policy (JSON)."""

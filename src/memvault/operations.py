@@ -84,6 +84,7 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RestoreRequest,
     RetireRequest,
     ReviewDecision,
     ReviewsQuery,
@@ -834,6 +835,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "`via: correct_fact`). A fact already replaced or retired: 409.",
         {"fact_id": MEMORY_ID, **OWNER, "object": "Unbabel"},
         _GRAPH, Fact, resource="graph", service="correct_fact", body=CorrectionRequest,
+        conflict=True,
+    ),
+    Operation(
+        "restore_fact", "POST", "/v1/facts/{fact_id}/restore", "write",
+        "Undo a retire or a correction",
+        "Undo a retire or a correction of this fact: it holds again over the interval it had "
+        "and rejoins the current view; a correction's replacement never held (kept in the "
+        "history, `superseded_by` this fact). A change made in between is never overwritten: "
+        "if the replacement was itself retired, replaced or corrected, or a newer fact of the "
+        "same subject and predicate came in after the change, 409 (undo that first); a fact "
+        "not retired or corrected by a person, or already restored: 409. Audited (`update`, "
+        "`via: restore_fact`).",
+        {"fact_id": MEMORY_ID, **OWNER},
+        _GRAPH, Fact, resource="graph", service="restore_fact", body=RestoreRequest,
         conflict=True,
     ),
     Operation(

@@ -331,6 +331,13 @@ async def update_fact(
     )
 
 
+async def fact_undo(conn: AsyncConnection, tenant_id: str, fact_id: UUID) -> dict[str, Any] | None:
+    """What a person's retire or correction of the fact changed (``None``: nothing to undo)."""
+    query = sa.select(_f.undo).where(_f.tenant_id == tenant_id, _f.id == fact_id)
+    found: dict[str, Any] | None = (await conn.execute(query)).scalar_one_or_none()
+    return found
+
+
 async def current_facts_of(
     conn: AsyncConnection, tenant_id: str, user_id: str, subject_id: UUID, predicate: str
 ) -> list[FactRow]:

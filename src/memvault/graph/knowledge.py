@@ -34,6 +34,7 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RestoreRequest,
     RetireRequest,
     ReviewDecision,
     ReviewsQuery,
@@ -313,6 +314,30 @@ class Graph:
                 (fact,) = await self._facts_out(conn, [rows[new_id]])
             event.details = {**details, "replaced_by": f"fact:{new_id}"}
             event.result_count = 1
+        return fact
+
+    @scoped_to_tenant
+    async def restore_fact(self, fact_id: UUID | str, *, user_id: str) -> Fact:
+        """Undo a person's retire or correction of a fact: it holds again over the interval it
+        had, and a correction's replacement never held (superseded by it). Refused (409) when
+        something changed in between: the replacement was retired, replaced or corrected, or a
+        newer fact of the same subject and predicate came in; undo that first."""
+        ident = parse_id(fact_id, field="fact_id")
+        given: RestoreRequest = validated(RestoreRequest, user_id=user_id)
+        details = {"via": "restore_fact", "target": f"fact:{ident}"}
+        with self._context.audit(
+            "update", given.user_id, memory_kind="fact", details=details
+        ) as event:
+            async with transaction(self._backend.engine) as conn:
+                done = await curate.restore(
+                    conn, self.tenant_id, given.user_id, ident, datetime.now(UTC)
+                )
+                rows = await graph_db.fetch_facts(conn, self.tenant_id, (ident,))
+                (fact,) = await self._facts_out(conn, [rows[ident]])
+            event.details = {**details, "undid": done.change}
+            if done.replacement is not None:
+                event.details["withdrew"] = f"fact:{done.replacement}"
+            event.memory_ids, event.result_count = fact.memory_ids, 1
         return fact
 
     @scoped_to_tenant

@@ -138,6 +138,12 @@ class RetireRequest(_Input):
     )
 
 
+class RestoreRequest(_Input):
+    """Undo a fact's retire or correction."""
+
+    user_id: Identifier
+
+
 class CorrectionRequest(_Input):
     """Correct a fact: the same subject and predicate with the right ``object`` (an entity
     name) or ``value`` (a literal); the old fact never held and is superseded by the new."""

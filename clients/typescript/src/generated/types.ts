@@ -924,6 +924,11 @@ export interface ResolvedReview {
   closed: Array<string>;
 }
 
+/** Undo a fact's retire or correction. */
+export interface RestoreRequest {
+  user_id: string;
+}
+
 /** Retire a fact: it stops holding now, or (``never_held``) was never true. */
 export interface RetireRequest {
   user_id: string;
