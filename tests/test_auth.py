@@ -99,6 +99,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/entities", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/entities/{ENTITY_ID}", {"params": {"user_id": "u"}}),
     ("GET", f"/v1/entities/{ENTITY_ID}/graph", {"params": {"user_id": "u"}}),
+    ("GET", "/v1/graph", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/merge", {"json": {"into": MEMORY_ID, "user_id": "u"}}),
     ("POST", f"/v1/entities/{ENTITY_ID}/split", {"params": {"user_id": "u"}}),
     ("POST", f"/v1/facts/{FACT_ID}/promote", {"json": {"user_id": "u", "reason": "r"}}),

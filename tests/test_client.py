@@ -331,6 +331,12 @@ async def test_the_knowledge_graph_round_trip(mem: Any) -> None:
         "works_for",
         "lives_in",
     }  # based_in is canonical lives_in
+    assert view.reached_nodes == 3
+    cut = await mem.entity_graph(ada.id, user_id="ada", depth=2, limit=2)
+    assert (len(cut.nodes), cut.reached_nodes, cut.limit) == (2, 3, 2)
+    whole = await mem.user_graph(user_id="ada", limit=2)
+    assert (len(whole.nodes), whole.reached_nodes) == (2, 3)
+    assert await mem.fact_reviews(user_id="ada", offset=5) == []
     assert await mem.fact_reviews(user_id="ada") == []
     copy = await mem.promote(works.id, user_id="ada", reason="true everywhere")
     assert copy.channel == "_global" and copy.claim == works.claim

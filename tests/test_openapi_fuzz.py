@@ -77,6 +77,7 @@ OPERATIONS = [
     ("GET", "/v1/entities"),
     ("GET", "/v1/entities/{entity_id}"),
     ("GET", "/v1/entities/{entity_id}/graph"),
+    ("GET", "/v1/graph"),
     ("POST", "/v1/entities/{entity_id}/merge"),
     ("POST", "/v1/entities/{entity_id}/split"),
     ("GET", "/health"),

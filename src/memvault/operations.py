@@ -88,6 +88,7 @@ from memvault.graph.views import (
     RetireRequest,
     ReviewDecision,
     ReviewsQuery,
+    UserGraphQuery,
 )
 from memvault.lifecycle.reports import (
     AuditPage,
@@ -876,9 +877,20 @@ OPERATIONS: tuple[Operation, ...] = (
         "entity_graph", "GET", "/v1/entities/{entity_id}/graph", "read",
         "An entity's neighbourhood",
         "Nodes within `depth` hops and the edges among them (relations, and facts whose object "
-        "is an entity).",
+        "is an entity), now or as of `valid_at` / `known_at`. At most `limit` nodes, the "
+        "nearest first (default: the server's `graph_max_nodes`, 200); `reached_nodes` says "
+        "how many there were, so a cut shows and a higher `limit` gets the rest.",
         {"entity_id": ENTITY_ID, **OWNER, "depth": 2},
         _GRAPH, GraphView, resource="graph", service="entity_graph", query=GraphQuery,
+    ),
+    Operation(
+        "user_graph", "GET", "/v1/graph", "read",
+        "A user's whole graph",
+        "Every entity of the user (the most salient first, at most `limit`; default the "
+        "server's `graph_max_nodes`) and the edges among them, now or as of `valid_at` / "
+        "`known_at`; `reached_nodes` says how many entities there were.",
+        {**OWNER, "limit": 500},
+        _GRAPH, GraphView, resource="graph", service="user_graph", query=UserGraphQuery,
     ),
     Operation(
         "merge_entity", "POST", "/v1/entities/{entity_id}/merge", "write",

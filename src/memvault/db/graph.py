@@ -408,7 +408,7 @@ async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> Non
 
 
 async def list_reviews(
-    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int
+    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int, offset: int = 0
 ) -> list[ReviewRow]:
     c = fact_reviews.c
     query = (
@@ -416,6 +416,7 @@ async def list_reviews(
         .where(*scope(c, tenant_id, user_id))
         .order_by(c.created_at.desc(), c.id)
         .limit(limit)
+        .offset(offset)
     )
     return records(ReviewRow, await conn.execute(query))
 
