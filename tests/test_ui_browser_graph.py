@@ -2,8 +2,9 @@
 authentication on and off: a small graph drawn readably with its links named, a cut
 neighbourhood that says so and shows the rest on request, the whole graph of a user, the
 as-of controls reaching the drawing and its list, every review reachable page by page, and a
-fact's retire and correction undone from the page that answers them (audited). axe-core finds
-nothing serious on these pages.
+fact's retire and correction undone from the page that answers them (audited), and a whole
+graph past the canvas threshold drawn as a spiral whose middle node a click opens. axe-core
+finds nothing serious on these pages.
 
 The server's node limit is lowered to 12, so a hub of 20 spokes is cut without seeding
 hundreds of facts. Screenshots go where ``UI_SCREENSHOTS_DIR`` says, as in test_ui_browser.py."""
@@ -11,6 +12,7 @@ hundreds of facts. Screenshots go where ``UI_SCREENSHOTS_DIR`` says, as in test_
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +25,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from memvault.api import create_app
 from memvault.config import Settings
 from memvault.db.embedded import EmbeddedPostgres
+from memvault.ui import pages_more
 from tests.conftest import KEY, TEMPLATE
 from tests.serving import serving
 from tests.test_ui_browser import ARGS, SHOTS, Watched, _keys, axe_violations, chromium, shot
@@ -267,3 +270,21 @@ def test_a_retire_and_a_correction_undone(view: Watched, site: Site, tmp_path: P
     assert _current(site) == before
     unexpected = [p for p in view.problems if "409" not in p and "inline style" not in p]
     assert unexpected == [], view.problems
+
+
+def test_a_whole_graph_past_the_canvas_threshold_is_drawn_and_opens_a_node(
+    view: Watched, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The canvas takes over past 300 nodes; lowered here so the seeded 33 reach it.
+    monkeypatch.setattr(pages_more, "LARGE_GRAPH", 10)
+    page = view.open("/graph?all=1&limit=100")
+    _drawn(page)
+    assert page.locator("#graph canvas.graph-canvas").count() == 1
+    # The spiral puts the first node (the most salient) in the middle: a click there opens it.
+    page.locator("#graph canvas").scroll_into_view_if_needed()
+    box = page.locator("#graph canvas").bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_url(re.compile(r"/ui/graph\?entity="))
+    _drawn(page)
+    assert view.problems == []
