@@ -175,7 +175,7 @@ def _pages(base: str, ids: list[str], requests: int) -> dict[str, dict[str, floa
     return {name: summary_ms(s) for name, s in samples.items()}
 
 
-def _graph_page(base: str, hub: str, runs: int) -> tuple[list[float], list[float], int]:
+def _graph_page(base: str, path: str, runs: int) -> tuple[list[float], list[float], int]:
     interactive, drawing = [], []
     nodes = 0
     with sync_playwright() as playwright:
@@ -183,7 +183,7 @@ def _graph_page(base: str, hub: str, runs: int) -> tuple[list[float], list[float
         page = browser.new_page(viewport={"width": 1280, "height": 860})
         page.goto(f"{base}/ui/user?user_id={GRAPH_USER}")
         for _ in range(runs + 1):
-            page.goto(f"{base}/ui/graph?entity={hub}&depth=2")
+            page.goto(f"{base}/ui{path}")
             page.wait_for_selector("#graph[data-ready]", timeout=60_000)
             # Interactive: drawn, and the next frame painted (the main thread is free to take
             # a tap); measured from navigation start, so the page's own load counts too.
@@ -232,7 +232,11 @@ def main() -> None:
         )
         with _serving(create_app(_settings(url, work, args.nodes))) as base:
             rows = _pages(base, ids, args.requests) if ids else {}
-            interactive, drawing, nodes = _graph_page(base, hub, args.graph_runs)
+            interactive, drawing, nodes = _graph_page(
+                base, f"/graph?entity={hub}&depth=2", args.graph_runs
+            )
+            # The user's whole graph: the same entities, every one at depth 0 (a spiral).
+            whole = _graph_page(base, "/graph?all=1", args.graph_runs)
         print_table(
             f"dashboard pages over HTTP, user with {args.memories} memories, "
             f"{args.requests} requests each (target p95 <= 100 ms)",
@@ -252,6 +256,11 @@ def main() -> None:
             f"| of which drawing (script start -> drawn) | "
             f"{statistics.median(drawing):.2f} | {max(drawing):.2f} |"
         )
+        print(
+            f"| whole graph of the user ({whole[2]} nodes): interactive | "
+            f"{statistics.median(whole[0]):.2f} | {max(whole[0]):.2f} |"
+        )
+        print(f"| of which drawing | {statistics.median(whole[1]):.2f} | {max(whole[1]):.2f} |")
         print(f"\nload average (1, 5, 15 min): {os.getloadavg()}, cores: {os.cpu_count()}")
     finally:
         pg.stop()

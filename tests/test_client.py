@@ -331,6 +331,12 @@ async def test_the_knowledge_graph_round_trip(mem: Any) -> None:
         "works_for",
         "lives_in",
     }  # based_in is canonical lives_in
+    assert view.reached_nodes == 3
+    cut = await mem.entity_graph(ada.id, user_id="ada", depth=2, limit=2)
+    assert (len(cut.nodes), cut.reached_nodes, cut.limit) == (2, 3, 2)
+    whole = await mem.user_graph(user_id="ada", limit=2)
+    assert (len(whole.nodes), whole.reached_nodes) == (2, 3)
+    assert await mem.fact_reviews(user_id="ada", offset=5) == []
     assert await mem.fact_reviews(user_id="ada") == []
     copy = await mem.promote(works.id, user_id="ada", reason="true everywhere")
     assert copy.channel == "_global" and copy.claim == works.claim
@@ -370,6 +376,16 @@ async def test_curation_round_trip(mem: Any) -> None:
     assert [f.claim for f in await mem.facts(user_id="cy")] == [fixed.claim]
     with pytest.raises(Conflict):
         await mem.correct_fact(lives.id, user_id="cy", object="Faro")
+    # Both changes undone: the facts hold again as they were, the correction never held.
+    back = await mem.restore_fact(lives.id, user_id="cy")
+    assert (back.object, back.superseded_at, back.valid_from) == ("Porto", None, lives.valid_from)
+    assert (await mem.restore_fact(likes.id, user_id="cy")).superseded_at is None
+    now = sorted(f.claim for f in await mem.facts(user_id="cy"))
+    assert now == sorted([lives.claim, likes.claim])
+    with pytest.raises(Conflict):
+        await mem.restore_fact(likes.id, user_id="cy")  # already undone
+    with pytest.raises(NotFound):
+        await mem.restore_fact(lives.id, user_id="bob")
 
 
 # --- the client's surface ---------------------------------------------------------------------

@@ -151,6 +151,11 @@ async def test_flag_review_keeps_both_and_lists_a_review_item(
         (review,) = await memory.fact_reviews(user_id="u")
         assert (review.fact.id, review.conflicts_with.id) == (second.id, first.id)
         assert await memory.fact_reviews(user_id="someone-else") == []
+        # Paged one by one, newest first, every review is reached once.
+        await memory.add_fact("Ann", "works_for", object="Globex", user_id="u")
+        every = await memory.fact_reviews(user_id="u")
+        pages = [await memory.fact_reviews(user_id="u", limit=1, offset=i) for i in range(4)]
+        assert len(every) == 3 and [r.id for p in pages for r in p] == [r.id for r in every]
     finally:
         await memory.close()
 
@@ -325,6 +330,58 @@ async def test_a_hub_is_cut_by_the_fanout_and_node_limits(
         assert len(view.nodes) <= 8
     finally:
         await memory.close()
+
+
+async def test_a_cut_view_says_how_much_it_left_and_a_higher_limit_gets_the_rest(
+    make_settings: Callable[..., Settings],
+) -> None:
+    memory = await AsyncMemory.open(make_settings(graph_max_nodes=8, graph_max_edges=20))
+    try:
+        for i in range(12):
+            await memory.add_fact("Hub", "knows", object=f"Spoke{i}", user_id="u")
+        (hub,) = await memory.entities(user_id="u", q="Hub")
+        cut = await memory.entity_graph(hub.id, user_id="u", depth=1)
+        assert (len(cut.nodes), cut.reached_nodes, cut.limit) == (8, 13, 8)
+        assert len(cut.edges) == cut.reached_edges == 7  # the edges among the nodes kept
+        whole = await memory.entity_graph(hub.id, user_id="u", depth=1, limit=20)
+        assert (len(whole.nodes), whole.reached_nodes, len(whole.edges)) == (13, 13, 12)
+        user = await memory.user_graph(user_id="u", limit=5)
+        assert (len(user.nodes), user.reached_nodes) == (5, 13)
+        assert len((await memory.user_graph(user_id="u", limit=13)).edges) == 12
+        for bad in (0, 5_001):
+            with pytest.raises(InvalidInput):
+                await memory.entity_graph(hub.id, user_id="u", depth=1, limit=bad)
+            with pytest.raises(InvalidInput):
+                await memory.user_graph(user_id="u", limit=bad)
+    finally:
+        await memory.close()
+
+
+async def test_the_whole_graph_of_a_user_answers_now_and_as_of(memory: AsyncMemory) -> None:
+    await memory.add_fact("Ana", "lives_in", object="Porto", user_id="u", valid_from=Y2020)
+    await memory.add_fact("Ana", "lives_in", object="Lisbon", user_id="u", valid_from=Y2023)
+    await memory.add_fact("Ana", "works_for", object="Feedzai", user_id="u", valid_from=Y2020)
+    await memory.add_fact("Bo", "knows", object="Cy", user_id="other-user")
+
+    def links(view: Any) -> set[tuple[str, str, str]]:
+        names = {n.id: n.name for n in view.nodes}
+        return {(names[e.source_id], e.type, names[e.target_id]) for e in view.edges}
+
+    now = await memory.user_graph(user_id="u")
+    assert {n.name for n in now.nodes} == {"Ana", "Porto", "Lisbon", "Feedzai"}
+    assert {n.depth for n in now.nodes} == {0} and now.reached_nodes == 4
+    assert links(now) == {("Ana", "lives_in", "Lisbon"), ("Ana", "works_for", "Feedzai")}
+    then = await memory.user_graph(user_id="u", valid_at=Y2021)
+    assert links(then) == {("Ana", "lives_in", "Porto"), ("Ana", "works_for", "Feedzai")}
+    # Before anything was known, nothing: not even the entities.
+    before = await memory.user_graph(user_id="u", known_at=Y2020)
+    assert (before.nodes, before.edges, before.reached_nodes) == ([], [], 0)
+    # An entity's neighbourhood answers the same moments.
+    (ana,) = await memory.entities(user_id="u", q="Ana")
+    around = await memory.entity_graph(ana.id, user_id="u", depth=1, valid_at=Y2021)
+    assert links(around) == links(then)
+    assert {n.name for n in (await memory.user_graph(user_id="other-user")).nodes} == {"Bo", "Cy"}
+    assert (await memory.for_tenant("other").user_graph(user_id="u")).nodes == []
 
 
 async def test_relations_are_edges_of_the_walk(

@@ -181,6 +181,32 @@ def test_a_fact_retired_and_another_corrected_keep_their_history(client: TestCli
     assert new.valid_from == (works.valid_from or works.recorded_at)
     vias = [a.details.get("via") for a in _audit(client, "update")]
     assert "retire_fact" in vias and "correct_fact" in vias
+    # Each answer offers the undo; the correction's undo brings Feedzai back.
+    for answer in (retired, corrected):
+        assert 'action="/ui/graph/facts/restore"' in answer.text
+    undone = _post(
+        client,
+        "/ui/graph/facts/restore",
+        corrected.text,
+        fact_id=str(works.id),
+        entity=str(works.subject_id),
+    )
+    assert "holds again" in undone.text
+    assert [f.object for f in on_app(client, memory.facts, user_id=USER)] == ["Feedzai"]
+    row = next(a for a in _audit(client, "update") if a.details.get("via") == "restore_fact")
+    assert row.details["withdrew"] == f"fact:{new.id}"
+    # A later fact of the same subject and predicate: the retire's undo is refused, said so.
+    on_app(client, memory.add_fact, "@user", "lives_in", user_id=USER, object="Lisbon")
+    refused = client.post(
+        "/ui/graph/facts/restore",
+        data={"csrf": csrf_of(retired.text), "fact_id": str(lives.id)},
+    )
+    assert refused.status_code == 409
+    assert "A newer fact of the same subject and predicate came in" in refused.text
+    assert sorted(f.object for f in on_app(client, memory.facts, user_id=USER)) == [
+        "Feedzai",
+        "Lisbon",
+    ]
 
 
 def test_entities_merged_then_split_from_the_graph_page(client: TestClient) -> None:

@@ -273,8 +273,9 @@ class ClientSurface:
         world at T; ``known_at=T``: what the store believed at T; ``include_superseded``: the
         whole history. ``entity`` is a name, alias or id (its facts as subject or object)."""
 
-    async def fact_reviews(self, *, user_id: 'str', limit: 'int' = 50) -> 'builtins.list[FactReview]':
-        """Contradictions the ``flag_review`` policy kept side by side, newest first."""
+    async def fact_reviews(self, *, user_id: 'str', limit: 'int' = 50, offset: 'int' = 0) -> 'builtins.list[FactReview]':
+        """Contradictions the ``flag_review`` policy kept side by side, newest first
+        (``offset``: skip that many, for the next page)."""
 
     async def resolve_fact_review(self, review_id: 'UUID | str', *, user_id: 'str', keep: 'str') -> 'ResolvedReview':
         """Decide a contradiction awaiting review: ``keep="fact"`` (the newer fact replaces the
@@ -294,6 +295,12 @@ class ClientSurface:
         ``object`` or ``value`` replaces it from its start; the old one never held and stays in
         the history, superseded by the new (``superseded_by``)."""
 
+    async def restore_fact(self, fact_id: 'UUID | str', *, user_id: 'str') -> 'Fact':
+        """Undo a person's retire or correction of a fact: it holds again over the interval it
+        had, and a correction's replacement never held (superseded by it). Refused (409) when
+        something changed in between: the replacement was retired, replaced or corrected, or a
+        newer fact of the same subject and predicate came in; undo that first."""
+
     async def entities(self, *, user_id: 'str', q: 'str | None' = None, type: 'str | None' = None, limit: 'int' = 50) -> 'builtins.list[Entity]':
         """Entities by name or alias (``q``: an exact normalised name, or any of its words),
         else the most salient."""
@@ -301,11 +308,18 @@ class ClientSurface:
     async def entity(self, entity_id: 'UUID | str', *, user_id: 'str') -> 'EntityDetail':
         """One entity with its current facts (as subject or object)."""
 
-    async def entity_graph(self, entity_id: 'UUID | str', *, user_id: 'str', depth: 'int' = 2, valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None) -> 'GraphView':
+    async def entity_graph(self, entity_id: 'UUID | str', *, user_id: 'str', depth: 'int' = 2, valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None, limit: 'int | None' = None) -> 'GraphView':
         """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
         most 3) and the edges between them (relations, and facts whose object is an entity).
         ``valid_at`` / ``known_at``: the graph as of then, the facts drawn being those
-        :meth:`facts` lists for the same moments."""
+        :meth:`facts` lists for the same moments. At most ``limit`` nodes, the nearest first
+        (default: the server's ``graph_max_nodes``); ``reached_nodes`` says how many there were."""
+
+    async def user_graph(self, *, user_id: 'str', valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None, limit: 'int | None' = None) -> 'GraphView':
+        """The user's whole graph: every entity (not merged away; as of ``known_at``, those
+        already known then), the most salient first, at most ``limit`` (default: the server's
+        ``graph_max_nodes``), and the edges among them, now or as of ``valid_at`` /
+        ``known_at`` (the rule of :meth:`facts`). Every node has depth 0."""
 
     async def merge_entities(self, entity_id: 'UUID | str', *, into: 'UUID | str', user_id: 'str') -> 'EntityDetail':
         """Merge one entity into another: its facts and relations move over, its name

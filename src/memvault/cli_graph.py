@@ -178,11 +178,20 @@ def correct_fact(
         _json(_call(lambda: memory.correct_fact(fact_id, user_id=user, object=object, value=value)))
 
 
-@facts_app.command("reviews")
-def fact_reviews(user: UserOpt, limit: int = 50, as_json: JsonAlways = False) -> None:
-    """Contradictions kept side by side by the flag_review policy (JSON)."""
+@facts_app.command("restore")
+def restore_fact(fact_id: str, user: UserOpt, as_json: JsonAlways = False) -> None:
+    """Undo the retire or correction of FACT_ID (refused if something changed in between)."""
     with _memory() as memory:
-        found = _call(lambda: memory.fact_reviews(user_id=user, limit=limit))
+        _json(_call(lambda: memory.restore_fact(fact_id, user_id=user)))
+
+
+@facts_app.command("reviews")
+def fact_reviews(
+    user: UserOpt, limit: int = 50, offset: int = 0, as_json: JsonAlways = False
+) -> None:
+    """Contradictions kept side by side by the flag_review policy, newest first (JSON)."""
+    with _memory() as memory:
+        found = _call(lambda: memory.fact_reviews(user_id=user, limit=limit, offset=offset))
     _json(found)
 
 
@@ -234,6 +243,7 @@ def entity_graph(
     depth: Annotated[int, typer.Option(min=1, max=3)] = 2,
     valid_at: When = None,
     known_at: When = None,
+    limit: Annotated[int | None, typer.Option(help="nodes at most (reached_nodes: all)")] = None,
     as_json: JsonAlways = False,
 ) -> None:
     """The entity's neighbourhood: nodes and edges within DEPTH hops (JSON); the graph as it
@@ -242,7 +252,12 @@ def entity_graph(
         _json(
             _call(
                 lambda: memory.entity_graph(
-                    entity_id, user_id=user, depth=depth, valid_at=valid_at, known_at=known_at
+                    entity_id,
+                    user_id=user,
+                    depth=depth,
+                    valid_at=valid_at,
+                    known_at=known_at,
+                    limit=limit,
                 )
             )
         )
@@ -265,6 +280,26 @@ def split_entity(entity_id: str, user: UserOpt, as_json: JsonAlways = False) -> 
     """Undo the last merge of ENTITY_ID."""
     with _memory() as memory:
         _json(_call(lambda: memory.split_entity(entity_id, user_id=user)))
+
+
+@graph_app.command("show")
+def user_graph(
+    user: UserOpt,
+    valid_at: When = None,
+    known_at: When = None,
+    limit: Annotated[int | None, typer.Option(help="nodes at most (reached_nodes: all)")] = None,
+    as_json: JsonAlways = False,
+) -> None:
+    """The user's whole graph: every entity, the most salient first, and the edges among
+    them (JSON); as it held at --valid-at, or as the store knew it at --known-at."""
+    with _memory() as memory:
+        _json(
+            _call(
+                lambda: memory.user_graph(
+                    user_id=user, valid_at=valid_at, known_at=known_at, limit=limit
+                )
+            )
+        )
 
 
 @graph_app.command("export")

@@ -67,9 +67,11 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RestoreRequest,
     RetireRequest,
     ReviewDecision,
     ReviewsQuery,
+    UserGraphQuery,
 )
 from memvault.lifecycle.reports import (
     AuditPage,
@@ -1269,6 +1271,27 @@ OPERATIONS: tuple[Operation, ...] = (
         conflict=True,
     ),
     Operation(
+        name="restore_fact",
+        method="POST",
+        path="/v1/facts/{fact_id}/restore",
+        scope="write",
+        summary="Undo a retire or a correction",
+        description="Undo a retire or a correction of this fact: it holds again over the interval "
+        "it had and rejoins the current view; a correction's replacement never held (kept in the "
+        "history, `superseded_by` this fact). A change made in between is never overwritten: if "
+        "the replacement was itself retired, replaced or corrected, or a newer fact of the same "
+        "subject and predicate came in after the change, 409 (undo that first); a fact not "
+        "retired or corrected by a person, or already restored: 409. Audited (`update`, `via: "
+        "restore_fact`).",
+        example={"fact_id": MEMORY_ID, **OWNER},
+        tag=_GRAPH,
+        response=Fact,
+        resource="graph",
+        service="restore_fact",
+        body=RestoreRequest,
+        conflict=True,
+    ),
+    Operation(
         name="list_entities",
         method="GET",
         path="/v1/entities",
@@ -1310,13 +1333,31 @@ OPERATIONS: tuple[Operation, ...] = (
         scope="read",
         summary="An entity's neighbourhood",
         description="Nodes within `depth` hops and the edges among them (relations, and facts "
-        "whose object is an entity).",
+        "whose object is an entity), now or as of `valid_at` / `known_at`. At most `limit` nodes, "
+        "the nearest first (default: the server's `graph_max_nodes`, 200); `reached_nodes` says "
+        "how many there were, so a cut shows and a higher `limit` gets the rest.",
         example={"entity_id": ENTITY_ID, **OWNER, "depth": 2},
         tag=_GRAPH,
         response=GraphView,
         resource="graph",
         service="entity_graph",
         query=GraphQuery,
+    ),
+    Operation(
+        name="user_graph",
+        method="GET",
+        path="/v1/graph",
+        scope="read",
+        summary="A user's whole graph",
+        description="Every entity of the user (the most salient first, at most `limit`; default "
+        "the server's `graph_max_nodes`) and the edges among them, now or as of `valid_at` / "
+        "`known_at`; `reached_nodes` says how many entities there were.",
+        example={**OWNER, "limit": 500},
+        tag=_GRAPH,
+        response=GraphView,
+        resource="graph",
+        service="user_graph",
+        query=UserGraphQuery,
     ),
     Operation(
         name="merge_entity",

@@ -331,6 +331,13 @@ async def update_fact(
     )
 
 
+async def fact_undo(conn: AsyncConnection, tenant_id: str, fact_id: UUID) -> dict[str, Any] | None:
+    """What a person's retire or correction of the fact changed (``None``: nothing to undo)."""
+    query = sa.select(_f.undo).where(_f.tenant_id == tenant_id, _f.id == fact_id)
+    found: dict[str, Any] | None = (await conn.execute(query)).scalar_one_or_none()
+    return found
+
+
 async def current_facts_of(
     conn: AsyncConnection, tenant_id: str, user_id: str, subject_id: UUID, predicate: str
 ) -> list[FactRow]:
@@ -401,7 +408,7 @@ async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> Non
 
 
 async def list_reviews(
-    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int
+    conn: AsyncConnection, tenant_id: str, user_id: str, limit: int, offset: int = 0
 ) -> list[ReviewRow]:
     c = fact_reviews.c
     query = (
@@ -409,6 +416,7 @@ async def list_reviews(
         .where(*scope(c, tenant_id, user_id))
         .order_by(c.created_at.desc(), c.id)
         .limit(limit)
+        .offset(offset)
     )
     return records(ReviewRow, await conn.execute(query))
 

@@ -116,11 +116,12 @@ def _walk_nodes(live_r: str, live_f: str) -> str:
         WHERE w.depth < :depth
     ),
     nodes AS MATERIALIZED (
-        SELECT node, min(depth) AS depth FROM walk GROUP BY node
+        -- reached: how many the walk found before the limit cut them (said on the page).
+        SELECT node, min(depth) AS depth, count(*) OVER () AS reached FROM walk GROUP BY node
         ORDER BY min(depth), node LIMIT :max_nodes
     )
     SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
-           NULL AS relation, n.depth, {_NODE_COLUMNS}
+           NULL AS relation, n.depth, n.reached, {_NODE_COLUMNS}
     FROM nodes n
     CROSS JOIN LATERAL (
         SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
@@ -131,13 +132,19 @@ def _walk_nodes(live_r: str, live_f: str) -> str:
 _WALK_NODES = _walk_nodes(_LIVE_R, _LIVE_F)
 _WALK_EDGES = f"""
     UNION ALL (
-        SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
-               GREATEST(a.depth, b.depth) AS depth, {_NO_NODE}
-        FROM walk w
-        JOIN nodes a ON a.node = w.source_id
-        JOIN nodes b ON b.node = w.target_id
-        WHERE w.via IS NOT NULL
-        ORDER BY w.via
+        -- The nearest edges first when the limit cuts them, and how many there were.
+        SELECT d.source_id, d.kind, d.target_id, d.via, d.relation, d.depth,
+               count(*) OVER () AS reached, {_NO_NODE}
+        FROM (
+            SELECT DISTINCT ON (w.via) w.source_id, w.kind, w.target_id, w.via, w.relation,
+                   GREATEST(a.depth, b.depth) AS depth
+            FROM walk w
+            JOIN nodes a ON a.node = w.source_id
+            JOIN nodes b ON b.node = w.target_id
+            WHERE w.via IS NOT NULL
+            ORDER BY w.via
+        ) d
+        ORDER BY d.depth, d.via
         LIMIT :max_edges
     )
     """
@@ -168,6 +175,10 @@ class Walk:
     nodes: dict[UUID, int]  # entity id → hops from the start
     edges: list[Edge]
     entities: dict[UUID, EntityRow]
+    # How many nodes and edges there were before the limits cut them (the walk's own cut,
+    # each node's neighbours at most :fanout, comes first and is not counted).
+    reached_nodes: int = 0
+    reached_edges: int = 0
 
 
 async def walk(
@@ -208,18 +219,91 @@ async def walk(
         rows = await conn.execute(_WALK, params | {"max_edges": max_edges})
     else:
         rows = await conn.execute(_WALK_NODES_ONLY, params)
-    found = Walk({}, [], {})
+    return _walked(rows)
+
+
+def _walked(rows: Any) -> Walk:
+    nodes: dict[UUID, int] = {}
+    edges: list[Edge] = []
+    entities: dict[UUID, EntityRow] = {}
+    reached = {"nodes": 0, "edges": 0}
     names = [f.name for f in fields(EntityRow)]
     for r in rows:
         if r.kind is None:
-            found.nodes[r.source_id] = int(r.depth)
+            nodes[r.source_id] = int(r.depth)
             mapping = r._mapping
-            found.entities[r.source_id] = EntityRow(**{n: mapping[f"node_{n}"] for n in names})
+            entities[r.source_id] = EntityRow(**{n: mapping[f"node_{n}"] for n in names})
+            reached["nodes"] = int(r.reached)
         else:
-            found.edges.append(
+            edges.append(
                 Edge(r.source_id, r.kind, r.target_id, r.via, int(r.depth), bool(r.relation))
             )
-    return found
+            reached["edges"] = int(r.reached)
+    return Walk(nodes, edges, entities, reached["nodes"], reached["edges"])
+
+
+# --- the whole of a user's graph ------------------------------------------------------------
+
+
+def _whole(live_r: str, live_f: str) -> str:
+    """Every current entity of the owner known by ``:as_of_known_at`` (the most salient first,
+    at most :max_nodes) and the edges among them that ``live_r`` and ``live_f`` keep."""
+    return f"""
+    WITH nodes AS MATERIALIZED (
+        SELECT e.id AS node, 0 AS depth, count(*) OVER () AS reached FROM entities e
+        WHERE e.tenant_id = :tenant AND e.user_id = :user AND e.merged_into IS NULL
+          AND e.first_seen <= :as_of_known_at
+        ORDER BY e.salience DESC, e.id LIMIT :max_nodes
+    ),
+    edges AS MATERIALIZED (
+        SELECT r.source_id, r.type AS kind, r.target_id, r.id AS via, true AS relation
+        FROM relations r
+        JOIN nodes a ON a.node = r.source_id
+        JOIN nodes b ON b.node = r.target_id
+        WHERE r.tenant_id = :tenant AND {live_r}
+        UNION ALL
+        SELECT f.subject_id, f.predicate, f.object_id, f.id, false
+        FROM facts f
+        JOIN nodes a ON a.node = f.subject_id
+        JOIN nodes b ON b.node = f.object_id
+        WHERE f.tenant_id = :tenant AND {live_f}
+    )
+    SELECT n.node AS source_id, NULL AS kind, NULL AS target_id, NULL AS via,
+           NULL AS relation, n.depth, n.reached, {_NODE_COLUMNS}
+    FROM nodes n
+    CROSS JOIN LATERAL (
+        SELECT * FROM entities x WHERE x.tenant_id = :tenant AND x.id = n.node OFFSET 0
+    ) e
+    UNION ALL (
+        SELECT d.source_id, d.kind, d.target_id, d.via, d.relation, 0,
+               count(*) OVER () AS reached, {_NO_NODE}
+        FROM edges d
+        ORDER BY d.via
+        LIMIT :max_edges
+    )
+    """
+
+
+async def whole(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    *,
+    now: datetime,
+    max_nodes: int,
+    max_edges: int,
+    valid_at: datetime | None = None,
+    known_at: datetime | None = None,
+) -> Walk:
+    """The owner's whole graph (every node at depth 0), as of ``valid_at`` / ``known_at``
+    by the rule of ``GET /v1/facts`` (now, when neither is given)."""
+    live_f, moments = as_of_text(facts, "f", valid_at, known_at, now)
+    live_r, _ = as_of_text(relations, "r", valid_at, known_at, now)
+    shape = ("whole graph", valid_at is None, known_at is None)
+    statement = template(shape, lambda: sa.text(_whole(live_r, live_f)))
+    params = {"tenant": tenant_id, "user": user_id, "now": now, "max_nodes": max_nodes}
+    rows = await conn.execute(statement, params | moments | {"max_edges": max_edges})
+    return _walked(rows)
 
 
 @dataclass(frozen=True)

@@ -685,6 +685,9 @@ facts = Table(
     Column("term_count", Integer, nullable=False, server_default="0"),
     Column("access_count", Integer, nullable=False, server_default="0"),
     Column("last_accessed", DateTime(timezone=True)),
+    # Set by a person's retire or correction: the interval it had before (and which change it
+    # was), so the change can be undone exactly; cleared by the undo.
+    Column("undo", JSONB),
     PrimaryKeyConstraint("tenant_id", "id", name="pk_facts"),
     ForeignKeyConstraint(
         ["tenant_id", "subject_id"],

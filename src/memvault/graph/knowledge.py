@@ -35,9 +35,11 @@ from memvault.graph.views import (
     MergeRequest,
     PromoteRequest,
     ResolvedReview,
+    RestoreRequest,
     RetireRequest,
     ReviewDecision,
     ReviewsQuery,
+    UserGraphQuery,
 )
 from memvault.graph.writer import GraphWriter, Owner
 from memvault.language.terms import query_term_ids
@@ -209,11 +211,16 @@ class Graph:
         return {i: sealed.open_entity(keyring, e).name for i, e in found.items()}
 
     @scoped_to_tenant
-    async def fact_reviews(self, *, user_id: str, limit: int = 50) -> builtins.list[FactReview]:
-        """Contradictions the ``flag_review`` policy kept side by side, newest first."""
-        query: ReviewsQuery = validated(ReviewsQuery, user_id=user_id, limit=limit)
+    async def fact_reviews(
+        self, *, user_id: str, limit: int = 50, offset: int = 0
+    ) -> builtins.list[FactReview]:
+        """Contradictions the ``flag_review`` policy kept side by side, newest first
+        (``offset``: skip that many, for the next page)."""
+        query: ReviewsQuery = validated(ReviewsQuery, user_id=user_id, limit=limit, offset=offset)
         async with reading(self._backend.engine) as conn:
-            reviews = await graph_db.list_reviews(conn, self.tenant_id, query.user_id, query.limit)
+            reviews = await graph_db.list_reviews(
+                conn, self.tenant_id, query.user_id, query.limit, query.offset
+            )
             ids = {i for r in reviews for i in (r.fact_id, r.conflicts_with)}
             rows = await graph_db.fetch_facts(conn, self.tenant_id, ids)
             facts = {f.id: f for f in await self._facts_out(conn, list(rows.values()))}
@@ -316,6 +323,30 @@ class Graph:
         return fact
 
     @scoped_to_tenant
+    async def restore_fact(self, fact_id: UUID | str, *, user_id: str) -> Fact:
+        """Undo a person's retire or correction of a fact: it holds again over the interval it
+        had, and a correction's replacement never held (superseded by it). Refused (409) when
+        something changed in between: the replacement was retired, replaced or corrected, or a
+        newer fact of the same subject and predicate came in; undo that first."""
+        ident = parse_id(fact_id, field="fact_id")
+        given: RestoreRequest = validated(RestoreRequest, user_id=user_id)
+        details = {"via": "restore_fact", "target": f"fact:{ident}"}
+        with self._context.audit(
+            "update", given.user_id, memory_kind="fact", details=details
+        ) as event:
+            async with transaction(self._backend.engine) as conn:
+                done = await curate.restore(
+                    conn, self.tenant_id, given.user_id, ident, datetime.now(UTC)
+                )
+                rows = await graph_db.fetch_facts(conn, self.tenant_id, (ident,))
+                (fact,) = await self._facts_out(conn, [rows[ident]])
+            event.details = {**details, "undid": done.change}
+            if done.replacement is not None:
+                event.details["withdrew"] = f"fact:{done.replacement}"
+            event.memory_ids, event.result_count = fact.memory_ids, 1
+        return fact
+
+    @scoped_to_tenant
     async def promote(self, fact_id: UUID | str, *, user_id: str, reason: str) -> Fact:
         """Copy a project-channel fact to the user's ``_global`` channel (linked
         PROMOTED_FROM); promoting it again answers the same copy."""
@@ -408,14 +439,16 @@ class Graph:
         depth: int = 2,
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
+        limit: int | None = None,
     ) -> GraphView:
         """The entity's neighbourhood in the current graph: nodes within ``depth`` hops (at
         most 3) and the edges between them (relations, and facts whose object is an entity).
         ``valid_at`` / ``known_at``: the graph as of then, the facts drawn being those
-        :meth:`facts` lists for the same moments."""
+        :meth:`facts` lists for the same moments. At most ``limit`` nodes, the nearest first
+        (default: the server's ``graph_max_nodes``); ``reached_nodes`` says how many there were."""
         owner: OwnerInput = validated(OwnerInput, user_id=user_id)
         query: GraphQuery = validated(
-            GraphQuery, user_id=owner.user_id, valid_at=valid_at, known_at=known_at
+            GraphQuery, user_id=owner.user_id, valid_at=valid_at, known_at=known_at, limit=limit
         )
         settings = self._backend.settings
         if not 1 <= depth <= settings.graph_max_depth:
@@ -424,6 +457,7 @@ class Graph:
                 details={"field": "depth", "limit": settings.graph_max_depth},
             )
         start = _entity(entity_id)
+        nodes, edges = self._limits(query.limit)
         async with reading(self._backend.engine) as conn:
             found = await graph_walk.walk(
                 conn,
@@ -433,13 +467,55 @@ class Graph:
                 depth=depth,
                 now=datetime.now(UTC),
                 fanout=settings.graph_fanout,
-                max_nodes=settings.graph_max_nodes,
-                max_edges=settings.graph_max_edges,
+                max_nodes=nodes,
+                max_edges=edges,
                 valid_at=query.valid_at,
                 known_at=query.known_at,
             )
         if start not in found.nodes:
             raise NotFound("No such entity for this user.", details={"id": str(start)})
+        return self._view(found, nodes)
+
+    @scoped_to_tenant
+    async def user_graph(
+        self,
+        *,
+        user_id: str,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        limit: int | None = None,
+    ) -> GraphView:
+        """The user's whole graph: every entity (not merged away; as of ``known_at``, those
+        already known then), the most salient first, at most ``limit`` (default: the server's
+        ``graph_max_nodes``), and the edges among them, now or as of ``valid_at`` /
+        ``known_at`` (the rule of :meth:`facts`). Every node has depth 0."""
+        query: UserGraphQuery = validated(
+            UserGraphQuery, user_id=user_id, valid_at=valid_at, known_at=known_at, limit=limit
+        )
+        nodes, edges = self._limits(query.limit)
+        async with reading(self._backend.engine) as conn:
+            found = await graph_walk.whole(
+                conn,
+                self.tenant_id,
+                query.user_id,
+                now=datetime.now(UTC),
+                max_nodes=nodes,
+                max_edges=edges,
+                valid_at=query.valid_at,
+                known_at=query.known_at,
+            )
+        return self._view(found, nodes)
+
+    def _limits(self, limit: int | None) -> tuple[int, int]:
+        """The node and edge limits of a view: the server's, or the edges in the same
+        proportion to a caller's node limit."""
+        settings = self._backend.settings
+        if limit is None:
+            return settings.graph_max_nodes, settings.graph_max_edges
+        scaled = -(-limit * settings.graph_max_edges // settings.graph_max_nodes)
+        return limit, max(settings.graph_max_edges, scaled)
+
+    def _view(self, found: graph_walk.Walk, limit: int) -> GraphView:
         rows = found.entities
         keys = self._backend.keys
         order = sorted(found.nodes.items(), key=lambda item: (item[1], str(item[0])))
@@ -458,6 +534,9 @@ class Graph:
                 )
                 for e in found.edges
             ],
+            reached_nodes=found.reached_nodes,
+            reached_edges=found.reached_edges,
+            limit=limit,
         )
 
     @scoped_to_tenant

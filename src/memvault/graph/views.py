@@ -81,6 +81,10 @@ class FactsQuery(_Input):
     limit: int = Field(default=100, ge=1, le=1_000)
 
 
+# The most nodes one view of the graph returns, whatever the server's default.
+GRAPH_LIMIT = 5_000
+
+
 class GraphQuery(_Input):
     """GET /v1/entities/{id}/graph. Default: the current graph. ``valid_at`` / ``known_at``:
     the graph as of then, drawn from the facts ``GET /v1/facts`` lists for the same moments
@@ -90,6 +94,29 @@ class GraphQuery(_Input):
     depth: int = Field(default=2, ge=1, le=3, description="hops from the entity (at most 3)")
     valid_at: Timestamp | None = Field(default=None, description="what held in the world then")
     known_at: Timestamp | None = Field(default=None, description="as the store knew it then")
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=GRAPH_LIMIT,
+        description="nodes at most, the nearest first (default: the server's graph_max_nodes); "
+        "the edge limit grows with it",
+    )
+
+
+class UserGraphQuery(_Input):
+    """GET /v1/graph: every entity of the user (the most salient first) and the edges among
+    them, now or as of ``valid_at`` / ``known_at`` (the rule of ``GET /v1/facts``)."""
+
+    user_id: Identifier
+    valid_at: Timestamp | None = Field(default=None, description="what held in the world then")
+    known_at: Timestamp | None = Field(default=None, description="as the store knew it then")
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=GRAPH_LIMIT,
+        description="nodes at most, the most salient first (default: the server's "
+        "graph_max_nodes); the edge limit grows with it",
+    )
 
 
 class EntitiesQuery(_Input):
@@ -122,6 +149,15 @@ class GraphEdge(BaseModel):
 class GraphView(BaseModel):
     nodes: list[GraphNode]
     edges: list[GraphEdge]
+    reached_nodes: int = Field(
+        default=0,
+        description="entities found before the node limit: more than len(nodes) when it cut "
+        "(ask again with a higher limit for the rest)",
+    )
+    reached_edges: int = Field(
+        default=0, description="edges among the nodes kept, before the edge limit"
+    )
+    limit: int = Field(default=0, description="the node limit applied")
 
 
 class MergeRequest(_Input):
@@ -136,6 +172,12 @@ class RetireRequest(_Input):
     never_held: bool = Field(
         default=False, description="the fact was never true: its valid interval becomes empty"
     )
+
+
+class RestoreRequest(_Input):
+    """Undo a fact's retire or correction."""
+
+    user_id: Identifier
 
 
 class CorrectionRequest(_Input):
@@ -169,6 +211,7 @@ class FactReview(BaseModel):
 class ReviewsQuery(_Input):
     user_id: Identifier
     limit: int = Field(default=50, ge=1, le=1_000)
+    offset: int = Field(default=0, ge=0, le=100_000, description="skip this many, newest first")
 
 
 # Which side of a contradiction stays true: the newer fact, the one it contradicts, or both.

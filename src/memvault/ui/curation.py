@@ -233,6 +233,7 @@ async def retire_fact(view: View) -> Response:
     return await _done(
         view,
         f"Retired “{fact.claim}”: it {what}, and stays in the history.",
+        undo=_restore(fact.id, form),
         link=_entity_link(form),
     )
 
@@ -251,6 +252,26 @@ async def correct_fact(view: View) -> Response:
     return await _done(
         view,
         f"Corrected to “{fact.claim}”; the old fact is kept in the history, replaced.",
+        undo=_restore(_field(form, "fact_id"), form),
+        link=_entity_link(form),
+    )
+
+
+def _restore(fact_id: UUID | str, form: FormData) -> dict[str, Any]:
+    return {
+        "path": "/graph/facts/restore",
+        "fact_id": str(fact_id),
+        "entity": _field(form, "entity"),
+    }
+
+
+@router.post("/graph/facts/restore", response_class=HTMLResponse)
+async def restore_fact(view: View) -> Response:
+    form = await _form(view)
+    fact = await view.memory.restore_fact(_field(form, "fact_id"), user_id=view.user_id)
+    return await _done(
+        view,
+        f"Undone: “{fact.claim}” holds again as it did before.",
         link=_entity_link(form),
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 from uuid import UUID
 
 from fastapi import APIRouter, Depends
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import SecretStr
 
 from memvault.errors import InvalidInput, NotFound
-from memvault.graph.views import GraphView
+from memvault.graph.views import GRAPH_LIMIT, GraphView
 from memvault.lifecycle import merging
 from memvault.lifecycle.reports import AuditQuery, HealthActionRequest
 from memvault.paths import path_value
@@ -24,6 +25,8 @@ View = Annotated[Viewer, Depends(viewer)]
 MAX_NODES = 5_000
 # Past this many nodes the page draws the graph on a plain canvas rather than with Cytoscape.
 LARGE_GRAPH = 300
+# The graph page lists this many contradictions awaiting review at a time.
+REVIEWS = 20
 # The goal page reads the working memory of this many recent conversations.
 ACTIVE_SESSIONS = 20
 # The health page previews this many near-duplicate clusters memory by memory.
@@ -64,14 +67,17 @@ async def conversation(view: View, conversation_id: str) -> Response:
 @router.get("/graph", response_class=HTMLResponse)
 async def graph(view: View) -> Response:
     memory, user = view.memory, view.user_id
-    q, chosen = _param(view, "q"), _param(view, "entity")
+    q, chosen, whole = _param(view, "q"), _param(view, "entity"), _param(view, "all") == "1"
     depth = _param(view, "depth", "1")
     valid_at = _moment(_param(view, "valid_at"), "valid_at")
     known_at = _moment(_param(view, "known_at"), "known_at")
+    limit = _whole_number(_param(view, "limit"), "limit")
+    skipped = _whole_number(_param(view, "reviews_from"), "reviews_from") or 0
     context: dict[str, Any] = {}
     listed = (
         memory.entities(user_id=user, q=q or None, limit=50),
-        memory.fact_reviews(user_id=user, limit=20),
+        # One more than a page: whether there is a next one.
+        memory.fact_reviews(user_id=user, limit=REVIEWS + 1, offset=skipped),
     )
     if chosen:
         detail = await memory.entity(chosen, user_id=user)
@@ -83,6 +89,7 @@ async def graph(view: View) -> Response:
                 depth=int(depth) if depth in ("1", "2", "3") else 1,
                 valid_at=valid_at,
                 known_at=known_at,
+                limit=limit,
             ),
             memory.facts(
                 user_id=user,
@@ -98,6 +105,17 @@ async def graph(view: View) -> Response:
             "entity": detail,
             "timeline": sorted(timeline, key=lambda f: f.recorded_at),
             "elements": _elements(graph_view, detail.id),
+            "cut": _cut(view, graph_view),
+        }
+    elif whole:
+        graph_view, entities, reviews = await asyncio.gather(
+            memory.user_graph(user_id=user, valid_at=valid_at, known_at=known_at, limit=limit),
+            *listed,
+        )
+        context = {
+            "whole": True,
+            "elements": _elements(graph_view, None),
+            "cut": _cut(view, graph_view),
         }
     else:
         entities, reviews = await asyncio.gather(*listed)
@@ -109,10 +127,53 @@ async def graph(view: View) -> Response:
         depth=depth,
         valid_at=_param(view, "valid_at"),
         known_at=_param(view, "known_at"),
-        reviews=reviews,
+        reviews=reviews[:REVIEWS],
+        reviews_from=skipped,
+        reviews_pages=_pages(view, skipped, more=len(reviews) > REVIEWS),
+        limit=limit,
         large=LARGE_GRAPH,
         **context,
     )
+
+
+def _whole_number(raw: str, field: str) -> int | None:
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise InvalidInput(f"{field} is a whole number.", details={"field": field})
+    return int(raw)
+
+
+def _same_page(view: Viewer, **changes: str | int | None) -> str:
+    """This page's address with ``changes`` to its query (``None`` drops a parameter)."""
+    query = {k: v for k, v in view.request.query_params.items() if k not in changes}
+    query |= {k: str(v) for k, v in changes.items() if v is not None}
+    return f"/graph?{urlencode(query)}"
+
+
+def _cut(view: Viewer, found: GraphView) -> dict[str, Any]:
+    """What the node and edge limits left out, and the address that shows the rest (or as
+    much of it as one view holds)."""
+    shown, reached = len(found.nodes), found.reached_nodes
+    more = min(reached, GRAPH_LIMIT) if reached > shown else None
+    return {
+        "nodes": shown,
+        "reached": reached,
+        "edges": len(found.edges),
+        "reached_edges": found.reached_edges,
+        "more": more,
+        "more_url": _same_page(view, limit=more) if more else None,
+        "fewer_url": _same_page(view, limit=None) if "limit" in view.request.query_params else None,
+        "default": view.admin.settings.graph_max_nodes,
+    }
+
+
+def _pages(view: Viewer, skipped: int, *, more: bool) -> dict[str, str | None]:
+    earlier = max(skipped - REVIEWS, 0)
+    return {
+        "newer": _same_page(view, reviews_from=earlier or None) if skipped else None,
+        "older": _same_page(view, reviews_from=skipped + REVIEWS) if more else None,
+    }
 
 
 @router.post("/graph/reviews/resolve", response_class=HTMLResponse)
@@ -125,8 +186,14 @@ async def resolve_review(view: View) -> Response:
     return page(view, "done.html", resolved=resolved, audit=audit.results)
 
 
-def _elements(found: GraphView, centre: UUID) -> dict[str, Any]:
-    """What the page's script draws: the fields it reads, not whole entities."""
+def _elements(found: GraphView, centre: UUID | None) -> dict[str, Any]:
+    """What the page's script draws: the fields it reads, not whole entities; each link
+    names its two ends (the list beside the drawing reads them)."""
+    kept = found.nodes[:MAX_NODES]
+    if centre is None:
+        # A whole graph: the most salient in the middle of the drawing.
+        kept = sorted(kept, key=lambda n: -n.salience)
+    names = {n.id: n.name for n in kept}
     nodes = [
         {
             "id": str(n.id),
@@ -135,15 +202,20 @@ def _elements(found: GraphView, centre: UUID) -> dict[str, Any]:
             "depth": n.depth,
             "centre": n.id == centre,
         }
-        for n in found.nodes[:MAX_NODES]
+        for n in kept
     ]
-    kept = {n.id for n in found.nodes[:MAX_NODES]}
     edges = [
-        {"source": str(e.source_id), "target": str(e.target_id), "label": e.type}
+        {
+            "source": str(e.source_id),
+            "target": str(e.target_id),
+            "label": e.type,
+            "from": names[e.source_id],
+            "to": names[e.target_id],
+        }
         for e in found.edges
-        if e.source_id in kept and e.target_id in kept
+        if e.source_id in names and e.target_id in names
     ]
-    return {"nodes": nodes, "edges": edges}
+    return {"nodes": nodes, "edges": edges, "whole": centre is None}
 
 
 @router.get("/goals", response_class=HTMLResponse)

@@ -531,11 +531,19 @@ export interface GraphQuery {
   valid_at?: (string | Date) | null;
   /** as the store knew it then */
   known_at?: (string | Date) | null;
+  /** nodes at most, the nearest first (default: the server's graph_max_nodes); the edge limit grows with it */
+  limit?: number | null;
 }
 
 export interface GraphView {
   nodes: Array<GraphNode>;
   edges: Array<GraphEdge>;
+  /** entities found before the node limit: more than len(nodes) when it cut (ask again with a higher limit for the rest) */
+  reached_nodes: number;
+  /** edges among the nodes kept, before the edge limit */
+  reached_edges: number;
+  /** the node limit applied */
+  limit: number;
 }
 
 /**
@@ -924,6 +932,11 @@ export interface ResolvedReview {
   closed: Array<string>;
 }
 
+/** Undo a fact's retire or correction. */
+export interface RestoreRequest {
+  user_id: string;
+}
+
 /** Retire a fact: it stops holding now, or (``never_held``) was never true. */
 export interface RetireRequest {
   user_id: string;
@@ -945,6 +958,8 @@ export interface ReviewList {
 export interface ReviewsQuery {
   user_id: string;
   limit?: number;
+  /** skip this many, newest first */
+  offset?: number;
 }
 
 export interface SearchDiagnostics {
@@ -1204,6 +1219,20 @@ export interface TurnsRequest {
   user_id: string;
   turns: Array<Turn>;
   occurred_at?: (string | Date) | null;
+}
+
+/**
+ * GET /v1/graph: every entity of the user (the most salient first) and the edges among
+ * them, now or as of ``valid_at`` / ``known_at`` (the rule of ``GET /v1/facts``).
+ */
+export interface UserGraphQuery {
+  user_id: string;
+  /** what held in the world then */
+  valid_at?: (string | Date) | null;
+  /** as the store knew it then */
+  known_at?: (string | Date) | null;
+  /** nodes at most, the most salient first (default: the server's graph_max_nodes); the edge limit grows with it */
+  limit?: number | null;
 }
 
 export interface UserPage {

@@ -28,12 +28,19 @@ function open(holder, id) {
 }
 
 function drawSmall(holder, found, done) {
-  // A force layout reads best but costs seconds past a few dozen nodes; rings by hop count
-  // (the centre, then depth 1, 2, 3) are computed in one pass.
+  // A force layout reads best but costs seconds past a few dozen nodes; past it, rings: by
+  // hop count (the centre, then depth 1, 2, 3), or, for a whole graph where every node is at
+  // depth 0, by how many links a node has (the busiest in the middle), computed in one pass.
+  // The force layout counts each label as part of its node and keeps nodes well apart, so
+  // on a small graph no two labels overlap.
   const layout = found.nodes.length <= 60
-    ? { name: "cose", animate: false, numIter: 300, idealEdgeLength: () => 140 }
-    : { name: "concentric", animate: false, concentric: (n) => 4 - n.data("depth"),
-        levelWidth: () => 1, minNodeSpacing: 4 };
+    ? { name: "cose", animate: false, randomize: false, numIter: 1000, padding: 30,
+        nodeDimensionsIncludeLabels: true, idealEdgeLength: () => 160,
+        nodeRepulsion: () => 80000, nodeOverlap: 40, componentSpacing: 120, gravity: 0.5 }
+    : { name: "concentric", animate: false, minNodeSpacing: 4, levelWidth: () => 1,
+        concentric: found.whole ? (n) => n.degree() : (n) => 4 - n.data("depth") };
+  const label = { "text-background-color": "#fff", "text-background-opacity": 0.85,
+    "text-background-padding": 2, "text-background-shape": "roundrectangle" };
   const cy = cytoscape({
     container: holder,
     elements: {
@@ -42,14 +49,19 @@ function drawSmall(holder, found, done) {
     },
     layout,
     minZoom: 0.05,
-    maxZoom: 2.5,
+    maxZoom: 1.8,
     style: [
+      // Names under their node, on a white ground: readable where a link passes behind.
       { selector: "node", style: { "background-color": "#0b5cad", label: "data(label)",
-        "font-size": 10, color: "#1b1f24", width: 14, height: 14 } },
-      { selector: "node.centre", style: { "background-color": "#a4161a", width: 22, height: 22 } },
+        "font-size": 11, color: "#1b1f24", width: 14, height: 14, "text-valign": "bottom",
+        "text-margin-y": 3, "text-wrap": "ellipsis", "text-max-width": 140, ...label } },
+      { selector: "node.centre", style: { "background-color": "#a4161a", width: 22, height: 22,
+        "font-weight": 700 } },
       // Bezier: two links between the same pair are drawn apart, their labels readable.
       { selector: "edge", style: { width: 1, "line-color": "#8a94a3", "curve-style": "bezier",
-        label: "data(label)", "font-size": 8, color: "#4a5563", "text-rotation": "autorotate" } },
+        "target-arrow-shape": "triangle", "target-arrow-color": "#8a94a3", "arrow-scale": 0.7,
+        label: "data(label)", "font-size": 9, color: "#4a5563", "text-rotation": "autorotate",
+        ...label } },
     ],
   });
   cy.on("tap", "node", (event) => open(holder, event.target.id()));
@@ -64,6 +76,7 @@ function rings(nodes) {
     if (!byDepth.has(n.depth)) byDepth.set(n.depth, []);
     byDepth.get(n.depth).push(n);
   }
+  if (byDepth.size === 1 && nodes.length > 1) return sunflower(nodes);
   let radius = 0;
   for (const depth of [...byDepth.keys()].sort((a, b) => a - b)) {
     const ring = byDepth.get(depth);
@@ -75,6 +88,18 @@ function rings(nodes) {
     });
   }
   return radius;
+}
+
+// A whole graph (every node at depth 0, the most salient first): a sunflower spiral, the
+// first nodes in the middle, each about 14px from its neighbours.
+function sunflower(nodes) {
+  const golden = Math.PI * (3 - Math.sqrt(5));
+  nodes.forEach((n, i) => {
+    const r = 8 * Math.sqrt(i);
+    n.x = r * Math.cos(i * golden);
+    n.y = r * Math.sin(i * golden);
+  });
+  return 8 * Math.sqrt(nodes.length);
 }
 
 function drawLarge(holder, found, done) {
@@ -111,14 +136,26 @@ function drawLarge(holder, found, done) {
       g.arc(n.x, n.y, r, 0, 2 * Math.PI);
     }
     g.fill();
+    g.font = `${12 / view.scale}px sans-serif`;
     for (const n of found.nodes.filter((c) => c.centre)) {
       g.fillStyle = "#a4161a";
       g.beginPath();
       g.arc(n.x, n.y, r * 2, 0, 2 * Math.PI);
       g.fill();
       g.fillStyle = "#1b1f24";
-      g.font = `${12 / view.scale}px sans-serif`;
       g.fillText(n.label, n.x + r * 2.5, n.y);
+    }
+    // Zoomed in far enough that names fit between nodes: the names of those on screen (at
+    // most 400, so a wheel turn stays smooth).
+    if (view.scale >= 2) {
+      g.fillStyle = "#1b1f24";
+      let named = 0;
+      for (const n of found.nodes) {
+        const sx = n.x * view.scale + view.x, sy = n.y * view.scale + view.y;
+        if (n.centre || sx < 0 || sy < 0 || sx > width || sy > height) continue;
+        g.fillText(n.label, n.x + r * 1.5, n.y);
+        if (++named >= 400) break;
+      }
     }
   };
   interact(canvas, view, draw, (px, py) => {
