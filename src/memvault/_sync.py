@@ -211,14 +211,24 @@ def _stub_method(
 ) -> str:
     hints = typing.get_type_hints(method)
     parameters = []
-    signature = getattr(method, DECLARED, None) or inspect.signature(method)
-    for parameter in signature.parameters.values():
+    # The signature callers see: a model's fields taken as ``**fields`` are named keywords with
+    # the model's types (``takes``), so a misspelt keyword is a type error on every face.
+    declared = getattr(method, DECLARED, None)
+    model: type[BaseModel] | None = getattr(method, TAKES, (None,))[0]
+    for parameter in inspect.signature(method).parameters.values():
         annotation = parameter.annotation
-        if isinstance(annotation, str) or parameter.name in hints:
+        field = model.model_fields.get(parameter.name) if model is not None else None
+        from_model = field is not None and declared is not None
+        if field is not None and declared is not None and parameter.name not in declared.parameters:
+            annotation = field.annotation
+        elif isinstance(annotation, str) or parameter.name in hints:
             annotation = hints.get(parameter.name, annotation)
         text = parameter.name
         if parameter.name != "self" and annotation is not inspect.Parameter.empty:
-            text += f": {_render(annotation, modules)}"
+            rendered = _render(annotation, modules)
+            if from_model:  # an id is taken as its text too, as the model reads it
+                rendered = rendered.replace("uuid.UUID", "uuid.UUID | builtins.str")
+            text += f": {rendered}"
         if parameter.default is not inspect.Parameter.empty:
             text += " = ..."
         parameters.append((parameter.kind, text))
@@ -245,8 +255,8 @@ def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
 
 def surface_stub(core: type, name: str) -> str:
     """Stub source declaring, for the type checker, the blocking twins ``derive_blocking``
-    gives a face of ``core``: the parameters as the coroutine declares them (a model's fields
-    taken as ``**fields`` stay so, as they are for the core), its result as the return; and
+    gives a face of ``core``: the parameters callers see (a model's fields taken as
+    ``**fields`` named, with the model's types), its result as the return; and
     the coroutine methods ``derive_delegates`` gave ``core`` itself (its resources' methods by
     their flat names), as ``Async{name}Methods``."""
     from memvault._compose import DELEGATE, resources

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
@@ -343,7 +343,7 @@ def add(
                 user_id=user,
                 app_id=app_id,
                 tags=tag or [],
-                metadata=meta,
+                metadata=meta or {},
                 source=source,
                 expires_at=expires_at,
                 wait=wait,
@@ -580,9 +580,9 @@ def search(
                 app_id=app_id,
                 tags=tag or [],
                 limit=limit,
-                recipe=recipe,
+                recipe=cast(Any, recipe),  # the service checks it: a wrong one exits 2
                 reference_time=at,
-                time_mode=time_mode,
+                time_mode=cast(Any, time_mode),
                 context_window=context,
             )
         )
