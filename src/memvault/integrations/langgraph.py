@@ -35,7 +35,7 @@ import contextlib
 import json
 from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
@@ -55,6 +55,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
+from memvault.models import MemoryInput
 
 SOURCE = "langgraph"
 META = "langgraph"
@@ -283,7 +284,7 @@ class MemvaultStore(BaseStore):
                 _settle(waiter, [results[i] for i in places])
 
     async def _run(self, ops: list[Op]) -> list[Result]:
-        reads = _Reads(self)
+        reads = _Reads(self, whole=any(isinstance(op, ListNamespacesOp) for op in ops))
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         # Reads answer from the state before the batch's writes, and the last put of a key in a
         # batch wins: what LangGraph's InMemoryStore does.
@@ -306,9 +307,7 @@ class MemvaultStore(BaseStore):
             return None
 
         results = await _bounded([read(op) for op in ops])
-        await _bounded(
-            [self._put(put, reads.rows(put.namespace, put.key)) for put in puts.values()]
-        )
+        await self._write(list(puts.values()), reads)
         return results
 
     async def _records(self, metadata: dict[str, Any] | None) -> list[Any]:
@@ -342,37 +341,40 @@ class MemvaultStore(BaseStore):
             await self._refresh(row)
         return row.item
 
-    async def _put(self, op: PutOp, rows: list[_Row]) -> None:
-        if op.value is None:
-            for row in rows:
-                await self._delete(row)
-            return
+    async def _write(self, puts: list[PutOp], reads: _Reads) -> None:
+        """A batch's puts: the new values stored together (one embedding call and one
+        transaction for each hundred), then the rows they replace and the deleted keys' rows
+        removed, so a reader never sees a key missing."""
+        values = [put for put in puts if put.value is not None]
+        for start in range(0, len(values), PAGE):
+            await self._bridge.service.add_many(
+                [
+                    self._input(put, reads.rows(put.namespace, put.key))
+                    for put in values[start : start + PAGE]
+                ]
+            )
+        await _bounded(
+            [self._delete(row) for put in puts for row in reads.rows(put.namespace, put.key)]
+        )
+
+    def _input(self, op: PutOp, old: list[_Row]) -> MemoryInput:
+        assert op.value is not None
+        value = dict(op.value)
         ttl = op.ttl if isinstance(op.ttl, int | float) else None
         index = list(op.index) if isinstance(op.index, list | tuple) else op.index
-        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows)
-
-    async def _write(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: dict[str, Any],
-        index: Literal[False] | list[str] | None,
-        ttl: float | None,
-        old: list[_Row],
-    ) -> None:
         now = datetime.now(UTC)
         created = min((r.item.created_at for r in old), default=now)
         meta = {
-            "namespace": _ns_text(namespace),
-            "prefixes": [_ns_text(namespace[:n]) for n in range(1, len(namespace) + 1)],
-            "key": key,
+            "namespace": _ns_text(op.namespace),
+            "prefixes": [_ns_text(op.namespace[:n]) for n in range(1, len(op.namespace) + 1)],
+            "key": op.key,
             "created_at": created.isoformat(),
             "updated_at": now.isoformat(),
             "ttl": ttl,
         }
         fields = self._fields if index is None else (_fields(index) if index else [])
-        await self._bridge.service.add(
-            _canonical(value),
+        return MemoryInput(
+            content=_canonical(value),
             index_text=_index_text(value, fields),
             user_id=self.user_id,
             app_id=self.app_id,
@@ -382,8 +384,6 @@ class MemvaultStore(BaseStore):
             infer=False,
             pii_policy="allow",
         )
-        for row in old:
-            await self._delete(row)
 
     async def _refresh(self, row: _Row) -> None:
         """A read's TTL refresh: the same memory's expiry moved, nothing else. Rewriting the
@@ -508,12 +508,22 @@ class _Reads:
     """What one batch reads, from the state before its writes: each listing once however many
     of the batch's operations ask for it, and the rows of the keys its gets and puts name."""
 
-    def __init__(self, store: MemvaultStore) -> None:
+    def __init__(self, store: MemvaultStore, *, whole: bool) -> None:
         self._store = store
+        # The batch lists the whole store anyway (it lists namespaces): its other listings and
+        # lookups are read from that one.
+        self._whole = whole
         self._listings: dict[str, asyncio.Future[list[Any]]] = {}
         self._rows: dict[Key, list[_Row]] = {}
 
     async def records(self, metadata: dict[str, Any] | None) -> list[Any]:
+        prefixes = (metadata or {}).get(META, {}).get("prefixes")
+        if self._whole and metadata is not None and metadata == {META: {"prefixes": prefixes}}:
+            return [
+                r
+                for r in await self.records(None)
+                if all(p in r.metadata[META].get("prefixes", []) for p in prefixes)
+            ]
         key = json.dumps(metadata, sort_keys=True)
         if key not in self._listings:
             self._listings[key] = asyncio.ensure_future(self._store._records(metadata))
@@ -523,6 +533,13 @@ class _Reads:
         return self._rows.get((namespace, key), [])
 
     async def prefetch(self, keys: list[Key]) -> None:
+        if self._whole:
+            needed = set(keys)
+            for row in map(_Row, await self.records(None)):
+                ident = (row.item.namespace, row.item.key)
+                if ident in needed:
+                    self._rows.setdefault(ident, []).append(row)
+            return
         by_namespace: dict[tuple[str, ...], set[str]] = {}
         for namespace, key in dict.fromkeys(keys):
             by_namespace.setdefault(namespace, set()).add(key)
