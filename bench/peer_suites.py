@@ -233,6 +233,7 @@ class SQLAlchemySession:
 '''
 
 ROOT_CONFTEST = '''
+import asyncio
 import os
 import signal
 
@@ -245,11 +246,24 @@ LIMIT = int(os.environ.get("PEER_TEST_TIMEOUT", "0"))
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """A test that runs past the limit fails with TimeoutError (a peer's load test can ask for
-    far more operations than a run on a shared machine has time for)."""
+    """A test that runs past the limit fails (a peer's load test can ask for far more
+    operations than a run on a shared machine has time for): TimeoutError, or for an async
+    test its task cancelled."""
+    why = f"ran past the {LIMIT} s limit of bench/peer_suites.py"
 
     def stop(signum, frame):
-        raise TimeoutError(f"ran past the {LIMIT} s limit of bench/peer_suites.py")
+        loop = asyncio._get_running_loop()
+        if loop is None:
+            raise TimeoutError(why)
+
+        # Raised inside a running loop, the error can land in the loop's own machinery (a
+        # callback completing a future) and be lost there, leaving the test waiting for ever.
+        def cancel():
+            for task in asyncio.all_tasks(loop):
+                if getattr(task.get_coro(), "__name__", None) == item.originalname:
+                    task.cancel(why)
+
+        loop.call_soon_threadsafe(cancel)
 
     previous = signal.signal(signal.SIGALRM, stop)
     signal.alarm(LIMIT)
