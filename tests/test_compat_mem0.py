@@ -231,3 +231,52 @@ async def test_a_memory_id_is_a_plain_uuid_and_owner_scopes_the_api(
         assert record.app_id == "user_id=u"
     finally:
         await native.close()
+
+
+async def test_an_old_form_id_still_reads_updates_and_deletes_its_memory(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # Before ids were plain UUIDs this API stored a memory under the memvault user its entity
+    # id named and gave out "<uuid>:<owner>"; such a memory, as that API wrote it:
+    native = await NativeAsync.open(make_settings(embedding_provider="hash"))
+    try:
+        old = await native.add(
+            "Prefers aisle seats",
+            user_id="alice",
+            metadata={"mem0": {"user_id": "alice"}, "role": "user"},
+            infer=False,
+        )
+        kept = f"{old.id}:alice"
+        m = compat.AsyncMemory(native)
+        got = await m.get(kept)
+        assert got is not None
+        assert (got["id"], got["memory"], got["user_id"]) == (
+            str(old.id),
+            "Prefers aisle seats",
+            "alice",
+        )
+        assert await m.update(kept, "Prefers window seats") == {
+            "message": "Memory updated successfully!"
+        }
+        assert (await m.get(kept))["memory"] == "Prefers window seats"
+        assert [e["event"] for e in await m.history(kept)] == ["ADD", "UPDATE"]
+        await m.delete(kept)
+        assert await m.get(kept) is None
+        with pytest.raises(ValueError, match="not found"):
+            await m.delete(kept)
+
+        # An old-form id reaches only what that API stored: not a user's own memories, nor
+        # another owner's (their owner names no entity id of theirs).
+        own = await native.add("Bob's own note", user_id="bob", infer=False)
+        assert await m.get(f"{own.id}:bob") is None
+        assert await m.history(f"{own.id}:bob") == []
+        team = compat.AsyncMemory(native, owner="team-a")
+        added = (await team.add("Standup is at nine", user_id="u", infer=False))["results"][0]
+        assert await m.get(f"{added['id']}:team-a") is None
+        with pytest.raises(ValueError, match="not found"):
+            await m.update(f"{added['id']}:team-a", "changed")
+        assert (await team.get(added["id"]))["memory"] == "Standup is at nine"
+        # And a plain id gets nothing from an old-form memory's user: it names no user.
+        assert await m.get(str(own.id)) is None
+    finally:
+        await native.close()

@@ -608,3 +608,27 @@ async def test_two_hundred_concurrent_mixed_batches_have_no_errors(store: Memvau
         *(store.abatch(ops(i)) for i in range(200)), return_exceptions=True
     )
     assert [o for o in outcomes if isinstance(o, BaseException)] == []
+
+
+async def test_concurrent_calls_run_as_one_batch_and_one_bad_call_fails_alone(
+    store: MemvaultStore,
+) -> None:
+    # Calls made at once are merged into one batch, as LangGraph's async stores merge them:
+    # each caller still gets its own answers, and a caller whose operation is refused gets the
+    # error while the others' operations are done.
+    await store.aput(("b",), "old", {"n": 0})
+    outcomes = await asyncio.gather(
+        store.aput(("b",), "new", {"n": 1}),
+        store.aget(("b",), "old"),
+        store.asearch(("b",), filter={"n": {"$between": [0, 1]}}),
+        store.aget(("b",), "old"),
+        store.adelete(("b",), "old"),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is None and outcomes[4] is None
+    assert isinstance(outcomes[2], ValueError) and "$between" in str(outcomes[2])
+    for got in (outcomes[1], outcomes[3]):
+        assert not isinstance(got, BaseException) and got is not None and got.value == {"n": 0}
+    assert await store.aget(("b",), "old") is None
+    new = await store.aget(("b",), "new")
+    assert new is not None and new.value == {"n": 1}

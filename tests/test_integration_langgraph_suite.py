@@ -288,3 +288,20 @@ async def test_search_items_orders_unscored_by_update(store: MemvaultStore) -> N
     assert [r.key for r in await store.asearch(("test",), limit=2, offset=1)] == ["doc2", "doc1"]
     await store.aput(("test", "docs"), "doc0", {"title": "Doc 0 again", "n": 0})
     assert [r.key for r in await store.asearch(("test",), limit=1)] == ["doc0"]
+
+
+async def test_vector_search_edge_cases(text_store: MemvaultStore) -> None:
+    # postgres test_async_store.py: test_vector_search_edge_cases (a query that holds the
+    # item's words among others, or junk around one of them, scores below the item's own
+    # text: the score is the query's similarity to the item, not whether the item holds every
+    # word of the query; an empty query lists, unscored)
+    await text_store.aput(("test",), "doc1", {"text": "test document"})
+    perfect = (await text_store.asearch(("test",), query="test document"))[0].score
+    assert perfect is not None
+    for query in ("", None):
+        found = await text_store.asearch(("test",), query=query)
+        assert [(r.key, r.score) for r in found] == [("doc1", None)]
+    for query in ("foo " * 100, "test!@#$%^&*()", "document"):
+        found = await text_store.asearch(("test",), query=query)
+        assert len(found) == 1
+        assert found[0].score is not None and found[0].score < perfect, query

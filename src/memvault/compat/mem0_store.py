@@ -78,11 +78,32 @@ def _hash(text: str) -> str:
     return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
-def _uuid(memory_id: Any) -> uuid.UUID | None:
+def _address(memory_id: Any) -> tuple[uuid.UUID, str | None] | None:
+    """A memory id as a caller gives it: a plain UUID, or the form this API gave out before
+    its ids were plain UUIDs, ``"<uuid>:<owner>"``, where the owner is the memvault user the
+    memory was stored under then (the entity id: ``user_id``, else ``agent:<agent_id>``, else
+    ``run:<run_id>``). None for anything else."""
+    text = str(memory_id).strip()
+    ident, sep, owner = text.partition(":")
     try:
-        return uuid.UUID(str(memory_id))
+        return uuid.UUID(ident if sep else text), (owner or None) if sep else None
     except ValueError:
         return None
+
+
+def _stored_before(metadata: Mapping[str, Any], owner: str) -> bool:
+    """Whether a memory under memvault user ``owner`` is one this API stored before its ids
+    were plain UUIDs: its entity ids under this API's key name that owner as that API named
+    it, and its role sits beside them (where that API kept it). Any other memory of that user
+    is not this API's to read by an old-form id (another owner's, or the user's own)."""
+    named = metadata.get(_KEY)
+    if not isinstance(named, Mapping) or "role" in named or "role" not in metadata:
+        return False
+    if named.get("user_id"):
+        return bool(named["user_id"] == owner)
+    if named.get("agent_id"):
+        return bool(f"agent:{named['agent_id']}" == owner)
+    return bool(named.get("run_id")) and f"run:{named['run_id']}" == owner
 
 
 def _session(entities: Mapping[str, str]) -> str:
@@ -223,14 +244,26 @@ class Core:
             results.append(result)
         return {"results": results}
 
+    def _owners(self, memory_id: Any) -> tuple[uuid.UUID | None, list[str]]:
+        """The memory's UUID and the memvault users it may live under: this API's owner, and
+        for an old-form id the user it names, where memories stored before plain ids stay
+        (so an id a caller kept from then still reads, updates, deletes and has a history)."""
+        address = _address(memory_id)
+        if address is None:
+            return None, []
+        ident, old = address
+        return ident, [self._owner] + ([old] if old and old != self._owner else [])
+
     async def _record(self, memory_id: Any) -> Any | None:
-        ident = _uuid(memory_id)
-        if ident is None:
-            return None
-        try:
-            return await self._service.get(ident, user_id=self._owner)
-        except NotFound:
-            return None
+        ident, owners = self._owners(memory_id)
+        for owner in owners:
+            try:
+                record = await self._service.get(ident, user_id=owner)
+            except NotFound:
+                continue
+            if owner == self._owner or _stored_before(record.metadata, owner):
+                return record
+        return None
 
     async def _get(self, memory_id: Any) -> dict[str, Any] | None:
         record = await self._record(memory_id)
@@ -341,7 +374,7 @@ class Core:
         await _checked(
             self._service.update(
                 record.id,
-                user_id=self._owner,
+                user_id=record.user_id,
                 content=text,
                 metadata=changes or None,
                 expires_at=expires_at,
@@ -353,7 +386,7 @@ class Core:
         record = await self._record(memory_id)
         if record is None:
             raise ValueError(f"Memory with id {memory_id} not found")
-        await _checked(self._service.delete(record.id, user_id=self._owner))
+        await _checked(self._service.delete(record.id, user_id=record.user_id))
         return {"message": "Memory deleted successfully!"}
 
     async def _delete_all(self, entities: Mapping[str, Any]) -> dict[str, Any]:
@@ -377,12 +410,19 @@ class Core:
         await _checked(self._service.delete_all(user_id=self._owner))
 
     async def _history(self, memory_id: Any) -> list[dict[str, Any]]:
-        ident = _uuid(memory_id)
-        if ident is None:
-            return []
-        try:
-            entries = await self._service.history(ident, user_id=self._owner)
-        except NotFound:
+        ident, owners = self._owners(memory_id)
+        entries: list[Any] = []
+        for owner in owners:
+            try:
+                entries = list(await self._service.history(ident, user_id=owner))
+            except NotFound:
+                continue
+            if entries and owner != self._owner:
+                first = entries[0].new_metadata or entries[0].old_metadata or {}
+                entries = entries if _stored_before(first, owner) else []
+            if entries:
+                break
+        if not entries:
             return []
         created = _iso(entries[0].created_at)
         return [_change(entry, created) for entry in entries]

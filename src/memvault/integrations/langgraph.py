@@ -23,6 +23,9 @@ How items map onto memories (docs/integrations.md says the same for users):
   keeps the item's ``created_at``); reads take the newest row, so a reader never sees no item.
 * TTL is the memory's ``expires_at``; a read with ``refresh_ttl`` moves it in place (an update
   of the same memory), so the item keeps its id and its place in every ranking and page.
+* Concurrent calls on one store are batched as LangGraph's async stores batch them: the
+  operations that arrive while a batch runs wait in the store (no deadline, nothing refused)
+  and run together as the next batch, identical reads once, the last put of a key winning.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
@@ -52,18 +55,24 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memvault.errors import NotFound
 from memvault.integrations._faces import Bridge
+from memvault.models import MemoryInput
 
 SOURCE = "langgraph"
 META = "langgraph"
 PAGE = 100  # the service's largest list/search page by default
-# How many of a store's batches run at once; the rest wait their turn in the store, with no
-# deadline, as LangGraph's async stores run their batches in turn. Without it, thousands of
-# concurrent calls (LangGraph's test_large_batches_async: 6,000) all queued for the
-# connection pool, whose deadline (pool_timeout_s) answers StoreUnavailable.
+# How many of a batch's service calls run at once. The rest wait in the store, never in the
+# connection pool, whose deadline (pool_timeout_s) answers StoreUnavailable: thousands of
+# concurrent calls each taking a connection (LangGraph's test_large_batches_async: 6,000 and
+# 60,000) met it.
 SLOTS = 4
+# A batch that needs at least this many keys of one namespace reads the namespace's items a
+# page at a time instead of one query per key (at most one page per this many keys, so it
+# never makes more queries than the keys would).
+KEYS_PER_PAGE = 8
 
 
 IndexFields = list[tuple[str, str | list[str]]]
+R = TypeVar("R")
 
 
 def _fields(paths: list[str]) -> IndexFields:
@@ -150,6 +159,16 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(p == "*" or k == p for k, p in pairs)
 
 
+def _score(hit: Any) -> float:
+    """LangGraph's score: the cosine similarity of the query's embedding to the item's, as its
+    stores compute it (memvault's best chunk), so a query that is not the item's text scores
+    below one that is. Not the hit's relevance, which counts a query whose every word the item
+    holds as a full match ("test!@#" against "test document": 1.0, LangGraph's
+    test_vector_search_edge_cases), nor its score, which only orders one result. An item found
+    by its words alone has no similarity: its relevance stands in."""
+    return float(hit.similarity) if hit.similarity is not None else float(hit.relevance)
+
+
 class _Row:
     """One stored item: the memory's id and the item it holds."""
 
@@ -204,7 +223,8 @@ class MemvaultStore(BaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         self._bridge = Bridge(memory)
-        self._slots = asyncio.Semaphore(SLOTS)
+        self._waiting: list[tuple[asyncio.Future[list[Result]], list[Op]]] = []
+        self._runner: asyncio.Task[None] | None = None
         self.user_id = user_id
         self.app_id = app_id
         self.index_config = index
@@ -222,28 +242,72 @@ class MemvaultStore(BaseStore):
     # --- the work, on the service's loop ------------------------------------------------------
 
     async def _batch(self, ops: list[Op]) -> list[Result]:
-        async with self._slots:
-            return await self._run(ops)
+        """Queue ``ops`` for the store's next batch and wait for their results."""
+        if not ops:
+            return []
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[list[Result]] = loop.create_future()
+        self._waiting.append((waiter, ops))
+        if self._runner is None or self._runner.done():
+            self._runner = loop.create_task(self._drain())
+        return await waiter
+
+    async def _drain(self) -> None:
+        """Run what waits, one merged batch at a time, until nothing does."""
+        while self._waiting:
+            taken = [(w, ops) for w, ops in self._waiting if not w.done()]
+            self._waiting = []
+            if not taken:
+                continue
+            try:
+                merged, where = _merge([ops for _, ops in taken])
+                results = await self._run(merged)
+            except asyncio.CancelledError:
+                for waiter, _ in taken + self._waiting:
+                    waiter.cancel()
+                raise
+            except Exception as error:
+                if len(taken) == 1:
+                    _settle(taken[0][0], error=error)
+                    continue
+                # One caller's bad operation (an unknown filter operator, say) fails that
+                # caller alone: each batch runs again on its own.
+                for waiter, ops in taken:
+                    if waiter.done():
+                        continue
+                    try:
+                        _settle(waiter, await self._run(ops))
+                    except Exception as own:
+                        _settle(waiter, error=own)
+                continue
+            for (waiter, _), places in zip(taken, where, strict=True):
+                _settle(waiter, [results[i] for i in places])
 
     async def _run(self, ops: list[Op]) -> list[Result]:
-        results: list[Result] = []
+        reads = _Reads(self, whole=any(isinstance(op, ListNamespacesOp) for op in ops))
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         # Reads answer from the state before the batch's writes, and the last put of a key in a
         # batch wins: what LangGraph's InMemoryStore does.
         for op in ops:
-            if isinstance(op, GetOp):
-                results.append(await self._get(op))
-            elif isinstance(op, SearchOp):
-                results.append(await self._search(op))
-            elif isinstance(op, ListNamespacesOp):
-                results.append(await self._list_namespaces(op))
-            elif isinstance(op, PutOp):
+            if isinstance(op, PutOp):
                 puts[(op.namespace, op.key)] = op
-                results.append(None)
-            else:
+            elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp):
                 raise ValueError(f"Unknown operation type: {type(op)}")
-        for put in puts.values():
-            await self._put(put)
+        await reads.prefetch(
+            [(op.namespace, op.key) for op in ops if isinstance(op, GetOp)] + list(puts)
+        )
+
+        async def read(op: Op) -> Result:
+            if isinstance(op, GetOp):
+                return await self._get(op, reads)
+            if isinstance(op, SearchOp):
+                return await self._search(op, reads)
+            if isinstance(op, ListNamespacesOp):
+                return await self._list_namespaces(op, reads)
+            return None
+
+        results = await _bounded([read(op) for op in ops])
+        await self._write(list(puts.values()), reads)
         return results
 
     async def _records(self, metadata: dict[str, Any] | None) -> list[Any]:
@@ -268,8 +332,8 @@ class MemvaultStore(BaseStore):
         wanted = {META: {"namespace": _ns_text(namespace), "key": key}}
         return [_Row(r) for r in await self._records(wanted)]
 
-    async def _get(self, op: GetOp) -> Item | None:
-        rows = await self._rows(op.namespace, op.key)
+    async def _get(self, op: GetOp, reads: _Reads) -> Item | None:
+        rows = reads.rows(op.namespace, op.key)
         if not rows:
             return None
         row = max(rows, key=lambda r: r.item.updated_at)
@@ -277,38 +341,40 @@ class MemvaultStore(BaseStore):
             await self._refresh(row)
         return row.item
 
-    async def _put(self, op: PutOp) -> None:
-        rows = await self._rows(op.namespace, op.key)
-        if op.value is None:
-            for row in rows:
-                await self._delete(row)
-            return
+    async def _write(self, puts: list[PutOp], reads: _Reads) -> None:
+        """A batch's puts: the new values stored together (one embedding call and one
+        transaction for each hundred), then the rows they replace and the deleted keys' rows
+        removed, so a reader never sees a key missing."""
+        values = [put for put in puts if put.value is not None]
+        for start in range(0, len(values), PAGE):
+            await self._bridge.service.add_many(
+                [
+                    self._input(put, reads.rows(put.namespace, put.key))
+                    for put in values[start : start + PAGE]
+                ]
+            )
+        await _bounded(
+            [self._delete(row) for put in puts for row in reads.rows(put.namespace, put.key)]
+        )
+
+    def _input(self, op: PutOp, old: list[_Row]) -> MemoryInput:
+        assert op.value is not None
+        value = dict(op.value)
         ttl = op.ttl if isinstance(op.ttl, int | float) else None
         index = list(op.index) if isinstance(op.index, list | tuple) else op.index
-        await self._write(op.namespace, op.key, dict(op.value), index, ttl, rows)
-
-    async def _write(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: dict[str, Any],
-        index: Literal[False] | list[str] | None,
-        ttl: float | None,
-        old: list[_Row],
-    ) -> None:
         now = datetime.now(UTC)
         created = min((r.item.created_at for r in old), default=now)
         meta = {
-            "namespace": _ns_text(namespace),
-            "prefixes": [_ns_text(namespace[:n]) for n in range(1, len(namespace) + 1)],
-            "key": key,
+            "namespace": _ns_text(op.namespace),
+            "prefixes": [_ns_text(op.namespace[:n]) for n in range(1, len(op.namespace) + 1)],
+            "key": op.key,
             "created_at": created.isoformat(),
             "updated_at": now.isoformat(),
             "ttl": ttl,
         }
         fields = self._fields if index is None else (_fields(index) if index else [])
-        await self._bridge.service.add(
-            _canonical(value),
+        return MemoryInput(
+            content=_canonical(value),
             index_text=_index_text(value, fields),
             user_id=self.user_id,
             app_id=self.app_id,
@@ -318,8 +384,6 @@ class MemvaultStore(BaseStore):
             infer=False,
             pii_policy="allow",
         )
-        for row in old:
-            await self._delete(row)
 
     async def _refresh(self, row: _Row) -> None:
         """A read's TTL refresh: the same memory's expiry moved, nothing else. Rewriting the
@@ -340,20 +404,20 @@ class MemvaultStore(BaseStore):
     def _in_prefix(self, prefix: tuple[str, ...]) -> dict[str, Any] | None:
         return {META: {"prefixes": [_ns_text(prefix)]}} if prefix else None
 
-    async def _search(self, op: SearchOp) -> list[SearchItem]:
+    async def _search(self, op: SearchOp, reads: _Reads) -> list[SearchItem]:
         def wanted(item: Item) -> bool:
             return all(_compare(_field(item.value, k), v) for k, v in (op.filter or {}).items())
 
         if not op.query:
             rows = list(
                 _newest(
-                    _Row(r) for r in await self._records(self._in_prefix(op.namespace_prefix))
+                    _Row(r) for r in await reads.records(self._in_prefix(op.namespace_prefix))
                 ).values()
             )
             rows.sort(key=lambda r: r.item.updated_at, reverse=True)
             hits: list[tuple[_Row, float | None]] = [(r, None) for r in rows if wanted(r.item)]
         else:
-            hits = await self._query(op, wanted)
+            hits = await self._query(op, wanted, reads)
         page = hits[op.offset : op.offset + op.limit]
         if op.refresh_ttl:
             for row, _ in page:
@@ -380,7 +444,9 @@ class MemvaultStore(BaseStore):
             limit=limit,
         )
 
-    async def _query(self, op: SearchOp, wanted: Callable[[Item], bool]) -> list[Hit]:
+    async def _query(
+        self, op: SearchOp, wanted: Callable[[Item], bool], reads: _Reads
+    ) -> list[Hit]:
         assert op.query is not None
         prefix = self._in_prefix(op.namespace_prefix)
         wide = PAGE if op.filter else min(PAGE, op.offset + op.limit)
@@ -391,13 +457,11 @@ class MemvaultStore(BaseStore):
             row = _Row(hit)
             ident = (row.item.namespace, row.item.key)
             if ident not in seen and wanted(row.item):
-                # LangGraph's score is the query's similarity to the item (0-1), which
-                # memvault's relevance is; the hit's score only orders one result.
-                hits.append((row, hit.relevance))
+                hits.append((row, _score(hit)))
             seen.add(ident)
         short = len(hits) < op.offset + op.limit
         if op.filter and short and len(found.results) >= PAGE:
-            hits += await self._beyond_cut(op.query, prefix, wanted, seen)
+            hits += await self._beyond_cut(op.query, prefix, wanted, seen, reads)
         return hits
 
     async def _beyond_cut(
@@ -406,12 +470,13 @@ class MemvaultStore(BaseStore):
         prefix: dict[str, Any] | None,
         wanted: Callable[[Item], bool],
         seen: set[tuple[tuple[str, ...], str]],
+        reads: _Reads,
     ) -> list[Hit]:
         """The items that pass the filter beyond the best matches a search page holds, each
         scored against the query, best first: the filter reads the value, which only the
         listing decrypts, so it cannot narrow the search itself (LangGraph's stores filter
         before they rank: a filter that selects the lowest-ranked item still finds it)."""
-        rows = _newest(_Row(r) for r in await self._records(prefix))
+        rows = _newest(_Row(r) for r in await reads.records(prefix))
         scored: list[Hit] = []
         for ident, row in rows.items():
             if ident in seen or not wanted(row.item):
@@ -420,12 +485,12 @@ class MemvaultStore(BaseStore):
                 query, {META: {"namespace": _ns_text(ident[0]), "key": ident[1]}}, 1
             )
             # An unindexed item has no match: a query search never returns it.
-            scored += [(row, hit.relevance) for hit in one.results]
+            scored += [(row, _score(hit)) for hit in one.results]
         scored.sort(key=lambda pair: -(pair[1] or 0.0))
         return scored
 
-    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {_Row(r).item.namespace for r in await self._records(None)}
+    async def _list_namespaces(self, op: ListNamespacesOp, reads: _Reads) -> list[tuple[str, ...]]:
+        namespaces = {_Row(r).item.namespace for r in await reads.records(None)}
         chosen = [
             ns
             for ns in namespaces
@@ -434,6 +499,145 @@ class MemvaultStore(BaseStore):
         if op.max_depth is not None:
             chosen = list({ns[: op.max_depth] for ns in chosen})
         return sorted(chosen)[op.offset : op.offset + op.limit]
+
+
+Key = tuple[tuple[str, ...], str]
+
+
+class _Reads:
+    """What one batch reads, from the state before its writes: each listing once however many
+    of the batch's operations ask for it, and the rows of the keys its gets and puts name."""
+
+    def __init__(self, store: MemvaultStore, *, whole: bool) -> None:
+        self._store = store
+        # The batch lists the whole store anyway (it lists namespaces): its other listings and
+        # lookups are read from that one.
+        self._whole = whole
+        self._listings: dict[str, asyncio.Future[list[Any]]] = {}
+        self._rows: dict[Key, list[_Row]] = {}
+
+    async def records(self, metadata: dict[str, Any] | None) -> list[Any]:
+        prefixes = (metadata or {}).get(META, {}).get("prefixes")
+        if self._whole and metadata is not None and metadata == {META: {"prefixes": prefixes}}:
+            return [
+                r
+                for r in await self.records(None)
+                if all(p in r.metadata[META].get("prefixes", []) for p in prefixes)
+            ]
+        key = json.dumps(metadata, sort_keys=True)
+        if key not in self._listings:
+            self._listings[key] = asyncio.ensure_future(self._store._records(metadata))
+        return await self._listings[key]
+
+    def rows(self, namespace: tuple[str, ...], key: str) -> list[_Row]:
+        return self._rows.get((namespace, key), [])
+
+    async def prefetch(self, keys: list[Key]) -> None:
+        if self._whole:
+            needed = set(keys)
+            for row in map(_Row, await self.records(None)):
+                ident = (row.item.namespace, row.item.key)
+                if ident in needed:
+                    self._rows.setdefault(ident, []).append(row)
+            return
+        by_namespace: dict[tuple[str, ...], set[str]] = {}
+        for namespace, key in dict.fromkeys(keys):
+            by_namespace.setdefault(namespace, set()).add(key)
+        single: list[Key] = []
+        for namespace, wanted in by_namespace.items():
+            if len(wanted) >= KEYS_PER_PAGE:
+                left = await self._namespace(namespace, wanted, len(wanted) // KEYS_PER_PAGE)
+                single += [(namespace, key) for key in left]
+            else:
+                single += [(namespace, key) for key in wanted]
+        await _bounded([self._one(namespace, key) for namespace, key in single])
+
+    async def _namespace(
+        self, namespace: tuple[str, ...], wanted: set[str], pages: int
+    ) -> set[str]:
+        """Reads up to ``pages`` pages of the namespace's items; the wanted keys it could not
+        settle (the namespace holds more) are left for one query each."""
+        service = self._store._bridge.service
+        cursor: str | None = None
+        found: list[_Row] = []
+        for _ in range(pages):
+            page = await service.list(
+                user_id=self._store.user_id,
+                app_id=self._store.app_id,
+                source=SOURCE,
+                metadata={META: {"namespace": _ns_text(namespace)}},
+                limit=PAGE,
+                cursor=cursor,
+            )
+            found += [_Row(r) for r in page.results]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        for row in found:
+            if row.item.key in wanted:
+                self._rows.setdefault((namespace, row.item.key), []).append(row)
+        if cursor is None:
+            return set()
+        return wanted - {row.item.key for row in found}
+
+    async def _one(self, namespace: tuple[str, ...], key: str) -> None:
+        self._rows[(namespace, key)] = await self._store._rows(namespace, key)
+
+
+async def _bounded(work: list[Coroutine[Any, Any, R]]) -> list[R]:
+    """Awaits ``work``, at most ``SLOTS`` at a time, all of it to its end; the results in
+    ``work``'s order, or the first error."""
+    slots = asyncio.Semaphore(SLOTS)
+
+    async def one(step: Coroutine[Any, Any, R]) -> R:
+        async with slots:
+            return await step
+
+    done = await asyncio.gather(*(one(step) for step in work), return_exceptions=True)
+    for outcome in done:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return done  # type: ignore[return-value]
+
+
+def _merge(batches: list[list[Op]]) -> tuple[list[Op], list[list[int]]]:
+    """The callers' batches as one, each read once (LangGraph's async stores dedupe a batch
+    the same way), and where each caller's results are in it."""
+    merged: list[Op] = []
+    seen: dict[Any, int] = {}
+    where: list[list[int]] = []
+    for ops in batches:
+        places: list[int] = []
+        for op in ops:
+            if isinstance(op, PutOp):
+                places.append(len(merged))
+                merged.append(op)
+                continue
+            ident: Any = op
+            try:
+                hash(op)
+            except TypeError:  # a search with a filter holds a dict
+                ident = (type(op), repr(op))
+            if ident not in seen:
+                seen[ident] = len(merged)
+                merged.append(op)
+            places.append(seen[ident])
+        where.append(places)
+    return merged, where
+
+
+def _settle(
+    waiter: asyncio.Future[list[Result]],
+    results: list[Result] | None = None,
+    *,
+    error: BaseException | None = None,
+) -> None:
+    if waiter.done():  # the caller gave up (cancelled) meanwhile
+        return
+    if error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(results or [])
 
 
 __all__ = ["MemvaultStore"]
