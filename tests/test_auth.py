@@ -61,6 +61,7 @@ ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/admin/jobs/retry", {}),
     ("GET", "/v1/audit", {"params": {"user_id": "u"}}),
     ("GET", "/v1/users", {}),
+    ("GET", "/v1/overview", {"params": {"user_id": "u"}}),
     ("GET", "/v1/deletions", {"params": {"user_id": "u"}}),
     ("POST", "/v1/deletions", {"json": {"user_id": "u", "memory_id": MEMORY_ID}}),
     ("GET", f"/v1/deletions/{REQUEST_ID}", {}),

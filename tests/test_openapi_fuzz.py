@@ -84,6 +84,7 @@ OPERATIONS = [
     ("GET", "/metrics"),
     ("GET", "/v1/audit"),
     ("GET", "/v1/users"),
+    ("GET", "/v1/overview"),
     ("GET", "/v1/deletions"),
     ("POST", "/v1/deletions"),
     ("GET", "/v1/deletions/{request_id}"),

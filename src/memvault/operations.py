@@ -100,8 +100,10 @@ from memvault.lifecycle.reports import (
     ImportCounts,
     ImportRequest,
     MemoryHealth,
+    OverviewQuery,
     ReceiptPage,
     ReceiptsQuery,
+    UserOverview,
     UserPage,
     UsersQuery,
 )
@@ -479,6 +481,15 @@ OPERATIONS: tuple[Operation, ...] = (
         {"limit": 100},
         _LIFE, UserPage, resource="lifecycle", service="list_users", query=UsersQuery,
         returns="results",
+    ),
+    Operation(
+        "user_overview", "GET", "/v1/overview", "read",
+        "One user at a glance",
+        "How many memories, conversations, turns, facts, entities and goals a user holds "
+        "(each counted exactly by the store), the turns not yet in the knowledge graph, and "
+        "how many memories were written on each of the last `days` days and `weeks` weeks.",
+        {**OWNER, "days": 14, "weeks": 26},
+        _LIFE, UserOverview, resource="lifecycle", service="user_overview", query=OverviewQuery,
     ),
     Operation(
         "deletion_receipts", "GET", "/v1/deletions", "read",
