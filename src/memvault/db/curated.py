@@ -105,7 +105,7 @@ def _counted(table: sa.Table, *where: sa.ColumnElement[bool]) -> sa.ScalarSelect
 async def user_totals(
     conn: AsyncConnection, tenant_id: str, user_id: str, now: datetime
 ) -> UserTotals:
-    """Exact counts in one statement (each an index-backed COUNT, no row leaves the server)."""
+    """Exact counts, counted by the database (no row leaves the server to be counted)."""
     c, e, g = conversations.c, entities.c, goals.c
     live = [c.tenant_id == tenant_id, c.user_id == user_id, c.archived.is_(False)]
     turns = sa.select(sa.func.coalesce(sa.func.sum(c.turn_count), 0)).where(*live).scalar_subquery()
