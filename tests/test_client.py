@@ -388,6 +388,24 @@ async def test_curation_round_trip(mem: Any) -> None:
         await mem.restore_fact(lives.id, user_id="bob")
 
 
+async def test_a_users_overview_and_the_facts_read_from_a_memory(mem: Any) -> None:
+    said = await mem.add_messages(
+        [{"role": "user", "content": "I work at Feedzai in Lisbon."}],
+        user_id="dee",
+        conversation_id="work",
+    )
+    await mem.add("Dee keeps bees", user_id="dee", infer=False)
+    await mem.add_goal("Find a flat", user_id="dee")
+    seen = await mem.user_overview(user_id="dee", days=3, weeks=2)
+    facts = await mem.facts(user_id="dee", limit=1000)
+    assert (seen.memories, seen.conversations, seen.turns, seen.goals) == (2, 1, 1, 1)
+    assert seen.facts == len(facts) > 0
+    assert [g.memories for g in seen.per_day] == [0, 0, 2] and len(seen.per_week) == 2
+    turn = said[0].id
+    read = await mem.facts(user_id="dee", memory_id=turn, include_superseded=True)
+    assert {f.id for f in read} == {f.id for f in facts if turn in f.memory_ids}
+
+
 # --- the client's surface ---------------------------------------------------------------------
 
 

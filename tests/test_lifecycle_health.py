@@ -18,7 +18,8 @@ from memvault.api import create_app
 from memvault.cli import app
 from memvault.config import Settings
 from memvault.service import AsyncMemory
-from tests.conftest import KEY
+from memvault.worker import Worker
+from tests.conftest import KEY, backend_of
 
 runner = CliRunner()
 
@@ -107,6 +108,49 @@ async def test_health_of_another_tenants_ids_changes_nothing(
                 {"user_id": "u", "action": "delete", "memory_ids": [str(theirs.id)]}
             )
         assert (await store.for_tenant("globex").get(theirs.id, user_id="u")).tier == "hot"
+
+
+async def test_near_duplicates_follow_every_change_between_reports(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """A report compares only what changed since the last one (lifecycle/duplicates.py): after
+    each write, edit and deletion it still finds what a store opened afresh finds."""
+    settings = make_settings(embedding_provider="hash")
+
+    async def clusters(store: AsyncMemory) -> list[list[str]]:
+        found = (await store.memory_health(user_id="ivy")).findings
+        return [[str(i) for i in c] for f in found for c in f.clusters]
+
+    async def afresh() -> list[list[str]]:
+        async with await AsyncMemory.open(settings) as other:
+            return await clusters(other)
+
+    async with await AsyncMemory.open(settings) as store:
+
+        async def add(text: str) -> str:
+            return str((await store.add(text, user_id="ivy", infer=False)).id)
+
+        async def edit(memory_id: str, text: str) -> None:
+            await store.update(memory_id, user_id="ivy", content=text)
+            # Embedded again by the worker (none runs in a library store): a new chunk row.
+            worker = Worker(backend_of(store))
+            while await worker.run_once():
+                pass
+            assert (await store.get(memory_id, user_id="ivy")).embedded
+
+        kayak = await add("Ivy owns a red kayak")
+        await add("Ivy likes the harbour at dawn")
+        assert await clusters(store) == [] == await afresh()
+        copy = await add("Ivy owns a red kayak")  # a new memory, compared with the rest
+        assert await clusters(store) == [sorted([kayak, copy])] == await afresh()
+        third = await add("Ivy owns a red kayak")
+        assert await clusters(store) == [sorted([kayak, copy, third])] == await afresh()
+        await edit(copy, "Ivy sold the kayak in May")  # a new vector
+        assert await clusters(store) == [sorted([kayak, third])] == await afresh()
+        await store.delete(third, user_id="ivy")
+        assert await clusters(store) == [] == await afresh()
+        await edit(copy, "Ivy owns a red kayak")
+        assert await clusters(store) == [sorted([kayak, copy])] == await afresh()
 
 
 async def test_export_then_import_keeps_ids_history_and_vectors(

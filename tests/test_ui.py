@@ -4,6 +4,7 @@ store (the browser tests in test_ui_browser.py drive the same pages in Chromium)
 from __future__ import annotations
 
 import functools
+import html
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -326,3 +327,26 @@ def test_a_contradiction_is_resolved_from_the_graph_page(
         assert "Contradiction resolved" in done.text and "resolve_review" in done.text
         after = client.get("/ui/graph").text
         assert "conflicts with" not in after
+
+
+def test_a_memory_page_lists_the_facts_read_from_it_and_no_other(client: TestClient) -> None:
+    said = ["I work at Feedzai in Lisbon.", "My sister Ana lives in Porto."]
+    body = {
+        "user_id": "default",
+        "conversation_id": "two",
+        "messages": [{"role": "user", "content": text} for text in said],
+    }
+    assert client.post("/v1/messages", json=body, params={"wait": True}).status_code < 300
+    every = client.get("/v1/facts", params={"user_id": "default", "limit": 1000}).json()
+    sources = {m for f in every["results"] for m in f["memory_ids"]}
+    assert len(sources) == 2, every  # each turn said something
+    for memory_id in sources:
+        params = {"user_id": "default", "memory_id": memory_id, "include_superseded": "true"}
+        read = client.get("/v1/facts", params=params).json()["results"]
+        mine = [f for f in every["results"] if memory_id in f["memory_ids"]]
+        assert read and {f["id"] for f in read} == {f["id"] for f in mine}
+        page = client.get(f"/ui/memories/{memory_id}").text
+        derived = html.unescape(page.split("Facts derived from it", 1)[1].split("</ul>", 1)[0])
+        others = [f for f in every["results"] if memory_id not in f["memory_ids"]]
+        assert all(f["claim"] in derived for f in mine), derived
+        assert not any(f["claim"] in derived for f in others), derived

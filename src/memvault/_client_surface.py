@@ -39,6 +39,7 @@ from memvault.lifecycle.reports import (
     HealthActionRequest,
     HealthActionResult,
     MemoryHealth,
+    UserOverview,
     UserSummary,
 )
 from memvault.models import (
@@ -146,6 +147,10 @@ class ClientSurface:
     async def list_users(self, *, limit: 'int' = 100) -> 'list[UserSummary]':
         """This tenant's users (anyone holding a memory, a conversation or a fact), with how
         many of each they hold, most recently active first."""
+
+    async def user_overview(self, *, user_id: 'str', days: 'int' = 14, weeks: 'int' = 26) -> 'UserOverview':
+        """What one user holds, each kind counted exactly, and how many memories they gained
+        on each of the last ``days`` days and ``weeks`` weeks (UTC), every memory counted."""
 
     async def deletion_receipts(self, *, user_id: 'str | None' = None, limit: 'int' = 50) -> 'list[DeletionReceipt]':
         """The receipts of this tenant's deletions (one user's, if given), newest first: each
@@ -268,10 +273,11 @@ class ClientSurface:
         predicate value`` (a literal). ``@user`` names the user. A functional predicate
         (lives_in, works_for, …) supersedes the current value per the contradiction policy."""
 
-    async def facts(self, *, user_id: 'str', entity: 'str | None' = None, predicate: 'str | None' = None, valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None, include_superseded: 'bool' = False, limit: 'int' = 100) -> 'builtins.list[Fact]':
+    async def facts(self, *, user_id: 'str', entity: 'str | None' = None, predicate: 'str | None' = None, valid_at: 'datetime | None' = None, known_at: 'datetime | None' = None, include_superseded: 'bool' = False, memory_id: 'UUID | str | None' = None, limit: 'int' = 100) -> 'builtins.list[Fact]':
         """What is true now as currently known (default); ``valid_at=T``: what held in the
         world at T; ``known_at=T``: what the store believed at T; ``include_superseded``: the
-        whole history. ``entity`` is a name, alias or id (its facts as subject or object)."""
+        whole history. ``entity`` is a name, alias or id (its facts as subject or object);
+        ``memory_id``: only the facts read from that memory."""
 
     async def fact_reviews(self, *, user_id: 'str', limit: 'int' = 50, offset: 'int' = 0) -> 'builtins.list[FactReview]':
         """Contradictions the ``flag_review`` policy kept side by side, newest first

@@ -27,6 +27,7 @@ from memvault.db.units import transaction
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.embedding_service import EmbeddingService
 from memvault.lifecycle.audit import Audit
+from memvault.lifecycle.duplicates import DuplicateScans
 from memvault.pipeline.judge import Judge
 from memvault.retrieval.reinforce import AccessTracker
 from memvault.vectorindex import VectorIndex, open_index
@@ -62,6 +63,8 @@ class Backend:
     index: VectorIndex | None = None
     # Owners' BM25 statistics, so a search of a large scope need not read them every time.
     keyword_stats: Remembered[ScopeStatistics] = field(default_factory=Remembered)
+    # Owners' near-duplicate pairs as last found: memory health compares only what changed.
+    duplicate_scans: DuplicateScans = field(default_factory=DuplicateScans)
     closers: list[Callable[[], None]] = field(default_factory=list)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _rate_takes: int = 0

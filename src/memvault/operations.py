@@ -85,8 +85,10 @@ from memvault.lifecycle.reports import (
     ImportCounts,
     ImportRequest,
     MemoryHealth,
+    OverviewQuery,
     ReceiptPage,
     ReceiptsQuery,
+    UserOverview,
     UserPage,
     UsersQuery,
 )
@@ -632,13 +634,29 @@ OPERATIONS: tuple[Operation, ...] = (
         returns="results",
     ),
     Operation(
+        name="user_overview",
+        method="GET",
+        path="/v1/overview",
+        scope="read",
+        summary="One user at a glance",
+        description="How many memories, conversations, turns, facts, entities and goals a user "
+        "holds (each counted exactly by the store), the turns not yet in the knowledge graph, and "
+        "how many memories were written on each of the last `days` days and `weeks` weeks.",
+        example={**OWNER, "days": 14, "weeks": 26},
+        tag=_LIFE,
+        response=UserOverview,
+        resource="lifecycle",
+        service="user_overview",
+        query=OverviewQuery,
+    ),
+    Operation(
         name="deletion_receipts",
         method="GET",
         path="/v1/deletions",
         scope="read",
         summary="Deletion receipts",
-        description="The receipts of this tenant's deletions (one user's, if given), newest first. "
-        "Each is kept in its deletion's audit row, so none are kept with "
+        description="The receipts of this tenant's deletions (one user's, if given), newest "
+        "first. Each is kept in its deletion's audit row, so none are kept with "
         "`MEMVAULT_AUDIT_LEVEL=off`.",
         example={"user_id": USER, "limit": 50},
         tag=_LIFE,

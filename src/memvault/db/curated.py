@@ -1,4 +1,5 @@
-"""SQL of curation: a tenant's users with what each holds, the deletion receipts the audit log
+"""SQL of curation: a tenant's users with what each holds (and one user's counts and growth,
+counted by the database), the deletion receipts the audit log
 keeps (a receipt is written into its ``delete`` row's details in the deleting transaction:
 ``lifecycle/deletion.py``), and a merge's moving of source links onto the memory it keeps."""
 
@@ -14,17 +15,22 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.graph import FactQuery, fact_conditions
+from memvault.db.graph_lifecycle import user_consolidation_lag
 from memvault.db.tables import (
     audit_log,
     conversations,
+    entities,
     entity_mentions,
     fact_sources,
     facts,
+    goals,
     memories,
     relation_sources,
 )
 
 _a = audit_log.c
+_m = memories.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,63 @@ async def users(conn: AsyncConnection, tenant_id: str, limit: int) -> list[UserC
         .limit(limit)
     )
     return [UserCounts(*row) for row in await conn.execute(query)]
+
+
+@dataclass(frozen=True, slots=True)
+class UserTotals:
+    """One user's holdings as the overview counts them: every memory, the conversations not
+    archived and their turns, the facts true now, the unmerged entities, every goal."""
+
+    memories: int
+    conversations: int
+    turns: int
+    turns_unconsolidated: int
+    facts: int
+    entities: int
+    goals: int
+
+
+def _counted(table: sa.Table, *where: sa.ColumnElement[bool]) -> sa.ScalarSelect[Any]:
+    return sa.select(sa.func.count()).select_from(table).where(*where).scalar_subquery()
+
+
+async def user_totals(
+    conn: AsyncConnection, tenant_id: str, user_id: str, now: datetime
+) -> UserTotals:
+    """Exact counts, counted by the database (no row leaves the server to be counted)."""
+    c, e, g = conversations.c, entities.c, goals.c
+    live = [c.tenant_id == tenant_id, c.user_id == user_id, c.archived.is_(False)]
+    turns = sa.select(sa.func.coalesce(sa.func.sum(c.turn_count), 0)).where(*live).scalar_subquery()
+    current = fact_conditions(tenant_id, FactQuery(user_id=user_id), now)
+    query = sa.select(
+        _counted(memories, _m.tenant_id == tenant_id, _m.user_id == user_id),
+        _counted(conversations, *live),
+        turns,
+        _counted(facts, *current),
+        _counted(entities, e.tenant_id == tenant_id, e.user_id == user_id, e.merged_into.is_(None)),
+        _counted(goals, g.tenant_id == tenant_id, g.user_id == user_id),
+    )
+    n_memories, n_conversations, n_turns, n_facts, n_entities, n_goals = (
+        await conn.execute(query)
+    ).one()
+    lag = await user_consolidation_lag(conn, tenant_id, user_id)
+    return UserTotals(
+        n_memories, n_conversations, int(n_turns), lag.turns, n_facts, n_entities, n_goals
+    )
+
+
+async def memories_per_day(
+    conn: AsyncConnection, tenant_id: str, user_id: str, since: datetime
+) -> dict[datetime, int]:
+    """How many of the user's memories were written on each day (UTC) since ``since``, keyed
+    by the day's start in UTC wall time: every memory, grouped by the database."""
+    day = sa.func.date_trunc("day", sa.func.timezone("UTC", _m.created_at)).label("day")
+    query = (
+        sa.select(day, sa.func.count())
+        .where(_m.tenant_id == tenant_id, _m.user_id == user_id, _m.created_at >= since)
+        .group_by(day)
+    )
+    return {at: n for at, n in await conn.execute(query)}
 
 
 async def receipts(

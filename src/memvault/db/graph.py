@@ -461,6 +461,8 @@ class FactQuery:
     valid_at: datetime | None = None
     known_at: datetime | None = None
     include_superseded: bool = False
+    # Only the facts read from this memory (one of their sources).
+    memory_id: UUID | None = None
     limit: int = 100
     # Only facts recorded after this moment (what a reader has not seen yet).
     recorded_after: datetime | None = None
@@ -475,6 +477,12 @@ def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.Colu
         where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))
     if q.predicate is not None:
         where.append(_f.predicate == q.predicate)
+    if q.memory_id is not None:
+        src = fact_sources.c
+        read = sa.select(src.fact_id).where(
+            src.tenant_id == tenant_id, src.memory_id == q.memory_id
+        )
+        where.append(_f.id.in_(read))
     if q.include_superseded:
         return where
     return where + _as_of(q.valid_at, q.known_at, now)

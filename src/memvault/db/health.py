@@ -26,16 +26,30 @@ def _owner(tenant_id: str, user_id: str) -> list[sa.ColumnElement[bool]]:
     return [_m.tenant_id == tenant_id, _m.user_id == user_id]
 
 
-async def count_where(
-    conn: AsyncConnection, tenant_id: str, user_id: str, *condition: sa.ColumnElement[bool]
-) -> tuple[int, list[UUID]]:
-    """How many of the user's memories meet ``condition``, and a sample of their ids."""
-    where = [*_owner(tenant_id, user_id), *condition]
-    total = await conn.scalar(sa.select(sa.func.count()).select_from(memories).where(*where))
-    sample = await conn.execute(
-        sa.select(_m.id).where(*where).order_by(_m.created_at, _m.id).limit(SAMPLE)
+async def counts_where(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    conditions: Sequence[sa.ColumnElement[bool]],
+) -> tuple[int, list[int]]:
+    """How many memories the user has, and how many meet each condition: one pass over them."""
+    counted = [sa.func.count().filter(c) for c in conditions]
+    query = sa.select(sa.func.count(), *counted).select_from(memories)
+    total, *each = (await conn.execute(query.where(*_owner(tenant_id, user_id)))).one()
+    return int(total), [int(n) for n in each]
+
+
+async def sample_where(
+    conn: AsyncConnection, tenant_id: str, user_id: str, condition: sa.ColumnElement[bool]
+) -> list[UUID]:
+    """The first ``SAMPLE`` ids (oldest first) of the user's memories that meet ``condition``."""
+    query = (
+        sa.select(_m.id)
+        .where(*_owner(tenant_id, user_id), condition)
+        .order_by(_m.created_at, _m.id)
+        .limit(SAMPLE)
     )
-    return int(total or 0), [r[0] for r in sample]
+    return [r[0] for r in await conn.execute(query)]
 
 
 def expired_temporal(now: datetime) -> sa.ColumnElement[bool]:
@@ -76,21 +90,43 @@ async def failed_jobs(conn: AsyncConnection, tenant_id: str, user_id: str) -> li
     return [FailedJob.from_row(r) for r in await conn.execute(query)]
 
 
+_WINDOW = sa.text(
+    """
+    SELECT c.memory_id, c.created_at FROM memory_chunks c
+    JOIN memories m ON m.tenant_id = c.tenant_id AND m.id = c.memory_id
+    WHERE c.tenant_id = :tenant AND c.user_id = :user AND c.model = :model
+      AND c.chunk_index = 0 AND m.source IS DISTINCT FROM :turn
+    ORDER BY c.created_at DESC, c.memory_id LIMIT :scan
+    """
+)
+
+# Every pair with a fresh member, within the window: fresh x window distances, not window^2.
 _NEAR = sa.text(
     """
-    WITH recent AS (
-        SELECT c.memory_id, c.embedding FROM memory_chunks c
-        JOIN memories m ON m.tenant_id = c.tenant_id AND m.id = c.memory_id
-        WHERE c.tenant_id = :tenant AND c.user_id = :user AND c.model = :model
-          AND c.chunk_index = 0 AND m.source IS DISTINCT FROM :turn
-        ORDER BY c.created_at DESC LIMIT :scan
+    WITH recent AS MATERIALIZED (
+        SELECT memory_id, embedding FROM memory_chunks
+        WHERE tenant_id = :tenant AND user_id = :user AND model = :model AND chunk_index = 0
+          AND memory_id = ANY(CAST(:window AS uuid[]))
+    ), fresh AS MATERIALIZED (
+        SELECT memory_id, embedding FROM recent WHERE memory_id = ANY(CAST(:fresh AS uuid[]))
     )
-    SELECT a.memory_id AS a, b.memory_id AS b
-    FROM recent a JOIN recent b ON a.memory_id < b.memory_id
-    WHERE (a.embedding <=> b.embedding) <= :distance
+    SELECT LEAST(a.memory_id, b.memory_id) AS a, GREATEST(a.memory_id, b.memory_id) AS b
+    FROM fresh a JOIN recent b ON a.memory_id <> b.memory_id
+    WHERE (b.memory_id <> ALL(CAST(:fresh AS uuid[])) OR a.memory_id < b.memory_id)
+      AND (a.embedding <=> b.embedding) <= :distance
     LIMIT :pairs
     """
 )
+
+
+async def duplicate_window(
+    conn: AsyncConnection, tenant_id: str, user_id: str, model: str, scan: int
+) -> dict[UUID, datetime]:
+    """The user's newest ``scan`` memories that a merge may touch (no conversation turn), each
+    with when its first chunk was written (a new embedding is a new chunk row)."""
+    params = {"tenant": tenant_id, "user": user_id, "model": model, "scan": scan}
+    found = await conn.execute(_WINDOW, {**params, "turn": TURN_SOURCE})
+    return {r.memory_id: r.created_at for r in found}
 
 
 async def near_duplicate_pairs(
@@ -100,19 +136,20 @@ async def near_duplicate_pairs(
     model: str,
     similarity: float,
     *,
-    scan: int = 2000,
-    pairs: int = 500,
+    window: Sequence[UUID],
+    fresh: Sequence[UUID],
+    pairs: int,
 ) -> list[tuple[UUID, UUID]]:
-    """Pairs of the user's newest ``scan`` memories whose first chunks are at least this
-    similar (cosine), by the given model."""
+    """Pairs among ``window`` (memory ids) with at least one member in ``fresh``, whose first
+    chunks are at least this similar (cosine) by the given model, each as (lower, higher)."""
     params = {
         "tenant": tenant_id,
         "user": user_id,
         "model": model,
         "distance": 1 - similarity,
-        "scan": scan,
+        "window": list(window),
+        "fresh": list(fresh),
         "pairs": pairs,
-        "turn": TURN_SOURCE,  # turns are never merged: what was said stays as said
     }
     return [(r.a, r.b) for r in await conn.execute(_NEAR, params)]
 

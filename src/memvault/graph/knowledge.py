@@ -134,11 +134,13 @@ class Graph:
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
         include_superseded: bool = False,
+        memory_id: UUID | str | None = None,
         limit: int = 100,
     ) -> builtins.list[Fact]:
         """What is true now as currently known (default); ``valid_at=T``: what held in the
         world at T; ``known_at=T``: what the store believed at T; ``include_superseded``: the
-        whole history. ``entity`` is a name, alias or id (its facts as subject or object)."""
+        whole history. ``entity`` is a name, alias or id (its facts as subject or object);
+        ``memory_id``: only the facts read from that memory."""
         query: FactsQuery = validated(
             FactsQuery,
             user_id=user_id,
@@ -147,6 +149,7 @@ class Graph:
             valid_at=valid_at,
             known_at=known_at,
             include_superseded=include_superseded,
+            memory_id=memory_id,
             limit=limit,
         )
         return await self._facts(query)
@@ -170,6 +173,7 @@ class Graph:
                     valid_at=query.valid_at,
                     known_at=query.known_at,
                     include_superseded=query.include_superseded,
+                    memory_id=query.memory_id,
                     limit=query.limit,
                     recorded_after=recorded_after,
                 ),

@@ -78,6 +78,7 @@ class FactsQuery(_Input):
     valid_at: Timestamp | None = None
     known_at: Timestamp | None = None
     include_superseded: bool = False
+    memory_id: UUID | None = Field(default=None, description="only facts read from this memory")
     limit: int = Field(default=100, ge=1, le=1_000)
 
 

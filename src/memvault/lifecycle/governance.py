@@ -3,7 +3,7 @@ export and import (memory health and its actions: ``lifecycle.health.Health``)."
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -20,7 +20,10 @@ from memvault.lifecycle.reports import (
     AuditPage,
     BulkDeletion,
     DeletionReceipt,
+    Growth,
+    OverviewQuery,
     ReceiptsQuery,
+    UserOverview,
     UsersQuery,
     UserSummary,
 )
@@ -120,6 +123,33 @@ class Lifecycle:
         async with reading(self._backend.engine) as conn:
             rows = await curated_db.users(conn, self.tenant_id, query.limit)
         return [UserSummary.model_validate(r, from_attributes=True) for r in rows]
+
+    @scoped_to_tenant
+    async def user_overview(self, *, user_id: str, days: int = 14, weeks: int = 26) -> UserOverview:
+        """What one user holds, each kind counted exactly, and how many memories they gained
+        on each of the last ``days`` days and ``weeks`` weeks (UTC), every memory counted."""
+        query: OverviewQuery = validated(OverviewQuery, user_id=user_id, days=days, weeks=weeks)
+        now = datetime.now(UTC)
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        first_day = today - timedelta(days=query.days - 1)
+        first_week = today - timedelta(days=today.weekday() + 7 * (query.weeks - 1))
+        async with reading(self._backend.engine) as conn:
+            totals = await curated_db.user_totals(conn, self.tenant_id, query.user_id, now)
+            daily = await curated_db.memories_per_day(
+                conn, self.tenant_id, query.user_id, min(first_day, first_week)
+            )
+        return UserOverview(
+            user_id=query.user_id,
+            memories=totals.memories,
+            conversations=totals.conversations,
+            turns=totals.turns,
+            turns_unconsolidated=totals.turns_unconsolidated,
+            facts=totals.facts,
+            entities=totals.entities,
+            goals=totals.goals,
+            per_day=_series(daily, first_day, timedelta(days=1), query.days),
+            per_week=_series(daily, first_week, timedelta(weeks=1), query.weeks),
+        )
 
     @scoped_to_tenant
     async def erase_conversation(self, conversation_id: str, *, user_id: str) -> DeletionReceipt:
@@ -233,3 +263,14 @@ class Lifecycle:
             counts = await portable.import_lines(self._backend, self.tenant_id, lines, self.actor)
             event.result_count, event.details = counts["imported"], dict(counts)
         return counts
+
+
+def _series(daily: dict[datetime, int], first: datetime, step: timedelta, n: int) -> list[Growth]:
+    """``n`` buckets of ``step`` from ``first`` on, the empty ones too, each the sum of its
+    days (``daily`` is keyed by each day's start in UTC wall time)."""
+    counts = [0] * n
+    for day, count in daily.items():
+        bucket = (day.replace(tzinfo=UTC) - first) // step
+        if 0 <= bucket < n:
+            counts[bucket] += count
+    return [Growth(start=first + step * i, memories=counts[i]) for i in range(n)]

@@ -19,7 +19,7 @@ from memvault.db import health as db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, InvalidInput, NotFound
-from memvault.lifecycle import deletion, graph_jobs, merging
+from memvault.lifecycle import deletion, duplicates, graph_jobs, merging
 from memvault.lifecycle.governance import identifier
 from memvault.lifecycle.reports import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.reports import (
@@ -32,6 +32,8 @@ from memvault.lifecycle.reports import (
 from memvault.models import TURN_SOURCE
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from memvault.backend import Backend
     from memvault.context import TenantContext
     from memvault.memories import Memories
@@ -72,7 +74,6 @@ async def report(
     s = backend.settings
     findings: list[HealthFinding] = []
     async with reading(backend.engine) as conn:
-        total, _ = await db.count_where(conn, tenant_id, user_id)
         checks = (
             (
                 "expired_temporal",
@@ -103,9 +104,10 @@ async def report(
                 "Not searchable by meaning (no vectors); retry their embedding jobs.",
             ),
         )
-        for kind, condition, action, advice in checks:
-            count, sample = await db.count_where(conn, tenant_id, user_id, condition)
+        total, counts = await db.counts_where(conn, tenant_id, user_id, [c[1] for c in checks])
+        for (kind, condition, action, advice), count in zip(checks, counts, strict=True):
             if count:
+                sample = await db.sample_where(conn, tenant_id, user_id, condition)
                 findings.append(
                     HealthFinding(
                         kind=kind,
@@ -116,13 +118,7 @@ async def report(
                     )
                 )
         failed = await db.failed_jobs(conn, tenant_id, user_id)
-        pairs = await db.near_duplicate_pairs(
-            conn,
-            tenant_id,
-            user_id,
-            backend.embeddings.active_model,
-            s.health_duplicate_similarity,
-        )
+        pairs = await _near_duplicates(backend, conn, tenant_id, user_id)
     if failed:
         ids = [r.memory_id for r in failed][: db.SAMPLE]
         findings.append(
@@ -158,6 +154,33 @@ async def report(
         if found is not None:
             findings.append(found)
     return MemoryHealth(user_id=user_id, total=total, findings=findings)
+
+
+async def _near_duplicates(
+    backend: Backend, conn: AsyncConnection, tenant_id: str, user_id: str
+) -> list[tuple[UUID, UUID]]:
+    """Near-duplicate pairs among the user's newest memories, comparing only what changed
+    since the last report (``lifecycle.duplicates``)."""
+    model = backend.embeddings.active_model
+    similarity = backend.settings.health_duplicate_similarity
+    key = (tenant_id, user_id, model, similarity)
+    window = await db.duplicate_window(conn, tenant_id, user_id, model, duplicates.SCAN)
+    fresh, kept = backend.duplicate_scans.plan(key, window)
+    room = duplicates.PAIRS - len(kept)
+    if fresh and room > 0:
+        found = await db.near_duplicate_pairs(
+            conn,
+            tenant_id,
+            user_id,
+            model,
+            similarity,
+            window=list(window),
+            fresh=fresh,
+            pairs=room,
+        )
+        kept.update(found)
+    backend.duplicate_scans.keep(key, window, kept)
+    return sorted(kept)
 
 
 class Health:

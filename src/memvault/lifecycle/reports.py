@@ -199,6 +199,36 @@ class UserSummary(BaseModel):
     last_activity: datetime | None
 
 
+class OverviewQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: Identifier
+    days: int = Field(default=14, ge=1, le=366, description="days of the daily growth chart")
+    weeks: int = Field(default=26, ge=1, le=520, description="weeks of the weekly growth chart")
+
+
+class Growth(BaseModel):
+    """How many memories were written in one day or week (UTC; a week starts on Monday)."""
+
+    start: datetime
+    memories: int
+
+
+class UserOverview(BaseModel):
+    """One user's holdings, each counted exactly by the store, and how their memories grew:
+    every memory counted, oldest bucket first, empty ones included."""
+
+    user_id: str
+    memories: int = Field(description="every memory, conversation turns included")
+    conversations: int = Field(description="conversations not archived")
+    turns: int = Field(description="turns of the conversations not archived")
+    turns_unconsolidated: int = Field(description="turns not yet in the knowledge graph")
+    facts: int = Field(description="facts true now, as currently known")
+    entities: int = Field(description="entities not merged into another")
+    goals: int = Field(description="goals of every status")
+    per_day: list[Growth]
+    per_week: list[Growth]
+
+
 class UserPage(BaseModel):
     results: list[UserSummary]
 

@@ -3,10 +3,8 @@ without JavaScript, and a table of the same numbers beside each for screen reade
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
 
 WIDTH, HEIGHT = 280, 90
 
@@ -31,11 +29,3 @@ def bars(series: Sequence[tuple[str, int]]) -> list[Bar]:
         height = round(value / top * (HEIGHT - 12), 1)
         drawn.append(Bar(label, value, round(i * step + 1, 1), HEIGHT - height, step - 2, height))
     return drawn
-
-
-def per_day(moments: Iterable[datetime], *, days: int = 14, today: date | None = None) -> list[Bar]:
-    """How many things appeared on each of the last ``days`` days (UTC), oldest first."""
-    end = today or datetime.now(UTC).date()
-    counted = Counter(m.astimezone(UTC).date() for m in moments)
-    span = [end - timedelta(days=n) for n in range(days - 1, -1, -1)]
-    return bars([(d.isoformat(), counted.get(d, 0)) for d in span])

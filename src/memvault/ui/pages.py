@@ -18,8 +18,8 @@ from memvault.ui.web import UIRoute, Viewer, page, redirect, sessions, viewer
 
 router = APIRouter(route_class=UIRoute)
 View = Annotated[Viewer, Depends(viewer)]
-# Counted up to this many; the page says "1000+" beyond.
-COUNT_CAP = 1000
+# A memory's page lists at most this many of the facts read from it (the most the graph lists).
+DERIVED_CAP = 1000
 _LIST_FIELDS = {"tags", "tags_any", "categories", "channels"}
 _PLAIN = set(MemoryQuery.model_fields) - {"user_id", "limit", "cursor", "metadata"}
 
@@ -33,34 +33,28 @@ async def root(view: View) -> Response:
 async def overview(view: View) -> Response:
     memory, user = view.memory, view.user_id
     queue = await view.admin.queue_counts(tenant_id=memory.tenant_id)
-    health, conversations, facts, entities, goals, recent = await asyncio.gather(
-        memory.memory_health(user_id=user),
-        memory.list_conversations(user_id=user, limit=COUNT_CAP),
-        memory.facts(user_id=user, limit=COUNT_CAP),
-        memory.entities(user_id=user, limit=COUNT_CAP),
-        memory.list_goals(user_id=user, limit=COUNT_CAP),
-        memory.list(user_id=user, limit=view.admin.settings.max_page_size),
+    held, health = await asyncio.gather(
+        memory.user_overview(user_id=user), memory.memory_health(user_id=user)
     )
-    turns = sum(c.turn_count for c in conversations)
     counts = [
-        ("Memories", health.total),
-        ("Conversations", len(conversations)),
-        ("Turns", turns),
-        ("Facts", len(facts)),
-        ("Entities", len(entities)),
-        ("Goals", len(goals)),
+        ("Memories", held.memories),
+        ("Conversations", held.conversations),
+        ("Turns", held.turns),
+        ("Facts", held.facts),
+        ("Entities", held.entities),
+        ("Goals", held.goals),
     ]
-    backlog = sum(c.turn_count - c.consolidated_turns for c in conversations)
     return page(
         view,
         "overview.html",
         counts=counts,
-        cap=COUNT_CAP,
         queue=queue,
-        backlog=backlog,
+        backlog=held.turns_unconsolidated,
         findings=health.findings,
-        growth=charts.per_day(m.created_at for m in recent.results),
-        growth_of=len(recent.results),
+        per_day=charts.bars([(g.start.date().isoformat(), g.memories) for g in held.per_day]),
+        per_week=charts.bars([(g.start.date().isoformat(), g.memories) for g in held.per_week]),
+        days=len(held.per_day),
+        weeks=len(held.per_week),
         kinds=charts.bars(counts),
         latency=latency.recall_latency(),
     )
@@ -151,7 +145,7 @@ async def one_memory(view: View, memory_id: str) -> Response:
     record = await memory.get(memory_id, user_id=user)
     history, facts = await asyncio.gather(
         memory.history(record.id, user_id=user),
-        memory.facts(user_id=user, include_superseded=True, limit=COUNT_CAP),
+        memory.facts(user_id=user, include_superseded=True, memory_id=record.id, limit=DERIVED_CAP),
     )
     changes = [
         (
@@ -168,8 +162,7 @@ async def one_memory(view: View, memory_id: str) -> Response:
         )
         for entry in history
     ]
-    derived = [f for f in facts if record.id in f.memory_ids]
-    return page(view, "memory.html", m=record, changes=changes, derived=derived)
+    return page(view, "memory.html", m=record, changes=changes, derived=facts)
 
 
 _SEARCH_KNOBS = ("recipe", "limit", "time_mode", "fact_keys", "reference_time")

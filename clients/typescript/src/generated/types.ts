@@ -428,6 +428,8 @@ export interface FactsQuery {
   valid_at?: (string | Date) | null;
   known_at?: (string | Date) | null;
   include_superseded?: boolean;
+  /** only facts read from this memory */
+  memory_id?: string | null;
   limit?: number;
 }
 
@@ -544,6 +546,12 @@ export interface GraphView {
   reached_edges: number;
   /** the node limit applied */
   limit: number;
+}
+
+/** How many memories were written in one day or week (UTC; a week starts on Monday). */
+export interface Growth {
+  start: string;
+  memories: number;
 }
 
 /**
@@ -794,6 +802,14 @@ export interface MessagesRequest {
   infer?: boolean;
   /** ignored: turns are numbered by their conversation */
   first_turn?: number;
+}
+
+export interface OverviewQuery {
+  user_id: string;
+  /** days of the daily growth chart */
+  days?: number;
+  /** weeks of the weekly growth chart */
+  weeks?: number;
 }
 
 /** Whose memory a read or change of one memory is for. */
@@ -1233,6 +1249,30 @@ export interface UserGraphQuery {
   known_at?: (string | Date) | null;
   /** nodes at most, the most salient first (default: the server's graph_max_nodes); the edge limit grows with it */
   limit?: number | null;
+}
+
+/**
+ * One user's holdings, each counted exactly by the store, and how their memories grew:
+ * every memory counted, oldest bucket first, empty ones included.
+ */
+export interface UserOverview {
+  user_id: string;
+  /** every memory, conversation turns included */
+  memories: number;
+  /** conversations not archived */
+  conversations: number;
+  /** turns of the conversations not archived */
+  turns: number;
+  /** turns not yet in the knowledge graph */
+  turns_unconsolidated: number;
+  /** facts true now, as currently known */
+  facts: number;
+  /** entities not merged into another */
+  entities: number;
+  /** goals of every status */
+  goals: number;
+  per_day: Array<Growth>;
+  per_week: Array<Growth>;
 }
 
 export interface UserPage {
