@@ -162,8 +162,9 @@ _ADD_EMBEDDED = _build_add(with_job=False)
 _ROWS_A_STATEMENT = 500
 
 
-def _build_add_many(rows: Sequence[dict[str, Any]]) -> sa.Select[Any]:
-    """``_ADD_EMBEDDED`` for many rows: one VALUES list, each row's history and events."""
+def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
+    """``_build_add`` for many rows: one VALUES list, each row's history and events, and with
+    ``job_kind`` each row's job."""
     values = [
         {**{c: row[c] for c in _ADD_COLUMNS}, "occurred_at": row["occurred_at"] or sa.func.now()}
         for row in rows
@@ -198,7 +199,18 @@ def _build_add_many(rows: Sequence[dict[str, Any]]) -> sa.Select[Any]:
         .cte("history")
     )
     hooks = webhooks.fanout(webhooks.memory_events(new, "memory.created")).cte("hooks")
-    return sa.select(new).add_cte(history, hooks)
+    if job_kind is None:
+        return sa.select(new).add_cte(history, hooks)
+    job = (
+        embedding_jobs.insert()
+        .from_select(
+            ["tenant_id", "memory_id", "kind"],
+            sa.select(new.c.tenant_id, new.c.id, sa.literal(job_kind, type_=sa.Text())),
+        )
+        .cte("job")
+    )
+    notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
+    return sa.select(new, notify).add_cte(history, job, hooks)
 
 
 async def insert_memory(
@@ -216,16 +228,21 @@ async def insert_memory(
     return MemoryRow.from_row((await conn.execute(statement, params)).one())
 
 
-async def insert_embedded_memories(
-    conn: AsyncConnection, values: Sequence[dict[str, Any]], actor: str
+async def insert_memories(
+    conn: AsyncConnection,
+    values: Sequence[dict[str, Any]],
+    actor: str,
+    *,
+    job_kind: str | None = None,
 ) -> dict[UUID, MemoryRow]:
-    """Memories whose vectors come with them, each with its ADD history row and its events, a
-    few hundred to a statement: a bulk import's rows in a handful of round trips, not one
-    each. By id, since a multi-row insert does not promise to return rows in order."""
+    """``insert_memory`` for many, a few hundred to a statement: a bulk import's rows in a
+    handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
+    kind (None: their vectors come with them). By id, since a multi-row insert does not
+    promise to return rows in order."""
     rows = [{**_ADD_DEFAULTS, **v, "actor": actor} for v in values]
     found: dict[UUID, MemoryRow] = {}
     for start in range(0, len(rows), _ROWS_A_STATEMENT):
-        statement = _build_add_many(rows[start : start + _ROWS_A_STATEMENT])
+        statement = _build_add_many(rows[start : start + _ROWS_A_STATEMENT], job_kind)
         for row in await conn.execute(statement):
             record = MemoryRow.from_row(row)
             found[record.id] = record

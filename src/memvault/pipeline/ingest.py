@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,7 +26,7 @@ from uuid import UUID, uuid4
 import numpy as np
 import numpy.typing as npt
 
-from memvault import tracing
+from memvault import deadline, tracing
 from memvault.db import embedding_queue, keywords, store, vectors
 from memvault.db.driver_errors import SIDE_WORK_FAILED
 from memvault.db.records import MemoryRow
@@ -43,7 +44,15 @@ from memvault.graph.derive import (
     lock_names,
 )
 from memvault.graph.writer import Owner, Prepared, graph_texts
-from memvault.models import AddResult, DedupInfo, FieldSource, MemoryFilter, MemoryInput, PIIInfo
+from memvault.models import (
+    TURN_SOURCE,
+    AddResult,
+    DedupInfo,
+    FieldSource,
+    MemoryFilter,
+    MemoryInput,
+    PIIInfo,
+)
 from memvault.pipeline import pii, rules
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.judge import Judge
@@ -55,6 +64,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _CHUNK_SPECIAL_TOKENS = 2
+# Items a deadline-bound batch takes through the inline stages between two looks at the clock.
+_SLICE = 100
 # Work that commits with a batch's memories, given the connection and the results in order.
 Within = Callable[[Any, list[AddResult]], Awaitable[None]]
 
@@ -106,6 +117,9 @@ class Pipeline:
         self.model = backend.embeddings.active_model
         self.dims = backend.embeddings.primary.dimensions or 0
         self.verbatim = False
+        # A batch's distinct items so far (it may be deduplicated a slice at a time).
+        self._first_of: dict[tuple[str, str, bytes], Draft] = {}
+        self._seen = _Seen(self.settings.dedup_duplicate_threshold)
 
     async def ingest(
         self,
@@ -132,11 +146,38 @@ class Pipeline:
                 if d.index_as is not None or (not background and self._fits_one_chunk(d.text))
             ]
             deferred = [d for d in drafts if d not in inline]
-            whole.set(inline=len(inline), deferred=len(deferred))
             if inline:
-                await self._inline(inline)
+                inline, late = await self._inline_in_time(inline)
+                deferred += late
+            whole.set(inline=len(inline), deferred=len(deferred))
             with tracing.span("memvault.ingest.commit", items=len(drafts)):
                 return await self._commit(inline, deferred, within)
+
+    async def _inline_in_time(self, inline: list[Draft]) -> tuple[list[Draft], list[Draft]]:
+        """The inline stages, a slice at a time when the caller has a deadline: once the next
+        slice would take the stages past half the time that was left, the rest is stored as
+        it is and left to the worker (said ``pending``), so the answer, with every item in
+        it, comes in time. Without a deadline (the library) the whole batch goes through."""
+        left = deadline.remaining()
+        if left is None or len(inline) <= _SLICE:
+            await self._inline(inline)
+            return inline, []
+        began, last = time.monotonic(), 0.0
+        done: list[Draft] = []
+        for start in range(0, len(inline), _SLICE):
+            rest = inline[start:]
+            if done and time.monotonic() - began + last > left / 2:
+                # A named index text is embedded at write, never by the worker.
+                named = [d for d in rest if d.index_as is not None]
+                if named:
+                    await self._inline(named)
+                return done + named, [d for d in rest if d.index_as is None]
+            part = rest[:_SLICE]
+            sliced = time.monotonic()
+            await self._inline(part)
+            last = time.monotonic() - sliced
+            done += part
+        return done, []
 
     async def _inline(self, inline: list[Draft]) -> None:
         """The stages a text that fits the model's window goes through before its commit."""
@@ -275,8 +316,7 @@ class Pipeline:
 
     async def _dedup(self, drafts: list[Draft]) -> None:
         keyring = self.backend.keys.current(self.tenant_id)
-        first_of: dict[tuple[str, str, bytes], Draft] = {}
-        seen = _Seen(self.settings.dedup_duplicate_threshold)
+        first_of, seen, looked_up = self._first_of, self._seen, []
         for draft in drafts:
             if not draft.deduplicated or self.verbatim:
                 continue
@@ -294,7 +334,8 @@ class Pipeline:
                 continue
             first_of[key] = draft
             seen.add(draft)
-        await self._dedup_stored(list(first_of.values()))
+            looked_up.append(draft)
+        await self._dedup_stored(looked_up)
 
     async def _dedup_stored(self, drafts: list[Draft]) -> None:
         """Each draft against what is stored: the hashes of the whole batch in one statement,
@@ -433,7 +474,9 @@ class Pipeline:
             pii=PIIInfo(policy=self.settings.pii_policy, found={}, redacted=False),
         )
         draft.vector = draft.final_vector = await self._stored_vector(row)
-        if draft.vector is not None:
+        # What someone said is kept as said (a turn a deadline left to the worker).
+        self.verbatim = row.source == TURN_SOURCE
+        if draft.vector is not None and not self.verbatim:
             await self._dedup_one(
                 draft, keys.current(row.tenant_id).content_hashes(text), exclude=row.id
             )
@@ -520,24 +563,25 @@ class Pipeline:
                     target[row.id] = (row.user_id, *terms)
                 results[draft.index] = self._result(row, draft)
             await vectors.replace_chunks(conn, self.tenant_id, chunks, self.model)
-            for draft in deferred:
-                # Offline enrichment now, so every stored memory carries it; with infer, the
-                # worker dedups and (with an LLM) refines it once the vectors exist.
-                reference = draft.item.occurred_at or datetime.now(UTC)
-                draft.enrichment = rules.enrich(draft.text, reference)
-                values = {
-                    **self._new_values(draft),
-                    **self._enriched(draft),
-                    "embedded": False,
-                    "embedding_model": None,
-                }
-                kind = "ingest" if draft.item.infer else "embed"
-                row = await store.insert_memory(conn, values, self.actor, job_kind=kind)
-                fresh[row.id] = (row.user_id, *(draft.terms or blind_terms(keyring, draft.text)))
-                draft.dedup = DedupInfo(action="pending" if draft.item.infer else "stored_new")
-                draft.sources = dict.fromkeys(("importance", "memory_type", "categories"), "rules")
-                draft.sources.update(_occurred_source(draft, "rules"))
-                results[draft.index] = self._result(row, draft)
+            for kind in ("ingest", "embed"):
+                # With infer, the worker dedups and (with an LLM) refines them once the
+                # vectors exist; without, it only embeds them.
+                queued = [d for d in deferred if d.item.infer == (kind == "ingest")]
+                stored = await store.insert_memories(
+                    conn, [self._queued_values(d) for d in queued], self.actor, job_kind=kind
+                )
+                for draft in queued:
+                    row = stored[draft.memory_id]
+                    fresh[row.id] = (
+                        row.user_id,
+                        *(draft.terms or blind_terms(keyring, draft.text)),
+                    )
+                    draft.dedup = DedupInfo(action="pending" if kind == "ingest" else "stored_new")
+                    draft.sources = dict.fromkeys(
+                        ("importance", "memory_type", "categories"), "rules"
+                    )
+                    draft.sources.update(_occurred_source(draft, "rules"))
+                    results[draft.index] = self._result(row, draft)
             await keywords.insert_terms(conn, self.tenant_id, fresh)
             await keywords.replace_terms(conn, self.tenant_id, changed)
             if within is not None:  # verbatim items have no twins: every result is here
@@ -557,6 +601,18 @@ class Pipeline:
                     }
                 )
         return [results[i] for i in sorted(results)]
+
+    def _queued_values(self, draft: Draft) -> dict[str, Any]:
+        """A memory left to the worker, with the offline enrichment now, so every stored
+        memory carries it."""
+        reference = draft.item.occurred_at or datetime.now(UTC)
+        draft.enrichment = rules.enrich(draft.text, reference)
+        return {
+            **self._new_values(draft),
+            **self._enriched(draft),
+            "embedded": False,
+            "embedding_model": None,
+        }
 
     def _lock_key(self, draft: Draft, content_hash: bytes) -> str:
         user_id, app_id = draft.scope
@@ -589,7 +645,7 @@ class Pipeline:
             else:
                 new.append(draft)
         values = [{**self._new_values(d), **self._enriched(d)} for d in new]
-        inserted = await store.insert_embedded_memories(conn, values, self.actor)
+        inserted = await store.insert_memories(conn, values, self.actor)
         rows.update({d.index: inserted[d.memory_id] for d in new})
         return rows
 
