@@ -155,7 +155,7 @@ class Pipeline:
 
     async def _inline_in_time(self, inline: list[Draft]) -> tuple[list[Draft], list[Draft]]:
         """The inline stages, a slice at a time when the caller has a deadline: once the next
-        slice would take the stages past half the time that was left, the rest is stored as
+        slice would take the stages past a third of the time left, the rest is stored as
         it is and left to the worker (said ``pending``), so the answer, with every item in
         it, comes in time. Without a deadline (the library) the whole batch goes through."""
         left = deadline.remaining()
@@ -166,7 +166,7 @@ class Pipeline:
         done: list[Draft] = []
         for start in range(0, len(inline), _SLICE):
             rest = inline[start:]
-            if done and time.monotonic() - began + last > left / 2:
+            if done and time.monotonic() - began + last > left / 3:
                 # A named index text is embedded at write, never by the worker.
                 named = [d for d in rest if d.index_as is not None]
                 if named:
