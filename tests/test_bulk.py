@@ -93,3 +93,31 @@ def test_the_largest_batch_over_rest_is_stored_whole_in_time(
         if pending:
             last = api.get(f"/v1/memories/{pending[-1]}", params={"user_id": "bo"}).json()
             assert last["embedded"] and last["importance"] is not None
+
+
+async def test_a_long_conversation_past_its_deadline_keeps_every_turn(
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+) -> None:
+    """Turns left to the worker are finished as turns: kept as said, never folded into a
+    memory that says the same."""
+    memory = await AsyncMemory.open(make_settings(run_worker=True))
+    try:
+        await memory.add("I drink green tea every single morning", user_id="cy")
+        said = [{"role": "user", "content": t} for t in _texts(130, 3)]
+        said[120]["content"] = "I drink green tea every single morning"
+        with answer_within(0.0):
+            turns = await memory.add_messages(said, user_id="cy", conversation_id="long")
+        assert [t.turn_index for t in turns] == list(range(130))
+        assert turns[120].dedup.action == "pending"
+
+        def all_settled() -> bool:
+            return raw.execute(
+                "SELECT count(*) FILTER (WHERE embedded), count(*) FROM memories"
+                " WHERE user_id = 'cy'"
+            ).fetchone() == (131, 131)
+
+        await wait_for(all_settled, 120, "the worker never settled the conversation's turns")
+        conversation = await memory.get_conversation("long", user_id="cy")
+        assert [t.content for t in conversation.turns] == [m["content"] for m in said]
+    finally:
+        await memory.close()

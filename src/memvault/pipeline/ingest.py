@@ -37,7 +37,6 @@ from memvault.graph.derive import (
     Derivation,
     Pending,
     Source,
-    derive,
     derive_many,
     extract_many,
     finish,
@@ -155,7 +154,8 @@ class Pipeline:
 
     async def _inline_in_time(self, inline: list[Draft]) -> tuple[list[Draft], list[Draft]]:
         """The inline stages, a slice at a time when the caller has a deadline: once the next
-        slice would take the stages past a third of the time left, the rest is stored as
+        slice would take the stages past a quarter of the time left (the commit, graph writes
+        included, takes up to twice as long again), the rest is stored as
         it is and left to the worker (said ``pending``), so the answer, with every item in
         it, comes in time. Without a deadline (the library) the whole batch goes through."""
         left = deadline.remaining()
@@ -166,7 +166,7 @@ class Pipeline:
         done: list[Draft] = []
         for start in range(0, len(inline), _SLICE):
             rest = inline[start:]
-            if done and time.monotonic() - began + last > left / 3:
+            if done and time.monotonic() - began + last > left / 4:
                 # A named index text is embedded at write, never by the worker.
                 named = [d for d in rest if d.index_as is not None]
                 if named:
@@ -252,9 +252,9 @@ class Pipeline:
 
     async def _derivation(self, item: MemoryInput, text: str) -> Derivation | None:
         owner = Owner(self.tenant_id, item.user_id, item.app_id, item.channel)
-        return await derive(
-            self.backend, owner, text, metadata=item.metadata, occurred_at=item.occurred_at
-        )
+        source = Source(owner, text, item.metadata, item.occurred_at)
+        (derived,) = await derive_many(self.backend, [source], offline=self.verbatim)
+        return derived
 
     # --- PII -----------------------------------------------------------------------------------
 
@@ -462,8 +462,15 @@ class Pipeline:
     async def settle_one(self, row: MemoryRow) -> None:
         keys = self.backend.keys
         text = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
+        # What someone said is kept as said (a turn a deadline left to the worker), and
+        # learned from by the offline rules, as a turn written inline is.
+        self.verbatim = row.source == TURN_SOURCE
         item = MemoryInput(
-            content=text, user_id=row.user_id, app_id=row.app_id, occurred_at=row.occurred_at
+            content=text,
+            user_id=row.user_id,
+            app_id=row.app_id,
+            occurred_at=row.occurred_at,
+            infer=not self.verbatim,
         )
         draft = Draft(
             index=0,
@@ -474,8 +481,6 @@ class Pipeline:
             pii=PIIInfo(policy=self.settings.pii_policy, found={}, redacted=False),
         )
         draft.vector = draft.final_vector = await self._stored_vector(row)
-        # What someone said is kept as said (a turn a deadline left to the worker).
-        self.verbatim = row.source == TURN_SOURCE
         if draft.vector is not None and not self.verbatim:
             await self._dedup_one(
                 draft, keys.current(row.tenant_id).content_hashes(text), exclude=row.id
@@ -566,7 +571,9 @@ class Pipeline:
             for kind in ("ingest", "embed"):
                 # With infer, the worker dedups and (with an LLM) refines them once the
                 # vectors exist; without, it only embeds them.
-                queued = [d for d in deferred if d.item.infer == (kind == "ingest")]
+                queued = [
+                    d for d in deferred if (d.item.infer or self.verbatim) == (kind == "ingest")
+                ]
                 stored = await store.insert_memories(
                     conn, [self._queued_values(d) for d in queued], self.actor, job_kind=kind
                 )
