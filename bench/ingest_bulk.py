@@ -4,9 +4,10 @@ memories a second, on LoCoMo dev turns (../shared/bench/locomo_dev.json, read in
     .venv/bin/python bench/ingest.py --bulk [--turns 2760] [--batch 100] [--baseline-src DIR]
 
 1. ``add_many``: every turn of the five conversations, one user each, in batches.
-2. ``POST /v1/memories/batch`` in process (the app's full middleware: deadline, auth off), the
-   same turns for other users, in batches of the same size; and one batch of 1,000 (the
-   documented maximum): its status, its time, and how many of its items were left pending.
+2. ``POST /v1/memories/batch`` in process (the app's full middleware: deadline, auth off), as
+   many of the turns that follow (texts the embedding cache has not seen), for other users, in
+   batches of the same size; and one batch of 1,000 (the documented maximum): its status, its
+   time, and how many of its items were left pending.
 3. ``add_messages``: the longest conversation as one conversation, ``--batch`` turns a call.
 4. import: the export of one ``add_many`` user loaded into a fresh store.
 
@@ -44,10 +45,13 @@ def _items(conversation: list[dict[str, Any]], user: str) -> list[dict[str, Any]
     ]
 
 
-def _cut(conversations: list[list[dict[str, Any]]], limit: int) -> list[list[dict[str, Any]]]:
-    """The first ``limit`` turns, spread over the conversations as evenly as they allow."""
+def _cut(
+    conversations: list[list[dict[str, Any]]], limit: int, part: int = 0
+) -> list[list[dict[str, Any]]]:
+    """``limit`` turns spread over the conversations as evenly as they allow: the first
+    share of each, or with ``part`` the next ones (texts the embedding cache has not seen)."""
     share = max(1, limit // len(conversations))
-    return [c[:share] for c in conversations]
+    return [c[part * share : (part + 1) * share] for c in conversations]
 
 
 async def _add_many(memory: AsyncMemory, convs: list[list[Any]], batch: int, tag: str) -> float:
@@ -102,6 +106,7 @@ async def _messages(memory: AsyncMemory, conversation: list[Any], batch: int) ->
 async def measure(turn_limit: int, batch: int, provider: str = "local") -> dict[str, Any]:
     samples = json.loads(DATA.read_text())
     convs = _cut([turns(s) for s in samples], turn_limit)
+    others = _cut([turns(s) for s in samples], turn_limit, part=1)
     longest = max((turns(s) for s in samples), key=len)[:turn_limit]
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -114,7 +119,7 @@ async def measure(turn_limit: int, batch: int, provider: str = "local") -> dict[
         figures["add_messages"] = await _messages(memory, longest, batch)
         lines = await memory.export_memories(user_id="many-0")
         await memory.close()
-        figures["route"] = await asyncio.to_thread(_route, settings, convs, batch)
+        figures["route"] = await asyncio.to_thread(_route, settings, others, batch)
         fresh = await AsyncMemory.open(
             Settings(data_dir=Path(tmp) / "b", run_worker=False, embedding_provider=provider)
         )
