@@ -1,6 +1,9 @@
 """Embedding throughput, add-to-searchable latency, and search at 10k and 100k memories.
 
     .venv/bin/python bench/ingest.py [--memories 5000] [--skip-scale]
+    .venv/bin/python bench/ingest.py --bulk [--turns 2760] [--baseline-src ../main/src]
+
+``--bulk`` measures bulk writes through the whole offline pipeline instead (bench/ingest_bulk.py).
 
 1. Raw model throughput: ``LocalEmbedder.embed_batch`` on N short texts, batches of 64.
 2. Sustained ingest, same run, into a fresh embedded store, timed from the first call until
@@ -34,6 +37,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
+import ingest_bulk
 from _corpus import memories, questions
 from memvault import AsyncMemory, Settings
 from memvault.db import vectors
@@ -236,5 +240,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=5_000)
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--bulk", action="store_true", help="bulk writes (bench/ingest_bulk.py)")
+    parser.add_argument("--turns", type=int, default=2_760, help="--bulk: LoCoMo turns")
+    parser.add_argument("--batch", type=int, default=100, help="--bulk: items a call")
+    parser.add_argument("--baseline-src", help="--bulk: another checkout's src, measured first")
+    parser.add_argument("--provider", default="local", help="--bulk: embedding provider")
     args = parser.parse_args()
-    asyncio.run(main(args.memories, args.skip_scale))
+    if args.bulk:
+        ingest_bulk.run(args.turns, args.batch, args.baseline_src, args.provider)
+    else:
+        asyncio.run(main(args.memories, args.skip_scale))

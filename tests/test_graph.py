@@ -235,6 +235,25 @@ async def test_mentions_resolve_by_normalised_name_and_alias(
     assert await memory.entities(user_id="other", q="acme") == []
 
 
+async def test_a_batch_names_one_entity_once_and_each_memory_mentions_it(
+    memory: AsyncMemory, claims: dict[str, Extraction], raw: psycopg.Connection[Any]
+) -> None:
+    texts = ["The weather report for Ohio", "Founded long before the war", "Corporate aliases"]
+    claims[texts[0]] = Extraction(facts=(FactClaim("Acme", "based_in", "based", value="Ohio"),))
+    claims[texts[1]] = Extraction(facts=(FactClaim("Acme", "founded", "founded", value="1990"),))
+    claims[texts[2]] = Extraction(
+        entities=(EntityMention("Acme", "organisation", aliases=("ACME Corp",)),)
+    )
+    results = await memory.add_many([{"content": t, "user_id": "u"} for t in texts])
+    (acme,) = await memory.entities(user_id="u", q="acme")
+    # The alias a later memory of the batch gave is learned, though the name was resolved.
+    assert [e.id for e in await memory.entities(user_id="u", q="ACME Corp")] == [acme.id]
+    mentioned = raw.execute(
+        "SELECT memory_id FROM entity_mentions WHERE entity_id = %s", (acme.id,)
+    ).fetchall()
+    assert {row[0] for row in mentioned} == {r.id for r in results}
+
+
 async def test_embedding_similarity_joins_above_the_threshold_only(
     make_settings: Callable[..., Settings],
 ) -> None:

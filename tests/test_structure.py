@@ -157,7 +157,7 @@ def test_no_module_imports_itself_in_a_circle() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: settings, errors, plain data and helpers that know nothing of the store
     ("errors", "config", "console", "text", "jsonvalues", "metrics", "tracing", "logs",
-     "validation", "consistency", "models", "events", "_compose", "_sync"),
+     "validation", "consistency", "models", "events", "deadline", "_compose", "_sync"),
     # keys, text reading and the outside world (LLMs, outbound HTTP)
     ("crypto", "language", "llm", "outbound"),
     ("db",),

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from memvault import deadline as answer
 from memvault import jsonvalues
 from memvault._sync import takes
 from memvault.context import TenantContext
@@ -251,7 +252,11 @@ class Memories:
     @scoped_to_tenant
     async def _when_searchable(self, memory_id: UUID, user_id: str) -> MemoryRecord:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._backend.settings.wait_timeout_s
+        wait_s = self._backend.settings.wait_timeout_s
+        left = answer.remaining()
+        if left is not None:  # answer while the caller still listens, pending if need be
+            wait_s = max(0.0, min(wait_s, left / 2))
+        deadline = loop.time() + wait_s
         delay = 0.002
         while True:  # polling, so not audited as a read each time
             record = await self._fetch(memory_id, user_id)

@@ -298,9 +298,11 @@ OPERATIONS: tuple[Operation, ...] = (
         path="/v1/memories/batch",
         scope="write",
         summary="Store a batch of memories",
-        description="Bulk import: one embedding call and one transaction for the whole batch; an "
-        "invalid item fails the batch (nothing stored) and the error names its index. Results come "
-        "in the order given.",
+        description="Bulk import, worked in bulk: one embedding call and one transaction for the "
+        "whole batch; an invalid item fails the batch (nothing stored) and the error names its "
+        "index. Results come in the order given. A batch the request deadline would cut short is "
+        "answered in time with every item stored: what the deadline left over says `dedup.action: "
+        "pending` and the worker finishes it.",
         example={
             "memories": [
                 {"user_id": USER, "content": "Lives in Lyon"},

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memvault import tracing
+from memvault import deadline, tracing
 from memvault.api.error_envelope import envelope
 from memvault.logs import request_id
 from memvault.metrics import REQUEST_LATENCY
@@ -83,7 +83,8 @@ class RequestContext:
             await self.app(scope, receive, send_with_id)
 
         timed_out = False
-        handler = asyncio.create_task(handle())
+        with deadline.answer_within(self.timeout_s):  # the handler's task copies it
+            handler = asyncio.create_task(handle())
         try:
             done, _ = await asyncio.wait({handler}, timeout=self.timeout_s)
             if handler in done:

@@ -158,6 +158,59 @@ def _build_add(*, with_job: bool) -> sa.Select[Any]:
 
 _ADD_QUEUED = _build_add(with_job=True)
 _ADD_EMBEDDED = _build_add(with_job=False)
+# Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
+_ROWS_A_STATEMENT = 500
+
+
+def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
+    """``_build_add`` for many rows: one VALUES list, each row's history and events, and with
+    ``job_kind`` each row's job."""
+    values = [
+        {**{c: row[c] for c in _ADD_COLUMNS}, "occurred_at": row["occurred_at"] or sa.func.now()}
+        for row in rows
+    ]
+    new = memories.insert().values(values).returning(memories).cte("new")
+    history = (
+        memory_history.insert()
+        .from_select(
+            [
+                "tenant_id",
+                "memory_id",
+                "user_id",
+                "action",
+                "new_ciphertext",
+                "new_nonce",
+                "new_key_id",
+                "new_metadata",
+                "actor",
+            ],
+            sa.select(
+                new.c.tenant_id,
+                new.c.id,
+                new.c.user_id,
+                sa.literal("ADD"),
+                new.c.ciphertext,
+                new.c.nonce,
+                new.c.key_id,
+                new.c.metadata,
+                sa.literal(rows[0]["actor"], type_=sa.Text()),
+            ),
+        )
+        .cte("history")
+    )
+    hooks = webhooks.fanout(webhooks.memory_events(new, "memory.created")).cte("hooks")
+    if job_kind is None:
+        return sa.select(new).add_cte(history, hooks)
+    job = (
+        embedding_jobs.insert()
+        .from_select(
+            ["tenant_id", "memory_id", "kind"],
+            sa.select(new.c.tenant_id, new.c.id, sa.literal(job_kind, type_=sa.Text())),
+        )
+        .cte("job")
+    )
+    notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
+    return sa.select(new, notify).add_cte(history, job, hooks)
 
 
 async def insert_memory(
@@ -173,6 +226,59 @@ async def insert_memory(
     params = {**_ADD_DEFAULTS, **values, "actor": actor, "job_kind": job_kind}
     statement = _ADD_QUEUED if queue_embedding else _ADD_EMBEDDED
     return MemoryRow.from_row((await conn.execute(statement, params)).one())
+
+
+async def insert_memories(
+    conn: AsyncConnection,
+    values: Sequence[dict[str, Any]],
+    actor: str,
+    *,
+    job_kind: str | None = None,
+) -> dict[UUID, MemoryRow]:
+    """``insert_memory`` for many, a few hundred to a statement: a bulk import's rows in a
+    handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
+    kind (None: their vectors come with them). By id, since a multi-row insert does not
+    promise to return rows in order."""
+    rows = [{**_ADD_DEFAULTS, **v, "actor": actor} for v in values]
+    found: dict[UUID, MemoryRow] = {}
+    for start in range(0, len(rows), _ROWS_A_STATEMENT):
+        statement = _build_add_many(rows[start : start + _ROWS_A_STATEMENT], job_kind)
+        for row in await conn.execute(statement):
+            record = MemoryRow.from_row(row)
+            found[record.id] = record
+    return found
+
+
+async def find_by_hashes(
+    conn: AsyncConnection,
+    tenant_id: str,
+    wanted: Sequence[tuple[str, str, Sequence[bytes]]],
+) -> list[MemoryRow | None]:
+    """``find_by_hash`` for many (user, app, hashes) at once, in one statement: for each, the
+    earliest live memory of that owner holding one of the hashes (turns aside), or None."""
+    if not wanted:
+        return []
+    every = sorted({h for _, _, hashes in wanted for h in hashes})
+    query = (
+        sa.select(memories)
+        .where(
+            _m.tenant_id == tenant_id,
+            _m.user_id.in_(sorted({user for user, _, _ in wanted})),
+            _m.content_hash.in_(every),
+            _m.source.is_distinct_from(TURN_SOURCE),
+            _live,
+        )
+        .order_by(_m.created_at, _m.id)
+    )
+    first: dict[tuple[str, str, bytes], MemoryRow] = {}
+    for row in await conn.execute(query):
+        record = MemoryRow.from_row(row)
+        first.setdefault((record.user_id, record.app_id, bytes(row.content_hash)), record)
+    answers: list[MemoryRow | None] = []
+    for user, app, hashes in wanted:
+        matches = [m for h in hashes if (m := first.get((user, app, bytes(h)))) is not None]
+        answers.append(min(matches, key=lambda m: m.created_at) if matches else None)
+    return answers
 
 
 async def find_by_hash(

@@ -132,12 +132,16 @@ def finish(
     """Each pending extraction with its vectors (``prepared`` holds one per extraction that
     claims something, in order); ``None`` where it claims nothing."""
     derived: list[Derivation | None] = []
+    # One writer an owner: the names a batch repeats (the speakers of every turn) are resolved
+    # once, not once a memory. The derivations are written in one transaction.
+    writers: dict[Owner, GraphWriter] = {}
     for p in pending:
         claimed = p.claimed
         if claimed is None:
             derived.append(None)
             continue
-        writer = GraphWriter(backend, p.source.owner)
+        owner = p.source.owner
+        writer = writers.get(owner) or writers.setdefault(owner, GraphWriter(backend, owner))
         derived.append(Derivation(writer, next(prepared), p.reference_time, claimed.extractor))
     return derived
 

@@ -133,6 +133,7 @@ class GraphWriter:
     ) -> Applied:
         applied = Applied()
         self._prepared = prepared
+        self._touched_entities = set()  # this memory's mentions (a writer may write several)
         extraction = prepared.extraction
         # Every name this extraction may create, locked up front in one global order, so two
         # writers naming the same entities the other way round never wait on each other.
@@ -161,7 +162,10 @@ class GraphWriter:
         """The entity a mention names: by normalised name or alias, else by name embedding
         above the threshold, else a new one. Within one extraction a name resolves once."""
         norm = _lock_name(mention.name)
-        if norm in self._resolved:
+        # A bare name seen before in this transaction is that entity still (its name is
+        # locked); one with aliases or a description may teach the entity something.
+        if norm in self._resolved and not (mention.aliases or mention.description):
+            self._touched_entities.add(self._resolved[norm])
             return self._resolved[norm]
         o = self.owner
         if mention.name == SELF:

@@ -379,7 +379,7 @@ export class MemoriesResource {
   /**
    * Store a batch of memories.
    *
-   * Bulk import: one embedding call and one transaction for the whole batch; an invalid item fails the batch (nothing stored) and the error names its index. Results come in the order given.
+   * Bulk import, worked in bulk: one embedding call and one transaction for the whole batch; an invalid item fails the batch (nothing stored) and the error names its index. Results come in the order given. A batch the request deadline would cut short is answered in time with every item stored: what the deadline left over says `dedup.action: pending` and the worker finishes it.
    *
    * `POST /v1/memories/batch`
    */
