@@ -147,6 +147,8 @@ test("the knowledge graph", async () => {
   assert.equal((await memory.graph.entity({ entity_id: first.id, user_id: dave })).id, first.id);
   const view = await memory.graph.entityGraph({ entity_id: first.id, user_id: dave, depth: 1 });
   assert.equal(view.nodes.length, 2);
+  const whole = await memory.graph.userGraph({ user_id: dave, limit: 1 });
+  assert.deepEqual([whole.nodes.length, whole.reached_nodes, whole.limit], [1, 2, 1]);
   const merged = await memory.graph.mergeEntities({ entity_id: second.id, user_id: dave, into: first.id });
   assert.equal(merged.id, first.id);
   await memory.graph.splitEntity({ entity_id: second.id, user_id: dave });
@@ -208,6 +210,10 @@ test("curation: bulk deletion with one receipt, receipts, users, facts retired a
   assert.equal(fixed.object, "Braga");
   const retired = await memory.graph.retireFact({ fact_id: likes.id, user_id: gil });
   assert.notEqual(retired.superseded_at, null);
+  const restored = await memory.graph.restoreFact({ fact_id: likes.id, user_id: gil });
+  assert.equal(restored.superseded_at, null);
+  const glance = await memory.lifecycle.userOverview({ user_id: gil, days: 7, weeks: 4 });
+  assert.deepEqual([glance.memories, glance.facts, glance.per_day.length], [0, 2, 7]);
   const users = await memory.lifecycle.listUsers({ limit: 1000 });
   const listed = users.find((u) => u.user_id === gil);
   assert.ok(listed && listed.facts >= 1 && listed.memories === 0);
