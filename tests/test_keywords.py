@@ -118,17 +118,17 @@ async def test_memories_a_metadata_value_sets_apart_are_scored_as_a_store_of_the
     # person's own use of it look common, nor the reverse.
     crowd = ["Wendy fixed the wifi again", "wifi down, Wendy on it", "Wendy: the wifi is back"]
     for text in [*DISTRACTORS, RARE]:
-        await memory.add(text, user_id="shared", metadata={"who": "wendy"}, infer=False)
+        await memory.add(text, user_id="everyone", metadata={"who": "wendy"}, infer=False)
     for text in crowd * 3:
-        await memory.add(text, user_id="shared", metadata={"who": "crowd"}, infer=False)
+        await memory.add(text, user_id="everyone", metadata={"who": "crowd"}, infer=False)
     alone = await memory.search("wendy wifi", user_id="wendy", recipe="keyword", limit=5)
     among = await memory.search(
-        "wendy wifi", user_id="shared", metadata={"who": "wendy"}, recipe="keyword", limit=5
+        "wendy wifi", user_id="everyone", metadata={"who": "wendy"}, recipe="keyword", limit=5
     )
     assert [(h.content, h.scores["keyword"]) for h in among.results] == [
         (h.content, h.scores["keyword"]) for h in alone.results
     ]
-    everyone = await memory.search("wendy wifi", user_id="shared", recipe="keyword", limit=30)
+    everyone = await memory.search("wendy wifi", user_id="everyone", recipe="keyword", limit=30)
     crowd_scored = {h.content: h.scores["keyword"] for h in everyone.results}
     mine = {h.content: h.scores["keyword"] for h in among.results}
     assert all(crowd_scored[text] != mine[text] for text in mine)  # the crowd's counts differ

@@ -13,22 +13,20 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from memvault.api import create_app
 from memvault.config import Settings
 from memvault.db.embedded import EmbeddedPostgres
-from tests.conftest import KEY, TEMPLATE
+from tests.conftest import KEY, _template_copy
 from tests.serving import serving
 from tests.test_ui_browser import ARGS, Watched, _keys, axe_violations, chromium, shot
 
@@ -47,36 +45,43 @@ class Site:
         return answer.json() if answer.content else None
 
 
+def served_site(
+    auth_param: str,
+    pg_server: EmbeddedPostgres,
+    data_dir: Path,
+    seed: Callable[[Site], None],
+    **overrides: Any,
+) -> Iterator[Site]:
+    """A served store on a copy of the template database, auth on or off, seeded: the browser
+    suites' module-wide site."""
+    auth = "required" if auth_param == "auth-on" else "off"
+    for url in _template_copy(pg_server):
+        settings = Settings(
+            database_url=url,
+            encryption_key=KEY,
+            data_dir=data_dir,
+            auth=auth,
+            rate_limit_per_s=0,
+            embedding_provider="hash",
+            **overrides,
+        )
+        key = None
+        if auth == "required":
+            with ThreadPoolExecutor(1) as pool:
+                key, _ = pool.submit(asyncio.run, _keys(settings)).result()
+        with serving(create_app(settings)) as served:
+            made = Site(served, key)
+            seed(made)
+            yield made
+
+
 @pytest.fixture(scope="module", params=["auth-on", "auth-off"])
 def site(
     request: pytest.FixtureRequest,
     pg_server: EmbeddedPostgres,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    auth = "required" if request.param == "auth-on" else "off"
-    settings = Settings(
-        database_url=pg_server.admin_url(name),
-        encryption_key=KEY,
-        data_dir=tmp_path_factory.mktemp("ui-curation"),
-        auth=auth,
-        rate_limit_per_s=0,
-        embedding_provider="hash",
-    )
-    key = None
-    if auth == "required":
-        with ThreadPoolExecutor(1) as pool:
-            key, _ = pool.submit(asyncio.run, _keys(settings)).result()
-    try:
-        with serving(create_app(settings)) as url:
-            made = Site(url, key)
-            _seed(made)
-            yield made
-    finally:
-        with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield from served_site(request.param, pg_server, tmp_path_factory.mktemp("ui-curation"), _seed)
 
 
 def _seed(site: Site) -> None:

@@ -11,25 +11,17 @@ hundreds of facts. Screenshots go where ``UI_SCREENSHOTS_DIR`` says, as in test_
 
 from __future__ import annotations
 
-import asyncio
 import re
-import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psycopg
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from memvault.api import create_app
-from memvault.config import Settings
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.ui import pages_more
-from tests.conftest import KEY, TEMPLATE
-from tests.serving import serving
-from tests.test_ui_browser import ARGS, SHOTS, Watched, _keys, axe_violations, chromium, shot
-from tests.test_ui_browser_curation import Site
+from tests.test_ui_browser import ARGS, SHOTS, Watched, axe_violations, chromium, shot
+from tests.test_ui_browser_curation import Site, served_site
 
 USER = "maya"
 NODES = 12
@@ -41,32 +33,14 @@ def site(
     pg_server: EmbeddedPostgres,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
-    name = f"test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
-    auth = "required" if request.param == "auth-on" else "off"
-    settings = Settings(
-        database_url=pg_server.admin_url(name),
-        encryption_key=KEY,
-        data_dir=tmp_path_factory.mktemp("ui-graph"),
-        auth=auth,
-        rate_limit_per_s=0,
-        embedding_provider="hash",
+    yield from served_site(
+        request.param,
+        pg_server,
+        tmp_path_factory.mktemp("ui-graph"),
+        _seed,
         graph_max_nodes=NODES,
         graph_contradiction_policy="flag_review",
     )
-    key = None
-    if auth == "required":
-        with ThreadPoolExecutor(1) as pool:
-            key, _ = pool.submit(asyncio.run, _keys(settings)).result()
-    try:
-        with serving(create_app(settings)) as url:
-            made = Site(url, key)
-            _seed(made)
-            yield made
-    finally:
-        with psycopg.connect(pg_server.admin_url(), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _fact(site: Site, subject: str, predicate: str, obj: str, since: str | None = None) -> None:
