@@ -3,8 +3,9 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 
-import { MemvaultClient, NotFound, OPERATIONS } from "../src/index.js";
+import { MemvaultClient, MemvaultError, NotFound, OPERATIONS } from "../src/index.js";
 import { client, user } from "./env.js";
+import { EXAMPLES } from "./generated/examples.js";
 
 const called = new Set<string>();
 
@@ -237,4 +238,23 @@ test("webhooks: subscribe, read, change, rotate, deliveries, replay, remove", as
   assert.equal(replayed.replayed, 0); // nothing is dead-lettered yet
   await memory.webhooks.deleteWebhook({ webhook_id: created.id });
   await assert.rejects(memory.webhooks.getWebhook({ webhook_id: created.id }), NotFound);
+});
+
+// Last, so a new operation needs no line here to be called: each one the tests above did not
+// call, with the example the operation table documents (its ids name nothing, so a 404 or a
+// 409 is the server having read the request; a wrong path, query or body is a 422 or a 400).
+test("every other operation, with its documented example", async () => {
+  for (const key of Object.keys(OPERATIONS)) {
+    const cut = key.indexOf("_");
+    const resource = key.slice(0, cut);
+    const method = key.slice(cut + 1).replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    if (called.has(`${resource}.${method}`)) continue;
+    const target = (memory as unknown as Record<string, Record<string, (p: unknown) => Promise<unknown>>>)[resource];
+    assert.ok(target && typeof target[method] === "function", `no method ${resource}.${method}`);
+    try {
+      await target[method]!({ ...EXAMPLES[key] });
+    } catch (error) {
+      assert.ok(error instanceof MemvaultError && [404, 409].includes(error.status), `${key}: ${String(error)}`);
+    }
+  }
 });
