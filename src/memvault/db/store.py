@@ -113,53 +113,8 @@ def _build_add(*, with_job: bool) -> sa.Select[Any]:
         sa.bindparam("occurred_at", type_=_m.occurred_at.type), sa.func.now()
     )
     new = memories.insert().values(values).returning(memories).cte("new")
-    history = (
-        memory_history.insert()
-        .from_select(
-            [
-                "tenant_id",
-                "memory_id",
-                "user_id",
-                "action",
-                "new_ciphertext",
-                "new_nonce",
-                "new_key_id",
-                "new_metadata",
-                "actor",
-            ],
-            sa.select(
-                new.c.tenant_id,
-                new.c.id,
-                new.c.user_id,
-                sa.literal("ADD"),
-                new.c.ciphertext,
-                new.c.nonce,
-                new.c.key_id,
-                new.c.metadata,
-                sa.bindparam("actor", type_=sa.Text()),
-            ),
-        )
-        .cte("history")
-    )
-    hooks = webhooks.fanout(webhooks.memory_events(new, "memory.created")).cte("hooks")
-    if not with_job:
-        return sa.select(new).add_cte(history, hooks)
-    job = (
-        embedding_jobs.insert()
-        .from_select(
-            ["tenant_id", "memory_id", "kind"],
-            sa.select(new.c.tenant_id, new.c.id, sa.bindparam("job_kind", type_=sa.Text())),
-        )
-        .cte("job")
-    )
-    notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
-    return sa.select(new, notify).add_cte(history, job, hooks)
-
-
-_ADD_QUEUED = _build_add(with_job=True)
-_ADD_EMBEDDED = _build_add(with_job=False)
-# Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
-_ROWS_A_STATEMENT = 500
+    job_kind = sa.bindparam("job_kind", type_=sa.Text()) if with_job else None
+    return _added(new, sa.bindparam("actor", type_=sa.Text()), job_kind)
 
 
 def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
@@ -170,6 +125,15 @@ def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.
         for row in rows
     ]
     new = memories.insert().values(values).returning(memories).cte("new")
+    kind = sa.literal(job_kind, type_=sa.Text()) if job_kind is not None else None
+    return _added(new, sa.literal(rows[0]["actor"], type_=sa.Text()), kind)
+
+
+def _added(
+    new: sa.CTE, actor: sa.ColumnElement[Any], job_kind: sa.ColumnElement[Any] | None
+) -> sa.Select[Any]:
+    """The inserted memories (``new``) with their ADD history rows and created events, and,
+    given ``job_kind``, their embedding jobs (waking the workers)."""
     history = (
         memory_history.insert()
         .from_select(
@@ -193,7 +157,7 @@ def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.
                 new.c.nonce,
                 new.c.key_id,
                 new.c.metadata,
-                sa.literal(rows[0]["actor"], type_=sa.Text()),
+                actor,
             ),
         )
         .cte("history")
@@ -205,12 +169,18 @@ def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.
         embedding_jobs.insert()
         .from_select(
             ["tenant_id", "memory_id", "kind"],
-            sa.select(new.c.tenant_id, new.c.id, sa.literal(job_kind, type_=sa.Text())),
+            sa.select(new.c.tenant_id, new.c.id, job_kind),
         )
         .cte("job")
     )
     notify = sa.func.pg_notify(JOBS_CHANNEL, "").label("notified")
     return sa.select(new, notify).add_cte(history, job, hooks)
+
+
+_ADD_QUEUED = _build_add(with_job=True)
+_ADD_EMBEDDED = _build_add(with_job=False)
+# Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
+_ROWS_A_STATEMENT = 500
 
 
 async def insert_memory(
