@@ -71,9 +71,22 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, *, typing_too: bool = True) -> set[str]:
+    """The memvault modules ``path`` imports; without ``typing_too``, those it imports when it
+    runs (module level and inside functions, not ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if not typing_too
+        and isinstance(block, ast.If)
+        and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -186,32 +199,8 @@ def _top(module: str) -> str:
     return module.split(".")[1] if "." in module else module
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """What a module imports when it runs: module level and inside functions, not the
-    imports a type checker alone reads (``if TYPE_CHECKING:``)."""
-    tree = ast.parse(path.read_text())
-    typing_only = {
-        id(node)
-        for block in ast.walk(tree)
-        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-        for node in ast.walk(block)
-    }
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [f"{node.module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found |= {m for n in names if n.startswith("memvault") and (m := _resolve(n))}
-    return found
-
-
 RUNTIME = {
-    name: _runtime_imports(path) - {name}
+    name: _imports(path, typing_too=False) - {name}
     for name, path in MODULES.items()
     if path.suffix == ".py" and name != "memvault"  # the root re-exports the faces
 }
