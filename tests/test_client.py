@@ -630,7 +630,7 @@ class LosesConnections(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-async def test_a_read_is_asked_again_after_a_lost_connection_a_write_is_not(
+async def test_reads_and_keyed_writes_are_asked_again_after_a_lost_connection(
     make_settings: Callable[..., Settings],
 ) -> None:
     with serving(create_app(make_settings(embedding_provider="hash"))) as url:
@@ -638,10 +638,52 @@ async def test_a_read_is_asked_again_after_a_lost_connection_a_write_is_not(
         async with AsyncMemoryClient(url, transport=lossy) as client:
             assert await client.count(user_id="ada") == 0
             assert lossy.tries == 3
+            # A write the table routes carries an Idempotency-Key: resent, stored once.
+            lossy.left, lossy.tries = 1, 0
+            await client.add("Ada keeps bees", user_id="ada", infer=False)
+            assert lossy.tries == 2
+            assert await client.count(user_id="ada") == 1
+            # A hand-written route's POST takes no key: not resent.
             lossy.left, lossy.tries = 1, 0
             with pytest.raises(ServerUnreachable):
-                await client.add("Ada keeps bees", user_id="ada")
+                await client.erase_user(user_id="ada")
             assert lossy.tries == 1
+
+
+class AnswersTwice(httpx.AsyncBaseTransport):
+    """A client transport whose first try of a request reaches the server but whose answer is
+    lost (the connection dropped on the way back), as when an API host dies mid-answer."""
+
+    def __init__(self) -> None:
+        self.lost, self.keys = 0, []
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.keys.append(request.headers.get("Idempotency-Key"))
+        response = await self.inner.handle_async_request(request)
+        if self.lost == 0 and request.method == "POST":
+            self.lost += 1
+            await response.aclose()
+            raise httpx.ReadError("connection reset on the way back", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_write_whose_answer_was_lost_is_sent_again_and_stored_once(
+    make_settings: Callable[..., Settings],
+) -> None:
+    with serving(create_app(make_settings(embedding_provider="hash"))) as url:
+        lost = AnswersTwice()
+        async with AsyncMemoryClient(url, transport=lost) as client:
+            added = await client.add("Ada keeps bees on the roof", user_id="ada", infer=False)
+            assert len(lost.keys) == 2 and lost.keys[0] is not None
+            assert lost.keys[0] == lost.keys[1]  # one key for every try of one call
+            assert [m.id for m in (await client.list(user_id="ada")).results] == [added.id]
+            await client.add("Ada keeps bees on the roof", user_id="ada", infer=False)
+            assert lost.keys[-1] != lost.keys[0]  # a new call is a new write
+            assert await client.count(user_id="ada") == 2
 
 
 @pytest.mark.parametrize("url", ["localhost:8765", "127.0.0.1:8765", "ftp://example.org"])

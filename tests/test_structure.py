@@ -170,7 +170,8 @@ def test_no_module_imports_itself_in_a_circle() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: settings, errors, plain data and helpers that know nothing of the store
     ("errors", "config", "console", "text", "jsonvalues", "metrics", "tracing", "logs",
-     "validation", "consistency", "models", "events", "deadline", "_compose", "_sync"),
+     "validation", "consistency", "idempotency_key", "models", "events", "deadline", "_compose",
+     "_sync"),
     # keys, text reading and the outside world (LLMs, outbound HTTP)
     ("crypto", "language", "llm", "outbound"),
     ("db",),
@@ -182,7 +183,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cognitive",),
     ("lifecycle", "worker"),
     # the store assembled, and the resources over it
-    ("backend", "runtime", "context", "memories", "webhooks", "rotation"),
+    ("backend", "runtime", "context", "idempotency", "memories", "webhooks", "rotation"),
     # the operation table and the HTTP shapes it names
     ("wire", "paths", "operations"),
     ("service", "_memory_methods"),
@@ -599,7 +600,16 @@ def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
 # package's protocol and its OpenAI-compatible provider (embedding/, llm/, vectorindex/), and
 # db/<name>.py holding the SQL of the one service module of that name.
 SAME_ROLE = {"base", "openai"}
-SQL_OF = {"audit", "cache", "health", "portable", "ratelimit", "remember", "webhooks"}
+SQL_OF = {
+    "audit",
+    "cache",
+    "health",
+    "idempotency",
+    "portable",
+    "ratelimit",
+    "remember",
+    "webhooks",
+}
 
 
 def test_no_two_modules_share_a_name() -> None:

@@ -331,6 +331,7 @@ def _spec(op: Operation) -> str:
         "body": body,
         "returns": op.returns,
         "noContent": op.response is None or op.status == 204,
+        "keyed": op.takes_idempotency_key,
     }
     return json.dumps(fields, separators=(", ", ": "))
 

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -61,6 +61,7 @@ from memvault.errors import (
     Unauthorized,
     for_code,
 )
+from memvault.idempotency_key import HEADER as IDEMPOTENCY_HEADER
 from memvault.operations import Operation, client_operations
 from memvault.validation import parse_id, validated
 
@@ -78,9 +79,13 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
 # Answers that ask to be asked again: rate limited (429), or the store unavailable (503). A
 # read or an idempotent write (GET, PUT, DELETE) is resent after any of them, and after a lost
-# connection or a 502/504 from a proxy; a POST or PATCH only after an answer that says nothing
-# was done, never after a request that ran out of time on the server (``request_timeout``:
-# the handler may have committed as the deadline struck) or went unanswered.
+# connection or a 502/504 from a proxy. So is a write the table makes a route of (POST, PATCH):
+# it carries an ``Idempotency-Key`` made for the call, and the server answers its retries with
+# the first answer (``memvault.idempotency``), or 409 ``request_in_progress`` while the first
+# try still runs (asked again after its Retry-After). A POST of a hand-written route is resent
+# only after an answer that says nothing was done, never after a request that ran out of time
+# on the server (``request_timeout``: it may have committed as the deadline struck) or went
+# unanswered.
 RETRY_STATUSES = frozenset({429, 503})
 IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 NOTHING_DONE = frozenset({"rate_limited", "store_unavailable", "write_conflict"})
@@ -110,6 +115,8 @@ class _Request:
     path: str
     params: dict[str, Any]
     body: dict[str, Any] | None
+    # Made once per call of a write that takes one, and sent with every try of that call.
+    idempotency_key: str | None = None
 
 
 def _json(model: BaseModel) -> dict[str, Any]:
@@ -182,10 +189,11 @@ def _request(op: Operation, given: dict[str, Any], ids: frozenset[str]) -> _Requ
         fields = values if op.body is None else op.query.model_fields
         taken = {name: values.pop(name) for name in list(values) if name in fields}
         params |= _json(validated(op.query, **taken))
+    key = str(uuid4()) if op.takes_idempotency_key else None
     if op.body is None:
         params.update(values)
-        return _Request(path, _query(params), None)
-    return _Request(path, _query(params), _json(validated(op.body, **values)))
+        return _Request(path, _query(params), None, key)
+    return _Request(path, _query(params), _json(validated(op.body, **values)), key)
 
 
 def _accepting(signature: inspect.Signature) -> inspect.Signature:
@@ -359,16 +367,17 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
+        repeatable = method in IDEMPOTENT or request.idempotency_key is not None
         for attempt in range(self._max_retries + 1):
             last = attempt == self._max_retries
             try:
                 response = await self._answer(method, request)
             except ServerUnreachable:
-                if last or method not in IDEMPOTENT:
+                if last or not repeatable:
                     raise
                 await asyncio.sleep(_backoff(attempt, None))
                 continue
-            if last or not _resend(method, response):
+            if last or not _resend(method, request.idempotency_key is not None, response):
                 break
             await asyncio.sleep(_backoff(attempt, response.headers.get("retry-after")))
         if response.is_error:
@@ -382,7 +391,9 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _answer(self, method: str, request: _Request) -> httpx.Response:
         """The server's answer to one try of ``request``; a typed error when none came."""
-        sent = {READ_AFTER_HEADER: self._written[1]} if self._written is not None else None
+        sent = {READ_AFTER_HEADER: self._written[1]} if self._written is not None else {}
+        if request.idempotency_key is not None:
+            sent[IDEMPOTENCY_HEADER] = request.idempotency_key
         try:
             response = await self._http.request(
                 method, request.path, params=request.params, json=request.body, headers=sent
@@ -406,16 +417,20 @@ class AsyncMemoryClient(_AsyncSurface):
             self._written = (value, token.strip())
 
 
-def _resend(method: str, response: httpx.Response) -> bool:
-    """Whether an answer is one to ask again (see ``RETRY_STATUSES``)."""
+def _resend(method: str, keyed: bool, response: httpx.Response) -> bool:
+    """Whether an answer is one to ask again (see ``RETRY_STATUSES``); ``keyed``: a write sent
+    with its ``Idempotency-Key``, safe to send again unless the server cut it off mid-work."""
     status = response.status_code
     if status == 429:
         return True
+    envelope = _envelope(response)
+    code = envelope[0] if envelope is not None else None
+    if status == 409:  # the same keyed write still running (another host took the first try)
+        return code == "request_in_progress"
     if status in (502, 504) or status in RETRY_STATUSES:
-        if method in IDEMPOTENT:
+        if method in IDEMPOTENT or (keyed and code != "request_timeout"):
             return True
-        envelope = _envelope(response)
-        return status in RETRY_STATUSES and envelope is not None and envelope[0] in NOTHING_DONE
+        return status in RETRY_STATUSES and code in NOTHING_DONE
     return False
 
 

@@ -131,6 +131,12 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(
         default=60.0, gt=0, description="a request still running after this answers 503"
     )
+    idempotency_keep_s: float = Field(
+        default=86400.0,
+        gt=0,
+        description="how long the answer of a write sent with an Idempotency-Key is kept for "
+        "its retries",
+    )
     cors_origins: list[str] = Field(
         default=[], description="origins allowed by CORS (JSON list); empty: CORS off"
     )

@@ -3,11 +3,13 @@
     MemvaultError                     500 internal_error
     ├── InvalidInput                  422 invalid_input
     │   ├── ContentTooLong            422 content_too_long
-    │   └── PIIRejected               422 pii_rejected          (never carries the values)
+    │   ├── PIIRejected               422 pii_rejected          (never carries the values)
+    │   └── IdempotencyKeyReused      422 idempotency_key_reused (the key named another request)
     ├── Unauthorized                  401 unauthorized          (no API key, or one not known)
     ├── Forbidden                     403 forbidden             (the key may not do this)
     ├── NotFound                      404 not_found
     ├── Conflict                      409 conflict              (not possible in this set-up)
+    │   └── RequestInProgress         409 request_in_progress   (.retry_after: the same key runs)
     ├── PayloadTooLarge               413 payload_too_large
     ├── RateLimited                   429 rate_limited          (.retry_after: seconds, or None)
     ├── ServerError                   500 internal_error        (a bug on the server's side)
@@ -90,6 +92,20 @@ class Conflict(MemvaultError):
 
     status_code = 409
     code = "conflict"
+
+
+class RequestInProgress(Conflict):
+    """A request with the same ``Idempotency-Key`` is still running (on this server or
+    another): nothing was done for this one; ask again after ``retry_after`` seconds."""
+
+    code = "request_in_progress"
+
+
+class IdempotencyKeyReused(InvalidInput):
+    """The ``Idempotency-Key`` was sent before with another request (method, path or body):
+    a key names one request; make a new one for a new request."""
+
+    code = "idempotency_key_reused"
 
 
 class PayloadTooLarge(MemvaultError):

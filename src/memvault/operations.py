@@ -193,6 +193,8 @@ class Operation:
     - ``routed``: ``False`` for a second client method answered by the route of the operation
       with the same method and path declared before it.
     - ``mcp``: the MCP tool this operation is offered as, if any.
+
+    ``takes_idempotency_key`` is derived: a client may send such a write again safely.
     """
 
     name: str
@@ -224,6 +226,14 @@ class Operation:
     @property
     def path_names(self) -> tuple[str, ...]:
         return tuple(name for _, name, _, _ in string.Formatter().parse(self.path) if name)
+
+    @property
+    def takes_idempotency_key(self) -> bool:
+        """Whether its route answers a repeated ``Idempotency-Key`` with the first answer
+        (``memvault.idempotency``): every write made from the table whose method is not safe to
+        repeat by itself; a hand-written handler's route does not (nor another operation's)."""
+        unsafe = self.method not in ("GET", "HEAD", "PUT", "DELETE")
+        return unsafe and self.routed and self.handler is None
 
     @property
     def renamed(self) -> dict[str, str]:

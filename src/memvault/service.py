@@ -8,7 +8,7 @@ through one of them.
 from __future__ import annotations
 
 import builtins
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 from uuid import UUID
@@ -26,6 +26,7 @@ from memvault.config import Settings
 from memvault.context import TenantContext
 from memvault.db.replica import RequestConsistency, request_consistency
 from memvault.graph.knowledge import Graph
+from memvault.idempotency import Once, WriteOnce
 from memvault.lifecycle.governance import Lifecycle
 from memvault.lifecycle.health import Health
 from memvault.memories import Memories
@@ -135,6 +136,14 @@ class AsyncMemory(_AsyncMethods):
     def for_tenant(self, tenant_id: str, *, actor: str | None = None) -> AsyncMemory:
         """A view of the same store scoped to another tenant (sharing the connection pool)."""
         return AsyncMemory(self._backend, tenant_id=tenant_id, actor=actor or self.actor)
+
+    def write_once(
+        self, key: str, *, fingerprint: bytes, user_id: str | None
+    ) -> AbstractAsyncContextManager[Once]:
+        """Run a write once for its ``Idempotency-Key``: a retry of a request that finished gets
+        its answer (``memvault.idempotency``)."""
+        context = TenantContext(self._backend, self.tenant_id, self.actor)
+        return WriteOnce(context).run(key, fingerprint=fingerprint, user_id=user_id)
 
     async def close(self) -> None:
         if self._settings is None:  # made from settings and never opened: nothing to close

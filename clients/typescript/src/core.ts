@@ -46,15 +46,20 @@ export interface OperationSpec {
   /** The field of the answer the method returns (`"root"`: the answer whole). */
   readonly returns: string | null;
   readonly noContent: boolean;
+  /** A write whose route takes an `Idempotency-Key`: sent with one, and safe to send again. */
+  readonly keyed: boolean;
 }
 
 export const WRITTEN_HEADER = "memvault-written-lsn";
 export const READ_AFTER_HEADER = "memvault-read-after";
+export const IDEMPOTENCY_HEADER = "idempotency-key";
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRIES = 2;
 const DEFAULT_MAX_DELAY_MS = 30_000;
-// Methods a second attempt cannot apply twice; a POST or PATCH is retried only on an answer
-// that says nothing was done.
+// Methods a second attempt cannot apply twice. A keyed write (a POST or PATCH route made from the
+// operation table) carries an Idempotency-Key made for the call, the same on every attempt, so
+// the server answers a repeat with the first answer; any other POST is retried only on an
+// answer that says nothing was done.
 const IDEMPOTENT = new Set(["GET", "PUT", "DELETE"]);
 const NOTHING_DONE = new Set(["rate_limited", "store_unavailable", "write_conflict"]);
 
@@ -62,6 +67,7 @@ interface Built {
   path: string;
   query: URLSearchParams;
   body: { [key: string]: unknown } | null;
+  idempotencyKey: string | null;
 }
 
 interface Attempt {
@@ -108,7 +114,7 @@ export class Transport {
       const { response, failure } = await this.attempt(spec, built, options);
       if (response?.ok) return this.answer(spec, response);
       const error = failure ?? (await decodeError(response as Response));
-      if (attempt >= retries || !retryable(spec.method, error)) throw error;
+      if (attempt >= retries || !retryable(spec.method, built.idempotencyKey !== null, error)) throw error;
       await sleep(this.delay(error, attempt), options.signal);
     }
   }
@@ -151,6 +157,7 @@ export class Transport {
     const sent: Record<string, string> = { ...this.headers, ...options.headers };
     if (built.body !== null) sent["content-type"] = "application/json";
     if (this.written !== null) sent[READ_AFTER_HEADER] = this.written.token;
+    if (built.idempotencyKey !== null) sent[IDEMPOTENCY_HEADER] = built.idempotencyKey;
     return sent;
   }
 
@@ -187,11 +194,14 @@ export class Transport {
   }
 }
 
-function retryable(method: string, error: MemvaultError): boolean {
+function retryable(method: string, keyed: boolean, error: MemvaultError): boolean {
   if (error.status === 429) return true;
-  if (error instanceof ServerUnreachable && error.status === 0) return IDEMPOTENT.has(method);
+  // The same keyed write still running (another host took the first attempt).
+  if (error.status === 409) return error.code === "request_in_progress";
+  const repeatable = IDEMPOTENT.has(method) || (keyed && error.code !== "request_timeout");
+  if (error instanceof ServerUnreachable && error.status === 0) return repeatable;
   if (error.status !== 502 && error.status !== 503 && error.status !== 504) return false;
-  return IDEMPOTENT.has(method) || NOTHING_DONE.has(error.code);
+  return repeatable || NOTHING_DONE.has(error.code);
 }
 
 /** Split the caller's object into path, query string and body as the route reads them. */
@@ -222,7 +232,8 @@ export function build(spec: OperationSpec, params: object): Built {
     if (inQuery) appendQuery(query, name, value);
     else body[name] = value;
   }
-  return { path, query, body: spec.body ? body : null };
+  const idempotencyKey = spec.keyed ? globalThis.crypto.randomUUID() : null;
+  return { path, query, body: spec.body ? body : null, idempotencyKey };
 }
 
 /** One path segment, every character kept (`/` and `%` encoded; the server decodes each

@@ -100,6 +100,38 @@ test("a read whose connection failed is retried", async () => {
   assert.equal(failures, 3);
 });
 
+test("a write whose answer was lost is sent again with its key and stored once", async () => {
+  const keys: (string | null)[] = [];
+  let lost = 0;
+  // The first attempt reaches the server and stores; its answer never comes back (the
+  // connection dropped on the way), as when an API host dies mid-answer.
+  const losing: typeof fetch = async (input, init) => {
+    const sent = new Headers(init?.headers);
+    keys.push(sent.get("idempotency-key"));
+    const response = await fetch(input, init);
+    if (init?.method === "POST" && lost++ === 0) {
+      await response.arrayBuffer();
+      throw new TypeError("fetch failed");
+    }
+    return response;
+  };
+  const memory = client({ fetch: losing });
+  const owner = user("lost-answer");
+  const added = await memory.add({ user_id: owner, content: "Ada keeps bees on the roof", infer: false });
+  assert.equal(keys.length, 2);
+  assert.ok(keys[0]);
+  assert.equal(keys[1], keys[0]);
+  assert.equal(await memory.count({ user_id: owner }), 1);
+  const listed = await memory.list({ user_id: owner });
+  assert.deepEqual(
+    listed.results.map((m) => m.id),
+    [added.id],
+  );
+  await memory.add({ user_id: owner, content: "Ada keeps bees on the roof", infer: false });
+  assert.notEqual(keys.at(-1), keys[0]);
+  assert.equal(await memory.count({ user_id: owner }), 2);
+});
+
 test("errors are the envelope's classes", async () => {
   const memory = client();
   const invalid = await memory.add({ user_id: "", content: "x" }).catch((e: unknown) => e);

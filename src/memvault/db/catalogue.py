@@ -119,6 +119,12 @@ CATALOGUE: tuple[Place, ...] = (
     Place("goals", "owned", "line", kind="goal"),
     Place("user_profiles", "owned", "line", kind="profile"),
     Place(
+        "idempotent_writes",
+        "owned",
+        "left_out",
+        why="the kept answers of writes sent with an Idempotency-Key: a retry's, for a day",
+    ),
+    Place(
         "working_memory",
         "owned",
         "left_out",

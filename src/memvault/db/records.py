@@ -320,6 +320,7 @@ __all__ = [
     "DoomedMemory",
     "FailedJob",
     "HistoryRow",
+    "IdempotentWriteRow",
     "JobRow",
     "MemoryRow",
     "RankedMemory",
@@ -329,3 +330,20 @@ __all__ = [
     "SubscriptionRow",
     "UserShare",
 ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class IdempotentWriteRow(_Record):
+    """A keyed write: claimed while it runs (``status`` None), then its sealed answer."""
+
+    tenant_id: str
+    key: str
+    user_id: str
+    fingerprint: bytes
+    status: int | None
+    ciphertext: bytes | None
+    nonce: bytes | None
+    key_id: str | None
+    lease_until: datetime
+    expires_at: datetime
+    created_at: datetime

@@ -1123,3 +1123,28 @@ webhook_deliveries = Table(
     ),
     Index("ix_webhook_deliveries_subscription", "tenant_id", "subscription_id", "id"),
 )
+
+# --- idempotent writes ---------------------------------------------------------------------
+
+# A write sent with an ``Idempotency-Key``: claimed while it runs (``status`` null, the claim
+# held until ``lease_until`` and renewed while the request lasts), then its answer kept sealed
+# until ``expires_at``, so a retry of the same request (another API host, after a lost
+# connection) gets the first answer instead of writing twice. ``fingerprint`` is a hash of the
+# method, path and body: the same key on another request is refused.
+idempotent_writes = Table(
+    "idempotent_writes",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("key", Text, nullable=False),
+    Column("user_id", Text, nullable=False, server_default=""),
+    Column("fingerprint", LargeBinary, nullable=False),
+    Column("status", SmallInteger),
+    Column("ciphertext", LargeBinary),
+    Column("nonce", LargeBinary),
+    Column("key_id", Text),
+    Column("lease_until", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("tenant_id", "key", name="pk_idempotent_writes"),
+    Index("ix_idempotent_writes_expiry", "expires_at"),
+)

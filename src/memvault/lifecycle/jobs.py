@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.cognitive import upkeep
 from memvault.db import audit
+from memvault.db import idempotency as idempotency_db
 from memvault.db import lifecycle as db
 from memvault.db.audit import AuditEvent
 from memvault.db.erasure import expired_where, in_tenant, one_of
@@ -75,11 +76,25 @@ def _audit_per_user(ctx: RunContext, operation: str, per_user: Sequence[UserShar
 # --- cleanup -----------------------------------------------------------------------------------
 
 CleanupStep = Callable[[RunContext], Awaitable[dict[str, int]]]
+# Kept answers of keyed writes taken per cleanup run, at most: a backlog goes over a few runs
+# rather than in one long statement.
+IDEMPOTENT_PURGE_BATCH = 50_000
+
+
+async def _purge_idempotent_answers(ctx: RunContext) -> dict[str, int]:
+    """The kept answers of writes sent with an Idempotency-Key, once past their time."""
+    if ctx.dry_run:
+        return {}
+    async with transaction(ctx.backend.engine) as conn:
+        return {"deleted": await idempotency_db.purge_expired(conn, IDEMPOTENT_PURGE_BATCH)}
+
+
 # What cleanup does beyond expired memories; each honours ctx.dry_run and returns its counts.
 CLEANUP_STEPS: dict[str, CleanupStep] = {
     "entities": graph_jobs.forget_entities,
     "conversations": upkeep.archive_conversations,
     "working_memory": upkeep.purge_working_memory,
+    "idempotent_writes": _purge_idempotent_answers,
 }
 
 

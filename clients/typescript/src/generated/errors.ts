@@ -22,6 +22,15 @@ export class PIIRejected extends InvalidInput {
   static override readonly status: number = 422;
 }
 
+/**
+ * The ``Idempotency-Key`` was sent before with another request (method, path or body):
+ * a key names one request; make a new one for a new request.
+ */
+export class IdempotencyKeyReused extends InvalidInput {
+  static override readonly code: string = "idempotency_key_reused";
+  static override readonly status: number = 422;
+}
+
 /** ``unauthorized`` (401). */
 export class Unauthorized extends MemvaultError {
   static override readonly code: string = "unauthorized";
@@ -46,6 +55,15 @@ export class NotFound extends MemvaultError {
  */
 export class Conflict extends MemvaultError {
   static override readonly code: string = "conflict";
+  static override readonly status: number = 409;
+}
+
+/**
+ * A request with the same ``Idempotency-Key`` is still running (on this server or
+ * another): nothing was done for this one; ask again after ``retry_after`` seconds.
+ */
+export class RequestInProgress extends Conflict {
+  static override readonly code: string = "request_in_progress";
   static override readonly status: number = 409;
 }
 
@@ -113,6 +131,7 @@ export const ERROR_CLASSES: Readonly<Record<string, typeof MemvaultError>> = {
   content_too_long: ContentTooLong,
   data_dir_in_use: DataDirInUse,
   forbidden: Forbidden,
+  idempotency_key_reused: IdempotencyKeyReused,
   internal_error: ServerError,
   invalid_input: InvalidInput,
   key_mismatch: KeyMismatch,
@@ -120,6 +139,7 @@ export const ERROR_CLASSES: Readonly<Record<string, typeof MemvaultError>> = {
   payload_too_large: PayloadTooLarge,
   pii_rejected: PIIRejected,
   rate_limited: RateLimited,
+  request_in_progress: RequestInProgress,
   server_unreachable: ServerUnreachable,
   store_unavailable: StoreUnavailable,
   unauthorized: Unauthorized,

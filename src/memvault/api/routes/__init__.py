@@ -15,7 +15,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.routing import BaseRoute
 
@@ -23,6 +25,9 @@ from memvault.api.deps import AdminMemory, ReadMemory, WriteMemory
 from memvault.api.routes import handlers
 from memvault.api.schemas import CONFLICT, V1_ERRORS
 from memvault.errors import InvalidInput
+from memvault.idempotency_key import HEADER as KEY_HEADER
+from memvault.idempotency_key import MAX_LENGTH as KEY_MAX_LENGTH
+from memvault.idempotency_key import REPLAYED_HEADER, fingerprint
 from memvault.operations import OPERATIONS, Fields, Operation
 from memvault.paths import path_value
 from memvault.service import AsyncMemory
@@ -30,6 +35,10 @@ from memvault.service import AsyncMemory
 _MEMORY = {"read": ReadMemory, "write": WriteMemory, "admin": AdminMemory}
 _KEYWORD = inspect.Parameter.KEYWORD_ONLY
 SERVER = "http://127.0.0.1:8765"
+_KEY_DESCRIPTION = (
+    "A key the client makes for this write (a UUID): sending the same request again with it "
+    "returns the first answer instead of writing twice, for a day (docs/api.md)."
+)
 
 
 def _is_object(annotation: Any) -> bool:
@@ -128,6 +137,7 @@ def _endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
 
     async def endpoint(**given: Any) -> Any:
         memory: AsyncMemory = given.pop("memory")
+        key: str | None = given.pop("idempotency_key", None)
         path = {name: path_value(given.pop(name)) for name in op.path_names}
         arguments: dict[str, Any] = {**path}
         if query is not None:
@@ -137,7 +147,25 @@ def _endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
             arguments |= {op.whole: body} if op.whole else _values(body, op.fields)
         arguments |= given  # the flags, by the service's names
         called = {to_service.get(name, name): value for name, value in arguments.items()}
-        return _answer(op, await getattr(memory, service)(**called), path)
+        if key is None:
+            return _answer(op, await getattr(memory, service)(**called), path)
+        asked = jsonable_encoder(called)
+        owner = called.get("user_id")
+        async with memory.write_once(
+            key,
+            fingerprint=fingerprint(op.method, op.name, asked),
+            user_id=owner if isinstance(owner, str) else None,
+        ) as once:
+            if once.replay is not None:
+                return _replayed(once.replay.status, once.replay.body)
+            answer = _answer(op, await getattr(memory, service)(**called), path)
+            if isinstance(answer, Response):
+                if not answer.body:  # an answer with no body (204): its status is the answer
+                    once.keep(answer.status_code, None)
+                return answer
+            body = jsonable_encoder(answer)
+            once.keep(op.status, body)
+            return JSONResponse(body, status_code=op.status)
 
     parameters = [inspect.Parameter(name, _KEYWORD, annotation=str) for name in op.path_names]
     if query is not None:
@@ -146,6 +174,14 @@ def _endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
     if op.body is not None:
         parameters.append(inspect.Parameter("body", _KEYWORD, annotation=op.body))
     parameters.append(inspect.Parameter("memory", _KEYWORD, annotation=_MEMORY[op.scope]))
+    if op.takes_idempotency_key:
+        keyed = Annotated[
+            str | None,
+            Header(alias=KEY_HEADER, max_length=KEY_MAX_LENGTH, description=_KEY_DESCRIPTION),
+        ]
+        parameters.append(
+            inspect.Parameter("idempotency_key", _KEYWORD, annotation=keyed, default=None)
+        )
     for flag in op.flags:
         alias = flag.wire if flag.wire != flag.name else None
         flagged = Annotated[bool, Query(alias=alias, description=flag.description)]
@@ -154,6 +190,14 @@ def _endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
     endpoint.__doc__ = op.description
     endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     return endpoint
+
+
+def _replayed(status: int, body: Any) -> Response:
+    """The first answer of a keyed write, sent again to its retry."""
+    headers = {REPLAYED_HEADER: "true"}
+    if body is None:
+        return Response(status_code=status, headers=headers)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def split_example(op: Operation) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -1,0 +1,167 @@
+"""Writes sent with an ``Idempotency-Key``: a retry gets the first answer and nothing is stored
+twice, on any API host (the claim is in PostgreSQL); the key names one request, is private to
+its tenant, held on a lease while its request runs, kept sealed, and goes with its user."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from memvault import Settings, auth
+from memvault.api import create_app
+from memvault.lifecycle import jobs
+from memvault.service import AsyncMemory
+from tests.conftest import backend_of
+
+KEY = "Idempotency-Key"
+
+
+@pytest.fixture
+def api(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+    settings = make_settings(auth="required", embedding_provider="hash")
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        yield client
+
+
+def key_of(client: TestClient, tenant: str) -> dict[str, str]:
+    engine = backend_of(client.app.state.memory).engine  # type: ignore[attr-defined]
+    created = client.portal.call(auth.create_key, engine, tenant, "read,write,admin", None)  # type: ignore[union-attr]
+    return {"Authorization": f"Bearer {created.key}"}
+
+
+def add(client: TestClient, who: dict[str, str], key: str | None, **body: Any) -> Any:
+    sent = {"content": "I moved to York in September", "user_id": "ada", **body}
+    headers = {**who, **({KEY: key} if key else {})}
+    return client.post("/v1/memories", json=sent, headers=headers)
+
+
+def stored(client: TestClient, who: dict[str, str], user: str = "ada") -> list[str]:
+    page = client.get("/v1/memories", params={"user_id": user}, headers=who).json()
+    return [m["content"] for m in page["results"]]
+
+
+def test_a_keyed_write_sent_again_answers_the_first_answer_and_stores_once(
+    api: TestClient,
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    first = add(api, who, key, infer=False)
+    again = add(api, who, key, infer=False)
+    assert first.status_code == again.status_code == 201, (first.text, again.text)
+    assert again.json() == first.json()
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    assert stored(api, who) == ["I moved to York in September"]
+    # Without a key the same request is a new write (infer off: no duplicate check).
+    assert add(api, who, None, infer=False).json()["id"] != first.json()["id"]
+    assert len(stored(api, who)) == 2
+
+
+def test_the_key_names_one_request(api: TestClient) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    assert add(api, who, key).status_code == 201
+    other = add(api, who, key, content="I moved to Leeds")
+    assert other.status_code == 422
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+    assert other.json()["error"]["details"] == {"field": KEY}
+    elsewhere = api.post(
+        "/v1/goals",
+        json={"description": "Renew the visa", "user_id": "ada"},
+        headers={**who, KEY: key},
+    )
+    assert elsewhere.status_code == 422, elsewhere.text
+    assert stored(api, who) == ["I moved to York in September"]
+
+
+def test_a_key_is_its_tenants_alone(api: TestClient) -> None:
+    acme, globex, key = key_of(api, "acme"), key_of(api, "globex"), str(uuid.uuid4())
+    mine = add(api, acme, key, content="acme's secret plan")
+    theirs = add(api, globex, key, content="acme's secret plan")
+    assert mine.status_code == theirs.status_code == 201
+    assert "Idempotent-Replayed" not in theirs.headers
+    assert theirs.json()["id"] != mine.json()["id"]
+    assert stored(api, globex) == ["acme's secret plan"]
+
+
+@pytest.mark.parametrize("bad", ["", "é" * 3, "x" * 256, "tab\there"])
+def test_a_malformed_key_is_refused_before_anything_is_written(api: TestClient, bad: str) -> None:
+    who = key_of(api, "acme")
+    answer = api.post(
+        "/v1/memories",
+        json={"content": "hello", "user_id": "ada"},
+        headers={**who, KEY: bad.encode()},
+    )
+    assert answer.status_code == 422, answer.text
+    assert stored(api, who) == []
+
+
+def test_a_retry_while_the_first_still_runs_waits_and_a_dead_servers_claim_lapses(
+    api: TestClient, raw: psycopg.Connection[Any]
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    assert add(api, who, key).status_code == 201
+    # As if the first request were still at work on another host: claimed, no answer yet.
+    raw.execute(
+        "UPDATE idempotent_writes SET status = NULL, ciphertext = NULL, nonce = NULL, "
+        "key_id = NULL, lease_until = now() + interval '8 seconds' WHERE key = %s",
+        (key,),
+    )
+    waiting = add(api, who, key)
+    assert waiting.status_code == 409, waiting.text
+    assert waiting.json()["error"]["code"] == "request_in_progress"
+    assert 1 <= int(waiting.headers["Retry-After"]) <= 10
+    # Its server died: the lease is not renewed and lapses; the retry then does the work.
+    raw.execute(
+        "UPDATE idempotent_writes SET lease_until = now() - interval '1 second' WHERE key = %s",
+        (key,),
+    )
+    retried = add(api, who, key)
+    assert retried.status_code == 201, retried.text
+    assert "Idempotent-Replayed" not in retried.headers
+    assert add(api, who, key).headers.get("Idempotent-Replayed") == "true"
+
+
+def test_a_failed_request_frees_its_key(api: TestClient) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    goal = f"/v1/goals/{uuid.uuid4()}/complete"
+    refused = api.post(goal, json={"user_id": "ada"}, headers={**who, KEY: key})
+    assert refused.status_code == 404, refused.text
+    # Not a kept answer: the same request is run again (and refused again, for its reason).
+    again = api.post(goal, json={"user_id": "ada"}, headers={**who, KEY: key})
+    assert again.status_code == 404, again.text
+    assert "Idempotent-Replayed" not in again.headers
+
+
+def test_the_kept_answer_is_sealed_and_goes_with_its_user(
+    api: TestClient, raw: psycopg.Connection[Any]
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    assert add(api, who, key, content="my passport number is in the blue drawer").status_code == 201
+    assert add(api, who, str(uuid.uuid4()), user_id="bob").status_code == 201
+    row = raw.execute(
+        "SELECT user_id, ciphertext FROM idempotent_writes WHERE key = %s", (key,)
+    ).fetchone()
+    assert row is not None and row[0] == "ada"
+    assert b"blue drawer" not in bytes(row[1])
+    erased = api.post("/v1/deletions", json={"user_id": "ada"}, headers=who)
+    assert erased.status_code < 300, erased.text
+    owners = [r[0] for r in raw.execute("SELECT user_id FROM idempotent_writes")]
+    assert owners == ["bob"]
+
+
+async def test_cleanup_takes_the_answers_past_their_time(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    for n, when in enumerate(["now() - interval '1 hour'", "now() + interval '1 hour'"]):
+        raw.execute(
+            "INSERT INTO idempotent_writes (tenant_id, key, fingerprint, lease_until, expires_at)"
+            f" VALUES ('default', %s, '\\x00', now(), {when})",
+            (f"k{n}",),
+        )
+    run = await jobs.run_job(backend_of(memory), "cleanup")
+    assert run.counts["idempotent_writes.deleted"] == 1
+    assert [r[0] for r in raw.execute("SELECT key FROM idempotent_writes")] == ["k1"]
