@@ -331,6 +331,7 @@ def _spec(op: Operation) -> str:
         "body": body,
         "returns": op.returns,
         "noContent": op.response is None or op.status == 204,
+        "repeatable": op.safe_to_repeat,
         "keyed": op.takes_idempotency_key,
     }
     return json.dumps(fields, separators=(", ", ": "))

@@ -78,8 +78,9 @@ else:
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
 # Answers that ask to be asked again: rate limited (429), or the store unavailable (503). A
-# read or an idempotent write (GET, PUT, DELETE) is resent after any of them, and after a lost
-# connection or a 502/504 from a proxy. So is a write the table makes a route of (POST, PATCH):
+# read (a search too, though it is a POST) or an idempotent write (PUT, DELETE) is resent after
+# any of them, and after a lost connection or a 502/504 from a proxy
+# (``Operation.safe_to_repeat``). So is a write the table makes a route of (POST, PATCH):
 # it carries an ``Idempotency-Key`` made for the call, and the server answers its retries with
 # the first answer (``memvault.idempotency``), or 409 ``request_in_progress`` while the first
 # try still runs (asked again after its Retry-After). A POST of a hand-written route is resent
@@ -87,7 +88,6 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 # on the server (``request_timeout``: it may have committed as the deadline struck) or went
 # unanswered.
 RETRY_STATUSES = frozenset({429, 503})
-IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
 NOTHING_DONE = frozenset({"rate_limited", "store_unavailable", "write_conflict"})
 DEFAULT_MAX_RETRIES = 3
 # The first backoff without a Retry-After, doubled each time (with jitter, so clients turned
@@ -115,6 +115,9 @@ class _Request:
     path: str
     params: dict[str, Any]
     body: dict[str, Any] | None
+    # Whether a try may be sent again whatever became of the one before (a read, an idempotent
+    # method, a keyed write).
+    repeatable: bool = False
     # Made once per call of a write that takes one, and sent with every try of that call.
     idempotency_key: str | None = None
 
@@ -190,10 +193,12 @@ def _request(op: Operation, given: dict[str, Any], ids: frozenset[str]) -> _Requ
         taken = {name: values.pop(name) for name in list(values) if name in fields}
         params |= _json(validated(op.query, **taken))
     key = str(uuid4()) if op.takes_idempotency_key else None
+    repeatable = op.safe_to_repeat or key is not None
     if op.body is None:
         params.update(values)
-        return _Request(path, _query(params), None, key)
-    return _Request(path, _query(params), _json(validated(op.body, **values)), key)
+        return _Request(path, _query(params), None, repeatable, key)
+    body = _json(validated(op.body, **values))
+    return _Request(path, _query(params), body, repeatable, key)
 
 
 def _accepting(signature: inspect.Signature) -> inspect.Signature:
@@ -367,17 +372,16 @@ class AsyncMemoryClient(_AsyncSurface):
 
     async def _send(self, method: str, request: _Request) -> tuple[Any, int]:
         """One request; the decoded JSON answer (None for 204) and its status, or a typed error."""
-        repeatable = method in IDEMPOTENT or request.idempotency_key is not None
         for attempt in range(self._max_retries + 1):
             last = attempt == self._max_retries
             try:
                 response = await self._answer(method, request)
             except ServerUnreachable:
-                if last or not repeatable:
+                if last or not request.repeatable:
                     raise
                 await asyncio.sleep(_backoff(attempt, None))
                 continue
-            if last or not _resend(method, request.idempotency_key is not None, response):
+            if last or not _resend(request, response):
                 break
             await asyncio.sleep(_backoff(attempt, response.headers.get("retry-after")))
         if response.is_error:
@@ -417,9 +421,9 @@ class AsyncMemoryClient(_AsyncSurface):
             self._written = (value, token.strip())
 
 
-def _resend(method: str, keyed: bool, response: httpx.Response) -> bool:
-    """Whether an answer is one to ask again (see ``RETRY_STATUSES``); ``keyed``: a write sent
-    with its ``Idempotency-Key``, safe to send again unless the server cut it off mid-work."""
+def _resend(request: _Request, response: httpx.Response) -> bool:
+    """Whether an answer is one to ask again (see ``RETRY_STATUSES``). A keyed write is safe
+    to send again unless the server cut it off mid-work (its key was freed)."""
     status = response.status_code
     if status == 429:
         return True
@@ -428,7 +432,7 @@ def _resend(method: str, keyed: bool, response: httpx.Response) -> bool:
     if status == 409:  # the same keyed write still running (another host took the first try)
         return code == "request_in_progress"
     if status in (502, 504) or status in RETRY_STATUSES:
-        if method in IDEMPOTENT or (keyed and code != "request_timeout"):
+        if request.repeatable and (request.idempotency_key is None or code != "request_timeout"):
             return True
         return status in RETRY_STATUSES and code in NOTHING_DONE
     return False

@@ -194,7 +194,7 @@ class Operation:
       with the same method and path declared before it.
     - ``mcp``: the MCP tool this operation is offered as, if any.
 
-    ``takes_idempotency_key`` is derived: a client may send such a write again safely.
+    ``safe_to_repeat`` and ``takes_idempotency_key`` are derived: what a client may send again.
     """
 
     name: str
@@ -228,12 +228,17 @@ class Operation:
         return tuple(name for _, name, _, _ in string.Formatter().parse(self.path) if name)
 
     @property
+    def safe_to_repeat(self) -> bool:
+        """Whether sending it twice does no more than sending it once: a read (a search is a
+        ``POST`` for its body), or a method that says so (``PUT``, ``DELETE``)."""
+        return self.scope == "read" or self.method in ("GET", "HEAD", "PUT", "DELETE")
+
+    @property
     def takes_idempotency_key(self) -> bool:
         """Whether its route answers a repeated ``Idempotency-Key`` with the first answer
-        (``memvault.idempotency``): every write made from the table whose method is not safe to
-        repeat by itself; a hand-written handler's route does not (nor another operation's)."""
-        unsafe = self.method not in ("GET", "HEAD", "PUT", "DELETE")
-        return unsafe and self.routed and self.handler is None
+        (``memvault.idempotency``): every other write made from the table; a hand-written
+        handler's route does not (nor another operation's)."""
+        return not self.safe_to_repeat and self.routed and self.handler is None
 
     @property
     def renamed(self) -> dict[str, str]:

@@ -46,6 +46,8 @@ export interface OperationSpec {
   /** The field of the answer the method returns (`"root"`: the answer whole). */
   readonly returns: string | null;
   readonly noContent: boolean;
+  /** Sending it twice does no more than once: a read (a search too, though a POST), PUT, DELETE. */
+  readonly repeatable: boolean;
   /** A write whose route takes an `Idempotency-Key`: sent with one, and safe to send again. */
   readonly keyed: boolean;
 }
@@ -56,11 +58,11 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_RETRIES = 2;
 const DEFAULT_MAX_DELAY_MS = 30_000;
-// Methods a second attempt cannot apply twice. A keyed write (a POST or PATCH route made from the
-// operation table) carries an Idempotency-Key made for the call, the same on every attempt, so
-// the server answers a repeat with the first answer; any other POST is retried only on an
-// answer that says nothing was done.
-const IDEMPOTENT = new Set(["GET", "PUT", "DELETE"]);
+// A read or an idempotent method (`repeatable`) may be sent again whatever became of the attempt
+// before. So may a keyed write (a POST or PATCH route made from the operation table): it carries
+// an Idempotency-Key made for the call, the same on every attempt, and the server answers a
+// repeat with the first answer. Any other POST is retried only on an answer that says nothing
+// was done.
 const NOTHING_DONE = new Set(["rate_limited", "store_unavailable", "write_conflict"]);
 
 interface Built {
@@ -114,7 +116,7 @@ export class Transport {
       const { response, failure } = await this.attempt(spec, built, options);
       if (response?.ok) return this.answer(spec, response);
       const error = failure ?? (await decodeError(response as Response));
-      if (attempt >= retries || !retryable(spec.method, built.idempotencyKey !== null, error)) throw error;
+      if (attempt >= retries || !retryable(spec, error)) throw error;
       await sleep(this.delay(error, attempt), options.signal);
     }
   }
@@ -194,11 +196,12 @@ export class Transport {
   }
 }
 
-function retryable(method: string, keyed: boolean, error: MemvaultError): boolean {
+function retryable(spec: OperationSpec, error: MemvaultError): boolean {
   if (error.status === 429) return true;
   // The same keyed write still running (another host took the first attempt).
   if (error.status === 409) return error.code === "request_in_progress";
-  const repeatable = IDEMPOTENT.has(method) || (keyed && error.code !== "request_timeout");
+  // A keyed write cut off by the server's deadline freed its key: it may have been applied.
+  const repeatable = spec.repeatable || (spec.keyed && error.code !== "request_timeout");
   if (error instanceof ServerUnreachable && error.status === 0) return repeatable;
   if (error.status !== 502 && error.status !== 503 && error.status !== 504) return false;
   return repeatable || NOTHING_DONE.has(error.code);
