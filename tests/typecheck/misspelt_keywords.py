@@ -5,6 +5,8 @@ that is not needed, so if a face stops refusing one, this file fails type checki
 
 from __future__ import annotations
 
+import memvault
+import memvault.api
 from memvault import AsyncMemory, AsyncMemoryClient, Memory, MemoryClient
 from memvault.admin import Admin, AsyncAdmin
 
@@ -61,3 +63,8 @@ async def async_resource_views(memory: AsyncMemory) -> None:
 async def operators_door(admin: Admin, async_admin: AsyncAdmin) -> None:
     admin.list_jobs(stauts="failed")  # type: ignore[call-arg]
     await async_admin.list_jobs(stauts="failed")  # type: ignore[call-arg]
+
+
+def misspelt_names() -> None:
+    memvault.MemoryClinet("http://127.0.0.1:8765")  # type: ignore[attr-defined]
+    memvault.api.craete_app()  # type: ignore[attr-defined]
