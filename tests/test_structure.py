@@ -21,8 +21,15 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 import memvault
-from memvault._stubs import CLIENT_SURFACE, client_surface
-from memvault._sync import NOT_DERIVED, STUB, surface_stub
+from memvault._compose import resources
+from memvault._stubs import (
+    CLIENT_SURFACE,
+    KEYWORDS,
+    client_surface,
+    keywords_name,
+    keywords_source,
+)
+from memvault._sync import NOT_DERIVED, STUB, TAKES, coroutine_methods, surface_stub
 from memvault.api import create_app
 from memvault.api.routes import query_model, split_example
 from memvault.db import tables
@@ -171,7 +178,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: settings, errors, plain data and helpers that know nothing of the store
     ("errors", "config", "console", "text", "jsonvalues", "metrics", "tracing", "logs",
      "validation", "consistency", "idempotency_key", "models", "events", "deadline", "_compose",
-     "_sync"),
+     "_sync", "_keywords"),
     # keys, text reading and the outside world (LLMs, outbound HTTP)
     ("crypto", "language", "llm", "outbound"),
     ("db",),
@@ -499,6 +506,37 @@ def test_the_headers_the_client_copies_are_current() -> None:
     """The client takes its methods' signatures from ``_client_surface.py``, not the service:
     regenerate it with ``python -m memvault._stubs`` as the stub above."""
     assert CLIENT_SURFACE.read_text() == client_surface(memvault.AsyncMemory)
+
+
+def test_the_keywords_of_the_methods_taking_a_models_fields_are_current() -> None:
+    """Regenerate with ``python -m memvault._stubs`` after changing a model's fields that a
+    method takes (``takes``), or taking a new one."""
+    assert KEYWORDS.read_text() == keywords_source(memvault.AsyncMemory)
+
+
+def test_a_method_taking_a_models_fields_is_typed_in_its_source() -> None:
+    """Its ``**fields`` is annotated with the model's generated TypedDict, so the type checker
+    refuses a misspelt keyword on the resource itself (``await memory.goals.add_goal(...)``)
+    and on the door, as it does on the faces generated from them."""
+    untyped = []
+    for kind in (memvault.AsyncMemory, *resources(memvault.AsyncMemory).values()):
+        for name, method in coroutine_methods(kind):
+            if (taken := getattr(method, TAKES, None)) is None:
+                continue
+            rest, annotation = _keywords_parameter(method)
+            if annotation != f"Unpack[{keywords_name(taken[0])}]":
+                untyped.append(f"{kind.__name__}.{name}: **{rest}: {annotation}")
+    assert untyped == [], f"annotate as **fields: Unpack[<Model>Keywords]: {untyped}"
+
+
+def _keywords_parameter(method: typing.Callable[..., object]) -> tuple[str, object]:
+    """The ``**`` parameter of a method as written (its signature says what ``takes`` made)."""
+    code = inspect.unwrap(method).__code__
+    if not code.co_flags & inspect.CO_VARKEYWORDS:
+        return "", None
+    starred = bool(code.co_flags & inspect.CO_VARARGS)
+    name = code.co_varnames[code.co_argcount + code.co_kwonlyargcount + starred]
+    return name, inspect.unwrap(method).__annotations__.get(name)
 
 
 # --- the service by composition ----------------------------------------------------------------

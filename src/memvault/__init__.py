@@ -1,7 +1,7 @@
 """memvault: long-term memory for AI agents, encrypted and tenant-scoped, on PostgreSQL."""
 
+import typing as _typing
 from importlib import import_module as _import_module
-from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from memvault.errors import (
     ConfigurationError,
@@ -22,7 +22,7 @@ from memvault.errors import (
     WriteConflict,
 )
 
-if _TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from memvault.admin import Admin, AsyncAdmin
     from memvault.client import AsyncMemoryClient, MemoryClient
     from memvault.config import Settings
@@ -46,13 +46,15 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memvault' has no attribute {name!r}")
-    value = getattr(_import_module(module), name)
-    globals()[name] = value
-    return value
+if not _typing.TYPE_CHECKING:  # the type checker reads the names above, and refuses any other
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'memvault' has no attribute {name!r}")
+        value = getattr(_import_module(module), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

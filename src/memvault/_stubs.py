@@ -6,7 +6,11 @@ either file is out of date:
   ``derive_blocking`` makes of ``AsyncMemory``'s coroutine methods);
 - ``_client_surface.py``: the headers (signature, annotations, documentation) of the library
   methods the HTTP client stands in for, so ``memvault.client`` copies them without loading the
-  service, and with it the store's drivers.
+  service, and with it the store's drivers; and the blocking twins of those headers, the type
+  checker's view of ``MemoryClient``;
+- ``_keywords.py``: for each model whose fields a method takes as keywords (``takes``), the
+  TypedDict its ``**fields`` is annotated with (``Unpack[...Keywords]``), so the source itself
+  is typed.
 """
 
 from __future__ import annotations
@@ -19,11 +23,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memvault._sync import DECLARED, STUB, TAKES, _join, surface_stub
+from pydantic import BaseModel
+
+from memvault._compose import resources
+from memvault._sync import (
+    DECLARED,
+    STUB,
+    TAKES,
+    _join,
+    coroutine_methods,
+    field_annotation,
+    surface_stub,
+)
 from memvault.operations import client_operations
 from memvault.service import AsyncMemory
 
 CLIENT_SURFACE = Path(__file__).with_name("_client_surface.py")
+KEYWORDS = Path(__file__).with_name("_keywords.py")
 # Where a name an annotation uses is looked for when its object does not say where it lives
 # (a ``Literal`` alias): the model modules, which load no store code.
 MODEL_MODULES = (
@@ -56,7 +72,9 @@ def _names(method: Callable[..., Any], texts: Iterable[str]) -> dict[str, Any]:
     return found
 
 
-def _header(name: str, method: Callable[..., Any], names: dict[str, Any]) -> list[str]:
+def _header(
+    name: str, method: Callable[..., Any], names: dict[str, Any], *, documented: bool = True
+) -> list[str]:
     signature: inspect.Signature = getattr(method, DECLARED, None) or inspect.signature(method)
     texts = [a for p in signature.parameters.values() if isinstance(a := p.annotation, str)]
     if isinstance(signature.return_annotation, str):
@@ -73,6 +91,8 @@ def _header(name: str, method: Callable[..., Any], names: dict[str, Any]) -> lis
             text += f" = {p.default!r}"
         parameters.append((p.kind, text))
     result = f" -> {signature.return_annotation!r}" if texts else ""
+    if not documented:  # the blocking twin: its header, for the type checker alone
+        return [f"    def {name}({_join(parameters)}){result}: ..."]
     lines = []
     if (taken := getattr(method, TAKES, None)) is not None:
         model, positional = taken
@@ -91,12 +111,15 @@ def _header(name: str, method: Callable[..., Any], names: dict[str, Any]) -> lis
 
 def client_surface(core: type) -> str:
     """Source of ``_client_surface.py``: each client operation's method of ``core`` as its
-    callers see it, with a body that does nothing."""
+    callers see it, with a body that does nothing; then the same methods blocking, the type
+    checker's view of ``MemoryClient``."""
     names: dict[str, Any] = {"takes": None}
     methods: list[str] = []
+    blocking: list[str] = []
     for op in client_operations():
         assert op.service is not None
         methods += ["", *_header(op.service, getattr(core, op.service), names)]
+        blocking += _header(op.service, getattr(core, op.service), names, documented=False)
     names.pop("takes")
     imports: dict[str, list[str]] = {}
     for name, value in sorted(names.items()):
@@ -131,6 +154,13 @@ def client_surface(core: type) -> str:
             '    """The headers of ``AsyncMemory``\'s methods that the client offers."""',
             *methods,
             "",
+            "",
+            "class BlockingClientSurface:",
+            '    """The same methods as ``MemoryClient`` offers them (``blocking``), for the type',
+            '    checker."""',
+            "",
+            *blocking,
+            "",
         ]
     )
 
@@ -144,7 +174,89 @@ def _import_lines(lines: list[str], imports: dict[str, list[str]]) -> list[str]:
     return found
 
 
+# --- the keywords of the methods that take a model's fields --------------------------------------
+
+
+def taken_models(core: type) -> dict[type[BaseModel], frozenset[str]]:
+    """Each model whose fields a method of ``core`` or of its resources takes (``takes``), with
+    the parameters those methods name themselves: the model's other fields are the keywords
+    their ``**fields`` stands for."""
+    found: dict[type[BaseModel], frozenset[str]] = {}
+    for kind in (core, *resources(core).values()):
+        for name, method in coroutine_methods(kind):
+            if (taken := getattr(method, TAKES, None)) is None:
+                continue
+            declared: inspect.Signature = getattr(method, DECLARED)
+            named = frozenset(
+                p.name
+                for p in declared.parameters.values()
+                if p.kind is not inspect.Parameter.VAR_KEYWORD and p.name != "self"
+            )
+            if found.setdefault(taken[0], named) != named:
+                raise TypeError(
+                    f"{kind.__name__}.{name} names other parameters than another method taking "
+                    f"{taken[0].__name__}'s fields: one TypedDict cannot stand for both"
+                )
+    return found
+
+
+def keywords_name(model: type[BaseModel]) -> str:
+    """The TypedDict a method taking ``model``'s fields annotates its ``**fields`` with."""
+    return f"{model.__name__}Keywords"
+
+
+def _typed_dict(model: type[BaseModel], named: frozenset[str], modules: set[str]) -> list[str]:
+    lines = [
+        "",
+        "",
+        f"class {keywords_name(model)}(typing.TypedDict, total=False):",
+        f'    """``{model.__module__}.{model.__qualname__}``\'s fields taken as keywords."""',
+        "",
+    ]
+    for name, info in model.model_fields.items():
+        if name in named:
+            continue
+        rendered = field_annotation(info, modules)
+        if info.is_required():
+            rendered = f"typing.Required[{rendered}]"
+        lines.append(f"    {name}: {rendered}")
+    return lines
+
+
+def keywords_source(core: type) -> str:
+    """Source of ``_keywords.py``: a TypedDict per model ``taken_models`` finds."""
+    modules: set[str] = {"builtins", "typing"}
+    taken = sorted(taken_models(core).items(), key=lambda item: keywords_name(item[0]))
+    classes = [line for model, named in taken for line in _typed_dict(model, named, modules)]
+    ours = sorted(m for m in modules if m.split(".")[0] == "memvault")
+    theirs = sorted(modules - set(ours))
+    return "\n".join(
+        [
+            '"""The keywords of the methods that take a model\'s fields (``takes``), one TypedDict',
+            "per model: its fields less the parameters those methods name, with the model's types.",
+            "Generated from the models by ``python -m memvault._stubs``; do not edit. Such a",
+            "method annotates its ``**fields`` with ``Unpack[<Model>Keywords]``, so the type",
+            'checker refuses a misspelt keyword in its source and on every face."""',
+            "",
+            "# ruff: noqa: E501",
+            "# fmt: off",
+            "",
+            "from __future__ import annotations",
+            "",
+            *(f"import {m}" for m in theirs),
+            "",
+            # Read by the type checker alone: at run time this module loads none of memvault, so
+            # the models' own modules and the cognitive ones may all import it.
+            "if typing.TYPE_CHECKING:",
+            *(f"    import {m}" for m in ours),
+            *classes,
+            "",
+        ]
+    )
+
+
 def main() -> None:
+    KEYWORDS.write_text(keywords_source(AsyncMemory))
     STUB.write_text(surface_stub(AsyncMemory, "Memory"))
     CLIENT_SURFACE.write_text(client_surface(AsyncMemory))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 P = ParamSpec("P")
 DECLARED = "__declared_signature__"
@@ -134,16 +135,20 @@ class Blocking(Generic[T]):
         self._loop = loop
         self._resource = resource
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._resource, name)
-        if not inspect.iscoroutinefunction(value):
-            return value
+    # The type checker sees each view as the class ``surface_stub`` writes for its resource
+    # (``BlockingGoals``: every method with its own parameters), never as "any attribute".
+    if not typing.TYPE_CHECKING:
 
-        @functools.wraps(value)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run(value(*args, **kwargs))
+        def __getattr__(self, name: str) -> Any:
+            value = getattr(self._resource, name)
+            if not inspect.iscoroutinefunction(value):
+                return value
 
-        return call
+            @functools.wraps(value)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return self._loop.run(value(*args, **kwargs))
+
+            return call
 
 
 def derive_resources(face: type, held: dict[str, type]) -> None:
@@ -206,34 +211,56 @@ def _render(annotation: Any, modules: set[str]) -> str:
     raise TypeError(f"cannot render the annotation {annotation!r}")
 
 
+ID_OR_TEXT = "uuid.UUID | builtins.str"
+
+
+def field_annotation(field: FieldInfo, modules: set[str]) -> str:
+    """A model's field as the keyword of a method taking the model's fields (``takes``): the
+    model's type, an id also as its text (as the model reads it), and an optional field also
+    None, which ``validated`` (and the client) take as not given."""
+    rendered = _render(field.annotation, modules).replace("uuid.UUID", ID_OR_TEXT)
+    if field.is_required() or rendered in ("None", "typing.Any"):
+        return rendered
+    return rendered if rendered.endswith("| None") else f"{rendered} | None"
+
+
 def _stub_method(
     name: str, method: Callable[..., Any], modules: set[str], *, keyword: str = "def"
 ) -> str:
     hints = typing.get_type_hints(method)
-    parameters = []
-    # The signature callers see: a model's fields taken as ``**fields`` are named keywords with
-    # the model's types (``takes``), so a misspelt keyword is a type error on every face.
-    declared = getattr(method, DECLARED, None)
-    model: type[BaseModel] | None = getattr(method, TAKES, (None,))[0]
-    for parameter in inspect.signature(method).parameters.values():
-        annotation = parameter.annotation
-        field = model.model_fields.get(parameter.name) if model is not None else None
-        from_model = field is not None and declared is not None
-        if field is not None and declared is not None and parameter.name not in declared.parameters:
-            annotation = field.annotation
-        elif isinstance(annotation, str) or parameter.name in hints:
-            annotation = hints.get(parameter.name, annotation)
-        text = parameter.name
-        if parameter.name != "self" and annotation is not inspect.Parameter.empty:
-            rendered = _render(annotation, modules)
-            if from_model:  # an id is taken as its text too, as the model reads it
-                rendered = rendered.replace("uuid.UUID", "uuid.UUID | builtins.str")
-            text += f": {rendered}"
-        if parameter.default is not inspect.Parameter.empty:
-            text += " = ..."
-        parameters.append((parameter.kind, text))
+    parameters = [
+        (p.kind, p.name + _parameter_annotation(method, p, hints, modules) + _default(p))
+        for p in inspect.signature(method).parameters.values()
+    ]
     result = _render(hints.get("return"), modules)
     return f"    {keyword} {name}({_join(parameters)}) -> {result}: ..."
+
+
+def _parameter_annotation(
+    method: Callable[..., Any],
+    parameter: inspect.Parameter,
+    hints: dict[str, Any],
+    modules: set[str],
+) -> str:
+    """``: type`` as the callers see it: a model's fields taken as ``**fields`` are named
+    keywords with the model's types (``takes``), so a misspelt keyword is a type error on
+    every face."""
+    declared: inspect.Signature | None = getattr(method, DECLARED, None)
+    model: type[BaseModel] | None = getattr(method, TAKES, (None,))[0]
+    field = model.model_fields.get(parameter.name) if model is not None else None
+    if parameter.name == "self":
+        return ""
+    if field is not None and declared is not None:
+        if parameter.name not in declared.parameters:
+            return f": {field_annotation(field, modules)}"
+        # Named in the method itself: its own type, an id taken as its text too.
+        return f": {_render(hints[parameter.name], modules).replace('uuid.UUID', ID_OR_TEXT)}"
+    annotation = hints.get(parameter.name, parameter.annotation)
+    return "" if annotation is inspect.Parameter.empty else f": {_render(annotation, modules)}"
+
+
+def _default(parameter: inspect.Parameter) -> str:
+    return "" if parameter.default is inspect.Parameter.empty else " = ..."
 
 
 def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
@@ -253,17 +280,26 @@ def _join(parameters: list[tuple[inspect._ParameterKind, str]]) -> str:
     return ", ".join(out)
 
 
+def _blocking_view(kind: type, modules: set[str]) -> list[str]:
+    """The class the type checker sees for ``Blocking(loop, kind(...))``: each public coroutine
+    method of the resource as a blocking method with the same parameters."""
+    methods = [_stub_method(n, m, modules) for n, m in coroutine_methods(kind)]
+    return ["", f"class Blocking{kind.__name__}:", *(methods or ["    ..."])]
+
+
 def surface_stub(core: type, name: str) -> str:
     """Stub source declaring, for the type checker, the blocking twins ``derive_blocking``
     gives a face of ``core``: the parameters callers see (a model's fields taken as
-    ``**fields`` named, with the model's types), its result as the return; and
-    the coroutine methods ``derive_delegates`` gave ``core`` itself (its resources' methods by
-    their flat names), as ``Async{name}Methods``."""
+    ``**fields`` named, with the model's types), its result as the return; its resources'
+    blocking views (``memory.goals``), one class per resource; and the coroutine methods
+    ``derive_delegates`` gave ``core`` itself (its resources' methods by their flat names), as
+    ``Async{name}Methods``."""
     from memvault._compose import DELEGATE, resources
 
-    modules: set[str] = {"builtins", "memvault._sync"}
+    modules: set[str] = {"builtins"}
     held = sorted(resources(core).items())
-    views = [f"    {a}: memvault._sync.Blocking[{_render(kind, modules)}]" for a, kind in held]
+    views = [f"    {a}: Blocking{kind.__name__}" for a, kind in held]
+    blocking_views = [line for _, kind in held for line in _blocking_view(kind, modules)]
     methods = [_stub_method(n, m, modules) for n, m in coroutine_methods(core)]
     delegated = [
         _stub_method(n, m, modules, keyword="async def")
@@ -276,10 +312,11 @@ def surface_stub(core: type, name: str) -> str:
     )
     return "\n".join(
         [
-            f'"""The blocking methods of ``{name}`` and the derived ones of its core, for type',
-            f"checkers: generated from ``{core.__module__}.{core.__qualname__}`` by",
-            "``python -m memvault._stubs``; do not edit. At run time ``derive_blocking`` and",
-            '``derive_delegates`` make the same methods."""',
+            f'"""The blocking methods of ``{name}``, the blocking views of its resources and the',
+            "derived methods of its core, for type checkers: generated from",
+            f"``{core.__module__}.{core.__qualname__}`` by ``python -m memvault._stubs``; do not",
+            "edit. At run time ``derive_blocking``, ``derive_resources`` and ``derive_delegates``",
+            'make the same methods."""',
             "",
             *imports,
             "",
@@ -289,6 +326,7 @@ def surface_stub(core: type, name: str) -> str:
             "",
             f"class Async{name}Methods:",
             *delegated,
+            *blocking_views,
             "",
         ]
     )

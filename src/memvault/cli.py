@@ -36,9 +36,9 @@ from memvault.errors import MemvaultError
 # command's own --help need none of them.
 if TYPE_CHECKING:
     from memvault.admin import Admin
+    from memvault.cli_store import CommandMemory
     from memvault.config import Settings
     from memvault.models import AddResult, HistoryEntry, MemoryRecord
-    from memvault.service import Memory
 
 app = typer_app(help="memvault: long-term memory for AI agents.")
 keys_app = typer_app(help="Encryption keys.")
@@ -100,7 +100,7 @@ def _describe(exc: MemvaultError) -> str:
 
 
 @contextmanager
-def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[Memory]:
+def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[CommandMemory]:
     """A user's memories for one command: the store, or the server named by --server."""
     try:
         with cli_store.memory(worker=worker, embeds=embeds) as memory:
@@ -521,7 +521,7 @@ def _at_lines(path: Path, numbers: list[int], fn: Callable[[], T]) -> T:
         raise  # unreachable: _fail always exits
 
 
-def _import_conversation(memory: Memory, item: dict[str, Any]) -> list[AddResult]:
+def _import_conversation(memory: CommandMemory, item: dict[str, Any]) -> list[AddResult]:
     from memvault.models import MessagesRequest
     from memvault.validation import validated
 

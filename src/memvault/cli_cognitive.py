@@ -15,7 +15,7 @@ from memvault.console import YesOpt, confirm, err, print_json, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
-    from memvault.service import Memory
+    from memvault.cli_store import CommandMemory
 
 app = typer_app(help="Cognitive memory: remember(), conversations, goals, the profile.")
 T = TypeVar("T")
@@ -28,7 +28,7 @@ JsonAlways = Annotated[bool, typer.Option("--json", help="JSON (what it prints a
 
 
 @contextmanager
-def _memory() -> Iterator[Memory]:
+def _memory() -> Iterator[CommandMemory]:
     try:
         with cli_store.memory() as memory:
             yield memory
@@ -37,7 +37,7 @@ def _memory() -> Iterator[Memory]:
         raise typer.Exit(1) from None
 
 
-def _run(fn: Callable[[Memory], T]) -> T:
+def _run(fn: Callable[[CommandMemory], T]) -> T:
     with _memory() as memory:
         try:
             return fn(memory)

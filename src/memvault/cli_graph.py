@@ -16,8 +16,8 @@ from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
+    from memvault.cli_store import CommandMemory
     from memvault.models import Entity, Fact
-    from memvault.service import Memory
 
 facts_app = typer_app(help="Facts of the knowledge graph.")
 entities_app = typer_app(help="Entities of the knowledge graph.")
@@ -31,7 +31,7 @@ When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T0
 
 
 @contextmanager
-def _memory() -> Iterator[Memory]:
+def _memory() -> Iterator[CommandMemory]:
     try:
         with cli_store.memory() as memory:
             yield memory
@@ -313,9 +313,12 @@ def export_graph(
     ] = None,
 ) -> None:
     """The current graph as Cypher statements or CSV files for Neo4j / FalkorDB."""
-    _call(cli_store.local_only)  # no HTTP operation serves it
-    with _memory() as memory:
-        files = _call(lambda: memory.export_graph(format=format, user_id=user))
+    try:
+        with cli_store.local_memory() as memory:  # no HTTP operation serves it
+            files = memory.export_graph(format=format, user_id=user)
+    except MemvaultError as exc:
+        _fail(exc)
+        raise
     if out_dir is None:
         for name, text in files.items():
             if len(files) > 1:

@@ -23,8 +23,8 @@ from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.admin import Admin
+    from memvault.cli_store import CommandMemory
     from memvault.lifecycle.reports import HealthActionResult, HealthFinding, ScheduledRun
-    from memvault.service import Memory
 
 lifecycle_app = typer_app()
 schedule_app = typer_app(
@@ -60,7 +60,7 @@ def _admin() -> Iterator[Admin]:
 
 
 @contextmanager
-def _memory(tenant: str) -> Iterator[Memory]:
+def _memory(tenant: str) -> Iterator[CommandMemory]:
     try:
         with cli_store.memory(tenant=tenant) as memory:
             yield memory

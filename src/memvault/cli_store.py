@@ -20,9 +20,15 @@ from memvault.console import err
 from memvault.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from memvault.admin import Admin
+    from memvault.client import MemoryClient
     from memvault.config import Settings
     from memvault.service import Memory
+
+    # What a command works on: the same data methods, the client having no more than those.
+    CommandMemory: TypeAlias = Memory | MemoryClient
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,7 @@ def local_only() -> None:
 @contextmanager
 def memory(
     *, tenant: str = "default", worker: bool = False, embeds: bool = False
-) -> Iterator[Memory]:
+) -> Iterator[CommandMemory]:
     """One tenant's memories for one command: over HTTP when a server is named (the tenant is
     then the API key's), else the store, with embedding workers only for commands that wait
     on them."""
@@ -75,6 +81,17 @@ def memory(
         with MemoryClient(target.url, api_key=target.api_key) as client:
             yield client
         return
+    with local_memory(tenant=tenant, worker=worker, embeds=embeds) as opened:
+        yield opened
+
+
+@contextmanager
+def local_memory(
+    *, tenant: str = "default", worker: bool = False, embeds: bool = False
+) -> Iterator[Memory]:
+    """One tenant's memories in the store itself, for a command no HTTP operation serves
+    (refused when a server is named, as ``local_only``)."""
+    local_only()
     from memvault.config import Settings
     from memvault.service import Memory
 

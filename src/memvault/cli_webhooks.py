@@ -14,8 +14,8 @@ from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
+    from memvault.cli_store import CommandMemory
     from memvault.events import Webhook
-    from memvault.service import Memory
 
 app = typer_app(help="Webhooks: subscribe URLs to this tenant's events, see deliveries, replay.")
 T = TypeVar("T")
@@ -32,7 +32,7 @@ def _call(fn: Callable[[], T]) -> T:
 
 
 @contextmanager
-def _memory(tenant: str) -> Iterator[Memory]:
+def _memory(tenant: str) -> Iterator[CommandMemory]:
     try:
         with cli_store.memory(tenant=tenant) as memory:
             yield memory

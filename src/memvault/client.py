@@ -66,13 +66,13 @@ from memvault.operations import Operation, client_operations
 from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
-    # For type checkers the clients have the library's data methods with the library's types;
-    # at run time they get them from the operation table (and nothing else of the service).
-    from memvault.service import AsyncMemory as _AsyncSurface
-    from memvault.service import Memory as _SyncSurface
+    # For type checkers the clients have the library's data methods with the library's types,
+    # as generated into ``_client_surface`` (no resource views, no ``for_tenant``: what the
+    # client has); at run time they get them from the operation table.
+    from memvault._client_surface import BlockingClientSurface as _SyncSurface
+    from memvault._client_surface import ClientSurface as _AsyncSurface
 else:
-    _AsyncSurface = object
-    _SyncSurface = SyncFace
+    _AsyncSurface = _SyncSurface = object
 
 # Reads wait longest: add(wait=True) may take the server's wait_timeout_s (30 s by default).
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
@@ -482,7 +482,7 @@ def _async_method(op: Operation) -> Callable[..., Coroutine[Any, Any, Any]]:
     return call
 
 
-class MemoryClient(_SyncSurface):
+class MemoryClient(SyncFace, _SyncSurface):
     """The synchronous face of :class:`AsyncMemoryClient`, as ``Memory`` is of ``AsyncMemory``:
     same methods, same arguments. Use ``with``, or call ``close()``."""
 

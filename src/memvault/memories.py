@@ -12,11 +12,17 @@ import binascii
 import builtins
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 from uuid import UUID
 
 from memvault import deadline as answer
 from memvault import jsonvalues
+from memvault._keywords import (
+    MemoryFilterKeywords,
+    MemoryInputKeywords,
+    MemoryQueryKeywords,
+    SearchRequestKeywords,
+)
 from memvault._sync import takes
 from memvault.context import TenantContext
 from memvault.db import embedding_queue, keywords, store
@@ -129,7 +135,13 @@ class Memories:
     @scoped_to_tenant
     @takes(MemoryInput, positional=("content",))
     async def add(
-        self, /, content: str, *, wait: bool = False, background: bool = False, **fields: Any
+        self,
+        /,
+        content: str,
+        *,
+        wait: bool = False,
+        background: bool = False,
+        **fields: Unpack[MemoryInputKeywords],
     ) -> AddResult:
         """Store one memory through the write pipeline (PII, embedding, dedup, enrichment).
 
@@ -286,7 +298,7 @@ class Memories:
     @scoped_to_tenant
     @takes(MemoryQuery)
     @replica_reads
-    async def list(self, /, **query: Any) -> MemoryPage:
+    async def list(self, /, **query: Unpack[MemoryQueryKeywords]) -> MemoryPage:
         """One page of memories, newest first; pass ``next_cursor`` back for the next page.
         Takes every field of ``MemoryQuery`` (the filters, ``limit``, ``cursor``) as keywords."""
         page_query = validated(MemoryQuery, **query)
@@ -307,7 +319,7 @@ class Memories:
 
     @scoped_to_tenant
     @takes(MemoryFilter)
-    async def count(self, /, **filters: Any) -> int:
+    async def count(self, /, **filters: Unpack[MemoryFilterKeywords]) -> int:
         """How many of a user's memories match the filters: every field of ``MemoryFilter``,
         as ``list`` takes them, without reading or decrypting one of them."""
         scope = validated(MemoryFilter, **filters)
@@ -497,7 +509,7 @@ class Memories:
     @scoped_to_tenant
     @takes(SearchRequest, positional=("query",))
     @replica_reads
-    async def search(self, /, query: str, **options: Any) -> SearchResult:
+    async def search(self, /, query: str, **options: Unpack[SearchRequestKeywords]) -> SearchResult:
         """This user's memories most relevant to ``query``: by meaning and by keywords (BM25
         on the blind index), fused (``recipe="hybrid"``), or by one of them alone.
 

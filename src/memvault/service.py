@@ -10,10 +10,17 @@ from __future__ import annotations
 import builtins
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 from uuid import UUID
 
 from memvault._compose import derive_delegates, resources, verb
+from memvault._keywords import (
+    MemoryInputKeywords,
+    MemoryQueryKeywords,
+    MessagesRequestKeywords,
+    RememberRequestKeywords,
+    SearchRequestKeywords,
+)
 from memvault._sync import SyncFace, derive_blocking, derive_resources
 from memvault.backend import Backend
 from memvault.cognitive.bundle import MemoryBundle
@@ -162,12 +169,18 @@ class AsyncMemory(_AsyncMethods):
 
     @verb(Memories.add)
     async def add(
-        self, /, content: str, *, wait: bool = False, background: bool = False, **fields: Any
+        self,
+        /,
+        content: str,
+        *,
+        wait: bool = False,
+        background: bool = False,
+        **fields: Unpack[MemoryInputKeywords],
     ) -> AddResult:
         return await self.memories.add(content, wait=wait, background=background, **fields)
 
     @verb(Memories.search)
-    async def search(self, /, query: str, **options: Any) -> SearchResult:
+    async def search(self, /, query: str, **options: Unpack[SearchRequestKeywords]) -> SearchResult:
         return await self.memories.search(query, **options)
 
     @verb(Memories.get)
@@ -201,7 +214,7 @@ class AsyncMemory(_AsyncMethods):
         await self.memories.delete(memory_id, user_id=user_id)
 
     @verb(Memories.list)
-    async def list(self, /, **query: Any) -> MemoryPage:
+    async def list(self, /, **query: Unpack[MemoryQueryKeywords]) -> MemoryPage:
         return await self.memories.list(**query)
 
     @verb(Memories.history)
@@ -215,12 +228,14 @@ class AsyncMemory(_AsyncMethods):
         messages: builtins.list[Message | dict[str, Any]],
         *,
         wait: bool = False,
-        **fields: Any,
+        **fields: Unpack[MessagesRequestKeywords],
     ) -> builtins.list[AddResult]:
         return await self.conversations.add_messages(messages, wait=wait, **fields)
 
     @verb(Recall.remember)
-    async def remember(self, /, query: str, **fields: Any) -> MemoryBundle:
+    async def remember(
+        self, /, query: str, **fields: Unpack[RememberRequestKeywords]
+    ) -> MemoryBundle:
         return await self.recall.remember(query, **fields)
 
 

@@ -11,12 +11,14 @@ if TYPE_CHECKING:
     from memvault.api.app import create_app
 
 
-def __getattr__(name: str) -> Any:
-    if name == "create_app":
-        from memvault.api.app import create_app
+if not TYPE_CHECKING:  # the type checker reads ``create_app`` above, and refuses any other
 
-        return create_app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        if name == "create_app":
+            from memvault.api.app import create_app
+
+            return create_app
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["create_app"]

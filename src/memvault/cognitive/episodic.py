@@ -14,8 +14,9 @@ import builtins
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
+from memvault._keywords import MessagesRequestKeywords
 from memvault._sync import takes
 from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
@@ -65,7 +66,7 @@ class Conversations:
         messages: builtins.list[Message | dict[str, Any]],
         *,
         wait: bool = False,
-        **fields: Any,
+        **fields: Unpack[MessagesRequestKeywords],
     ) -> builtins.list[AddResult]:
         """Store a conversation (or the next part of one) turn by turn, under your own
         ``conversation_id`` (created on first use, appended to afterwards; without one, a new

@@ -11,9 +11,10 @@ import builtins
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 from uuid import UUID
 
+from memvault._keywords import GoalInputKeywords, ProfileUpdateKeywords
 from memvault._sync import takes
 from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
@@ -60,7 +61,7 @@ class Goals:
 
     @scoped_to_tenant
     @takes(GoalInput, positional=("description",))
-    async def add_goal(self, /, description: str, **fields: Any) -> Goal:
+    async def add_goal(self, /, description: str, **fields: Unpack[GoalInputKeywords]) -> Goal:
         """A goal (optionally a subgoal of ``parent_id``, waiting on ``blocked_by``)."""
         given = validated(GoalInput, description=description, **fields)
         ident = uuid.uuid4()
@@ -232,7 +233,7 @@ class Profiles:
 
     @scoped_to_tenant
     @takes(ProfileUpdate)
-    async def update_profile(self, /, **fields: Any) -> Profile:
+    async def update_profile(self, /, **fields: Unpack[ProfileUpdateKeywords]) -> Profile:
         """Merge preferences key by key (None removes one); expertise and style replace."""
         change = validated(ProfileUpdate, **fields)
         async with transaction(self._backend.engine) as conn:

@@ -12,9 +12,10 @@ import builtins
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 from uuid import UUID
 
+from memvault._keywords import StrategyInputKeywords, ToolUseKeywords
 from memvault._sync import takes
 from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import (
@@ -92,7 +93,9 @@ class Strategies:
 
     @scoped_to_tenant
     @takes(ToolUse, positional=("tool_name",))
-    async def record_tool_use(self, /, tool_name: str, **fields: Any) -> ToolInvocation:
+    async def record_tool_use(
+        self, /, tool_name: str, **fields: Unpack[ToolUseKeywords]
+    ) -> ToolInvocation:
         """Log one tool call (input, output and error PII-filtered and sealed)."""
         use = validated(ToolUse, tool_name=tool_name, **fields)
         found: dict[str, int] = {}
@@ -169,7 +172,9 @@ class Strategies:
 
     @scoped_to_tenant
     @takes(StrategyInput, positional=("description",))
-    async def learn_strategy(self, /, description: str, **fields: Any) -> Strategy:
+    async def learn_strategy(
+        self, /, description: str, **fields: Unpack[StrategyInputKeywords]
+    ) -> Strategy:
         """Keep a strategy: the tool sequence of a conversation (its successful calls, in
         order) or one given, described for later tasks to find by meaning."""
         given = validated(StrategyInput, description=description, **fields)

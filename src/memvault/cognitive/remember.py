@@ -8,10 +8,11 @@ import builtins
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar, Unpack
 from uuid import UUID
 
 from memvault import tracing
+from memvault._keywords import RememberRequestKeywords
 from memvault._sync import takes
 from memvault.cognitive.bundle import (
     RECENT_DAYS,
@@ -95,7 +96,9 @@ class Recall:
     @scoped_to_tenant
     @takes(RememberRequest, positional=("query",))
     @replica_reads
-    async def remember(self, /, query: str, **fields: Any) -> MemoryBundle:
+    async def remember(
+        self, /, query: str, **fields: Unpack[RememberRequestKeywords]
+    ) -> MemoryBundle:
         """Recall for a prompt: relevant turns, facts and entities, strategies, active goals,
         the profile, the live session and what happened lately (goals finished, tool calls
         and how they went), in ``channel`` and _global; scored by weights that are data, at

@@ -93,7 +93,8 @@ async def memories(view: View) -> Response:
     refused: list[dict[str, str]] = []
     try:
         if q:
-            recipe = params.get("recipe") or "hybrid"
+            # As typed: a recipe the search does not know is refused (InvalidInput, below).
+            recipe: Any = params.get("recipe") or "hybrid"
             found = await view.memory.search(
                 q, user_id=view.user_id, recipe=recipe, limit=50, track_access=False, **filters
             )
