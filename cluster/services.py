@@ -73,6 +73,11 @@ class Topology:
         return f"postgresql://postgres@{self.ctl.ip}:5000/memvault"
 
     @property
+    def front_url(self) -> str:
+        """The API as clients reach it: HAProxy in front of the API hosts."""
+        return f"http://{self.ctl.ip}:8765"
+
+    @property
     def replica_url(self) -> str:
         return f"postgresql://postgres@{self.ctl.ip}:5001/memvault"
 
@@ -178,6 +183,7 @@ class Topology:
 
     def start_haproxy(self) -> None:
         servers = "\n".join(f"    server {h.name} {h.ip}:5432 check port 8008" for h in self.pgs)
+        apis = "\n".join(f"    server {h.name} {h.ip}:8765 check" for h in self.apis)
         config = self.root / "haproxy.cfg"
         config.write_text(
             f"""global
@@ -204,6 +210,24 @@ listen replicas
     http-check expect status 200
     default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 {servers}
+listen api
+    # The clients' one address: the API hosts that answer /ready, in turn. A request whose
+    # connection to a host fails goes to the other (redispatch); one cut off mid-answer comes
+    # back 502 and the client sends it again (a write with its Idempotency-Key).
+    mode http
+    bind {self.ctl.ip}:8765
+    bind 127.0.0.1:8765
+    balance roundrobin
+    timeout client {int(REQUEST_TIMEOUT_S) + 30}s
+    timeout server {int(REQUEST_TIMEOUT_S) + 20}s
+    option httpchk GET /ready
+    http-check expect status 200
+    # A loaded host may take a while over /ready: a dead one is still out within 1.5 s.
+    timeout check 2s
+    retries 3
+    option redispatch 1
+    default-server inter 500ms fall 3 rise 2
+{apis}
 """
         )
         self.ctl.start("haproxy", ["haproxy", "-db", "-f", str(config)])

@@ -1,7 +1,11 @@
 """A mixed workload of two tenants against the API hosts, and the check of what it was told.
 
 Each client loops over the operations (add with wait, add in the background, a batch, a
-conversation, a search, remember()), on the API hosts in turn, and records every answer.
+conversation, a search, remember()), through HAProxy in front of the API hosts, and records
+every answer. Like ``MemoryClient``, it sends each write with an ``Idempotency-Key`` made for
+the call and sends a call again (the same key) after a lost connection, a 502/503/504 (not a
+write the server's deadline cut off), a 409 ``request_in_progress`` or a 429, up to
+``RETRIES`` times: ``answers`` holds every try, ``calls`` what each call came to.
 Every stored text carries a unique token, so a write the API acknowledged (2xx) can be looked
 for afterwards: present exactly once, in its own tenant only, and found by a search for it.
 A write that got no answer (a killed process, a timeout) is unknown, not acknowledged: it is
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -21,6 +26,9 @@ import httpx
 
 OPERATIONS = ("add_wait", "add_async", "batch", "messages", "search", "remember")
 WRITES = {"add_wait", "add_async", "batch", "messages"}
+RETRIES = 5
+RETRY_BASE_S = 0.25
+RETRY_WAIT_MAX_S = 10.0
 
 
 @dataclass
@@ -33,6 +41,18 @@ class Answer:
     code: str = ""
     retry_after: str | None = None
     ids: list[str] = field(default_factory=list)  # what an acknowledged write stored
+
+
+@dataclass
+class Call:
+    """One call, however many tries it took: its last answer."""
+
+    op: str
+    started: float
+    ended: float
+    status: int
+    code: str
+    tries: int
 
 
 @dataclass
@@ -49,6 +69,7 @@ class Workload:
     keys: dict[str, str]  # tenant -> API key
     client_timeout_s: float
     answers: list[Answer] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
     acked: list[Acked] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -72,25 +93,68 @@ class Workload:
     ) -> None:
         method, path, body, contents = _request(op, user)
         headers = {"Authorization": f"Bearer {self.keys[tenant]}"}
+        if op in WRITES:
+            headers["Idempotency-Key"] = str(uuid.uuid4())  # one key for every try of the call
+        began = time.monotonic()
+        for attempt in range(RETRIES + 1):
+            answer, body_json = await self._try(http, op, host, method, path, body, headers)
+            wait = _again(op, answer)
+            if wait is None or attempt == RETRIES:
+                break
+            await asyncio.sleep(wait if wait > 0 else _backoff(attempt))
+        self.calls.append(
+            Call(op, began, answer.ended, answer.status, answer.code, tries=attempt + 1)
+        )
+        if 200 <= answer.status < 300 and op in WRITES:
+            answer.ids = _ids(body_json)
+            for content, memory_id in zip(contents, answer.ids, strict=True):
+                self.acked.append(Acked(tenant, user, content, memory_id))
+        elif not 200 <= answer.status < 300:
+            await asyncio.sleep(0.2)
+
+    async def _try(
+        self,
+        http: httpx.AsyncClient,
+        op: str,
+        host: str,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        headers: dict[str, str],
+    ) -> tuple[Answer, Any]:
         started = time.monotonic()
         try:
             response = await http.request(method, f"{host}{path}", json=body, headers=headers)
         except httpx.HTTPError:
-            self.answers.append(Answer(op, host, started, time.monotonic(), 0))
-            await asyncio.sleep(0.2)
-            return
+            answer = Answer(op, host, started, time.monotonic(), 0)
+            self.answers.append(answer)
+            return answer, None
         answer = Answer(op, host, started, time.monotonic(), response.status_code)
+        self.answers.append(answer)
         if response.status_code >= 400:
             answer.code = _code(response)
             answer.retry_after = response.headers.get("retry-after")
-            self.answers.append(answer)
-            await asyncio.sleep(0.2)
-            return
-        self.answers.append(answer)
-        if op in WRITES:
-            answer.ids = _ids(response.json())
-            for content, memory_id in zip(contents, answer.ids, strict=True):
-                self.acked.append(Acked(tenant, user, content, memory_id))
+            return answer, None
+        return answer, response.json()
+
+
+def _again(op: str, answer: Answer) -> float | None:
+    """Seconds to wait before sending the call again (0: the backoff's), or None: done."""
+    status, code = answer.status, answer.code
+    if 200 <= status < 300:
+        return None
+    asked = float(answer.retry_after) if (answer.retry_after or "").isdigit() else 0.0
+    if status == 429 or (status == 409 and code == "request_in_progress"):
+        return min(asked, RETRY_WAIT_MAX_S)
+    if status == 0 or status in (502, 503, 504):
+        if op in WRITES and code == "request_timeout":
+            return None  # the deadline cut it off mid-work: its key was freed
+        return min(asked, RETRY_WAIT_MAX_S)
+    return None
+
+
+def _backoff(attempt: int) -> float:
+    return min(RETRY_BASE_S * 2.0**attempt * random.uniform(0.5, 1.0), RETRY_WAIT_MAX_S)
 
 
 def _request(op: str, user: str) -> tuple[str, str, dict[str, Any] | None, list[str]]:
