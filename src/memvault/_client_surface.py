@@ -39,6 +39,7 @@ from memvault.lifecycle.reports import (
     HealthActionRequest,
     HealthActionResult,
     MemoryHealth,
+    MergeUndone,
     UserOverview,
     UserSummary,
 )
@@ -173,6 +174,10 @@ class ClientSurface:
         """Act on a finding through the normal write path (and so the audit): ``merge`` keeps
         the first memory and deletes the rest (noting them on the first), ``archive`` moves
         them to the cold tier, ``delete`` erases them, ``retry_jobs`` requeues failed jobs."""
+
+    async def undo_merge(self, merge_id: 'UUID | str', *, user_id: 'str') -> 'MergeUndone':
+        """Undo a merge as a whole, once (``lifecycle.merge_undo``): every copy back as it was,
+        the kept memories' merged values as they were before (their history records it)."""
 
     async def export_memories(self, *, user_id: 'str') -> 'list[dict[str, Any]]':
         """A user's whole memory as JSON-ready dicts, one per line of an export file (format
