@@ -64,10 +64,12 @@ async def _seen(memory: AsyncMemory, ids: list[str], queries: list[str]) -> dict
     return found
 
 
+@pytest.mark.parametrize("deletion_history", ["tombstone", "purge"])
 async def test_two_clusters_merged_then_one_undo_puts_every_copy_back_as_it_was(
-    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any]
+    make_settings: Callable[..., Settings], raw: psycopg.Connection[Any], deletion_history: str
 ) -> None:
-    async with await AsyncMemory.open(make_settings(embedding_provider="hash")) as store:
+    settings = make_settings(embedding_provider="hash", deletion_history=deletion_history)
+    async with await AsyncMemory.open(settings) as store:
         memory = store.for_tenant("acme")
         clusters, queries = await _seed(memory)
         everyone = [i for c in clusters for i in c]
@@ -76,6 +78,8 @@ async def test_two_clusters_merged_then_one_undo_puts_every_copy_back_as_it_was(
         derived = {i: m for i, m in facts.items() if uuid.UUID(copy) in m}
         assert derived
         before = await _seen(memory, everyone, queries)
+        for query, found in zip(queries, (copy, clusters[1][1]), strict=True):
+            assert uuid.UUID(found) in [hit[0] for hit in before[f"search:{query}"]]
 
         result = await memory.health_action(
             {"user_id": USER, "action": "merge", "clusters": clusters}
