@@ -84,4 +84,10 @@ def test_a_process_that_imports_only_deletion_and_the_jobs_knows_every_store_and
     stores, jobs, cleanup = (eval(line) for line in found)
     assert {"conversations", "working_memory_redis", "graph", "memory_chunks"} <= set(stores)
     assert {"cleanup", "patterns", "promote", "consolidate"} <= set(jobs)
-    assert cleanup == ["conversations", "entities", "idempotent_writes", "working_memory"]
+    assert cleanup == [
+        "conversations",
+        "entities",
+        "idempotent_writes",
+        "merge_undos",
+        "working_memory",
+    ]

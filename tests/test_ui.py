@@ -217,6 +217,7 @@ def test_a_read_only_key_sees_no_action_and_is_refused_one(secured: TestClient) 
     token = csrf_of(secured.get("/ui/").text)
     for path, form in (
         ("/ui/health/action", {"action": "consolidate"}),
+        ("/ui/health/merges/undo", {"merge_id": "00000000-0000-4000-8000-000000000000"}),
         ("/ui/erase", {"user_id": "default", "confirm": "default"}),
         ("/ui/admin/keys", {"scope_read": "on"}),
     ):
@@ -244,6 +245,15 @@ def test_a_health_action_changes_the_store_and_shows_its_audit_row(client: TestC
     assert "Receipt" in done.text and "audit-row" in done.text and "merge" in done.text
     left = client.get("/v1/memories", params={"user_id": "default"}).json()["results"]
     assert len(left) == 1
+    # The answer offers the undo: one click puts the copy back.
+    merge_id = re.search(r'name="merge_id" value="([0-9a-f-]{36})"', done.text)
+    assert merge_id and "Undo this merge" in done.text
+    undone = client.post(
+        "/ui/health/merges/undo", data={"csrf": csrf_of(done.text), "merge_id": merge_id[1]}
+    )
+    assert undone.status_code == 200 and "Merge undone: 1 memory back" in undone.text
+    back = client.get("/v1/memories", params={"user_id": "default"}).json()["results"]
+    assert sorted(m["id"] for m in back) == sorted(form[1].split(","))
 
 
 def _erasure(client: TestClient) -> None:

@@ -316,6 +316,19 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
         # The first stored stays, and names the copy it took in.
         assert [r.status_code for r in found] == [200, 404]
         assert found[0].json()["metadata"]["merged_from"] == [site.twins[1]]
+        # One click undoes it: the copy is back and the memory that stayed is as it was.
+        page.get_by_role("button", name="Undo this merge").click()
+        page.wait_for_selector("text=Merge undone")
+        back = [
+            httpx.get(
+                f"{site.url}/v1/memories/{twin}",
+                params={"user_id": USER},
+                headers={"Authorization": f"Bearer {site.admin_key}"},
+            )
+            for twin in site.twins
+        ]
+        assert [r.status_code for r in back] == [200, 200]
+        assert "merged_from" not in back[0].json()["metadata"]
         assert view.problems == []
     finally:
         view.close()

@@ -51,6 +51,7 @@ from memvault.lifecycle.reports import (
     HealthActionRequest,
     HealthActionResult,
     MemoryHealth,
+    MergeUndone,
     UserOverview,
     UserSummary,
 )
@@ -185,6 +186,10 @@ class ClientSurface:
         """Act on a finding through the normal write path (and so the audit): ``merge`` keeps
         the first memory and deletes the rest (noting them on the first), ``archive`` moves
         them to the cold tier, ``delete`` erases them, ``retry_jobs`` requeues failed jobs."""
+
+    async def undo_merge(self, merge_id: 'UUID | str', *, user_id: 'str') -> 'MergeUndone':
+        """Undo a merge as a whole, once (``lifecycle.merge_undo``): every copy back as it was,
+        the kept memories' merged values as they were before (their history records it)."""
 
     async def export_memories(self, *, user_id: 'str') -> 'list[dict[str, Any]]':
         """A user's whole memory as JSON-ready dicts, one per line of an export file (format
@@ -400,6 +405,7 @@ class BlockingClientSurface:
     def deletion_receipt(self, request_id: 'str') -> 'DeletionReceipt': ...
     def memory_health(self, *, user_id: 'str') -> 'MemoryHealth': ...
     def health_action(self, request: 'HealthActionRequest | dict[str, Any]') -> 'HealthActionResult': ...
+    def undo_merge(self, merge_id: 'UUID | str', *, user_id: 'str') -> 'MergeUndone': ...
     def export_memories(self, *, user_id: 'str') -> 'list[dict[str, Any]]': ...
     def import_memories(self, lines: 'list[Any]') -> 'dict[str, int]': ...
     def start_conversation(self, *, user_id: 'str', channel: 'str' = '_global', title: 'str | None' = None, started_at: 'datetime | None' = None, conversation_id: 'str | None' = None) -> 'Conversation': ...

@@ -444,6 +444,12 @@ class Settings(BaseSettings):
     health_duplicate_similarity: float = Field(
         default=0.95, gt=0, le=1, description="memory health: near-duplicate cosine similarity"
     )
+    merge_undo_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="memory health: a merge can be undone for this long (its undo record, "
+        "which holds the copies it erased, then goes)",
+    )
     # --- knowledge graph ---
     graph_contradiction_policy: Literal["prefer_new", "prefer_old", "flag_review"] = Field(
         default="prefer_new",

@@ -85,6 +85,7 @@ from memvault.lifecycle.reports import (
     ImportCounts,
     ImportRequest,
     MemoryHealth,
+    MergeUndone,
     OverviewQuery,
     ReceiptPage,
     ReceiptsQuery,
@@ -785,6 +786,28 @@ OPERATIONS: tuple[Operation, ...] = (
         service="health_action",
         body=HealthActionRequest,
         whole="request",
+    ),
+    Operation(
+        name="undo_merge",
+        method="POST",
+        path="/v1/health/memory/merges/{merge_id}/undo",
+        scope="write",
+        summary="Undo a merge",
+        description="Undo a `merge` health action as a whole (one cluster, or every cluster of "
+        "that request), once, within `MEMVAULT_MERGE_UNDO_DAYS` (30) of it: every copy comes "
+        "back as it was (same id, content, tags, metadata, dates, importance, expiry, source, "
+        "history, vectors, and its links to the facts, relations and entities that still "
+        "stand), and each kept memory's merged values and the links it gained go back to what "
+        "they were (an update in its history). `merge_id` is the merge's answer's. A merge that "
+        "is unknown, expired or another user's: 404; undone already: 409. Audited (`update`, "
+        "`via: undo_merge`).",
+        example={"merge_id": MEMORY_ID, **OWNER},
+        tag=_LIFE,
+        response=MergeUndone,
+        resource="health",
+        service="undo_merge",
+        body=Owner,
+        conflict=True,
     ),
     Operation(
         name="export_memories",

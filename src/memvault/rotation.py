@@ -190,8 +190,8 @@ async def _reseal_audit_queries(backend: Backend, stale: StaleKeys) -> int:
 
 
 async def _reseal_cognitive(backend: Backend, stale: StaleKeys) -> int:
-    """Conversations, working memory, tool use, strategies, goals and profiles: one sealed
-    payload per row, bound to its table and primary key."""
+    """Conversations, working memory, tool use, strategies, goals, profiles and merge undo
+    records: one sealed payload per row, bound to its table and primary key."""
     async with transaction(backend.engine) as conn:
         rows = await cognitive.claim_sealed_to_reseal(conn, stale, BATCH)
         keys = await _keyrings(backend, conn, {r.key[0] for r in rows})

@@ -132,6 +132,13 @@ CATALOGUE: tuple[Place, ...] = (
         of_conversation=True,
     ),
     Place(
+        "merge_undos",
+        "owned",
+        "left_out",
+        why="what a health merge erased, kept for its undo (MEMVAULT_MERGE_UNDO_DAYS): the "
+        "store's own bookkeeping, as the copies it holds left the export with the merge",
+    ),
+    Place(
         "webhook_deliveries",
         "events",
         "left_out",

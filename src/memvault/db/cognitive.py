@@ -36,7 +36,7 @@ from memvault.db.cognitive_records import (
 from memvault.db.keysets import StaleKeys
 from memvault.db.records import field_names
 from memvault.db.tables import (
-    SEALED_COGNITIVE,
+    SEALED_PAYLOADS,
     conversation_turns,
     conversations,
     goal_blockers,
@@ -625,9 +625,10 @@ def _sealing_key(table: sa.Table) -> list[sa.Column[Any]]:
 async def claim_sealed_to_reseal(
     conn: AsyncConnection, stale: StaleKeys, batch: int
 ) -> list[SealedRow]:
-    """Cognitive rows still sealed under an old key; rows a writer holds are skipped."""
+    """Rows with a sealed payload (cognitive rows, merge undo records) still under an old key;
+    rows a writer holds are skipped."""
     found: list[SealedRow] = []
-    for table in SEALED_COGNITIVE:
+    for table in SEALED_PAYLOADS:
         key, primary = _sealing_key(table), _primary_key(table)
         query = (
             sa.select(*key, *primary, table.c.ciphertext, table.c.nonce, table.c.key_id)
@@ -643,7 +644,7 @@ async def claim_sealed_to_reseal(
 
 
 async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) -> None:
-    table = next(t for t in SEALED_COGNITIVE if t.name == row.table)
+    table = next(t for t in SEALED_PAYLOADS if t.name == row.table)
     where = [c == v for c, v in zip(_primary_key(table), row.row_key, strict=True)]
     await conn.execute(table.update().where(*where).values(values))
 

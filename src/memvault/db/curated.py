@@ -1,7 +1,8 @@
 """SQL of curation: a tenant's users with what each holds (and one user's counts and growth,
 counted by the database), the deletion receipts the audit log
 keeps (a receipt is written into its ``delete`` row's details in the deleting transaction:
-``lifecycle/deletion.py``), and a merge's moving of source links onto the memory it keeps."""
+``lifecycle/deletion.py``), and a merge's moving of source links onto the memory it keeps (and
+its undo's moving them back)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from memvault.db.tables import (
     goals,
     memories,
     relation_sources,
+    relations,
 )
 
 _a = audit_log.c
@@ -161,13 +163,43 @@ async def receipts(
     return [dict(r) for (r,) in await conn.execute(query)]
 
 
+# Each table of source links: what the memory is a source of (its column and table).
+_LINKS = (
+    (fact_sources, "fact_id", facts),
+    (relation_sources, "relation_id", relations),
+    (entity_mentions, "entity_id", entities),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLink:
+    """A memory as the source of a fact or relation, or mentioning an entity."""
+
+    table: str
+    target: UUID
+    memory_id: UUID
+
+
+async def source_links(
+    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID]
+) -> list[SourceLink]:
+    found: list[SourceLink] = []
+    for table, column, _ in _LINKS:
+        query = sa.select(table.c[column], table.c.memory_id).where(
+            table.c.tenant_id == tenant_id, table.c.memory_id.in_(list(memory_ids))
+        )
+        found.extend(SourceLink(table.name, *row) for row in await conn.execute(query))
+    return found
+
+
 async def adopt_sources(
     conn: AsyncConnection, tenant_id: str, keep: UUID, rest: Sequence[UUID]
-) -> int:
+) -> list[SourceLink]:
     """What the merged copies' texts were said to claim (facts, relations, mentions) becomes
-    the kept memory's too, so nothing derived goes with the copies; how many links moved."""
-    moved = 0
-    for table in (fact_sources, relation_sources, entity_mentions):
+    the kept memory's too, so nothing derived goes with the copies; the links it gained (the
+    ones an undo takes back)."""
+    moved: list[SourceLink] = []
+    for table, column, _ in _LINKS:
         names = [c.name for c in table.c]
         picked = sa.select(
             *(
@@ -176,7 +208,61 @@ async def adopt_sources(
             )
         ).where(table.c.tenant_id == tenant_id, table.c.memory_id.in_(list(rest)))
         result = await conn.execute(
-            insert(table).from_select(names, picked).on_conflict_do_nothing()
+            insert(table)
+            .from_select(names, picked)
+            .on_conflict_do_nothing()
+            .returning(table.c[column], table.c.memory_id)
         )
-        moved += result.rowcount
+        moved.extend(SourceLink(table.name, *row) for row in result)
     return moved
+
+
+async def drop_links(conn: AsyncConnection, tenant_id: str, links: Sequence[SourceLink]) -> int:
+    dropped = 0
+    for table, column, _ in _LINKS:
+        pairs = [(link.target, link.memory_id) for link in links if link.table == table.name]
+        if pairs:
+            result = await conn.execute(
+                table.delete().where(
+                    table.c.tenant_id == tenant_id,
+                    sa.tuple_(table.c[column], table.c.memory_id).in_(pairs),
+                )
+            )
+            dropped += result.rowcount
+    return dropped
+
+
+async def restore_links(
+    conn: AsyncConnection, tenant_id: str, user_id: str, links: Sequence[SourceLink]
+) -> int:
+    """The links back where what they point at still stands (a fact erased since stays
+    erased); how many went in."""
+    restored = 0
+    for table, column, target in _LINKS:
+        mine = [link for link in links if link.table == table.name]
+        if not mine:
+            continue
+        standing = set(
+            (
+                await conn.execute(
+                    sa.select(target.c.id).where(
+                        target.c.tenant_id == tenant_id,
+                        target.c.id.in_([link.target for link in mine]),
+                    )
+                )
+            ).scalars()
+        )
+        rows = [
+            {
+                "tenant_id": tenant_id,
+                column: link.target,
+                "memory_id": link.memory_id,
+                "user_id": user_id,
+            }
+            for link in mine
+            if link.target in standing
+        ]
+        if rows:
+            query = insert(table).on_conflict_do_nothing().returning(table.c.memory_id)
+            restored += len((await conn.execute(query, rows)).all())
+    return restored

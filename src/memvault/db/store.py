@@ -28,7 +28,7 @@ from memvault.db.records import (
 )
 from memvault.db.tables import (
     JOBS_CHANNEL,
-    SEALED_COGNITIVE,
+    SEALED_PAYLOADS,
     audit_log,
     embedding_jobs,
     encryption_keys,
@@ -815,10 +815,11 @@ async def count_sealed_under_other_keys(conn: AsyncConnection, stale: StaleKeys 
         sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id))
     )
     in_audit = sa.select(sa.func.count()).where(stale.where(audit_log.c.query_key_id))
-    # Cognitive rows each hold one sealed payload (db/cognitive.py reseals them).
+    # Cognitive rows and merge undo records each hold one sealed payload (db/cognitive.py
+    # reseals them).
     in_cognitive = [
         sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
-        for t in SEALED_COGNITIVE
+        for t in SEALED_PAYLOADS
     ]
     total = 0
     for query in (

@@ -946,6 +946,7 @@ __all__ = [
     "GRAPH_TABLES",
     "PROMOTION_TABLES",
     "SEALED_COGNITIVE",
+    "SEALED_PAYLOADS",
     "api_keys",
     "audit_log",
     "audit_settings",
@@ -970,6 +971,7 @@ __all__ = [
     "memory_chunks",
     "memory_history",
     "memory_terms",
+    "merge_undos",
     "metadata",
     "rate_limit_buckets",
     "relation_sources",
@@ -1148,3 +1150,29 @@ idempotent_writes = Table(
     PrimaryKeyConstraint("tenant_id", "key", name="pk_idempotent_writes"),
     Index("ix_idempotent_writes_expiry", "expires_at"),
 )
+
+# --- merges that can be undone -----------------------------------------------------------------
+
+# One row per health merge (one cluster or all of one request): the copies it erased (each as
+# an export line, with its history, vectors and source links) and the kept memories' values
+# before it, sealed in one payload bound to (tenant, merge id); ``undo_merge`` puts them back.
+# Kept until ``expires_at`` (``merge_undo_days``) and gone with the user; an undone merge keeps
+# its row, its payload emptied, so a second undo is told when the first ran.
+merge_undos = Table(
+    "merge_undos",
+    metadata,
+    Column("tenant_id", Text, nullable=False),
+    Column("id", Uuid, nullable=False),
+    Column("user_id", Text, nullable=False),
+    *_sealed_columns(),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("undone_at", DateTime(timezone=True)),
+    PrimaryKeyConstraint("tenant_id", "id", name="pk_merge_undos"),
+    Index("ix_merge_undos_expires", "expires_at"),
+    Index("ix_merge_undos_key", "key_id"),
+)
+
+# Every table whose rows hold one sealed payload bound to the row's key (key rotation reseals
+# them all: db/cognitive.py).
+SEALED_PAYLOADS = (*SEALED_COGNITIVE, merge_undos, idempotent_writes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from memvault.db import curated as curated_db
 from memvault.db import embedding_queue, store
@@ -19,7 +19,7 @@ from memvault.db import health as db
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, InvalidInput, NotFound
-from memvault.lifecycle import deletion, duplicates, graph_jobs, merging
+from memvault.lifecycle import deletion, duplicates, graph_jobs, merge_undo, merging
 from memvault.lifecycle.governance import identifier
 from memvault.lifecycle.reports import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.reports import (
@@ -28,8 +28,10 @@ from memvault.lifecycle.reports import (
     HealthActionResult,
     HealthFinding,
     MemoryHealth,
+    MergeUndone,
 )
 from memvault.models import TURN_SOURCE
+from memvault.validation import parse_id
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -247,13 +249,31 @@ class Health:
             event.result_count = changed
         return HealthActionResult(action=request.action, changed=changed)
 
+    @scoped_to_tenant
+    async def undo_merge(self, merge_id: UUID | str, *, user_id: str) -> MergeUndone:
+        """Undo a merge as a whole, once (``lifecycle.merge_undo``): every copy back as it was,
+        the kept memories' merged values as they were before (their history records it)."""
+        owner = identifier(user_id, "user_id")
+        ident = parse_id(merge_id, field="merge_id")
+        details = {"via": "undo_merge", "merge_id": str(ident)}
+        with self._context.audit("update", owner, details=details) as event:
+            async with transaction(self._backend.engine) as conn:
+                undone = await merge_undo.undo(
+                    self._backend, conn, (self.tenant_id, owner), ident, self.actor, _now()
+                )
+            event.memory_ids = [*undone.restored, *undone.reverted][:100]
+            event.result_count = len(undone.restored)
+        return undone
+
     async def _merge(self, owner: str, clusters: list[list[UUID]]) -> HealthActionResult:
         """Each cluster into its earliest memory, losing nothing (``lifecycle.merging``); the
-        copies of every cluster are deleted together, with one receipt."""
+        copies of every cluster are deleted together, with one receipt, and can be brought
+        back together by :meth:`undo_merge` with the id the answer carries."""
         clusters = _checked(clusters)
         everyone = [i for c in clusters for i in c]
+        merge_id = uuid4()
         with self._context.audit("merge", owner, memory_ids=everyone[:100]) as event:
-            kept, rest = await self._fold(owner, clusters)
+            kept, rest, until = await self._fold(owner, clusters, merge_id)
             receipt = await deletion.erase(
                 self._backend,
                 self.tenant_id,
@@ -268,14 +288,25 @@ class Health:
                 "clusters": len(clusters),
                 "kept": [f"memory:{k}" for k in kept[:100]],
                 "request_id": receipt.request_id,
+                "merge_id": str(merge_id),
             }
-        return HealthActionResult(action="merge", changed=receipt.memories, receipt=receipt)
+        return HealthActionResult(
+            action="merge",
+            changed=receipt.memories,
+            receipt=receipt,
+            merge_id=merge_id,
+            undo_until=until,
+        )
 
-    async def _fold(self, owner: str, clusters: list[list[UUID]]) -> tuple[list[UUID], list[UUID]]:
+    async def _fold(
+        self, owner: str, clusters: list[list[UUID]], merge_id: UUID
+    ) -> tuple[list[UUID], list[UUID], datetime]:
         """In one transaction: each kept memory takes what its copies held (the normal
-        update, so its history records it) and their source links."""
+        update, so its history records it) and their source links, and the merge's undo
+        record keeps what that changed and the copies about to go; until when it holds."""
         kept: list[UUID] = []
         rest: list[UUID] = []
+        before: list[merge_undo.Kept] = []
         async with transaction(self._backend.engine) as conn:
             for cluster in clusters:
                 rows = [
@@ -294,13 +325,22 @@ class Health:
                         details={"memory_ids": [str(i) for i in cluster]},
                     )
                 plan = merging.plan(found)
+                old = next(r for r in found if r.id == plan.keep)
                 if plan.values:
-                    old = next(r for r in found if r.id == plan.keep)
                     await store.update_memory(conn, old, plan.values, self.actor)
-                await curated_db.adopt_sources(conn, self.tenant_id, plan.keep, plan.rest)
+                gained = await curated_db.adopt_sources(conn, self.tenant_id, plan.keep, plan.rest)
+                before.append(merge_undo.kept_before(old, plan.values, gained))
                 kept.append(plan.keep)
                 rest.extend(plan.rest)
-        return kept, rest
+            owner_key = (self.tenant_id, owner)
+            until = await merge_undo.record(
+                self._backend, conn, owner_key, merge_id, before, rest, _now()
+            )
+        return kept, rest, until
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _checked(clusters: list[list[UUID]]) -> list[list[UUID]]:

@@ -24,7 +24,7 @@ from memvault.db.erasure import expired_where, in_tenant, one_of
 from memvault.db.records import UserShare
 from memvault.db.units import reading, transaction
 from memvault.graph import promote
-from memvault.lifecycle import graph_jobs, health
+from memvault.lifecycle import graph_jobs, health, merge_undo
 from memvault.lifecycle.deletion import erase
 from memvault.lifecycle.reports import DeletionReceipt, HealthFinding
 from memvault.lifecycle.schedule import (
@@ -95,6 +95,7 @@ CLEANUP_STEPS: dict[str, CleanupStep] = {
     "conversations": upkeep.archive_conversations,
     "working_memory": upkeep.purge_working_memory,
     "idempotent_writes": _purge_idempotent_answers,
+    "merge_undos": merge_undo.purge_expired,
 }
 
 

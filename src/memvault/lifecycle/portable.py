@@ -294,6 +294,43 @@ def _memory_line(
     )
 
 
+async def memory_lines(
+    backend: Backend, conn: AsyncConnection, tenant_id: str, ids: list[UUID]
+) -> list[tuple[MemoryLine, list[int]]]:
+    """These memories as export lines (history and vectors in), each with its history rows'
+    ids in the line's order: what :func:`put_back` puts back as it was."""
+    rows = await db.children(conn, db.TABLES["memory"], tenant_id, "id", ids)
+    history = _grouped(await db.children(conn, memory_history, tenant_id, "memory_id", ids))
+    chunks = _grouped(await db.children(conn, memory_chunks, tenant_id, "memory_id", ids))
+    return [
+        (_memory_line(backend, r, history, chunks), [h["id"] for h in history.get(r["id"], [])])
+        for r in rows
+    ]
+
+
+async def put_back(
+    backend: Backend,
+    conn: AsyncConnection,
+    owner: tuple[str, str],
+    memories: list[tuple[MemoryLine, list[int]]],
+    actor: str,
+) -> int:
+    """In the caller's transaction: memories :func:`memory_lines` read, back under their own
+    ids as the import writes them (rows, vectors, keyword postings, an embedding job where no
+    vector of the active model came), their history rows with their own ids, actors and
+    times; a memory whose id is taken again is left out. How many came back."""
+    counts = empty_counts()
+    writer = _Writer(backend, conn, Plan(*owner), actor, counts)
+    await writer.memories([(0, line.model_copy(update={"history": []})) for line, _ in memories])
+    rows = [
+        writer.version(line.id, v, row_id=n)
+        for line, ids in memories
+        for v, n in zip(line.history, ids, strict=True)
+    ]
+    await db.insert_new(conn, memory_history, rows)
+    return counts["memories"]
+
+
 # --- import: reading and checking --------------------------------------------------------------
 
 
@@ -602,7 +639,7 @@ class _Writer:
                 **seal_content(self.backend.keys, self.tenant_id, ident, line.content),
             )
             rows.append(values)
-            history.extend(self._version(ident, v) for v in line.history)
+            history.extend(self.version(ident, v) for v in line.history)
             if chunks is not None:
                 embedded[ident] = (self.user_id, chunks)
             postings[ident] = (self.user_id, terms, length)
@@ -615,7 +652,11 @@ class _Writer:
             self.counts["queued_for_embedding"] += len(waiting)
         await keywords.replace_terms(self.conn, self.tenant_id, postings)
 
-    def _version(self, ident: UUID, version: ExportedVersion) -> dict[str, Any]:
+    def version(
+        self, ident: UUID, version: ExportedVersion, row_id: int | None = None
+    ) -> dict[str, Any]:
+        """A history row; with ``row_id``, the store's own row put back as it was (an undo),
+        else one a file claims, marked as imported."""
         row: dict[str, Any] = {
             "tenant_id": self.tenant_id,
             "memory_id": ident,
@@ -629,6 +670,14 @@ class _Writer:
             "claimed_actor": version.claimed_actor or version.actor,
             "claimed_at": version.claimed_at or version.created_at,
         }
+        if row_id is not None:
+            row.update(
+                id=row_id,
+                actor=version.actor,
+                created_at=version.created_at,
+                claimed_actor=version.claimed_actor,
+                claimed_at=version.claimed_at,
+            )
         for side in ("old", "new"):
             text = getattr(version, f"{side}_content")
             sealed = (

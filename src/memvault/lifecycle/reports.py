@@ -138,6 +138,22 @@ class HealthActionResult(BaseModel):
     action: str
     changed: int
     receipt: DeletionReceipt | None = None
+    merge_id: UUID | None = Field(
+        default=None,
+        description="merge only: undo the whole merge with POST "
+        "/v1/health/memory/merges/{merge_id}/undo until `undo_until`",
+    )
+    undo_until: datetime | None = None
+
+
+class MergeUndone(BaseModel):
+    """A merge undone: every copy back as it was, the kept memories' merged values as they
+    were before (each an update in its history)."""
+
+    merge_id: UUID
+    restored: list[UUID] = Field(description="the copies back, under their own ids")
+    reverted: list[UUID] = Field(description="the kept memories whose values were put back")
+    links: int = Field(description="source links (facts, relations, mentions) back on the copies")
 
 
 # --- what the API and the HTTP client send (one definition for both) ---------------------------

@@ -299,6 +299,14 @@ async def health_action(view: View) -> Response:
     return page(view, "done.html", result=result, audit=audit.results)
 
 
+@router.post("/health/merges/undo", response_class=HTMLResponse)
+async def undo_merge(view: View) -> Response:
+    form = await view.form("write")
+    undone = await view.memory.undo_merge(str(form.get("merge_id", "")), user_id=view.user_id)
+    audit = await view.memory.audit_log(user_id=view.user_id, limit=5)
+    return page(view, "done.html", merge_undone=undone, audit=audit.results)
+
+
 async def _holds_anything(view: Viewer, user: str) -> bool:
     memory = view.memory
     found = await asyncio.gather(

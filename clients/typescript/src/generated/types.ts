@@ -581,6 +581,9 @@ export interface HealthActionResult {
   action: string;
   changed: number;
   receipt: DeletionReceipt | null;
+  /** merge only: undo the whole merge with POST /v1/health/memory/merges/{merge_id}/undo until `undo_until` */
+  merge_id: string | null;
+  undo_until: string | null;
 }
 
 export interface HealthFinding {
@@ -768,6 +771,20 @@ export interface MergeRequest {
   /** the entity that absorbs this one */
   into: string;
   user_id: string;
+}
+
+/**
+ * A merge undone: every copy back as it was, the kept memories' merged values as they
+ * were before (each an update in its history).
+ */
+export interface MergeUndone {
+  merge_id: string;
+  /** the copies back, under their own ids */
+  restored: Array<string>;
+  /** the kept memories whose values were put back */
+  reverted: Array<string>;
+  /** source links (facts, relations, mentions) back on the copies */
+  links: number;
 }
 
 /** One conversation turn. */

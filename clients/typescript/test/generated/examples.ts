@@ -25,6 +25,7 @@ export const EXAMPLES: Record<string, Record<string, unknown>> = {
   lifecycle_deletion_receipt: {"request_id": "3f2b1c0d9e8f4a7b6c5d4e3f2a1b0c9d"},
   health_memory_health: {"user_id": "alice"},
   health_health_action: {"user_id": "alice", "action": "archive", "memory_ids": ["0b7e6c1e-6f4c-4d7e-9a51-2f1f0f3c8a10"]},
+  health_undo_merge: {"merge_id": "0b7e6c1e-6f4c-4d7e-9a51-2f1f0f3c8a10", "user_id": "alice"},
   lifecycle_export_memories: {"user_id": "alice"},
   lifecycle_import_memories: {"memories": []},
   conversations_start_conversation: {"user_id": "alice", "conversation_id": "support-2024-05-01", "title": "Moving house"},

@@ -1,7 +1,7 @@
 """idempotent_writes: the answers of writes sent with an Idempotency-Key
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 
 A client that lost its connection (an API host died, a proxy gave up) cannot tell whether
 its write was stored; with an ``Idempotency-Key`` header it sends the same request again and
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0024"
-down_revision = "0022"
+down_revision = "0023"
 branch_labels = None
 depends_on = None
 
