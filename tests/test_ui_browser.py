@@ -291,7 +291,9 @@ def test_sign_in_out_csrf_read_only_and_prefix(browser: Browser, site: Site) -> 
         proxied.close()
 
 
-def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site) -> None:
+def test_a_health_recommendation_applied_end_to_end(
+    browser: Browser, site: Site, tmp_path: Path
+) -> None:
     view = Watched(browser, site.url)
     try:
         view.sign_in_to_the_seeded_user(site.admin_key)
@@ -305,6 +307,8 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
         page.wait_for_selector(".receipt")
         assert "Merge: 1 changed" in page.locator("main").inner_text()
         assert page.locator("tr.audit-row", has_text="merge").count() >= 1
+        assert axe_violations(page) == []
+        shot(page, "health-merged", tmp_path)
         found = [
             httpx.get(
                 f"{site.url}/v1/memories/{twin}",
@@ -319,6 +323,8 @@ def test_a_health_recommendation_applied_end_to_end(browser: Browser, site: Site
         # One click undoes it: the copy is back and the memory that stayed is as it was.
         page.get_by_role("button", name="Undo this merge").click()
         page.wait_for_selector("text=Merge undone")
+        assert axe_violations(page) == []
+        shot(page, "health-merge-undone", tmp_path)
         back = [
             httpx.get(
                 f"{site.url}/v1/memories/{twin}",
