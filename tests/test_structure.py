@@ -735,3 +735,52 @@ def test_connections_outside_db_are_units_of_work() -> None:
         if not name.startswith("memvault.db") and opening.search(path.read_text())
     }
     assert own == set(), f"open connections from the engine, not db/units.py: {sorted(own)}"
+
+
+# --- one object's private methods are its own ---------------------------------------------------
+
+# Leading underscores that are public by convention: a named tuple's methods.
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_make"}
+
+
+def _private_calls(source: str) -> list[str]:
+    """Calls of another object's (or module's) private method, ``x._y(...)``: calls on
+    ``self``, ``cls`` and ``super()`` are the object's own."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name, owner = node.func.attr, node.func.value
+        if not name.startswith("_") or name.startswith("__") or name in PUBLIC_UNDERSCORED:
+            continue
+        if isinstance(owner, ast.Name) and owner.id in {"self", "cls"}:
+            continue
+        if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+            continue
+        found.append(f"{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_no_object_calls_into_another_objects_private_methods() -> None:
+    """What one resource needs of another is a public method of it (marked
+    ``between_resources`` where the door should not offer it), so copies of private logic do
+    not grow beside each other and drift."""
+    reaching = {
+        name: calls
+        for name, path in MODULES.items()
+        if path.suffix == ".py" and (calls := _private_calls(path.read_text()))
+    }
+    assert reaching == {}
+
+
+def test_a_call_into_another_objects_private_method_is_caught() -> None:
+    source = (
+        "class A:\n"
+        "    def f(self):\n"
+        "        self._own()\n"
+        "        super()._own()\n"
+        "        self._other._theirs()\n"
+        "        row._replace(a=1)\n"
+        "        store._helper()\n"
+    )
+    assert _private_calls(source) == ["5: self._other._theirs", "7: store._helper"]
