@@ -16,20 +16,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import graph_admin, tenancy, webhooks
-from memvault.db.keysets import StaleKeys
+from memvault.db import tenancy, webhooks
 from memvault.db.records import (
     AnyRow,
     HistoryRow,
     MemoryRow,
     RankedMemory,
     RankedPage,
-    SealedContent,
 )
 from memvault.db.tables import (
     JOBS_CHANNEL,
-    SEALED_COGNITIVE,
-    audit_log,
     embedding_jobs,
     encryption_keys,
     memories,
@@ -763,73 +759,6 @@ async def register_key(conn: AsyncConnection, key_id: str) -> None:
 
 async def unregister_keys(conn: AsyncConnection, key_ids: Sequence[str]) -> None:
     await conn.execute(encryption_keys.delete().where(encryption_keys.c.key_id.in_(key_ids)))
-
-
-async def claim_memories_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[SealedContent]:
-    """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
-    query = (
-        sa.select(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id)
-        .where(stale.where(_m.key_id))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    return [SealedContent.from_row(row) for row in await conn.execute(query)]
-
-
-async def reseal_memory(
-    conn: AsyncConnection, tenant_id: str, memory_id: UUID, values: dict[str, Any]
-) -> None:
-    await conn.execute(
-        memories.update().where(_m.tenant_id == tenant_id, _m.id == memory_id).values(values)
-    )
-
-
-async def claim_history_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[HistoryRow]:
-    query = (
-        sa.select(memory_history)
-        .where(sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id)))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    return [HistoryRow.from_row(row) for row in await conn.execute(query)]
-
-
-async def reseal_history(
-    conn: AsyncConnection, tenant_id: str, history_id: int, values: dict[str, Any]
-) -> None:
-    await conn.execute(
-        memory_history.update().where(_h.tenant_id == tenant_id, _h.id == history_id).values(values)
-    )
-
-
-async def count_sealed_under_other_keys(conn: AsyncConnection, stale: StaleKeys | str) -> int:
-    """Rows rotation has yet to move (``stale`` a key id: rows under any other key)."""
-    if isinstance(stale, str):
-        stale = StaleKeys(stale)
-    in_memories = sa.select(sa.func.count()).where(stale.where(_m.key_id))
-    in_history = sa.select(sa.func.count()).where(
-        sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id))
-    )
-    in_audit = sa.select(sa.func.count()).where(stale.where(audit_log.c.query_key_id))
-    # Cognitive rows each hold one sealed payload (db/cognitive.py reseals them).
-    in_cognitive = [
-        sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
-        for t in SEALED_COGNITIVE
-    ]
-    total = 0
-    for query in (
-        in_memories.select_from(memories),
-        in_history.select_from(memory_history),
-        in_audit.select_from(audit_log),
-        *in_cognitive,
-        *graph_admin.sealed_under_other_keys(stale),
-    ):
-        total += (await conn.execute(query)).scalar_one()
-    return total
 
 
 # --- the worker and the background pipeline ----------------------------------------------------

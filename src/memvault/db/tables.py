@@ -382,8 +382,8 @@ audit_log = Table(
 
 # --- cognitive memory (episodes, working memory, procedures, goals, profiles) ----------------
 # Every sealed cognitive row holds its secret fields as one sealed JSON payload (ciphertext,
-# nonce, key_id) bound to the table and the row's primary key (cognitive/payloads.py), so one
-# loop reseals them all on key rotation.
+# nonce, key_id) bound to the table and the row's primary key (cognitive/payloads.py); key
+# rotation reseals them as it does every sealed column (db/sealed_columns.py).
 
 
 def _sealed_columns() -> list[Column[Any]]:
@@ -593,15 +593,6 @@ COGNITIVE_TABLES = (
     "goals",
     "goal_blockers",
     "user_profiles",
-)
-# The tables whose rows hold a sealed payload, each bound to its primary key.
-SEALED_COGNITIVE = (
-    conversations,
-    working_memory,
-    tool_invocations,
-    strategies,
-    goals,
-    user_profiles,
 )
 
 # --- knowledge graph: entities, bi-temporal facts, relations -------------------------
@@ -945,7 +936,6 @@ __all__ = [
     "COGNITIVE_TABLES",
     "GRAPH_TABLES",
     "PROMOTION_TABLES",
-    "SEALED_COGNITIVE",
     "api_keys",
     "audit_log",
     "audit_settings",

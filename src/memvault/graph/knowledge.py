@@ -43,6 +43,7 @@ from memvault.graph.views import (
     UserGraphQuery,
 )
 from memvault.graph.writer import GraphWriter, Owner
+from memvault.language import keyed
 from memvault.language.terms import query_term_ids
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
@@ -196,9 +197,9 @@ class Graph:
         except ValueError:
             keyring = self._backend.keys.current(self.tenant_id)
             keys = (
-                [sealed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
+                [keyed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
                 if name_or_id == SELF
-                else sealed.name_keys(keyring, [name_or_id])
+                else keyed.name_keys(keyring, [name_or_id])
             )
             found = await graph_db.entities_by_keys(conn, self.tenant_id, user_id, keys)
             wanted = [e.merged_into or e.id for e in found]
@@ -388,7 +389,7 @@ class Graph:
             EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit
         )
         keyring = self._backend.keys.current(self.tenant_id)
-        keys = sealed.name_keys(keyring, [query.q]) if query.q else []
+        keys = keyed.name_keys(keyring, [query.q]) if query.q else []
         terms = query_term_ids(keyring, query.q) if query.q else []
         async with reading(self._backend.engine) as conn:
             rows = await graph_db.list_entities(
