@@ -103,18 +103,8 @@ _EVENT_COLUMNS = (
 )
 
 
-def _build_add(*, with_job: bool) -> sa.Select[Any]:
-    values: dict[str, Any] = {c: sa.bindparam(c, type_=_m[c].type) for c in _ADD_COLUMNS}
-    values["occurred_at"] = sa.func.coalesce(
-        sa.bindparam("occurred_at", type_=_m.occurred_at.type), sa.func.now()
-    )
-    new = memories.insert().values(values).returning(memories).cte("new")
-    job_kind = sa.bindparam("job_kind", type_=sa.Text()) if with_job else None
-    return _added(new, sa.bindparam("actor", type_=sa.Text()), job_kind)
-
-
 def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
-    """``_build_add`` for many rows: one VALUES list, each row's history and events, and with
+    """An insert of many memories: one VALUES list, each row's history and events, and with
     ``job_kind`` each row's job."""
     values = [
         {**{c: row[c] for c in _ADD_COLUMNS}, "occurred_at": row["occurred_at"] or sa.func.now()}
@@ -173,25 +163,8 @@ def _added(
     return sa.select(new, notify).add_cte(history, job, hooks)
 
 
-_ADD_QUEUED = _build_add(with_job=True)
-_ADD_EMBEDDED = _build_add(with_job=False)
 # Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
 _ROWS_A_STATEMENT = 500
-
-
-async def insert_memory(
-    conn: AsyncConnection,
-    values: dict[str, Any],
-    actor: str,
-    *,
-    queue_embedding: bool = True,
-    job_kind: str = "embed",
-) -> MemoryRow:
-    """Insert a memory and its ADD history row (and, unless its vectors come with it, its
-    embedding job, waking the workers): one statement, one round trip."""
-    params = {**_ADD_DEFAULTS, **values, "actor": actor, "job_kind": job_kind}
-    statement = _ADD_QUEUED if queue_embedding else _ADD_EMBEDDED
-    return MemoryRow.from_row((await conn.execute(statement, params)).one())
 
 
 async def insert_memories(
@@ -201,8 +174,9 @@ async def insert_memories(
     *,
     job_kind: str | None = None,
 ) -> dict[UUID, MemoryRow]:
-    """``insert_memory`` for many, a few hundred to a statement: a bulk import's rows in a
-    handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
+    """Memories with their ADD history rows (and, unless their vectors come with them, their
+    embedding jobs, waking the workers), a few hundred to a statement: a bulk import's rows in
+    a handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
     kind (None: their vectors come with them). By id, since a multi-row insert does not
     promise to return rows in order."""
     rows = [{**_ADD_DEFAULTS, **v, "actor": actor} for v in values]
