@@ -88,9 +88,7 @@ async def _reseal(backend: Backend, entry: SealedTable, stale: StaleKeys) -> int
         rows = await sealed_columns.claim(conn, entry, stale, BATCH)
         if not entry.under_master:
             await data_keys.load(backend.keys, backend.engine, {r.tenant_id for r in rows}, conn)
-        for row in rows:
-            keyring = entry.keyring(backend.keys, row.tenant_id)
-            await sealed_columns.reseal(conn, entry, keyring, row, stale)
+        await sealed_columns.reseal(conn, entry, backend.keys, rows, stale)
     return len(rows)
 
 

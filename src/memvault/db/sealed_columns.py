@@ -11,7 +11,7 @@ row is defined here once; the code that seals and opens those rows uses the same
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -83,9 +83,22 @@ class SealedValue:
 
 
 Columns = Mapping[str, Any]
-# An after-reseal step: given the row's columns and its opened texts by value name, it writes
-# what is derived from them elsewhere (postings) and answers the row's derived column values.
-AfterReseal = Callable[["AsyncConnection", Keyring, Columns, Mapping[str, str]], Awaitable[Columns]]
+
+
+@dataclass
+class Resealed:
+    """A claimed row being re-sealed: its columns as read, the keyring it is sealed with now,
+    its opened texts by value name and the column values its update will set."""
+
+    columns: Columns
+    keyring: Keyring
+    opened: dict[str, str]
+    values: dict[str, Any]
+
+
+# An after-reseal step: given a batch of re-sealed rows, it writes what is derived from their
+# texts elsewhere (postings, a tenant's at a time) and adds each row's derived column values.
+AfterReseal = Callable[["AsyncConnection", Sequence[Resealed]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -131,38 +144,50 @@ def _payload_of(table: sa.Table, *key: str) -> Callable[[Columns, SealedValue], 
     return lambda row, _: payload_aad(table.name, *(row[c] for c in columns))
 
 
-async def _memory_postings(
-    conn: AsyncConnection, keyring: Keyring, row: Columns, opened: Mapping[str, str]
-) -> Columns:
+def _by_tenant(rows: Sequence[Resealed]) -> dict[str, list[Resealed]]:
+    tenants: dict[str, list[Resealed]] = {}
+    for row in rows:
+        tenants.setdefault(row.columns["tenant_id"], []).append(row)
+    return tenants
+
+
+async def _memory_postings(conn: AsyncConnection, rows: Sequence[Resealed]) -> None:
     """The blind index is keyed too: a memory's terms and hash move to the new key with it."""
-    text = opened["content"]
-    postings = {row["id"]: (row["user_id"], *blind_terms(keyring, text))}
-    await keywords.replace_terms(conn, row["tenant_id"], postings)
-    return {"content_hash": keyring.content_hash(text)}
+    for tenant_id, held in _by_tenant(rows).items():
+        postings = {}
+        for row in held:
+            text = row.opened["content"]
+            row.values["content_hash"] = row.keyring.content_hash(text)
+            postings[row.columns["id"]] = (row.columns["user_id"], *blind_terms(row.keyring, text))
+        await keywords.replace_terms(conn, tenant_id, postings)
 
 
-async def _entity_keys(
-    conn: AsyncConnection, keyring: Keyring, row: Columns, opened: Mapping[str, str]
-) -> Columns:
-    name = opened.get("name", "")
-    aliases: list[str] = json.loads(opened["aliases"]) if "aliases" in opened else []
-    own = name == SELF or bool((row["properties"] or {}).get("self"))
-    terms = entity_terms(keyring, name, aliases)
-    await graph.replace_terms(
-        conn, row["tenant_id"], "entity", {row["id"]: (row["user_id"], terms)}
-    )
-    return {
-        "name_key": self_key(keyring) if own else name_key(keyring, name),
-        "alias_keys": sorted({name_key(keyring, a) for a in aliases}),
-    }
+async def _entity_keys(conn: AsyncConnection, rows: Sequence[Resealed]) -> None:
+    """An entity's name and alias hashes and its blind terms, remade under the new key."""
+    for tenant_id, held in _by_tenant(rows).items():
+        postings = {}
+        for row in held:
+            keyring, columns = row.keyring, row.columns
+            name = row.opened.get("name", "")
+            aliases: list[str] = json.loads(row.opened.get("aliases") or "[]")
+            own = name == SELF or bool((columns["properties"] or {}).get("self"))
+            row.values["name_key"] = self_key(keyring) if own else name_key(keyring, name)
+            row.values["alias_keys"] = sorted({name_key(keyring, a) for a in aliases})
+            terms = entity_terms(keyring, name, aliases)
+            postings[columns["id"]] = (columns["user_id"], terms)
+        await graph.replace_terms(conn, tenant_id, "entity", postings)
 
 
-async def _fact_keys(
-    conn: AsyncConnection, keyring: Keyring, row: Columns, opened: Mapping[str, str]
-) -> Columns:
-    terms = text_terms(keyring, opened["claim"])
-    await graph.replace_terms(conn, row["tenant_id"], "fact", {row["id"]: (row["user_id"], terms)})
-    return {"value_key": value_key(keyring, opened["value"])} if "value" in opened else {}
+async def _fact_keys(conn: AsyncConnection, rows: Sequence[Resealed]) -> None:
+    """A fact's value hash and its claim's blind terms, remade under the new key."""
+    for tenant_id, held in _by_tenant(rows).items():
+        postings = {}
+        for row in held:
+            if "value" in row.opened:
+                row.values["value_key"] = value_key(row.keyring, row.opened["value"])
+            terms = text_terms(row.keyring, row.opened["claim"])
+            postings[row.columns["id"]] = (row.columns["user_id"], terms)
+        await graph.replace_terms(conn, tenant_id, "fact", postings)
 
 
 SEALED: tuple[SealedTable, ...] = (
@@ -241,33 +266,41 @@ async def claim(
 
 
 async def reseal(
-    conn: AsyncConnection, entry: SealedTable, keyring: Keyring, row: ClaimedRow, stale: StaleKeys
+    conn: AsyncConnection,
+    entry: SealedTable,
+    keys: KeyringSource,
+    rows: Sequence[ClaimedRow],
+    stale: StaleKeys,
 ) -> None:
-    """Every stale value of ``row`` opened and sealed again under ``keyring``'s active key,
-    with what the entry derives from the texts, in one update of the row."""
-    held, columns = entry.stale(stale), row.columns
-    values: dict[str, Any] = {}
-    opened: dict[str, str] = {}
+    """Every stale value of each row opened and sealed again under the active key of its
+    keyring (``entry.keyring``), with what the entry derives from the texts, one update a
+    row."""
+    held = entry.stale(stale)
+    done = [_resealed(entry, entry.keyring(keys, r.tenant_id), r.columns, held) for r in rows]
+    done = [row for row in done if row.values]
+    if entry.after is not None and done:
+        await entry.after(conn, done)
+    for row in done:
+        primary = [c == row.columns[c.name] for c in entry.table.primary_key.columns]
+        await conn.execute(entry.table.update().where(*primary).values(row.values))
+
+
+def _resealed(entry: SealedTable, keyring: Keyring, columns: Columns, held: StaleKeys) -> Resealed:
+    row = Resealed(columns, keyring, {}, {})
     for value in entry.values:
         if not held.holds(columns[value.key_id]) or columns[value.ciphertext] is None:
             continue
         aad = entry.bound_to(columns, value)
-        text = keyring.open(
-            Sealed(columns[value.ciphertext], columns[value.nonce], columns[value.key_id]), aad
-        )
-        sealed = keyring.seal(text, aad)
-        opened[value.name] = text
-        values |= {
-            value.ciphertext: sealed.ciphertext,
-            value.nonce: sealed.nonce,
-            value.key_id: sealed.key_id,
+        sealed = Sealed(columns[value.ciphertext], columns[value.nonce], columns[value.key_id])
+        text = keyring.open(sealed, aad)
+        again = keyring.seal(text, aad)
+        row.opened[value.name] = text
+        row.values |= {
+            value.ciphertext: again.ciphertext,
+            value.nonce: again.nonce,
+            value.key_id: again.key_id,
         }
-    if not values:
-        return
-    if entry.after is not None:
-        values |= await entry.after(conn, keyring, columns, opened)
-    primary = [c == columns[c.name] for c in entry.table.primary_key.columns]
-    await conn.execute(entry.table.update().where(*primary).values(values))
+    return row
 
 
 async def count_stale(conn: AsyncConnection, stale: StaleKeys | str) -> int:
