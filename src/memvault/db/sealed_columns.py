@@ -103,6 +103,10 @@ AfterReseal = Callable[["AsyncConnection", Sequence[Resealed]], Awaitable[None]]
 
 @dataclass(frozen=True)
 class SealedTable:
+    """A table's sealed values, what each row's are bound to (``bound_to``: the row's columns
+    and the value), and what is remade from the texts when they move to a new key (``after``).
+    """
+
     table: sa.Table
     values: tuple[SealedValue, ...]
     bound_to: Callable[[Columns, SealedValue], bytes]
