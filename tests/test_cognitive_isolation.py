@@ -223,7 +223,7 @@ async def test_every_route_answers_404_for_another_tenants_ids(
 async def test_key_rotation_reseals_every_cognitive_row(make_settings: Any, raw: Any) -> None:
     from memvault.admin import AsyncAdmin
     from memvault.crypto import generate_key
-    from memvault.db.tables import SEALED_COGNITIVE
+    from memvault.db.sealed_columns import SEALED
 
     old_key, new_key = generate_key(), generate_key()
     before = await AsyncMemory.open(make_settings(encryption_key=old_key))
@@ -237,9 +237,14 @@ async def test_key_rotation_reseals_every_cognitive_row(make_settings: Any, raw:
     assert report.retired_key_ids
     after = await AsyncMemory.open(make_settings(encryption_key=new_key))
     active = backend_of(after).keys.current().active.key_id
-    for table in SEALED_COGNITIVE:
-        keys = {r[0] for r in raw.execute(f"SELECT DISTINCT key_id FROM {table.name}")}
-        assert keys == {active}, table.name
+    cognitive = {"conversations", "working_memory", "tool_invocations", "strategies", "goals"}
+    cognitive |= {"user_profiles"}
+    for entry in SEALED:
+        if entry.name in cognitive:
+            keys = {r[0] for r in raw.execute(f"SELECT DISTINCT key_id FROM {entry.name}")}
+            assert keys == {active}, entry.name
+            cognitive.remove(entry.name)
+    assert cognitive == set()  # every cognitive table is one rotation re-seals
     convo = await after.get_conversation(ids["conversation"], user_id="u")
     assert convo.title == "t" and convo.turns and convo.turns[0].content == "hello there"
     assert (await after.get_goal(ids["goal"], user_id="u")).description == "second"

@@ -20,7 +20,7 @@ from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
 from memvault.crypto import generate_key
-from memvault.db import store
+from memvault.db import sealed_columns
 from memvault.db.tenancy import all_tenants
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import derive
@@ -521,7 +521,7 @@ async def test_rotation_reseals_every_graph_column_and_rekeys_lookups(
     with all_tenants():
         async with backend_of(during).engine.connect() as conn:
             active = backend_of(during).keys.current().active.key_id
-            assert await store.count_sealed_under_other_keys(conn, active) == sealed_rows
+            assert await sealed_columns.count_stale(conn, active) == sealed_rows
     await AsyncAdmin.of(during).rotate_encryption_key(reload_grace_s=0)
     await during.close()
 

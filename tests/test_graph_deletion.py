@@ -16,6 +16,7 @@ from memvault import AsyncMemory, Settings
 from memvault.db.tables import GRAPH_TABLES, metadata
 from memvault.graph import derive, sealed
 from memvault.graph.claims import EntityMention, Extraction, FactClaim, RelationClaim
+from memvault.language import keyed
 from memvault.language.terms import query_term_ids
 from tests.conftest import backend_of
 
@@ -91,7 +92,7 @@ async def test_deleting_a_memory_removes_what_only_it_held(
     assert {f.predicate for f in works_for} == {"works_for", "makes"}
     keyring = backend_of(memory).keys.current()
     term_ids = query_term_ids(keyring, "Zyxwerk robots GmbH")
-    name_key = sealed.name_key(keyring, "Zyxwerk")
+    name_key = keyed.name_key(keyring, "Zyxwerk")
     fact_ids = [f.id for f in works_for]
     assert await _everywhere(raw, [a.id, zyx.id, name_key, *fact_ids])  # the probe finds them
 

@@ -783,3 +783,103 @@ def test_connections_outside_db_are_units_of_work() -> None:
         if not name.startswith("memvault.db") and opening.search(path.read_text())
     }
     assert own == set(), f"open connections from the engine, not db/units.py: {sorted(own)}"
+
+
+# --- one object's private methods are its own ---------------------------------------------------
+
+# Leading underscores that are public by convention: a named tuple's methods.
+PUBLIC_UNDERSCORED = {"_replace", "_asdict", "_make"}
+
+
+def _private_calls(source: str) -> list[str]:
+    """Calls of another object's (or module's) private method, ``x._y(...)``: calls on
+    ``self``, ``cls`` and ``super()`` are the object's own."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name, owner = node.func.attr, node.func.value
+        if not name.startswith("_") or name.startswith("__") or name in PUBLIC_UNDERSCORED:
+            continue
+        if isinstance(owner, ast.Name) and owner.id in {"self", "cls"}:
+            continue
+        if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+            continue
+        found.append(f"{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_no_object_calls_into_another_objects_private_methods() -> None:
+    """What one resource needs of another is a public method of it (marked
+    ``between_resources`` where the door should not offer it), so copies of private logic do
+    not grow beside each other and drift."""
+    reaching = {
+        name: calls
+        for name, path in MODULES.items()
+        if path.suffix == ".py" and (calls := _private_calls(path.read_text()))
+    }
+    assert reaching == {}
+
+
+def test_a_call_into_another_objects_private_method_is_caught() -> None:
+    source = (
+        "class A:\n"
+        "    def f(self):\n"
+        "        self._own()\n"
+        "        super()._own()\n"
+        "        self._other._theirs()\n"
+        "        row._replace(a=1)\n"
+        "        store._helper()\n"
+    )
+    assert _private_calls(source) == ["5: self._other._theirs", "7: store._helper"]
+
+
+# --- nothing in db/ that nothing calls ---------------------------------------------------------
+
+# db/ functions whose callers live outside the package, and who they are.
+CALLED_FROM_OUTSIDE = {
+    "memvault.db.graph_admin.insert_many": "bench/graph_query.py loads its large graphs with it",
+}
+
+
+def _uncalled_db_functions(sources: dict[str, str]) -> set[str]:
+    """Functions (and methods) of db/ modules whose name no module of ``sources`` (module name
+    to text) mentions but in its own definition: a name-based reading, so a name also used
+    for something else counts as a use (it errs towards keeping)."""
+    trees = {name: ast.parse(text) for name, text in sources.items()}
+    mentioned: set[str] = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                mentioned.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                mentioned.add(node.attr)
+    uncalled = set()
+    for module, tree in trees.items():
+        if not module.startswith("memvault.db.") or ".migrations" in module:
+            continue
+        for node in tree.body:
+            inner = node.body if isinstance(node, ast.ClassDef) else [node]
+            for defined in inner:
+                if not isinstance(defined, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                if defined.name.startswith("__") or defined.name in mentioned:
+                    continue
+                owner = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
+                uncalled.add(f"{module}.{owner}{defined.name}")
+    return uncalled
+
+
+def test_every_db_function_has_a_caller() -> None:
+    """SQL nobody runs still has to be read, kept in step with the schema and trusted: a db/
+    function that no module uses goes (tests alone do not keep it)."""
+    sources = {name: path.read_text() for name, path in MODULES.items() if path.suffix == ".py"}
+    assert _uncalled_db_functions(sources) == set(CALLED_FROM_OUTSIDE)
+
+
+def test_an_uncalled_db_function_is_caught() -> None:
+    sources = {
+        "memvault.db.things": "async def used(): ...\nasync def unused(): ...\n",
+        "memvault.things": "from memvault.db import things\nthings.used()\n",
+    }
+    assert _uncalled_db_functions(sources) == {"memvault.db.things.unused"}

@@ -424,6 +424,27 @@ async def test_the_secret_is_shown_once_and_never_logged(
         verify(hook.secret, *receiver.received[0])
 
 
+async def test_a_secret_still_signs_after_the_key_it_was_sealed_under_is_retired(
+    make_settings: Callable[..., Settings], receiver: Receiver
+) -> None:
+    """Key rotation re-seals the secrets (under the new master key) before it forgets the
+    old one: the endpoint keeps verifying what it receives."""
+    from memvault.crypto import generate_key
+
+    old_key, new_key = generate_key(), generate_key()
+    async with await AsyncMemory.open(make_settings(encryption_key=old_key, **FAST)) as before:
+        hook = await before.create_webhook(receiver.url, event_types=["memory.created"])
+    during = make_settings(encryption_key=new_key, encryption_old_keys=old_key, **FAST)
+    async with await AsyncMemory.open(during) as store:
+        report = await AsyncAdmin.of(store).rotate_encryption_key(reload_grace_s=0)
+    assert report.retired_key_ids
+    async with await AsyncMemory.open(make_settings(encryption_key=new_key, **FAST)) as after:
+        await after.add("a note", user_id="ann", infer=False)
+        await _deliver(after)
+    (received,) = receiver.received
+    assert verify(hook.secret, *received)["type"] == "memory.created"
+
+
 async def _deliver_once(memory: AsyncMemory) -> None:
     dispatcher = Worker(backend_of(memory)).webhooks
     await dispatcher.tick()

@@ -18,6 +18,17 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 # Set on a derived method: the resource attribute it calls through.
 DELEGATE = "__delegate_of__"
+# Set on a method one resource offers the others and not the door (see ``between_resources``).
+BETWEEN_RESOURCES = "__between_resources__"
+
+
+def between_resources(method: F) -> F:
+    """Mark a resource's coroutine method as one that other resources call (``conversations``
+    stores its turns through ``memories``): public, so no resource reaches into another's
+    private methods, yet no verb of the door, the faces or the operation table, which derive
+    their verbs from the public coroutine methods that carry no such mark."""
+    setattr(method, BETWEEN_RESOURCES, True)
+    return method
 
 
 def verb(implementation: Callable[..., Any]) -> Callable[[F], F]:

@@ -16,6 +16,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from memvault._compose import BETWEEN_RESOURCES
+
 P = ParamSpec("P")
 DECLARED = "__declared_signature__"
 # Set by ``takes``: the model and positional names, so the signature can be made again where
@@ -167,11 +169,14 @@ NOT_DERIVED = frozenset({"open", "close"})
 
 
 def coroutine_methods(core: type) -> list[tuple[str, Callable[..., Coroutine[Any, Any, Any]]]]:
-    """The public coroutine methods of ``core`` (its bases' included), by name."""
+    """The public coroutine methods of ``core`` (its bases' included), by name, less those
+    only other resources call (``_compose.between_resources``)."""
     return [
         (name, method)
         for name, method in inspect.getmembers(core, inspect.iscoroutinefunction)
-        if not name.startswith("_") and name not in NOT_DERIVED
+        if not name.startswith("_")
+        and name not in NOT_DERIVED
+        and not getattr(method, BETWEEN_RESOURCES, False)
     ]
 
 

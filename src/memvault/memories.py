@@ -17,6 +17,7 @@ from uuid import UUID
 
 from memvault import deadline as answer
 from memvault import jsonvalues
+from memvault._compose import between_resources
 from memvault._keywords import (
     MemoryFilterKeywords,
     MemoryInputKeywords,
@@ -204,7 +205,8 @@ class Memories:
             return [await self._waited(r) for r in results]
         return results
 
-    async def _store_turns(
+    @between_resources
+    async def store_turns(
         self,
         request: MessagesRequest,
         conversation_id: str,
@@ -214,8 +216,8 @@ class Memories:
         wait: bool,
         within: Within,
     ) -> builtins.list[AddResult]:
-        """The turns' memories (see ``Conversations._append_turns``, which numbers them), and
-        ``within`` in their transaction."""
+        """The turns' memories (``conversations`` numbers them and calls this), and ``within``
+        in their transaction: the write pipeline, verbatim, one batch."""
         items = [
             MemoryInput(
                 content=m.content,
@@ -365,7 +367,7 @@ class Memories:
             enrichment, _ = await self._backend.judge.enrich(new_text, datetime.now(UTC))
             enriched = enrichment.model_dump(include={*_ENRICHED})
             # Not ``get``: reading the memory back is part of the edit, not a read to audit.
-            derived = await self._graph._derive_edit(await self._fetch(ident, user_id), new_text)
+            derived = await self._graph.derive_edit(await self._fetch(ident, user_id), new_text)
         with self._context.audit("update", user_id, memory_ids=[ident]) as event:
             return await self._apply_update(
                 ident, user_id, new_text, change, enriched, derived, event
@@ -416,7 +418,7 @@ class Memories:
                 await keywords.replace_terms(
                     conn, self.tenant_id, {ident: (row.user_id, terms, length)}
                 )
-                await self._graph._rederive(conn, ident, derived)
+                await self._graph.rederive(conn, ident, derived)
         return self._record(row)
 
     def _edits(self, old: MemoryRow, new_text: str | None, change: MemoryUpdate) -> dict[str, Any]:

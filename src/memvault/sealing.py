@@ -6,8 +6,9 @@ from typing import Any
 from uuid import UUID
 
 from memvault import jsonvalues
-from memvault.crypto import KeyringSource, Sealed, associated_data
+from memvault.crypto import KeyringSource, Sealed
 from memvault.db.records import MemoryRow
+from memvault.db.sealed_columns import memory_aad
 from memvault.models import MemoryRecord
 
 
@@ -16,7 +17,7 @@ def seal_content(
 ) -> dict[str, Any]:
     """Column values for a memory's content: ciphertext, nonce, key id and content hash."""
     keyring = keys.current(tenant_id)
-    sealed = keyring.seal(content, associated_data(tenant_id, str(memory_id)))
+    sealed = keyring.seal(content, memory_aad(tenant_id, memory_id))
     return {
         "ciphertext": sealed.ciphertext,
         "nonce": sealed.nonce,
@@ -34,7 +35,7 @@ def open_content(
     key_id: str,
 ) -> str:
     return keys.current(tenant_id).open(
-        Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(memory_id))
+        Sealed(ciphertext, nonce, key_id), memory_aad(tenant_id, memory_id)
     )
 
 

@@ -203,7 +203,7 @@ class Conversations:
                 )
 
         try:
-            stored = await self._memories._store_turns(
+            stored = await self._memories.store_turns(
                 request, ident, convo.channel, convo.turn_count, wait=wait, within=place_turns
             )
         except BaseException:
@@ -211,9 +211,7 @@ class Conversations:
                 async with transaction(self._backend.engine) as conn:
                     await db.forget_empty_conversation(conn, self.tenant_id, request.user_id, ident)
             raise
-        await self._working._remember_in_session(
-            request.user_id, convo.channel, ident, stored, rows
-        )
+        await self._working.remember_turns(request.user_id, convo.channel, ident, stored, rows)
         return [
             result.model_copy(update={"conversation_id": ident, "turn_index": row["turn_index"]})
             for result, row in zip(stored, rows, strict=True)

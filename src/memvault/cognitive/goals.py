@@ -323,7 +323,7 @@ class Profiles:
         # Only what was recorded after the oldest of the channels' profiles: a read costs one
         # lookup when nothing is new, however many facts the user has stated about themselves.
         unseen = min(since.values()) if len(since) == len(channels) else None
-        facts: builtins.list[Fact] = await self._graph._facts(
+        facts: builtins.list[Fact] = await self._graph.read_facts(
             FactsQuery(user_id=user_id, entity=SELF, limit=1_000), recorded_after=unseen
         )
         changed = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
+from memvault._compose import between_resources
 from memvault.cognitive.identifiers import checked_id
 from memvault.cognitive.kinds import GLOBAL_CHANNEL, WorkingContext, WorkingValue
 from memvault.cognitive.working import (
@@ -159,9 +160,12 @@ class Working:
         else:
             await working.put(self.tenant_id, session, GOAL, "", goal)
 
-    async def _remember_in_session(
+    @between_resources
+    async def remember_turns(
         self, user_id: str, channel: str, conversation_id: str, stored: Any, rows: Any
     ) -> None:
+        """A conversation's new turns (``stored`` their memories, ``rows`` their turn rows),
+        appended to its session's recent turns (``conversations`` calls this as it appends)."""
         session = (user_id, channel, conversation_id)
         working = self._working()
         current = list(list_of(await working.read(self.tenant_id, session, TURNS, ""), TURNS))

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memvault.cognitive.payloads import bound_to
 from memvault.crypto import KeyringSource, Sealed
 from memvault.db import cognitive as db
+from memvault.db.sealed_columns import payload_aad
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, StoreUnavailable
 
@@ -292,7 +292,7 @@ class WorkingMemory:
         self.max_thoughts = max_thoughts
 
     def _aad(self, tenant_id: str, session: Session, slot: str, key: str) -> bytes:
-        return bound_to(TABLE, tenant_id, *session, slot, key)
+        return payload_aad(TABLE, tenant_id, *session, slot, key)
 
     async def put(
         self,

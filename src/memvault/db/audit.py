@@ -18,8 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db.keysets import StaleKeys
-from memvault.db.records import AuditRow, SealedQuery
+from memvault.db.records import AuditRow
 from memvault.db.tables import audit_log, audit_settings
 from memvault.db.tenancy import APP_ROLE
 
@@ -130,25 +129,3 @@ async def read_rows(
 async def settings_snapshot(conn: AsyncConnection, settings_id: bytes) -> Any:
     query = sa.select(audit_settings.c.snapshot).where(audit_settings.c.id == settings_id)
     return (await conn.execute(query)).scalar_one_or_none()
-
-
-async def claim_queries_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[SealedQuery]:
-    query = (
-        sa.select(_a.tenant_id, _a.at, _a.id, _a.query_ciphertext, _a.query_nonce, _a.query_key_id)
-        .where(stale.where(_a.query_key_id))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    return [SealedQuery.from_row(r) for r in await conn.execute(query)]
-
-
-async def reseal_query(
-    conn: AsyncConnection, row: SealedQuery, ciphertext: bytes, nonce: bytes, key_id: str
-) -> None:
-    await conn.execute(
-        audit_log.update()
-        .where(_a.tenant_id == row.tenant_id, _a.at == row.at, _a.id == row.id)
-        .values(query_ciphertext=ciphertext, query_nonce=nonce, query_key_id=key_id)
-    )

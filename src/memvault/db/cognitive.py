@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -33,10 +32,8 @@ from memvault.db.cognitive_records import (
     TurnWithContent,
     WorkingRow,
 )
-from memvault.db.keysets import StaleKeys
 from memvault.db.records import field_names
 from memvault.db.tables import (
-    SEALED_PAYLOADS,
     conversation_turns,
     conversations,
     goal_blockers,
@@ -58,18 +55,6 @@ _g = goals.c
 _b = goal_blockers.c
 _p = user_profiles.c
 _m = memories.c
-
-
-@dataclass(frozen=True)
-class SealedRow:
-    """A row's sealed payload, the key it is bound to, and its primary key."""
-
-    table: str
-    key: tuple[Any, ...]
-    ciphertext: bytes
-    nonce: bytes
-    key_id: str
-    row_key: tuple[Any, ...]
 
 
 # --- conversations and turns ------------------------------------------------------------------
@@ -605,48 +590,6 @@ async def put_profile(conn: AsyncConnection, values: dict[str, Any]) -> None:
             },
         )
     )
-
-
-# --- key rotation -------------------------------------------------------------------------------
-
-
-def _primary_key(table: sa.Table) -> list[sa.Column[Any]]:
-    return list(table.primary_key.columns)
-
-
-def _sealing_key(table: sa.Table) -> list[sa.Column[Any]]:
-    """The columns a row's payload is bound to: its primary key, but for a conversation,
-    bound to (tenant, id) since before ids were per user (its key took the user later)."""
-    if table is conversations:
-        return [_c.tenant_id, _c.id]
-    return _primary_key(table)
-
-
-async def claim_sealed_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[SealedRow]:
-    """Rows with a sealed payload (cognitive rows, merge undo records) still under an old key;
-    rows a writer holds are skipped."""
-    found: list[SealedRow] = []
-    for table in SEALED_PAYLOADS:
-        key, primary = _sealing_key(table), _primary_key(table)
-        query = (
-            sa.select(*key, *primary, table.c.ciphertext, table.c.nonce, table.c.key_id)
-            .where(stale.where(table.c.key_id))
-            .limit(batch)
-            .with_for_update(skip_locked=True)
-        )
-        for row in await conn.execute(query):
-            bound = tuple(row[: len(key)])
-            where = tuple(row[len(key) : len(key) + len(primary)])
-            found.append(SealedRow(table.name, bound, row.ciphertext, row.nonce, row.key_id, where))
-    return found
-
-
-async def reseal(conn: AsyncConnection, row: SealedRow, values: dict[str, Any]) -> None:
-    table = next(t for t in SEALED_PAYLOADS if t.name == row.table)
-    where = [c == v for c, v in zip(_primary_key(table), row.row_key, strict=True)]
-    await conn.execute(table.update().where(*where).values(values))
 
 
 # --- deletion and upkeep (lifecycle/deletion_steps.py and cognitive/upkeep.py call these) -----

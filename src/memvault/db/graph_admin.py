@@ -22,7 +22,6 @@ from memvault.db.graph import (
     records,
     scope,
 )
-from memvault.db.keysets import StaleKeys
 from memvault.db.tables import (
     entities,
     entity_mentions,
@@ -83,41 +82,6 @@ async def export_rows(
         .order_by(_r.id)
     )
     return records(EntityRow, ents), records(FactRow, fs), records(RelationRow, rs)
-
-
-SEALED_TABLES = {"entities": entities, "facts": facts, "relations": relations}
-
-
-async def claim_to_reseal(
-    conn: AsyncConnection, table_name: str, stale: StaleKeys, batch: int
-) -> list[Any]:
-    """Graph rows still sealed under an old key; rows a writer holds are skipped."""
-    table = SEALED_TABLES[table_name]
-    query = (
-        sa.select(table)
-        .where(stale.where(table.c.key_id))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    record = {"entities": EntityRow, "facts": FactRow, "relations": RelationRow}[table_name]
-    return records(record, await conn.execute(query))
-
-
-async def reseal(
-    conn: AsyncConnection, table_name: str, tenant_id: str, row_id: UUID, values: Mapping[str, Any]
-) -> None:
-    table = SEALED_TABLES[table_name]
-    await conn.execute(
-        table.update().where(table.c.tenant_id == tenant_id, table.c.id == row_id).values(**values)
-    )
-
-
-def sealed_under_other_keys(stale: StaleKeys) -> list[sa.Select[Any]]:
-    """Counting statements, one per sealed graph table (for ``store.count_sealed_…``)."""
-    return [
-        sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
-        for t in SEALED_TABLES.values()
-    ]
 
 
 async def insert_many(

@@ -119,18 +119,6 @@ class HistoryRow(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SealedContent(_Record):
-    """A memory's sealed content and owner: what key rotation reads to reseal it."""
-
-    tenant_id: str
-    id: UUID
-    user_id: str
-    ciphertext: bytes
-    nonce: bytes
-    key_id: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class ClaimedJob(_Record):
     """An embedding job a worker holds until ``locked_until`` (its lease)."""
 
@@ -260,18 +248,6 @@ class AuditRow(_Record):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SealedQuery(_Record):
-    """An audit row's sealed query text and the row's key: what key rotation reseals."""
-
-    tenant_id: str
-    at: datetime
-    id: UUID
-    query_ciphertext: bytes
-    query_nonce: bytes
-    query_key_id: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
 class SubscriptionRow(_Record):
     """A row of ``webhook_subscriptions``: the secret sealed."""
 
@@ -325,8 +301,6 @@ __all__ = [
     "MemoryRow",
     "RankedMemory",
     "ScheduledRunRow",
-    "SealedContent",
-    "SealedQuery",
     "SubscriptionRow",
     "UserShare",
 ]

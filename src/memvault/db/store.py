@@ -16,20 +16,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memvault.db import graph_admin, tenancy, webhooks
-from memvault.db.keysets import StaleKeys
+from memvault.db import tenancy, webhooks
 from memvault.db.records import (
     AnyRow,
     HistoryRow,
     MemoryRow,
     RankedMemory,
     RankedPage,
-    SealedContent,
 )
 from memvault.db.tables import (
     JOBS_CHANNEL,
-    SEALED_PAYLOADS,
-    audit_log,
     embedding_jobs,
     encryption_keys,
     memories,
@@ -107,18 +103,8 @@ _EVENT_COLUMNS = (
 )
 
 
-def _build_add(*, with_job: bool) -> sa.Select[Any]:
-    values: dict[str, Any] = {c: sa.bindparam(c, type_=_m[c].type) for c in _ADD_COLUMNS}
-    values["occurred_at"] = sa.func.coalesce(
-        sa.bindparam("occurred_at", type_=_m.occurred_at.type), sa.func.now()
-    )
-    new = memories.insert().values(values).returning(memories).cte("new")
-    job_kind = sa.bindparam("job_kind", type_=sa.Text()) if with_job else None
-    return _added(new, sa.bindparam("actor", type_=sa.Text()), job_kind)
-
-
 def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
-    """``_build_add`` for many rows: one VALUES list, each row's history and events, and with
+    """An insert of many memories: one VALUES list, each row's history and events, and with
     ``job_kind`` each row's job."""
     values = [
         {**{c: row[c] for c in _ADD_COLUMNS}, "occurred_at": row["occurred_at"] or sa.func.now()}
@@ -177,25 +163,8 @@ def _added(
     return sa.select(new, notify).add_cte(history, job, hooks)
 
 
-_ADD_QUEUED = _build_add(with_job=True)
-_ADD_EMBEDDED = _build_add(with_job=False)
 # Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
 _ROWS_A_STATEMENT = 500
-
-
-async def insert_memory(
-    conn: AsyncConnection,
-    values: dict[str, Any],
-    actor: str,
-    *,
-    queue_embedding: bool = True,
-    job_kind: str = "embed",
-) -> MemoryRow:
-    """Insert a memory and its ADD history row (and, unless its vectors come with it, its
-    embedding job, waking the workers): one statement, one round trip."""
-    params = {**_ADD_DEFAULTS, **values, "actor": actor, "job_kind": job_kind}
-    statement = _ADD_QUEUED if queue_embedding else _ADD_EMBEDDED
-    return MemoryRow.from_row((await conn.execute(statement, params)).one())
 
 
 async def insert_memories(
@@ -205,8 +174,9 @@ async def insert_memories(
     *,
     job_kind: str | None = None,
 ) -> dict[UUID, MemoryRow]:
-    """``insert_memory`` for many, a few hundred to a statement: a bulk import's rows in a
-    handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
+    """Memories with their ADD history rows (and, unless their vectors come with them, their
+    embedding jobs, waking the workers), a few hundred to a statement: a bulk import's rows in
+    a handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
     kind (None: their vectors come with them). By id, since a multi-row insert does not
     promise to return rows in order."""
     rows = [{**_ADD_DEFAULTS, **v, "actor": actor} for v in values]
@@ -763,74 +733,6 @@ async def register_key(conn: AsyncConnection, key_id: str) -> None:
 
 async def unregister_keys(conn: AsyncConnection, key_ids: Sequence[str]) -> None:
     await conn.execute(encryption_keys.delete().where(encryption_keys.c.key_id.in_(key_ids)))
-
-
-async def claim_memories_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[SealedContent]:
-    """Rows still sealed under an old key; rows a writer holds are skipped, not waited for."""
-    query = (
-        sa.select(_m.tenant_id, _m.id, _m.user_id, _m.ciphertext, _m.nonce, _m.key_id)
-        .where(stale.where(_m.key_id))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    return [SealedContent.from_row(row) for row in await conn.execute(query)]
-
-
-async def reseal_memory(
-    conn: AsyncConnection, tenant_id: str, memory_id: UUID, values: dict[str, Any]
-) -> None:
-    await conn.execute(
-        memories.update().where(_m.tenant_id == tenant_id, _m.id == memory_id).values(values)
-    )
-
-
-async def claim_history_to_reseal(
-    conn: AsyncConnection, stale: StaleKeys, batch: int
-) -> list[HistoryRow]:
-    query = (
-        sa.select(memory_history)
-        .where(sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id)))
-        .limit(batch)
-        .with_for_update(skip_locked=True)
-    )
-    return [HistoryRow.from_row(row) for row in await conn.execute(query)]
-
-
-async def reseal_history(
-    conn: AsyncConnection, tenant_id: str, history_id: int, values: dict[str, Any]
-) -> None:
-    await conn.execute(
-        memory_history.update().where(_h.tenant_id == tenant_id, _h.id == history_id).values(values)
-    )
-
-
-async def count_sealed_under_other_keys(conn: AsyncConnection, stale: StaleKeys | str) -> int:
-    """Rows rotation has yet to move (``stale`` a key id: rows under any other key)."""
-    if isinstance(stale, str):
-        stale = StaleKeys(stale)
-    in_memories = sa.select(sa.func.count()).where(stale.where(_m.key_id))
-    in_history = sa.select(sa.func.count()).where(
-        sa.or_(stale.where(_h.old_key_id), stale.where(_h.new_key_id))
-    )
-    in_audit = sa.select(sa.func.count()).where(stale.where(audit_log.c.query_key_id))
-    # Cognitive rows and merge undo records each hold one sealed payload (db/cognitive.py
-    # reseals them).
-    in_cognitive = [
-        sa.select(sa.func.count()).select_from(t).where(stale.where(t.c.key_id))
-        for t in SEALED_PAYLOADS
-    ]
-    total = 0
-    for query in (
-        in_memories.select_from(memories),
-        in_history.select_from(memory_history),
-        in_audit.select_from(audit_log),
-        *in_cognitive,
-        *graph_admin.sealed_under_other_keys(stale),
-    ):
-        total += (await conn.execute(query)).scalar_one()
-    return total
 
 
 # --- the worker and the background pipeline ----------------------------------------------------

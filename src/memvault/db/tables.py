@@ -382,8 +382,8 @@ audit_log = Table(
 
 # --- cognitive memory (episodes, working memory, procedures, goals, profiles) ----------------
 # Every sealed cognitive row holds its secret fields as one sealed JSON payload (ciphertext,
-# nonce, key_id) bound to the table and the row's primary key (cognitive/payloads.py), so one
-# loop reseals them all on key rotation.
+# nonce, key_id) bound to the table and the row's primary key (cognitive/payloads.py); key
+# rotation reseals them as it does every sealed column (db/sealed_columns.py).
 
 
 def _sealed_columns() -> list[Column[Any]]:
@@ -593,15 +593,6 @@ COGNITIVE_TABLES = (
     "goals",
     "goal_blockers",
     "user_profiles",
-)
-# The tables whose rows hold a sealed payload, each bound to its primary key.
-SEALED_COGNITIVE = (
-    conversations,
-    working_memory,
-    tool_invocations,
-    strategies,
-    goals,
-    user_profiles,
 )
 
 # --- knowledge graph: entities, bi-temporal facts, relations -------------------------
@@ -945,8 +936,6 @@ __all__ = [
     "COGNITIVE_TABLES",
     "GRAPH_TABLES",
     "PROMOTION_TABLES",
-    "SEALED_COGNITIVE",
-    "SEALED_PAYLOADS",
     "api_keys",
     "audit_log",
     "audit_settings",
@@ -1172,7 +1161,3 @@ merge_undos = Table(
     Index("ix_merge_undos_expires", "expires_at"),
     Index("ix_merge_undos_key", "key_id"),
 )
-
-# Every table whose rows hold one sealed payload bound to the row's key (key rotation reseals
-# them all: db/cognitive.py).
-SEALED_PAYLOADS = (*SEALED_COGNITIVE, merge_undos, idempotent_writes)

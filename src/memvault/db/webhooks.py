@@ -359,9 +359,3 @@ async def failed(
     else:
         values["available_at"] = sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, retry_in_s)
     await conn.execute(webhook_deliveries.update().where(_mine(delivery)).values(**values))
-
-
-async def states(conn: AsyncConnection) -> dict[str, int]:
-    """Deliveries by state, every tenant's (for the metrics and the bench)."""
-    query = sa.select(_d.state, sa.func.count()).group_by(_d.state)
-    return {str(state): int(n) for state, n in await conn.execute(query)}

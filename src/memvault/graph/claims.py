@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from memvault.language.keyed import SELF as SELF
+
 EntityType = Literal[
     "person", "organisation", "place", "project", "tool", "event", "concept", "other"
 ]
@@ -25,10 +27,6 @@ CONFIDENCE: dict[Certainty, float] = {
     "inferred": 0.70,
     "uncertain": 0.50,
 }
-
-# The subject or object that means "the memory's owner" ("I work at Acme" with no speaker
-# known). The store resolves it to the user's own entity.
-SELF = "@user"
 
 # Predicates that hold one value at a time: a new current value supersedes the old one.
 FUNCTIONAL_PREDICATES: frozenset[str] = frozenset(

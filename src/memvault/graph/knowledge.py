@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from memvault._compose import between_resources
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.audit import AuditEvent
@@ -42,6 +43,7 @@ from memvault.graph.views import (
     UserGraphQuery,
 )
 from memvault.graph.writer import GraphWriter, Owner
+from memvault.language import keyed
 from memvault.language.terms import query_term_ids
 from memvault.models import Entity, Fact, MemoryRecord
 from memvault.models import Owner as OwnerInput
@@ -152,11 +154,15 @@ class Graph:
             memory_id=memory_id,
             limit=limit,
         )
-        return await self._facts(query)
+        return await self.read_facts(query)
 
-    async def _facts(
+    @between_resources
+    async def read_facts(
         self, query: FactsQuery, *, recorded_after: datetime | None = None
     ) -> builtins.list[Fact]:
+        """The facts ``query`` asks for, already validated (``facts`` checks the caller's
+        arguments), and only those recorded after ``recorded_after`` when given: what
+        ``profile`` learns from since it last looked."""
         async with reading(self._backend.engine) as conn:
             entity_ids = None
             if query.entity is not None:
@@ -191,9 +197,9 @@ class Graph:
         except ValueError:
             keyring = self._backend.keys.current(self.tenant_id)
             keys = (
-                [sealed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
+                [keyed.self_key(keyring, k) for k in sorted(keyring.key_ids)]
                 if name_or_id == SELF
-                else sealed.name_keys(keyring, [name_or_id])
+                else keyed.name_keys(keyring, [name_or_id])
             )
             found = await graph_db.entities_by_keys(conn, self.tenant_id, user_id, keys)
             wanted = [e.merged_into or e.id for e in found]
@@ -383,7 +389,7 @@ class Graph:
             EntitiesQuery, user_id=user_id, q=q, type=type, limit=limit
         )
         keyring = self._backend.keys.current(self.tenant_id)
-        keys = sealed.name_keys(keyring, [query.q]) if query.q else []
+        keys = keyed.name_keys(keyring, [query.q]) if query.q else []
         terms = query_term_ids(keyring, query.q) if query.q else []
         async with reading(self._backend.engine) as conn:
             rows = await graph_db.list_entities(
@@ -596,7 +602,8 @@ class Graph:
 
     # --- a memory's text changed ----------------------------------------------------------
 
-    async def _derive_edit(self, current: MemoryRecord, new_text: str) -> Derivation | None:
+    @between_resources
+    async def derive_edit(self, current: MemoryRecord, new_text: str) -> Derivation | None:
         """What an edited memory's new text claims (extracted before the edit's
         transaction)."""
         owner = Owner(self.tenant_id, current.user_id, current.app_id, current.channel)
@@ -608,7 +615,8 @@ class Graph:
             occurred_at=current.occurred_at,
         )
 
-    async def _rederive(
+    @between_resources
+    async def rederive(
         self, conn: AsyncConnection, memory_id: UUID, derived: Derivation | None
     ) -> None:
         """In the edit's transaction: the old text's claims go (with whatever only they

@@ -23,6 +23,7 @@ from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
 from memvault.graph import sealed
 from memvault.graph.promotion import PromotionThresholds, is_prominent
+from memvault.language import keyed
 from memvault.models import Fact
 from memvault.scheduling import (
     OUTAGES,
@@ -90,7 +91,7 @@ async def promote_fact(
                     **sealed.fact_columns(keyring, tenant_id, copy_id, source.claim, source.value),
                 },
             )
-            terms = sealed.text_terms(keyring, source.claim)
+            terms = keyed.text_terms(keyring, source.claim)
             await graph_db.replace_terms(conn, tenant_id, "fact", {copy_id: (user_id, terms)})
             for memory_id in sources:
                 await graph_db.add_fact_source(conn, tenant_id, user_id, copy_id, memory_id)

@@ -4,45 +4,20 @@ and values compared through keyed hashes, words indexed as blind terms."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
-from memvault.crypto import Keyring, KeyringSource, Sealed, associated_data
+from memvault.crypto import Keyring, KeyringSource, Sealed
 from memvault.db.graph import EntityRow, FactRow, RelationRow
-from memvault.graph.claims import SELF
-from memvault.language.terms import terms
+from memvault.db.sealed_columns import graph_aad
+from memvault.language.keyed import SELF, name_key, self_key, value_key
 from memvault.models import Entity, Fact
-from memvault.text import fold
-
-_PUNCTUATION = re.compile(r"[^\w@]+", re.UNICODE)
-_LEADING_THE = re.compile(r"^the\s+")
-
-
-def normalise_name(name: str) -> str:
-    """What makes two surface names one: case, punctuation, spacing and a leading "the"."""
-    folded = " ".join(_PUNCTUATION.sub(" ", fold(name)).split())
-    return _LEADING_THE.sub("", folded) or folded
-
-
-def name_key(keyring: Keyring, name: str, key_id: str | None = None) -> bytes:
-    """Keyed hash of a normalised name (domain-separated from memory content hashes)."""
-    return keyring.content_hash("entity\x00" + normalise_name(name), key_id)
-
-
-def name_keys(keyring: Keyring, names: Sequence[str]) -> list[bytes]:
-    """The names' hashes under every key held, so rows written before a rotation match."""
-    return [name_key(keyring, n, k) for n in names for k in sorted(keyring.key_ids)]
-
-
-def value_key(keyring: Keyring, value: str) -> bytes:
-    return keyring.content_hash("value\x00" + normalise_name(value))
 
 
 def seal(keyring: Keyring, tenant_id: str, row_id: UUID, column: str, text: str) -> Sealed:
-    return keyring.seal(text, associated_data(tenant_id, str(row_id), column))
+    return keyring.seal(text, graph_aad(tenant_id, row_id, column))
 
 
 def open_sealed(
@@ -54,9 +29,7 @@ def open_sealed(
     nonce: bytes,
     key_id: str,
 ) -> str:
-    return keyring.open(
-        Sealed(ciphertext, nonce, key_id), associated_data(tenant_id, str(row_id), column)
-    )
+    return keyring.open(Sealed(ciphertext, nonce, key_id), graph_aad(tenant_id, row_id, column))
 
 
 def entity_columns(
@@ -82,11 +55,6 @@ def entity_columns(
         sealed = seal(keyring, tenant_id, entity_id, "description", description)
         values.update(description_ciphertext=sealed.ciphertext, description_nonce=sealed.nonce)
     return values
-
-
-def self_key(keyring: Keyring, key_id: str | None = None) -> bytes:
-    """The user's own entity: no surface name can hash to it."""
-    return keyring.content_hash("entity-self\x00", key_id)
 
 
 def fact_columns(
@@ -233,22 +201,3 @@ def to_fact(
         superseded_by=row.superseded_by,
         memory_ids=list(memory_ids),
     )
-
-
-def entity_terms(keyring: Keyring, name: str, aliases: Sequence[str]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for text in (name, *aliases):
-        if text == SELF:
-            continue
-        for term, tf in terms(text).items():
-            term_id = keyring.term_id(term)
-            counts[term_id] = counts.get(term_id, 0) + tf
-    return counts
-
-
-def text_terms(keyring: Keyring, text: str) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for term, tf in terms(text).items():
-        term_id = keyring.term_id(term)
-        counts[term_id] = counts.get(term_id, 0) + tf
-    return counts

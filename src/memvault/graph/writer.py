@@ -23,6 +23,7 @@ from memvault.errors import MemvaultError
 from memvault.graph import sealed, supersede
 from memvault.graph.claims import SELF, EntityMention, Extraction, FactClaim, RelationClaim
 from memvault.graph.supersede import NewFact, Policy
+from memvault.language import keyed
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -60,7 +61,7 @@ class Applied:
 
 
 def _lock_name(name: str) -> str:
-    return "\x00self" if name == SELF else sealed.normalise_name(name)
+    return "\x00self" if name == SELF else keyed.normalise_name(name)
 
 
 def _all_names(extraction: Extraction) -> list[str]:
@@ -169,9 +170,9 @@ class GraphWriter:
             return self._resolved[norm]
         o = self.owner
         if mention.name == SELF:
-            keys = [sealed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
+            keys = [keyed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
         else:
-            keys = sealed.name_keys(self.keyring, [mention.name, *mention.aliases])
+            keys = keyed.name_keys(self.keyring, [mention.name, *mention.aliases])
         if norm not in self._locked:
             await graph_db.lock_name(conn, o.tenant_id, o.user_id, norm)
             self._locked.add(norm)
@@ -254,11 +255,11 @@ class GraphWriter:
         if mention.name == SELF:
             return
         opened = sealed.open_entity(self.keyring, entity)
-        known = {sealed.normalise_name(n) for n in (opened.name, *opened.aliases)}
+        known = {keyed.normalise_name(n) for n in (opened.name, *opened.aliases)}
         new = [
             a
             for a in dict.fromkeys((mention.name, *mention.aliases))
-            if sealed.normalise_name(a) not in known
+            if keyed.normalise_name(a) not in known
         ]
         description = opened.description or mention.description
         if not new and description == opened.description:
@@ -269,7 +270,7 @@ class GraphWriter:
             self.keyring, o.tenant_id, entity.id, opened.name, aliases, description
         )
         if entity.properties.get("self"):
-            values["name_key"] = sealed.self_key(self.keyring)
+            values["name_key"] = keyed.self_key(self.keyring)
         await graph_db.update_entity(conn, o.tenant_id, entity.id, values)
         await self._index_entity(conn, entity.id, opened.name, aliases)
 
@@ -282,7 +283,7 @@ class GraphWriter:
         *,
         fresh: bool = False,
     ) -> None:
-        terms = sealed.entity_terms(self.keyring, name, aliases)
+        terms = keyed.entity_terms(self.keyring, name, aliases)
         postings = {entity_id: (self.owner.user_id, terms)}
         await graph_db.replace_terms(conn, self.owner.tenant_id, "entity", postings, fresh=fresh)
 
@@ -306,7 +307,7 @@ class GraphWriter:
         current = await graph_db.current_facts_of(
             conn, o.tenant_id, o.user_id, subject_id, claim.predicate
         )
-        value_key = sealed.value_key(self.keyring, claim.value) if claim.value is not None else None
+        value_key = keyed.value_key(self.keyring, claim.value) if claim.value is not None else None
         same = [
             f
             for f in current
@@ -363,7 +364,7 @@ class GraphWriter:
         if value_key is not None:
             values["value_key"] = value_key
         await graph_db.insert_fact(conn, values)
-        terms = sealed.text_terms(self.keyring, claim.claim)
+        terms = keyed.text_terms(self.keyring, claim.claim)
         postings = {fact_id: (o.user_id, terms)}
         await graph_db.replace_terms(conn, o.tenant_id, "fact", postings, fresh=True)
         if memory_id is not None:

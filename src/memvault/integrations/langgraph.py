@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -284,7 +284,12 @@ class MemvaultStore(BaseStore):
                 _settle(waiter, [results[i] for i in places])
 
     async def _run(self, ops: list[Op]) -> list[Result]:
-        reads = _Reads(self, whole=any(isinstance(op, ListNamespacesOp) for op in ops))
+        reads = _Reads(
+            self._records,
+            self._rows,
+            self._pages,
+            whole=any(isinstance(op, ListNamespacesOp) for op in ops),
+        )
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         # Reads answer from the state before the batch's writes, and the last put of a key in a
         # batch wins: what LangGraph's InMemoryStore does.
@@ -331,6 +336,25 @@ class MemvaultStore(BaseStore):
     async def _rows(self, namespace: tuple[str, ...], key: str) -> list[_Row]:
         wanted = {META: {"namespace": _ns_text(namespace), "key": key}}
         return [_Row(r) for r in await self._records(wanted)]
+
+    async def _pages(self, namespace: tuple[str, ...], pages: int) -> tuple[list[_Row], bool]:
+        """Up to ``pages`` pages of the namespace's items, and whether they are all of them."""
+        cursor: str | None = None
+        found: list[_Row] = []
+        for _ in range(pages):
+            page = await self._bridge.service.list(
+                user_id=self.user_id,
+                app_id=self.app_id,
+                source=SOURCE,
+                metadata={META: {"namespace": _ns_text(namespace)}},
+                limit=PAGE,
+                cursor=cursor,
+            )
+            found += [_Row(r) for r in page.results]
+            cursor = page.next_cursor
+            if cursor is None:
+                return found, True
+        return found, False
 
     async def _get(self, op: GetOp, reads: _Reads) -> Item | None:
         rows = reads.rows(op.namespace, op.key)
@@ -508,8 +532,16 @@ class _Reads:
     """What one batch reads, from the state before its writes: each listing once however many
     of the batch's operations ask for it, and the rows of the keys its gets and puts name."""
 
-    def __init__(self, store: MemvaultStore, *, whole: bool) -> None:
-        self._store = store
+    def __init__(
+        self,
+        listing: Callable[[dict[str, Any] | None], Awaitable[list[Any]]],
+        lookup: Callable[[tuple[str, ...], str], Awaitable[list[_Row]]],
+        pages: Callable[[tuple[str, ...], int], Awaitable[tuple[list[_Row], bool]]],
+        *,
+        whole: bool,
+    ) -> None:
+        # The store's own readers, handed over: a batch reads through them, not into the store.
+        self._listing, self._lookup, self._pages = listing, lookup, pages
         # The batch lists the whole store anyway (it lists namespaces): its other listings and
         # lookups are read from that one.
         self._whole = whole
@@ -526,7 +558,7 @@ class _Reads:
             ]
         key = json.dumps(metadata, sort_keys=True)
         if key not in self._listings:
-            self._listings[key] = asyncio.ensure_future(self._store._records(metadata))
+            self._listings[key] = asyncio.ensure_future(self._listing(metadata))
         return await self._listings[key]
 
     def rows(self, namespace: tuple[str, ...], key: str) -> list[_Row]:
@@ -557,31 +589,16 @@ class _Reads:
     ) -> set[str]:
         """Reads up to ``pages`` pages of the namespace's items; the wanted keys it could not
         settle (the namespace holds more) are left for one query each."""
-        service = self._store._bridge.service
-        cursor: str | None = None
-        found: list[_Row] = []
-        for _ in range(pages):
-            page = await service.list(
-                user_id=self._store.user_id,
-                app_id=self._store.app_id,
-                source=SOURCE,
-                metadata={META: {"namespace": _ns_text(namespace)}},
-                limit=PAGE,
-                cursor=cursor,
-            )
-            found += [_Row(r) for r in page.results]
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        found, whole = await self._pages(namespace, pages)
         for row in found:
             if row.item.key in wanted:
                 self._rows.setdefault((namespace, row.item.key), []).append(row)
-        if cursor is None:
+        if whole:
             return set()
         return wanted - {row.item.key for row in found}
 
     async def _one(self, namespace: tuple[str, ...], key: str) -> None:
-        self._rows[(namespace, key)] = await self._store._rows(namespace, key)
+        self._rows[(namespace, key)] = await self._lookup(namespace, key)
 
 
 async def _bounded(work: list[Coroutine[Any, Any, R]]) -> list[R]:

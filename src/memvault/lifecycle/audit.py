@@ -23,16 +23,16 @@ import json
 import logging
 import math
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memvault.config import Settings
-from memvault.crypto import KeyringSource, associated_data
+from memvault.crypto import KeyringSource
 from memvault.db import audit
 from memvault.db.audit import AuditEvent
 from memvault.db.driver_errors import SERVER_REFUSED, SIDE_WORK_FAILED, refused_value
+from memvault.db.sealed_columns import audit_query_aad
 from memvault.db.units import reading, transaction
 from memvault.logs import request_id
 from memvault.metrics import AUDIT_ROWS
@@ -93,10 +93,6 @@ def _secret_fields(settings: Settings) -> set[str]:
         for name, info in type(settings).model_fields.items()
         if "SecretStr" in repr(info.annotation)
     }
-
-
-def query_aad(tenant_id: str, audit_id: uuid.UUID) -> bytes:
-    return associated_data(tenant_id, f"audit:{audit_id}")
 
 
 class Audit:
@@ -180,7 +176,7 @@ class Audit:
         )
         if self.level == "verbose" and event.query is not None:
             sealed = self._keys.current(event.tenant_id).seal(
-                event.query, query_aad(event.tenant_id, event.id)
+                event.query, audit_query_aad(event.tenant_id, event.id)
             )
             values.update(
                 query_ciphertext=sealed.ciphertext,

@@ -10,11 +10,11 @@ from uuid import UUID
 from memvault.db import audit as audit_db
 from memvault.db import cognitive as cognitive_db
 from memvault.db import curated as curated_db
+from memvault.db.sealed_columns import audit_query_aad
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading
 from memvault.errors import InvalidInput, NotFound
 from memvault.lifecycle import deletion, portable
-from memvault.lifecycle.audit import query_aad
 from memvault.lifecycle.reports import (
     AuditEntry,
     AuditPage,
@@ -223,7 +223,7 @@ class Lifecycle:
 
             query = self._backend.keys.current(row.tenant_id).open(
                 Sealed(ciphertext, nonce, key_id),
-                query_aad(row.tenant_id, row.id),
+                audit_query_aad(row.tenant_id, row.id),
             )
         values = {
             k: getattr(row, k) for k in AuditEntry.model_fields if k not in {"query", "settings_id"}

@@ -25,6 +25,7 @@ from memvault.db.tables import (
 from memvault.embedding.chunking import clean
 from memvault.errors import MemvaultError
 from memvault.graph import sealed
+from memvault.language import keyed
 from memvault.lifecycle.portable_format import (
     FORMAT,
     EntityLine,
@@ -226,7 +227,7 @@ async def import_lines(
             embedding_model=model if vector is not None else None,
         )
         entity_rows.append(values)
-        entity_postings[ident] = (user_id, sealed.entity_terms(keyring, e.name, e.aliases))
+        entity_postings[ident] = (user_id, keyed.entity_terms(keyring, e.name, e.aliases))
     counts["entities"] += await db.insert_new(conn, db.TABLES["entity"], entity_rows)
     await graph_db.replace_terms(conn, tenant_id, "entity", entity_postings, fresh=True)
     fact_rows: list[dict[str, Any]] = []
@@ -245,7 +246,7 @@ async def import_lines(
                      "memory_ids"}
         )  # fmt: skip
         values |= sealed.fact_columns(keyring, tenant_id, ident, f.claim, f.value)
-        terms = sealed.text_terms(keyring, f.claim)
+        terms = keyed.text_terms(keyring, f.claim)
         model, vector = vectors_for.get(("fact", f.id), (None, None))
         values.update(
             tenant_id=tenant_id,
