@@ -697,8 +697,10 @@ def test_the_client_carries_its_key_and_raises_the_servers_auth_errors(
 ) -> None:
     from memvault import Forbidden, auth
 
+    # A token every 2 s: ten quick requests still empty the bucket (they would need 12 s to
+    # outlast it), and the retries below wait 2 s each rather than the 20 s of a slower rate.
     settings = make_settings(
-        auth="required", embedding_provider="hash", rate_limit_per_s=0.05, rate_limit_burst=4
+        auth="required", embedding_provider="hash", rate_limit_per_s=0.5, rate_limit_burst=4
     )
 
     async def keys() -> tuple[str, str]:

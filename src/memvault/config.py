@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 EmbeddingProviderName = Literal["local", "openai", "hash"]
@@ -29,6 +29,19 @@ class Settings(BaseSettings):
     """Everything memvault can be configured with. Unset ``database_url`` means embedded mode."""
 
     model_config = SettingsConfigDict(env_prefix="MEMVAULT_", extra="ignore", frozen=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # No .env file is configured, so its source finds nothing, yet it walks every field
+        # again after the environment's: half the time of building settings, for nothing.
+        return init_settings, env_settings, file_secret_settings
 
     database_url: SecretStr | None = Field(
         default=None,

@@ -5,6 +5,7 @@ One code path for both modes: the embedded server only decides where the URL com
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,9 @@ def _alembic_config() -> Config:
     return config
 
 
+# Once per process: reading the scripts compiles every migration file (a third of a second,
+# more on a loaded machine), and they do not change under a running process.
+@functools.cache
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(_alembic_config()).get_current_head()
 
@@ -149,6 +153,10 @@ def migrate(url: str) -> None:
     engine = sa.create_engine(driver_url(url), poolclass=sa.NullPool)
     try:
         with engine.connect() as conn:
+            # A store already at head (every start but the first after an upgrade) is not made
+            # to wait for the lock, nor for alembic to compile every migration file again.
+            if current_revision(conn) == head_revision():
+                return
             # Every migration runs in this one transaction, which holds the lock to its end: no
             # unlock to forget, even on a connection a pooler shares between transactions.
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
