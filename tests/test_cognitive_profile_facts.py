@@ -5,7 +5,7 @@ were learned in, each once, so a preference removed by hand stays removed."""
 from __future__ import annotations
 
 from memvault import AsyncMemory
-from memvault.cognitive.goals import is_profile_predicate, profile_update_from_facts
+from memvault.cognitive.profile import is_profile_predicate, profile_update_from_facts
 
 
 def test_which_predicates_are_profile() -> None:

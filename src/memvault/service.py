@@ -25,8 +25,9 @@ from memvault._sync import SyncFace, derive_blocking, derive_resources
 from memvault.backend import Backend
 from memvault.cognitive.bundle import MemoryBundle
 from memvault.cognitive.episodic import Conversations
-from memvault.cognitive.goals import Goals, Profiles
+from memvault.cognitive.goals import Goals
 from memvault.cognitive.procedural import Strategies
+from memvault.cognitive.profile import Profiles
 from memvault.cognitive.remember import Recall
 from memvault.cognitive.session import Working
 from memvault.config import Settings

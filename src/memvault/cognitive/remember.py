@@ -59,8 +59,9 @@ from memvault.validation import validated
 
 if TYPE_CHECKING:
     from memvault.cognitive.episodic import Conversations
-    from memvault.cognitive.goals import Goals, Profiles
+    from memvault.cognitive.goals import Goals
     from memvault.cognitive.procedural import Strategies
+    from memvault.cognitive.profile import Profiles
     from memvault.cognitive.session import Working
     from memvault.context import TenantContext
 
