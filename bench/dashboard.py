@@ -38,7 +38,7 @@ from playwright.sync_api import sync_playwright
 from _corpus import memories as corpus
 from memvault import AsyncMemory, Settings
 from memvault.api import create_app
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db import graph as graph_db
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.tenancy import tenant_scope

@@ -28,7 +28,7 @@ import psycopg
 
 from memvault import AsyncMemory
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db import graph_admin, graph_walk
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.tenancy import tenant_scope

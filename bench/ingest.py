@@ -44,7 +44,7 @@ from memvault.db import vectors
 from memvault.db.tables import memories as memories_table
 from memvault.db.tables import memory_chunks
 from memvault.embedding import LocalEmbedder
-from memvault.sealing import seal_content
+from memvault.keys.sealing import seal_content
 
 from _stats import print_table, summary_ms, timed
 

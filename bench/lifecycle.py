@@ -37,7 +37,7 @@ from _corpus import memories as corpus
 from _corpus import questions as corpus_questions
 from memvault import AsyncMemory, Settings
 from memvault.context import TenantContext
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.lifecycle import jobs
 

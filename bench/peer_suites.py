@@ -649,7 +649,7 @@ def report(name: str, junit: Path, seconds: float | None) -> tuple[str, int]:
 
 
 def run_suite(suite: Suite, git_dir: str, ref: str, work: Path, url: str, args: Any) -> float:
-    from memvault.crypto import generate_key
+    from memvault.crypto.envelope import generate_key
 
     shutil.rmtree(work, ignore_errors=True)
     files = lay_out(suite, git_dir, ref, work)

@@ -53,7 +53,7 @@ from _corpus import memories as corpus
 from _corpus import questions as corpus_questions
 from locomo import CATEGORIES, DATA, evidence_ids, import_conversation, turns
 from memvault import AsyncMemory, Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db.embedded import EmbeddedPostgres
 from search_latency import Server
 

@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cluster.standby import Standby
 
 from memvault import AsyncMemory, Settings, auth
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db import vectors
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.embedding.hashing import HashEmbedder

@@ -39,7 +39,7 @@ import psycopg
 from _corpus import memories as corpus
 from _corpus import questions as corpus_questions
 from locomo import DATA, turns
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db.embedded import EmbeddedPostgres
 
 from _stats import percentile

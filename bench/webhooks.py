@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import AsyncMemory, Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.worker import Worker
 
 from _stats import percentile, timed

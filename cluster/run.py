@@ -41,7 +41,7 @@ from cluster.services import REQUEST_TIMEOUT_S, Topology, install_missing
 from cluster.workload import WRITES, Answer, Call, Workload, verify
 from memvault.consistency import READ_AFTER_HEADER as READ_AFTER
 from memvault.consistency import WRITTEN_HEADER as WRITTEN
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 
 CLIENTS = 8
 

@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from memvault.api import create_app
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.engine import create_engine, migrate
 from memvault.db.vectors import ensure_index

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from memvault import cli_store
 from memvault.api import create_app
-from memvault.cli import app
+from memvault.cli import app, target
 from memvault.config import Settings
 from tests.serving import serving
 
@@ -100,7 +99,7 @@ def test_import_sends_memories_and_conversations_to_the_server(
 def test_an_unreachable_server_is_named_not_the_store() -> None:
     refused = cli("--server", "http://127.0.0.1:1", "list", "-u", "carol", code=1)
     assert "127.0.0.1:1" in refused.output and "PostgreSQL" not in refused.output
-    assert cli_store.server() is None  # the next command in this process is not sent there
+    assert target.server() is None  # the next command in this process is not sent there
 
 
 @pytest.mark.parametrize(

@@ -222,7 +222,7 @@ async def test_every_route_answers_404_for_another_tenants_ids(
 
 async def test_key_rotation_reseals_every_cognitive_row(make_settings: Any, raw: Any) -> None:
     from memvault.admin import AsyncAdmin
-    from memvault.crypto import generate_key
+    from memvault.crypto.envelope import generate_key
     from memvault.db.sealed_columns import SEALED
 
     old_key, new_key = generate_key(), generate_key()

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault import AsyncMemory, InvalidInput, NotFound
-from memvault.cognitive.procedural import scrub, strategy_score, success_weight
 from memvault.cognitive.profile import profile_update_from_facts
+from memvault.cognitive.strategies import scrub, strategy_score, success_weight
 from memvault.graph.promotion import PromotionThresholds, is_prominent
 
 # --- tool use -----------------------------------------------------------------------------------

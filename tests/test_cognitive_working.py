@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memvault import AsyncMemory, InvalidInput, NotFound, Settings, StoreUnavailable
-from memvault.cognitive.working import PostgresWorkingStore, WorkingMemory, redis_key
+from memvault.cognitive.working_store import PostgresWorkingStore, WorkingMemory, redis_key
 from tests.conftest import REDIS_URL, backend_of
 from tests.waiting import wait_for
 

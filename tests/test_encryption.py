@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memvault import AsyncMemory, ConfigurationError, KeyMismatch, Settings
 from memvault.admin import AsyncAdmin
-from memvault.crypto import Keyring, associated_data, generate_key, parse_key
+from memvault.crypto.envelope import Keyring, associated_data, generate_key, parse_key
 from tests.conftest import backend_of
 
 SECRET = "the launch code is purple-elephant-42"

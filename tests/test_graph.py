@@ -19,7 +19,7 @@ import pytest
 from memvault import AsyncMemory
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.db import sealed_columns
 from memvault.db.tenancy import all_tenants
 from memvault.errors import InvalidInput, NotFound

@@ -147,7 +147,7 @@ def test_reciprocal_rank_fusion_orders_as_documented() -> None:
 async def test_rotation_moves_the_keyword_index_to_the_new_key(
     make_settings: Callable[..., Settings],
 ) -> None:
-    from memvault.crypto import generate_key
+    from memvault.crypto.envelope import generate_key
 
     old, new = generate_key(), generate_key()
     first = await AsyncMemory.open(make_settings(encryption_key=old, embedding_provider="hash"))

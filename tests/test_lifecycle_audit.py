@@ -14,7 +14,7 @@ from memvault import auth
 from memvault.admin import AsyncAdmin
 from memvault.api import create_app
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
 

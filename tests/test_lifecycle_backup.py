@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from memvault import ConfigurationError, InvalidInput, Memory, Settings
 from memvault.admin import Admin
 from memvault.cli import app
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.errors import KeyMismatch
 from memvault.lifecycle.backup import restore_sync
 

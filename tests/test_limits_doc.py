@@ -10,7 +10,7 @@ from typing import Any
 
 from memvault.api import create_app
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 
 PAGE = Path(__file__).parent.parent / "docs" / "limits.md"
 

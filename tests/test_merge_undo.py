@@ -15,7 +15,7 @@ import pytest
 
 from memvault.admin import AsyncAdmin
 from memvault.config import Settings
-from memvault.crypto import generate_key
+from memvault.crypto.envelope import generate_key
 from memvault.errors import Conflict, NotFound
 from memvault.service import AsyncMemory
 from tests.conftest import app_client, backend_of

@@ -17,7 +17,7 @@ from memvault import AsyncMemory, ConfigurationError, KeyMismatch, Settings
 from memvault.admin import AsyncAdmin
 from memvault.api.app import create_app
 from memvault.cli import app
-from memvault.crypto import (
+from memvault.crypto.envelope import (
     Keyring,
     Sealed,
     associated_data,
@@ -28,7 +28,7 @@ from memvault.crypto import (
     wrap_tenant_key,
 )
 from memvault.errors import Conflict
-from memvault.sealing import open_content
+from memvault.keys.sealing import open_content
 from tests.conftest import KEY, backend_of
 
 SECRET = "the vault code is 7-indigo-otter"
@@ -208,7 +208,7 @@ async def test_a_shred_in_another_process_takes_effect_there(
         old_key = tenant_key_id(raw, "acme")
         await AsyncAdmin.of(here).shred_tenant("acme")
 
-        from memvault import data_keys
+        from memvault.keys import data_keys
 
         monkeypatch.setattr(data_keys, "RECHECK_S", 0.0)  # the few seconds have passed
         added = await there.for_tenant("acme").add("after the shred", user_id="u", infer=False)

@@ -429,7 +429,7 @@ async def test_a_secret_still_signs_after_the_key_it_was_sealed_under_is_retired
 ) -> None:
     """Key rotation re-seals the secrets (under the new master key) before it forgets the
     old one: the endpoint keeps verifying what it receives."""
-    from memvault.crypto import generate_key
+    from memvault.crypto.envelope import generate_key
 
     old_key, new_key = generate_key(), generate_key()
     async with await AsyncMemory.open(make_settings(encryption_key=old_key, **FAST)) as before:

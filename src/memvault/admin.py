@@ -28,6 +28,7 @@ from memvault.db.tenancy import across_tenants, all_tenants
 from memvault.db.units import reading, transaction
 from memvault.embedding.base import Embedder
 from memvault.errors import Conflict, MemvaultError
+from memvault.keys.session_vault import SessionVault
 from memvault.lifecycle import backup as backups
 from memvault.lifecycle import deletion as lifecycle_deletion
 from memvault.lifecycle import jobs
@@ -36,7 +37,6 @@ from memvault.models import EmbeddingJob, RotationReport
 from memvault.runtime import embedded_store_held, open_backend
 from memvault.scheduling import Clock, utc_now
 from memvault.service import AsyncMemory
-from memvault.session_vault import SessionVault
 from memvault.worker import Worker
 
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault import data_keys
-from memvault.cognitive.working import WorkingStore
+from memvault.cognitive.working_store import WorkingStore
 from memvault.config import Settings
-from memvault.crypto import KeyringSource
+from memvault.crypto.envelope import KeyringSource
 from memvault.db import ratelimit
 from memvault.db.analyze import Analyzer
 from memvault.db.keywords import ScopeStatistics
@@ -26,6 +25,7 @@ from memvault.db.replica import ReadRouter
 from memvault.db.units import transaction
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.embedding_service import EmbeddingService
+from memvault.keys import data_keys
 from memvault.lifecycle.audit import Audit
 from memvault.lifecycle.duplicates import DuplicateScans
 from memvault.pipeline.judge import Judge

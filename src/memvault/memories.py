@@ -34,11 +34,12 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, ContentTooLong, InvalidInput, NotFound
 from memvault.graph.derive import Derivation
-from memvault.graph.knowledge import Graph
-from memvault.graph.recall import recall as graph_recall
+from memvault.graph.entity_recall import recall as graph_recall
+from memvault.graph.graph import Graph
+from memvault.keys.sealing import open_content, seal_content, to_record
 from memvault.language import pii
 from memvault.language.terms import blind_terms
-from memvault.lifecycle.governance import Lifecycle
+from memvault.lifecycle.lifecycle import Lifecycle
 from memvault.metrics import MEMORIES_STORED
 from memvault.models import (
     TURN_SOURCE,
@@ -60,7 +61,6 @@ from memvault.models import (
 from memvault.pipeline.ingest import Pipeline, Within
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
-from memvault.sealing import open_content, seal_content, to_record
 from memvault.validation import parse_id, validated
 
 # What enrichment decides about a text, so an edit of the text decides it again.

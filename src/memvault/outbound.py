@@ -29,7 +29,7 @@ from uuid import UUID
 import httpx
 
 from memvault.config import Settings
-from memvault.crypto import associated_data
+from memvault.crypto.envelope import associated_data
 from memvault.events import SECRET_PREFIX
 
 # A name that takes longer than this to resolve is treated as one that does not resolve.

@@ -12,14 +12,14 @@ import asyncio
 import logging
 from collections import Counter
 
-from memvault import data_keys
 from memvault.backend import Backend
-from memvault.crypto import Keyring, add_key_to_file, forget_keys_in_file
+from memvault.crypto.envelope import Keyring, add_key_to_file, forget_keys_in_file
 from memvault.db import sealed_columns, store
 from memvault.db.keysets import StaleKeys
 from memvault.db.sealed_columns import SEALED, SealedTable
 from memvault.db.tenancy import across_tenants
 from memvault.db.units import reading, transaction
+from memvault.keys import data_keys
 from memvault.models import RotationReport
 
 log = logging.getLogger(__name__)

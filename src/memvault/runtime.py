@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from memvault import tracing
 from memvault.backend import Backend
 from memvault.config import Settings
-from memvault.crypto import Keyring, KeyringSource, cache_secrets, load_key_file, parse_key
+from memvault.crypto.envelope import Keyring, KeyringSource, cache_secrets, load_key_file, parse_key
 from memvault.db import store, tenant_keys
 from memvault.db.analyze import Analyzer
 from memvault.db.embedded import EmbeddedPostgres, WorkerLock

@@ -24,19 +24,19 @@ from memvault._keywords import (
 from memvault._sync import SyncFace, derive_blocking, derive_resources
 from memvault.backend import Backend
 from memvault.cognitive.bundle import MemoryBundle
-from memvault.cognitive.episodic import Conversations
+from memvault.cognitive.conversations import Conversations
 from memvault.cognitive.goals import Goals
-from memvault.cognitive.procedural import Strategies
 from memvault.cognitive.profile import Profiles
-from memvault.cognitive.remember import Recall
-from memvault.cognitive.session import Working
+from memvault.cognitive.recall import Recall
+from memvault.cognitive.strategies import Strategies
+from memvault.cognitive.working import Working
 from memvault.config import Settings
 from memvault.context import TenantContext
 from memvault.db.replica import RequestConsistency, request_consistency
-from memvault.graph.knowledge import Graph
+from memvault.graph.graph import Graph
 from memvault.idempotency import Once, WriteOnce
-from memvault.lifecycle.governance import Lifecycle
 from memvault.lifecycle.health import Health
+from memvault.lifecycle.lifecycle import Lifecycle
 from memvault.memories import Memories
 from memvault.models import (
     AddResult,

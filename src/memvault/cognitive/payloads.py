@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memvault.crypto import KeyringSource, Sealed
+from memvault.crypto.envelope import KeyringSource, Sealed
 from memvault.db.sealed_columns import payload_aad
 
 

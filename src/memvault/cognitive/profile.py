@@ -22,7 +22,7 @@ from memvault.validation import validated
 
 if TYPE_CHECKING:
     from memvault.context import TenantContext
-    from memvault.graph.knowledge import Graph
+    from memvault.graph.graph import Graph
 
 PROFILES = "user_profiles"
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from memvault.cognitive.payloads import seal_payload
-from memvault.cognitive.procedural import STRATEGIES, learned_sequence
+from memvault.cognitive.strategies import STRATEGIES, learned_sequence
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ConversationToolCall
 from memvault.db.units import reading, transaction

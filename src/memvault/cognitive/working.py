@@ -1,356 +1,171 @@
-"""Working memory: one live session's scratch space, keyed by (tenant, user, channel,
-conversation), every entry with a TTL.
-
-What a session holds is a set of slots: ``kv`` (named values), ``turns`` (the most recent turns,
-bounded), ``thoughts`` (a stack) and ``goal`` (the active goal). Each entry is sealed before it
-reaches a store, bound to its full key, so neither Redis nor PostgreSQL holds it in plaintext.
-Two stores behave the same: Redis when configured (keys ``working:{tenant}:{user}:{channel}:
-{conversation}:{slot}:{key}``, each with its own expiry), else an UNLOGGED PostgreSQL table
-whose rows carry ``expires_at``.
-"""
+"""Working memory as a resource (``memory.working``): one live session per (user, channel,
+conversation) with named values, recent turns, a thought stack and the active goal."""
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+import builtins
+from typing import TYPE_CHECKING, Any
 
-from memvault.crypto import KeyringSource, Sealed
-from memvault.db import cognitive as db
-from memvault.db.sealed_columns import payload_aad
-from memvault.db.units import reading, transaction
-from memvault.errors import InvalidInput, StoreUnavailable
+from memvault._compose import between_resources
+from memvault.cognitive.identifiers import checked_id
+from memvault.cognitive.kinds import GLOBAL_CHANNEL, WorkingContext, WorkingValue
+from memvault.cognitive.working_store import WorkingMemory, list_of, open_store, values_of
+from memvault.db.tenancy import scoped_to_tenant
+from memvault.errors import InvalidInput, NotFound
+from memvault.validation import validated
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from memvault.context import TenantContext
 
-    from memvault.config import Settings
-
-TABLE = "working_memory"
-Session = tuple[str, str, str]  # user, channel, conversation
-Clock = Callable[[], float]
+KV, TURNS, THOUGHTS, GOAL = "kv", "turns", "thoughts", "goal"
 
 
-@dataclass(frozen=True)
-class Entry:
-    slot: str
-    key: str
-    sealed: Sealed
+# The value name an agent may keep its active goal under, beside ``set_active_goal``.
+ACTIVE_GOAL_KEY = "active_goal"
 
 
-class WorkingStore(Protocol):
-    async def put(
-        self, tenant_id: str, session: Session, slot: str, key: str, sealed: Sealed, ttl_s: float
-    ) -> None: ...
+class Working:
+    """Working memory: one live session per (user, channel, conversation)."""
 
-    async def get(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> list[Entry]: ...
+    def __init__(self, context: TenantContext) -> None:
+        self._context = context
+        self._backend = context.backend
+        self.tenant_id = context.tenant_id
 
-    async def delete(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> int: ...
-
-    async def aclose(self) -> None: ...
-
-
-class PostgresWorkingStore:
-    """Rows of the UNLOGGED ``working_memory`` table; an expired row reads as absent, goes at
-    the session's next write, and ``purge_expired`` clears what abandoned sessions left."""
-
-    def __init__(self, engine: AsyncEngine, clock: Clock = time.time) -> None:
-        self._engine = engine
-        self._clock = clock
-
-    def _now(self) -> datetime:
-        return datetime.fromtimestamp(self._clock(), UTC)
-
-    async def put(
-        self, tenant_id: str, session: Session, slot: str, key: str, sealed: Sealed, ttl_s: float
-    ) -> None:
-        user_id, channel, conversation_id = session
-        now = self._now()
-        async with transaction(self._engine) as conn:
-            await db.put_working(
-                conn,
-                {
-                    "tenant_id": tenant_id,
-                    "user_id": user_id,
-                    "channel": channel,
-                    "conversation_id": conversation_id,
-                    "slot": slot,
-                    "key": key,
-                    "ciphertext": sealed.ciphertext,
-                    "nonce": sealed.nonce,
-                    "key_id": sealed.key_id,
-                    "expires_at": now + timedelta(seconds=ttl_s),
-                },
-                now,
-            )
-
-    async def get(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> list[Entry]:
-        async with reading(self._engine) as conn:
-            rows = await db.get_working(conn, tenant_id, session, slot, key, self._now())
-        return [Entry(r.slot, r.key, Sealed(r.ciphertext, r.nonce, r.key_id)) for r in rows]
-
-    async def delete(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> int:
-        async with transaction(self._engine) as conn:
-            return await db.delete_working(conn, tenant_id, session, slot, key)
-
-    async def purge_expired(self) -> int:
-        async with transaction(self._engine) as conn:
-            return await db.purge_expired_working(conn, self._now())
-
-    async def aclose(self) -> None:
-        return None
-
-
-def _part(value: str) -> str:
-    """One key component, escaped so ``a:b`` + ``c`` never meets ``a`` + ``b:c``."""
-    return value.replace("%", "%25").replace(":", "%3A")
-
-
-def redis_key(tenant_id: str, session: Session, slot: str, key: str) -> str:
-    return ":".join(["working", *(_part(p) for p in (tenant_id, *session, slot, key))])
-
-
-def _index_key(tenant_id: str, session: Session) -> str:
-    return ":".join(["working", *(_part(p) for p in (tenant_id, *session)), "index"])
-
-
-def _pack(sealed: Sealed) -> bytes:
-    return b"".join(
-        (
-            sealed.key_id.encode(),
-            b"\x00",
-            bytes([len(sealed.nonce)]),
-            sealed.nonce,
-            sealed.ciphertext,
+    def _working(self) -> WorkingMemory:
+        settings = self._backend.settings
+        if self._backend.working is None:
+            self._backend.working = open_store(settings, self._backend.engine)
+        return WorkingMemory(
+            self._backend.working,
+            self._backend.keys,
+            ttl_s=settings.working_ttl_s,
+            max_turns=settings.working_max_turns,
+            max_thoughts=settings.working_max_thoughts,
         )
-    )
 
+    @staticmethod
+    def _session(conversation_id: str, user_id: str, channel: str) -> tuple[str, str, str]:
+        return (
+            checked_id(user_id, "user_id"),
+            checked_id(channel, "channel"),
+            checked_id(str(conversation_id), "conversation_id"),
+        )
 
-def _unpack(blob: bytes) -> Sealed:
-    key_id, _, rest = blob.partition(b"\x00")
-    size = rest[0]
-    return Sealed(ciphertext=rest[1 + size :], nonce=rest[1 : 1 + size], key_id=key_id.decode())
-
-
-class RedisWorkingStore:
-    """One Redis key per entry with its own expiry, and a per-session index set (expiring with
-    the longest-lived entry) so a whole context is read or cleared without a keyspace scan."""
-
-    def __init__(self, url: str) -> None:
-        import redis.asyncio as redis
-
-        self._redis: Any = redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
-
-    async def _run(self, commands: Callable[[Any], None]) -> list[Any]:
-        try:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                commands(pipe)
-                result: list[Any] = await pipe.execute()
-                return result
-        except Exception as exc:  # redis raises many unrelated types; all mean "not now"
-            raise StoreUnavailable(
-                "Working memory (Redis) is unavailable.", details={"store": "redis"}
-            ) from exc
-
-    async def put(
-        self, tenant_id: str, session: Session, slot: str, key: str, sealed: Sealed, ttl_s: float
-    ) -> None:
-        ms = max(int(ttl_s * 1000), 1)
-        index = _index_key(tenant_id, session)
-
-        def commands(pipe: Any) -> None:
-            pipe.set(redis_key(tenant_id, session, slot, key), _pack(sealed), px=ms)
-            pipe.sadd(index, f"{slot}\x00{key}")
-            pipe.pexpire(index, ms, nx=True)
-            pipe.pexpire(index, ms, gt=True)
-
-        await self._run(commands)
-
-    async def _members(self, tenant_id: str, session: Session) -> list[tuple[str, str]]:
-        (members,) = await self._run(lambda p: p.smembers(_index_key(tenant_id, session)))
-        found = [m.decode().split("\x00", 1) for m in members]
-        return sorted((slot, key) for slot, key in found)
-
-    async def get(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> list[Entry]:
-        wanted = [
-            (s, k)
-            for s, k in await self._members(tenant_id, session)
-            if (slot is None or s == slot) and (key is None or k == key)
-        ]
-        if not wanted:
-            return []
-        names = [redis_key(tenant_id, session, s, k) for s, k in wanted]
-        (blobs,) = await self._run(lambda p: p.mget(names))
-        return [
-            Entry(s, k, _unpack(blob)) for (s, k), blob in zip(wanted, blobs, strict=True) if blob
-        ]
-
-    async def delete(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> int:
-        members = await self._members(tenant_id, session)
-        gone = [
-            (s, k) for s, k in members if (slot is None or s == slot) and (key is None or k == key)
-        ]
-        if not gone:
-            return 0
-        index = _index_key(tenant_id, session)
-
-        def commands(pipe: Any) -> None:
-            pipe.delete(*(redis_key(tenant_id, session, s, k) for s, k in gone))
-            pipe.srem(index, *(f"{s}\x00{k}" for s, k in gone))
-
-        deleted, _ = await self._run(commands)
-        return int(deleted)
-
-    async def forget(self, tenant_id: str, user_id: str | None) -> int:
-        """Every key of a user (of the whole tenant, for ``user_id`` None), index sets included:
-        a keyspace scan, as an erasure is rare and must not miss a session."""
-        parts = [tenant_id] if user_id is None else [tenant_id, user_id]
-        pattern = ":".join(["working", *(_glob_literal(_part(p)) for p in parts), "*"])
-        try:
-            names = [name async for name in self._redis.scan_iter(match=pattern, count=1_000)]
-        except Exception as exc:  # redis raises many unrelated types; all mean "not now"
-            raise StoreUnavailable(
-                "Working memory (Redis) is unavailable.", details={"store": "redis"}
-            ) from exc
-        if not names:
-            return 0
-        (deleted,) = await self._run(lambda p: p.delete(*names))
-        return int(deleted)
-
-    async def forget_conversation(self, tenant_id: str, user_id: str, conversation_id: str) -> int:
-        """Every key of one conversation's sessions (in whichever channel), index sets
-        included."""
-        owner = [_glob_literal(_part(p)) for p in (tenant_id, user_id)]
-        pattern = ":".join(["working", *owner, "*", _glob_literal(_part(conversation_id)), "*"])
-        wanted = _part(conversation_id)
-        try:
-            found = [name async for name in self._redis.scan_iter(match=pattern, count=1_000)]
-        except Exception as exc:  # redis raises many unrelated types; all mean "not now"
-            raise StoreUnavailable(
-                "Working memory (Redis) is unavailable.", details={"store": "redis"}
-            ) from exc
-        # A glob's * may span components: keep the keys whose conversation component is it.
-        names = [n for n in found if _component(n, 4) == wanted]
-        if not names:
-            return 0
-        (deleted,) = await self._run(lambda p: p.delete(*names))
-        return int(deleted)
-
-    async def aclose(self) -> None:
-        await self._redis.aclose()
-
-
-def _component(name: str | bytes, n: int) -> str | None:
-    """The ``n``-th ``:``-separated component of a key (0 is ``working``)."""
-    text = name.decode() if isinstance(name, bytes) else name
-    parts = text.split(":")
-    return parts[n] if len(parts) > n else None
-
-
-def _glob_literal(value: str) -> str:
-    """``value`` matched as itself by a Redis SCAN pattern."""
-    return "".join(f"\\{ch}" if ch in "*?[]\\" else ch for ch in value)
-
-
-def open_store(settings: Settings, engine: AsyncEngine) -> WorkingStore:
-    """Redis when ``redis_url`` is set, else the UNLOGGED table."""
-    url = settings.redis_url.get_secret_value() if settings.redis_url else None
-    return RedisWorkingStore(url) if url else PostgresWorkingStore(engine)
-
-
-class WorkingMemory:
-    """A session's slots over either store, sealing and opening as entries pass."""
-
-    def __init__(
+    @scoped_to_tenant
+    async def set_context(
         self,
-        store: WorkingStore,
-        keys: KeyringSource,
-        *,
-        ttl_s: float,
-        max_turns: int,
-        max_thoughts: int,
-    ) -> None:
-        self.store = store
-        self._keys = keys
-        self.ttl_s = ttl_s
-        self.max_turns = max_turns
-        self.max_thoughts = max_thoughts
-
-    def _aad(self, tenant_id: str, session: Session, slot: str, key: str) -> bytes:
-        return payload_aad(TABLE, tenant_id, *session, slot, key)
-
-    async def put(
-        self,
-        tenant_id: str,
-        session: Session,
-        slot: str,
+        conversation_id: str,
         key: str,
         value: Any,
-        ttl_s: float | None = None,
+        *,
+        user_id: str,
+        channel: str = GLOBAL_CHANNEL,
+        ttl_seconds: float | None = None,
     ) -> None:
-        try:
-            text = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError):
+        """Keep ``value`` (any JSON) under ``key`` for ``ttl_seconds`` (default
+        MEMVAULT_WORKING_TTL_S)."""
+        session = self._session(conversation_id, user_id, channel)
+        key = checked_id(key, "key")
+        if ttl_seconds is not None and not 0 < ttl_seconds <= 30 * 86_400:
             raise InvalidInput(
-                "A working-memory value must be JSON (objects, lists, text, numbers, booleans).",
-                details={"field": "value"},
-            ) from None
-        sealed = self._keys.current(tenant_id).seal(text, self._aad(tenant_id, session, slot, key))
-        await self.store.put(tenant_id, session, slot, key, sealed, ttl_s or self.ttl_s)
+                "ttl_seconds must be in (0, 2592000].", details={"field": "ttl_seconds"}
+            )
+        validated(WorkingValue, user_id=user_id, value=value)  # JSON-shaped, bounded
+        await self._working().put(self.tenant_id, session, KV, key, value, ttl_seconds)
 
-    def _open(self, tenant_id: str, session: Session, entry: Entry) -> Any:
-        aad = self._aad(tenant_id, session, entry.slot, entry.key)
-        return json.loads(self._keys.current(tenant_id).open(entry.sealed, aad))
+    @scoped_to_tenant
+    async def get_context_value(
+        self, conversation_id: str, key: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> Any:
+        session = self._session(conversation_id, user_id, channel)
+        key = checked_id(key, "key")
+        found = await self._working().read(self.tenant_id, session, KV, key)
+        if (KV, key) not in found:
+            raise NotFound("No such value in this session (or it expired).", details={"key": key})
+        return found[(KV, key)]
 
-    async def read(
-        self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
-    ) -> dict[tuple[str, str], Any]:
-        entries = await self.store.get(tenant_id, session, slot, key)
-        held = self._keys.current(tenant_id).key_ids
-        # A Redis entry sealed under a key since retired by rotation (which reseals only what
-        # PostgreSQL holds) reads as expired: working memory is scratch space.
-        return {
-            (e.slot, e.key): self._open(tenant_id, session, e)
-            for e in entries
-            if e.sealed.key_id in held
-        }
+    @scoped_to_tenant
+    async def delete_context_value(
+        self, conversation_id: str, key: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> None:
+        session = self._session(conversation_id, user_id, channel)
+        key = checked_id(key, "key")
+        if not await self._working().store.delete(self.tenant_id, session, KV, key):
+            raise NotFound("No such value in this session (or it expired).", details={"key": key})
 
-    async def push(
-        self, tenant_id: str, session: Session, slot: str, item: Any, bound: int
-    ) -> list[Any]:
-        """Append to a bounded list slot (read, append, cut, write: a session has one writer)."""
-        current = (await self.read(tenant_id, session, slot, "")).get((slot, ""), [])
-        updated = [*current, item][-bound:]
-        await self.put(tenant_id, session, slot, "", updated)
-        return updated
+    @scoped_to_tenant
+    async def get_context(
+        self, conversation_id: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> WorkingContext:
+        """Everything the session holds now (an expired entry is simply absent)."""
+        session = self._session(conversation_id, user_id, channel)
+        found = await self._working().read(self.tenant_id, session)
+        values = values_of(found, KV)
+        # An agent that keeps its goal as a plain value ("active_goal") means the same goal.
+        goal = found.get((GOAL, "")) or values.get(ACTIVE_GOAL_KEY)
+        return WorkingContext(
+            user_id=session[0],
+            channel=session[1],
+            conversation_id=session[2],
+            turns=list(list_of(found, TURNS)),
+            values=values,
+            thoughts=[str(t) for t in list_of(found, THOUGHTS)],
+            active_goal=goal if isinstance(goal, str) else None,
+        )
 
-    async def pop(self, tenant_id: str, session: Session, slot: str) -> Any:
-        current: list[Any] = (await self.read(tenant_id, session, slot, "")).get((slot, ""), [])
-        if not current:
-            return None
-        await self.put(tenant_id, session, slot, "", current[:-1])
-        return current[-1]
+    @scoped_to_tenant
+    async def clear_session(
+        self, conversation_id: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> int:
+        """Forget the session's working memory; returns how many entries went."""
+        session = self._session(conversation_id, user_id, channel)
+        return await self._working().store.delete(self.tenant_id, session)
 
+    @scoped_to_tenant
+    async def push_thought(
+        self, conversation_id: str, thought: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> builtins.list[str]:
+        session = self._session(conversation_id, user_id, channel)
+        working = self._working()
+        stack = await working.push(self.tenant_id, session, THOUGHTS, thought, working.max_thoughts)
+        return [str(t) for t in stack]
 
-def values_of(found: dict[tuple[str, str], Any], slot: str) -> dict[str, Any]:
-    return {key: value for (s, key), value in sorted(found.items()) if s == slot}
+    @scoped_to_tenant
+    async def pop_thought(
+        self, conversation_id: str, *, user_id: str, channel: str = GLOBAL_CHANNEL
+    ) -> str | None:
+        session = self._session(conversation_id, user_id, channel)
+        top = await self._working().pop(self.tenant_id, session, THOUGHTS)
+        return None if top is None else str(top)
 
+    @scoped_to_tenant
+    async def set_active_goal(
+        self,
+        conversation_id: str,
+        goal: str | None,
+        *,
+        user_id: str,
+        channel: str = GLOBAL_CHANNEL,
+    ) -> None:
+        session = self._session(conversation_id, user_id, channel)
+        working = self._working()
+        if goal is None:
+            await working.store.delete(self.tenant_id, session, GOAL, "")
+        else:
+            await working.put(self.tenant_id, session, GOAL, "", goal)
 
-def list_of(found: dict[tuple[str, str], Any], slot: str) -> Sequence[Any]:
-    value = found.get((slot, ""), [])
-    return value if isinstance(value, list) else []
+    @between_resources
+    async def remember_turns(
+        self, user_id: str, channel: str, conversation_id: str, stored: Any, rows: Any
+    ) -> None:
+        """A conversation's new turns (``stored`` their memories, ``rows`` their turn rows),
+        appended to its session's recent turns (``conversations`` calls this as it appends)."""
+        session = (user_id, channel, conversation_id)
+        working = self._working()
+        current = list(list_of(await working.read(self.tenant_id, session, TURNS, ""), TURNS))
+        current += [
+            {"index": r["turn_index"], "role": r["role"], "content": s.content}
+            for r, s in zip(rows, stored, strict=True)
+        ]
+        await working.put(self.tenant_id, session, TURNS, "", current[-working.max_turns :])

@@ -18,7 +18,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 
-from memvault.crypto import Keyring, KeyringSource, Sealed, associated_data
+from memvault.crypto.envelope import Keyring, KeyringSource, Sealed, associated_data
 from memvault.db import graph, keywords
 from memvault.db.keysets import StaleKeys
 from memvault.db.tables import (

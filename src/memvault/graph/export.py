@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from memvault.crypto import Keyring
+from memvault.crypto.envelope import Keyring
 from memvault.db.graph import EntityRow, FactRow, RelationRow
 from memvault.graph import sealed
 

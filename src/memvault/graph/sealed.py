@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 from uuid import UUID
 
-from memvault.crypto import Keyring, KeyringSource, Sealed
+from memvault.crypto.envelope import Keyring, KeyringSource, Sealed
 from memvault.db.graph import EntityRow, FactRow, RelationRow
 from memvault.db.sealed_columns import graph_aad
 from memvault.language.keyed import SELF, name_key, self_key, value_key

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memvault.crypto import Keyring
+from memvault.crypto.envelope import Keyring
 from memvault.language.terms import terms
 from memvault.text import fold
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from memvault.crypto import Keyring
+from memvault.crypto.envelope import Keyring
 from memvault.text import STOP_WORDS, WORD, fold, stem
 
 

@@ -28,7 +28,7 @@ from datetime import UTC, date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memvault.config import Settings
-from memvault.crypto import KeyringSource
+from memvault.crypto.envelope import KeyringSource
 from memvault.db import audit
 from memvault.db.audit import AuditEvent
 from memvault.db.driver_errors import SERVER_REFUSED, SIDE_WORK_FAILED, refused_value

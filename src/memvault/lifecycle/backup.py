@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memvault.config import Settings
-from memvault.crypto import Keyring, load_key_file, parse_key
+from memvault.crypto.envelope import Keyring, load_key_file, parse_key
 from memvault.db import dump
 from memvault.db.embedded import EmbeddedPostgres
 from memvault.db.engine import libpq_url

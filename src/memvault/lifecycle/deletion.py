@@ -24,7 +24,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from memvault import data_keys
 from memvault.db import audit, graph_admin, webhooks
 from memvault.db import lifecycle as db
 from memvault.db.audit import AuditEvent
@@ -42,12 +41,13 @@ from memvault.db.tables import audit_log, memory_history
 from memvault.db.units import reading, transaction
 from memvault.errors import KeyMismatch, NotFound
 from memvault.graph import sealed
+from memvault.keys import data_keys
+from memvault.keys.sealing import open_content
 from memvault.lifecycle import deletion_steps as steps
 from memvault.lifecycle.deletion_steps import Targets
 from memvault.lifecycle.reports import DeletionReceipt, DeletionScope
 from memvault.logs import request_id
 from memvault.metrics import DELETION_RECEIPTS
-from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memvault.cognitive.session import TURNS
-from memvault.cognitive.working import RedisWorkingStore, WorkingMemory, list_of, open_store
+from memvault.cognitive.working import TURNS
+from memvault.cognitive.working_store import RedisWorkingStore, WorkingMemory, list_of, open_store
 from memvault.db import catalogue, graph_admin
 from memvault.db import cognitive as cognitive_db
 from memvault.db import webhooks as webhooks_db

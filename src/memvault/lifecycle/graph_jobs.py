@@ -14,10 +14,10 @@ from memvault.db import graph_lifecycle as db
 from memvault.db.units import reading, transaction
 from memvault.graph.derive import Source, derive_many, lock_names
 from memvault.graph.writer import Owner
+from memvault.keys.sealing import open_content
 from memvault.lifecycle.reports import HEALTH_ACTIONS, HealthAction, HealthFinding
 from memvault.metrics import CONSOLIDATION_BACKLOG, CONSOLIDATION_LAG, CONSOLIDATION_SKIPPED
 from memvault.scheduling import Outcome, RunContext, ScheduledJob
-from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend

@@ -20,7 +20,7 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import Conflict, InvalidInput, NotFound
 from memvault.lifecycle import deletion, duplicates, graph_jobs, merge_undo, merging
-from memvault.lifecycle.governance import identifier
+from memvault.lifecycle.lifecycle import identifier
 from memvault.lifecycle.reports import HEALTH_ACTIONS as ACTIONS
 from memvault.lifecycle.reports import (
     HealthAction,

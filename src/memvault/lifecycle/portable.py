@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memvault.cognitive.payloads import open_payload, seal_payload
-from memvault.cognitive.procedural import scrub
+from memvault.cognitive.strategies import scrub
 from memvault.db import embedding_queue, keywords, vectors
 from memvault.db import portable as db
 from memvault.db.tables import (
@@ -47,6 +47,7 @@ from memvault.db.tables import (
 )
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, PIIRejected
+from memvault.keys.sealing import open_content, seal_content
 from memvault.language import pii
 from memvault.language.terms import blind_terms
 from memvault.lifecycle import graph_portable
@@ -75,7 +76,6 @@ from memvault.lifecycle.portable_format import (
     read_line,
 )
 from memvault.models import PIIPolicy
-from memvault.sealing import open_content, seal_content
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

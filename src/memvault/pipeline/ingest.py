@@ -43,6 +43,7 @@ from memvault.graph.derive import (
     lock_names,
 )
 from memvault.graph.writer import Owner, Prepared, graph_texts
+from memvault.keys.sealing import open_content, seal_content, to_record
 from memvault.language import pii
 from memvault.language.terms import blind_terms
 from memvault.models import (
@@ -57,7 +58,6 @@ from memvault.models import (
 from memvault.pipeline import rules
 from memvault.pipeline.decisions import Enrichment
 from memvault.pipeline.judge import Judge
-from memvault.sealing import open_content, seal_content, to_record
 
 if TYPE_CHECKING:
     from memvault.backend import Backend

@@ -32,6 +32,7 @@ from memvault.db.units import transaction
 from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
+from memvault.keys.sealing import to_record
 from memvault.language.terms import query_term_ids, query_terms
 from memvault.language.when import TimeRange, about_now, parse_time
 from memvault.models import (
@@ -46,7 +47,6 @@ from memvault.models import (
 from memvault.retrieval import techniques, updates
 from memvault.retrieval.recency import recency
 from memvault.retrieval.reinforce import reinforcement
-from memvault.sealing import to_record
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

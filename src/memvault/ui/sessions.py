@@ -2,7 +2,7 @@
 
 The browser keeps only the id (HttpOnly, SameSite=Strict); the key stays on the server and is
 verified again on every request, so revoking it signs the session out at once. Sessions live
-where every server process finds them (``memvault.session_vault``: Redis, else PostgreSQL),
+where every server process finds them (``memvault.keys.session_vault``: Redis, else PostgreSQL),
 so behind a load balancer a browser signed in on one process is signed in on all."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from memvault.session_vault import SessionVault
+from memvault.keys.session_vault import SessionVault
 
 COOKIE = "memvault_ui"
 IDLE_S = 8 * 3600.0

@@ -25,16 +25,16 @@ from uuid import UUID
 import httpx
 
 from memvault import tracing
-from memvault.crypto import Sealed
+from memvault.crypto.envelope import Sealed
 from memvault.db import store
 from memvault.db import webhooks as db
 from memvault.db.records import DeliveryRow, SubscriptionRow
 from memvault.db.units import reading, transaction
 from memvault.errors import KeyMismatch
 from memvault.events import WITH_CONTENT
+from memvault.keys.sealing import open_content
 from memvault.metrics import WEBHOOK_DELIVERIES
 from memvault.outbound import Guard, Refused, client, post, secret_aad, signed_headers
-from memvault.sealing import open_content
 
 if TYPE_CHECKING:
     from memvault.backend import Backend

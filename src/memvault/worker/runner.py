@@ -32,10 +32,10 @@ from memvault.db.units import reading, transaction
 from memvault.embedding.chunking import chunk, clean
 from memvault.embedding.embedding_service import Embedded, EmbeddingService
 from memvault.errors import MemvaultError, StoreUnavailable
+from memvault.keys.sealing import open_content
 from memvault.lifecycle import jobs as lifecycle_jobs
 from memvault.metrics import EMBEDDING_JOBS, WORKER_ERRORS
 from memvault.pipeline.ingest import settle
-from memvault.sealing import open_content
 from memvault.vectorindex.feeder import Feeder
 from memvault.worker.delivery import Dispatcher
 

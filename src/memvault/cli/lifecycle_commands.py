@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from memvault import cli_store
+from memvault.cli import target
 from memvault.console import JsonOpt, YesOpt, confirm, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from memvault.admin import Admin
-    from memvault.cli_store import CommandMemory
+    from memvault.cli.target import CommandMemory
     from memvault.lifecycle.reports import HealthActionResult, HealthFinding, ScheduledRun
 
 lifecycle_app = typer_app()
@@ -53,7 +53,7 @@ def _call(fn: Callable[[], T]) -> T:
 @contextmanager
 def _admin() -> Iterator[Admin]:
     try:
-        with cli_store.admin() as admin:
+        with target.admin() as admin:
             yield admin
     except MemvaultError as exc:
         _fail(exc)
@@ -62,7 +62,7 @@ def _admin() -> Iterator[Admin]:
 @contextmanager
 def _memory(tenant: str) -> Iterator[CommandMemory]:
     try:
-        with cli_store.memory(tenant=tenant) as memory:
+        with target.memory(tenant=tenant) as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -298,7 +298,7 @@ def backup(file: Annotated[Path, typer.Argument(help="where to write the dump")]
     from memvault.config import Settings
     from memvault.lifecycle import backup as backups
 
-    _call(cli_store.local_only)
+    _call(target.local_only)
     size = _call(lambda: backups.backup_sync(Settings(), file))
     out.print(f"wrote {file} ({size} bytes); keep the encryption key apart from it")
 
@@ -317,7 +317,7 @@ def restore(
     from memvault.config import Settings
     from memvault.lifecycle import backup as backups
 
-    _call(cli_store.local_only)
+    _call(target.local_only)
     if replace:
         confirm("Replace everything in this store with the backup?", yes=yes)
 

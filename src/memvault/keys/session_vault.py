@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from memvault.crypto import Sealed, associated_data
+from memvault.crypto.envelope import Sealed, associated_data
 from memvault.db import ui_sessions
 from memvault.db.units import transaction
 from memvault.errors import KeyMismatch, StoreUnavailable

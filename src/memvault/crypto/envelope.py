@@ -6,7 +6,7 @@ tenant fails to open instead of leaking. A key's id is derived from the key itse
 a fixed label), so ids never need configuring and a wrong key is recognised by its id.
 
 With per-tenant keys, each tenant's keyring seals under the tenant's own data key, which is
-stored only wrapped under the master key (``wrap_tenant_key``); ``memvault.data_keys`` loads,
+stored only wrapped under the master key (``wrap_tenant_key``); ``memvault.keys.data_keys`` loads,
 re-wraps and destroys them.
 """
 
@@ -284,7 +284,7 @@ class KeyringSource:
     second), so a rotation started by another process is picked up without a restart.
 
     With ``per_tenant`` on, ``current(tenant)`` is that tenant's keyring, held here once its
-    data key was loaded (``memvault.data_keys.load``, at the start of every piece of a
+    data key was loaded (``memvault.keys.data_keys.load``, at the start of every piece of a
     tenant's work); without ``per_tenant`` every tenant gets the master keyring."""
 
     def __init__(

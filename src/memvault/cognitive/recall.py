@@ -30,7 +30,7 @@ from memvault.cognitive.bundle import (
     show_replaced,
     weighted,
 )
-from memvault.cognitive.episodic import channel_search, turn_hits
+from memvault.cognitive.conversations import channel_search, turn_hits
 from memvault.cognitive.goals import goal_of
 from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
@@ -43,14 +43,14 @@ from memvault.cognitive.kinds import (
     TurnHit,
     WorkingContext,
 )
-from memvault.cognitive.procedural import INVOCATIONS, strategies_near
-from memvault.db import remember as recent
+from memvault.cognitive.strategies import INVOCATIONS, strategies_near
+from memvault.db import recall as recent
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, shared_reads
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import InvalidInput, StoreUnavailable
-from memvault.graph.recall import recall
+from memvault.graph.entity_recall import recall
 from memvault.models import EntityHit, FactHit, SearchRequest
 from memvault.retrieval.recency import recency
 from memvault.retrieval.search import embed_query
@@ -58,11 +58,11 @@ from memvault.text import STOP_WORDS, fold
 from memvault.validation import validated
 
 if TYPE_CHECKING:
-    from memvault.cognitive.episodic import Conversations
+    from memvault.cognitive.conversations import Conversations
     from memvault.cognitive.goals import Goals
-    from memvault.cognitive.procedural import Strategies
     from memvault.cognitive.profile import Profiles
-    from memvault.cognitive.session import Working
+    from memvault.cognitive.strategies import Strategies
+    from memvault.cognitive.working import Working
     from memvault.context import TenantContext
 
 T = TypeVar("T")

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
-from memvault import cli_cognitive, cli_lifecycle, cli_store, cli_webhooks
-from memvault.cli_graph import entities_app, facts_app, graph_app
+from memvault.cli import cognitive_commands, lifecycle_commands, target, webhook_commands
+from memvault.cli.graph_commands import entities_app, facts_app, graph_app
 from memvault.console import (
     JsonOpt,
     YesOpt,
@@ -36,7 +36,7 @@ from memvault.errors import MemvaultError
 # command's own --help need none of them.
 if TYPE_CHECKING:
     from memvault.admin import Admin
-    from memvault.cli_store import CommandMemory
+    from memvault.cli.target import CommandMemory
     from memvault.config import Settings
     from memvault.models import AddResult, HistoryEntry, MemoryRecord
 
@@ -49,14 +49,14 @@ api_keys_app = typer_app(
     help="API keys for the HTTP API (not the encryption key: see `memvault keys`)."
 )
 app.add_typer(api_keys_app, name="api-keys")
-app.add_typer(cli_lifecycle.lifecycle_app)
-jobs_app.add_typer(cli_lifecycle.schedule_app, name="schedule")
-app.add_typer(cli_cognitive.app, name="cognitive")
+app.add_typer(lifecycle_commands.lifecycle_app)
+jobs_app.add_typer(lifecycle_commands.schedule_app, name="schedule")
+app.add_typer(cognitive_commands.app, name="cognitive")
 # knowledge graph
 app.add_typer(facts_app, name="facts")
 app.add_typer(entities_app, name="entities")
 app.add_typer(graph_app, name="graph")
-app.add_typer(cli_webhooks.app, name="webhooks")
+app.add_typer(webhook_commands.app, name="webhooks")
 T = TypeVar("T")
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="owner of the memories")]
@@ -79,9 +79,9 @@ def _target(
         typer.Option("--api-key", envvar="MEMVAULT_API_KEY", help="with --server: the key to send"),
     ] = None,
 ) -> None:
-    cli_store.use(cli_store.Server(server, api_key) if server else None)
+    target.use(target.Server(server, api_key) if server else None)
     # Forgotten when the command ends, so nothing run after it in this process inherits it.
-    ctx.call_on_close(lambda: cli_store.use(None))
+    ctx.call_on_close(lambda: target.use(None))
 
 
 def _fail(exc: MemvaultError, *, where: str = "") -> None:
@@ -103,7 +103,7 @@ def _describe(exc: MemvaultError) -> str:
 def _memory(*, worker: bool = False, embeds: bool = False) -> Iterator[CommandMemory]:
     """A user's memories for one command: the store, or the server named by --server."""
     try:
-        with cli_store.memory(worker=worker, embeds=embeds) as memory:
+        with target.memory(worker=worker, embeds=embeds) as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -134,7 +134,7 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 def _admin(*, worker: bool = False) -> Iterator[Admin]:
     """The whole store, for one operator command; embedding workers only when it waits on them."""
     try:
-        with cli_store.admin(worker=worker) as admin:
+        with target.admin(worker=worker) as admin:
             yield admin
     except MemvaultError as exc:
         _fail(exc)
@@ -471,8 +471,8 @@ def import_(
     from collections import Counter
     from functools import partial
 
-    if cli_lifecycle.is_export_file(path):
-        cli_lifecycle.import_export_file(path, as_json=as_json)
+    if lifecycle_commands.is_export_file(path):
+        lifecycle_commands.import_export_file(path, as_json=as_json)
         return
     lines = _read_jsonl(path)
     actions: Counter[str] = Counter()
@@ -710,7 +710,7 @@ def cleanup(
 @keys_app.command("generate")
 def keys_generate() -> None:
     """Print a new random key for MEMVAULT_ENCRYPTION_KEY."""
-    from memvault.crypto import generate_key
+    from memvault.crypto.envelope import generate_key
 
     out.print(generate_key())
 
@@ -758,11 +758,11 @@ def doctor(
     from memvault.diagnostics import run_checks
 
     if memory:
-        if not cli_lifecycle.memory_doctor(user, tenant, as_json=as_json):
+        if not lifecycle_commands.memory_doctor(user, tenant, as_json=as_json):
             raise typer.Exit(1)
         return
 
-    _call(cli_store.local_only)
+    _call(target.local_only)
     checks = asyncio.run(run_checks(Settings()))
     if as_json:
         print_json([asdict(check) for check in checks])

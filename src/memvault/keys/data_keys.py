@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from memvault.crypto import (
+from memvault.crypto.envelope import (
     KeyringSource,
     Sealed,
     new_tenant_key,

@@ -34,14 +34,14 @@ from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import Conflict, InvalidInput, NotFound
+from memvault.keys.sealing import open_content
 from memvault.models import AddResult, Message, MessagesRequest, SearchHit, SearchRequest
 from memvault.retrieval.search import RECIPES
 from memvault.retrieval.search import search as retrieval_search
-from memvault.sealing import open_content
 from memvault.validation import validated
 
 if TYPE_CHECKING:
-    from memvault.cognitive.session import Working
+    from memvault.cognitive.working import Working
     from memvault.context import TenantContext
     from memvault.memories import Memories
 

@@ -219,7 +219,7 @@ class Lifecycle:
         query = None
         ciphertext, nonce, key_id = row.query_ciphertext, row.query_nonce, row.query_key_id
         if ciphertext is not None and nonce is not None and key_id is not None:
-            from memvault.crypto import Sealed
+            from memvault.crypto.envelope import Sealed
 
             query = self._backend.keys.current(row.tenant_id).open(
                 Sealed(ciphertext, nonce, key_id),

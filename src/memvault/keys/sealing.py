@@ -6,7 +6,7 @@ from typing import Any
 from uuid import UUID
 
 from memvault import jsonvalues
-from memvault.crypto import KeyringSource, Sealed
+from memvault.crypto.envelope import KeyringSource, Sealed
 from memvault.db.records import MemoryRow
 from memvault.db.sealed_columns import memory_aad
 from memvault.models import MemoryRecord

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from memvault import cli_store
+from memvault.cli import target
 from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
-    from memvault.cli_store import CommandMemory
+    from memvault.cli.target import CommandMemory
     from memvault.events import Webhook
 
 app = typer_app(help="Webhooks: subscribe URLs to this tenant's events, see deliveries, replay.")
@@ -34,7 +34,7 @@ def _call(fn: Callable[[], T]) -> T:
 @contextmanager
 def _memory(tenant: str) -> Iterator[CommandMemory]:
     try:
-        with cli_store.memory(tenant=tenant) as memory:
+        with target.memory(tenant=tenant) as memory:
             yield memory
     except MemvaultError as exc:
         err.print(f"[red]error:[/red] {exc.message}", highlight=False)

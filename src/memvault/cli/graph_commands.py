@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from memvault import cli_store
+from memvault.cli import target
 from memvault.console import JsonOpt, err, out, print_json, table, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
-    from memvault.cli_store import CommandMemory
+    from memvault.cli.target import CommandMemory
     from memvault.models import Entity, Fact
 
 facts_app = typer_app(help="Facts of the knowledge graph.")
@@ -33,7 +33,7 @@ When = Annotated[datetime | None, typer.Option(help="ISO time, e.g. 2024-05-01T0
 @contextmanager
 def _memory() -> Iterator[CommandMemory]:
     try:
-        with cli_store.memory() as memory:
+        with target.memory() as memory:
             yield memory
     except MemvaultError as exc:
         _fail(exc)
@@ -314,7 +314,7 @@ def export_graph(
 ) -> None:
     """The current graph as Cypher statements or CSV files for Neo4j / FalkorDB."""
     try:
-        with cli_store.local_memory() as memory:  # no HTTP operation serves it
+        with target.local_memory() as memory:  # no HTTP operation serves it
             files = memory.export_graph(format=format, user_id=user)
     except MemvaultError as exc:
         _fail(exc)

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from memvault import cli_store
+from memvault.cli import target
 from memvault.console import YesOpt, confirm, err, print_json, typer_app
 from memvault.errors import MemvaultError
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
-    from memvault.cli_store import CommandMemory
+    from memvault.cli.target import CommandMemory
 
 app = typer_app(help="Cognitive memory: remember(), conversations, goals, the profile.")
 T = TypeVar("T")
@@ -30,7 +30,7 @@ JsonAlways = Annotated[bool, typer.Option("--json", help="JSON (what it prints a
 @contextmanager
 def _memory() -> Iterator[CommandMemory]:
     try:
-        with cli_store.memory() as memory:
+        with target.memory() as memory:
             yield memory
     except MemvaultError as exc:
         err.print(f"memvault: {exc.message}")
