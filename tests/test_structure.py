@@ -183,7 +183,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("crypto", "language", "llm", "outbound"),
     ("db",),
     # what stands on the tables: keys, sealing, sessions, API keys, embeddings, vector indexes
-    ("data_keys", "sealing", "session_vault", "auth", "embedding", "vectorindex", "scheduling"),
+    ("keys", "auth", "embedding", "vectorindex", "scheduling"),
     ("retrieval",),
     ("graph",),
     ("pipeline",),
@@ -197,8 +197,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("admin",),
     # faces
     ("ui", "api", "mcp", "client", "_client_surface", "_stubs", "_typescript", "cli",
-     "cli_store", "cli_cognitive", "cli_graph", "cli_lifecycle", "cli_webhooks", "diagnostics",
-     "integrations", "compat"),
+     "diagnostics", "integrations", "compat"),
 )  # fmt: skip
 LAYER = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
@@ -636,16 +635,19 @@ def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
 
 # Names two modules may share, because they mean the same thing in each place: a provider
 # package's protocol and its OpenAI-compatible provider (embedding/, llm/, vectorindex/), and
-# db/<name>.py holding the SQL of the one service module of that name.
+# db/<name>.py holding the SQL of the one service module of that name (the graph's and the
+# lifecycle's SQL is their package's, whose resource is graph/graph.py, lifecycle/lifecycle.py).
 SAME_ROLE = {"base", "openai"}
 SQL_OF = {
     "audit",
     "cache",
+    "graph",
     "health",
     "idempotency",
+    "lifecycle",
     "portable",
     "ratelimit",
-    "remember",
+    "recall",
     "webhooks",
 }
 
