@@ -851,7 +851,3 @@ def api_keys_revoke(
 
 def main() -> None:
     app(prog_name="memvault")
-
-
-if __name__ == "__main__":
-    main()
