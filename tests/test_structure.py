@@ -603,6 +603,20 @@ def test_every_resource_is_reachable_from_the_door() -> None:
         assert isinstance(getattr(memory, attribute), kind), attribute
 
 
+def test_each_resource_lives_in_the_module_named_for_its_attribute() -> None:
+    """A name leads to the code: ``memory.working`` is ``Working`` in ``cognitive/working.py``,
+    ``memory.profile`` is in ``cognitive/profile.py``, whatever package holds the module."""
+    from memvault._compose import resources
+
+    held = resources(memvault.AsyncMemory)
+    misplaced = {
+        attribute: kind.__module__
+        for attribute, kind in held.items()
+        if kind.__module__.rpartition(".")[2] != attribute
+    }
+    assert misplaced == {}
+
+
 def test_every_resource_method_has_its_flat_name_from_the_table() -> None:
     """Each public coroutine method of a resource is a verb of the door by the same name: the
     operation table (or its library-only list) names its resource, and the door's method of
