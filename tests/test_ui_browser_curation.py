@@ -25,8 +25,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from memvault.api import create_app
 from memvault.config import Settings
-from memvault.db.embedded import EmbeddedPostgres
-from tests.conftest import KEY, _template_copy
+from tests.conftest import KEY, TemplateCopies, _template_copy
 from tests.serving import serving
 from tests.test_ui_browser import ARGS, Watched, _keys, axe_violations, chromium, shot
 
@@ -47,7 +46,7 @@ class Site:
 
 def served_site(
     auth_param: str,
-    pg_server: EmbeddedPostgres,
+    copies: TemplateCopies,
     data_dir: Path,
     seed: Callable[[Site], None],
     **overrides: Any,
@@ -55,7 +54,7 @@ def served_site(
     """A served store on a copy of the template database, auth on or off, seeded: the browser
     suites' module-wide site."""
     auth = "required" if auth_param == "auth-on" else "off"
-    for url in _template_copy(pg_server):
+    for url in _template_copy(copies):
         settings = Settings(
             database_url=url,
             encryption_key=KEY,
@@ -78,10 +77,12 @@ def served_site(
 @pytest.fixture(scope="module", params=["auth-on", "auth-off"])
 def site(
     request: pytest.FixtureRequest,
-    pg_server: EmbeddedPostgres,
+    template_copies: TemplateCopies,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
-    yield from served_site(request.param, pg_server, tmp_path_factory.mktemp("ui-curation"), _seed)
+    yield from served_site(
+        request.param, template_copies, tmp_path_factory.mktemp("ui-curation"), _seed
+    )
 
 
 def _seed(site: Site) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from memvault.db.embedded import EmbeddedPostgres
 from memvault.ui import pages_more
+from tests.conftest import TemplateCopies
 from tests.test_ui_browser import ARGS, SHOTS, Watched, axe_violations, chromium, shot
 from tests.test_ui_browser_curation import Site, served_site
 
@@ -30,12 +30,12 @@ NODES = 12
 @pytest.fixture(scope="module", params=["auth-on", "auth-off"])
 def site(
     request: pytest.FixtureRequest,
-    pg_server: EmbeddedPostgres,
+    template_copies: TemplateCopies,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
     yield from served_site(
         request.param,
-        pg_server,
+        template_copies,
         tmp_path_factory.mktemp("ui-graph"),
         _seed,
         graph_max_nodes=NODES,
