@@ -2,10 +2,11 @@
 
 Each client loops over the operations (add with wait, add in the background, a batch, a
 conversation, a search, remember()), through HAProxy in front of the API hosts, and records
-every answer. Like ``MemoryClient``, it sends each write with an ``Idempotency-Key`` made for
-the call and sends a call again (the same key) after a lost connection, a 502/503/504 (not a
-write the server's deadline cut off), a 409 ``request_in_progress`` or a 429, up to
-``RETRIES`` times: ``answers`` holds every try, ``calls`` what each call came to.
+every answer. A read is sent again after a lost connection, a 502/503/504 or a 429, up to
+``RETRIES`` times; a write (sent with an ``Idempotency-Key`` made for the call) only after a
+429, which says nothing was done: a write whose try was cut off is left unknown, as before,
+since the server cannot yet tell a retry whether a try that died after committing did so
+(docs/cluster.md). ``answers`` holds every try, ``calls`` what each call came to.
 Every stored text carries a unique token, so a write the API acknowledged (2xx) can be looked
 for afterwards: present exactly once, in its own tenant only, and found by a search for it.
 A write that got no answer (a killed process, a timeout) is unknown, not acknowledged: it is
@@ -140,15 +141,13 @@ class Workload:
 
 def _again(op: str, answer: Answer) -> float | None:
     """Seconds to wait before sending the call again (0: the backoff's), or None: done."""
-    status, code = answer.status, answer.code
+    status = answer.status
     if 200 <= status < 300:
         return None
     asked = float(answer.retry_after) if (answer.retry_after or "").isdigit() else 0.0
-    if status == 429 or (status == 409 and code == "request_in_progress"):
+    if status == 429:
         return min(asked, RETRY_WAIT_MAX_S)
-    if status == 0 or status in (502, 503, 504):
-        if op in WRITES and code == "request_timeout":
-            return None  # the deadline cut it off mid-work: its key was freed
+    if op not in WRITES and (status == 0 or status in (502, 503, 504)):
         return min(asked, RETRY_WAIT_MAX_S)
     return None
 

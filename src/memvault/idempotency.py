@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,9 +28,10 @@ from typing import Any
 from memvault.context import TenantContext
 from memvault.db import idempotency as db
 from memvault.db.units import transaction
-from memvault.errors import IdempotencyKeyReused, RequestInProgress
+from memvault.errors import IdempotencyKeyReused, RequestInProgress, StoreUnavailable
 from memvault.idempotency_key import HEADER, checked
 
+log = logging.getLogger(__name__)
 # A running claim's lease, renewed while its request works: a dead server's claim lapses in
 # about this long, which is how long a retry of its request may be told to wait.
 LEASE_S = 10.0
@@ -104,7 +106,13 @@ class WriteOnce:
             await asyncio.shield(self._settle(key, None))
             raise
         renewing.cancel()
-        await asyncio.shield(self._settle(key, once.kept))
+        try:
+            await asyncio.shield(self._settle(key, once.kept))
+        except StoreUnavailable:
+            # The write is done and its answer goes back; only a retry of it would miss the
+            # kept answer (its claim lapses, and the retry runs it again). A 503 here would
+            # tell the caller nothing was done, which is not so.
+            log.warning("a keyed write's answer could not be kept; the store did not answer")
 
     async def _renew(self, key: str) -> None:
         while True:
