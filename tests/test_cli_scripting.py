@@ -146,6 +146,17 @@ def test_doctor_memory_json_and_fix_merge_near_duplicates(env: dict[str, str]) -
     assert after["findings"] == [] and after["total"] == 1
     audit = json.loads(run("audit", "--json", "-u", "gus", "--operation", "merge"))
     assert len(audit) == 1
+    # The merge undone from the command line: both twins back, the finding with them.
+    merge_id = fixed["results"][0]["merge_id"]
+    undone = json.loads(run("undo-merge", merge_id, "-u", "gus", "--json"))
+    assert len(undone["restored"]) == 1
+    with Memory(Settings()) as memory:
+        assert sorted(str(m.id) for m in memory.list(user_id="gus").results) == sorted(
+            str(t.id) for t in twins
+        )
+    again = runner.invoke(app, ["undo-merge", merge_id, "-u", "gus"])
+    assert again.exit_code != 0 and "undone already" in again.output
+    json.loads(run("fix", "near_duplicates", "-u", "gus", "--yes", "--json"))
     with Memory(Settings(), tenant_id="globex") as memory:  # the other tenant's twin is kept
         assert len(memory.list(user_id="gus").results) == 1
     unknown = runner.invoke(app, ["fix", "stale", "-u", "gus"])

@@ -462,7 +462,24 @@ def fix(
                 yes=yes,
             )
         results = [_call(partial(memory.health_action, body)) for body in bodies]
-    _print_fixed(results, as_json)
+    _print_fixed(results, as_json, user)
+
+
+@lifecycle_app.command("undo-merge")
+def undo_merge(
+    merge_id: Annotated[str, typer.Argument(help="the merge's id, as `fix` printed it")],
+    user: Annotated[str, typer.Option("--user", "-u", help="whose memories")],
+    tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo a merge `fix near_duplicates` made: every copy back as it was, the memory that
+    took them in with its own values again (once, until the undo record expires)."""
+    with _memory(tenant) as memory:
+        undone = _call(lambda: memory.undo_merge(merge_id, user_id=user))
+    if as_json:
+        print_json(undone.model_dump(mode="json"))
+    else:
+        out.print(f"merge {undone.merge_id} undone: {len(undone.restored)} memory(ies) back")
 
 
 def _counted(bodies: list[dict[str, Any]]) -> str:
@@ -470,10 +487,16 @@ def _counted(bodies: list[dict[str, Any]]) -> str:
     return f"{memories} memories" + (f" in {len(bodies)} clusters" if len(bodies) > 1 else "")
 
 
-def _print_fixed(results: list[HealthActionResult], as_json: bool) -> None:
+def _print_fixed(results: list[HealthActionResult], as_json: bool, user: str) -> None:
     changed = sum(r.changed for r in results)
     if as_json:
         each = [r.model_dump(mode="json") for r in results]
         print_json({"action": results[0].action, "changed": changed, "results": each})
     else:
         out.print(f"{results[0].action}: {changed} changed")
+        for r in results:
+            if r.merge_id is not None:
+                until = f" (until {r.undo_until:%Y-%m-%d})" if r.undo_until else ""
+                out.print(
+                    f"  undo: memvault undo-merge {r.merge_id} -u {user}{until}", markup=False
+                )
