@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# Python's own default: keep compiled modules (and pytest's rewritten test modules) between
+# processes. A shell that sets this off makes every server, worker and CLI process the suite
+# starts compile the package again, and every xdist worker rewrite each test module again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test check lint bench docs clean cluster-test
 

@@ -21,6 +21,7 @@ from memvault.db.embedded import EmbeddedPostgres
 from memvault.errors import ConfigurationError
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
+from tests.debian import install_when_missing
 from tests.processes import free_port
 from tests.waiting import wait_until
 
@@ -30,15 +31,9 @@ SERVER_CONNECTIONS = 3
 
 
 def _pgbouncer_binary() -> str:
-    found = shutil.which("pgbouncer") or shutil.which("/usr/sbin/pgbouncer")
-    if found is None and os.geteuid() == 0:
-        subprocess.run(
-            ["apt-get", "install", "-y", "--no-install-recommends", "pgbouncer"],
-            check=True,
-            capture_output=True,
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        )
-        found = shutil.which("/usr/sbin/pgbouncer")
+    found = shutil.which("pgbouncer")
+    if found is None and install_when_missing("pgbouncer", "/usr/sbin/pgbouncer"):
+        found = "/usr/sbin/pgbouncer"
     assert found, "pgbouncer is needed (apt-get install pgbouncer)"
     return found
 

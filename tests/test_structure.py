@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import functools
 import inspect
 import typing
 from pathlib import Path
@@ -104,7 +105,11 @@ def _imports(path: Path, *, typing_too: bool = True) -> set[str]:
     return found
 
 
-GRAPH = {name: _imports(path) - {name} for name, path in MODULES.items()}
+# Parsed when a test first asks, not at import: every xdist worker imports this module to
+# collect it, and parsing every source file twice cost each one seconds before any test ran.
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    return {name: _imports(path) - {name} for name, path in MODULES.items()}
 
 
 def _is_face(name: str) -> bool:
@@ -114,7 +119,7 @@ def _is_face(name: str) -> bool:
 def test_the_faces_never_reach_below_the_service() -> None:
     reaching = {
         (name, target)
-        for name, targets in GRAPH.items()
+        for name, targets in import_graph().items()
         if _is_face(name)
         for target in targets
         if target.startswith("memvault.db")
@@ -126,13 +131,13 @@ def test_adapters_stand_on_the_service_faces_alone() -> None:
     adapters = ("memvault.integrations", "memvault.compat")
     reaching = {
         (name, target)
-        for name, targets in GRAPH.items()
+        for name, targets in import_graph().items()
         if name.startswith(adapters)
         for target in targets
         if target not in ADAPTER_REACH and not target.startswith(adapters)
     }
     assert reaching == set()
-    assert any(name.startswith("memvault.integrations.") for name in GRAPH)
+    assert any(name.startswith("memvault.integrations.") for name in import_graph())
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -168,7 +173,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_module_imports_itself_in_a_circle() -> None:
-    assert _cycles(GRAPH) == []
+    assert _cycles(import_graph()) == []
 
 
 # The package order, lowest first (docs/development.md, "Layers"): a module imports from its
@@ -206,11 +211,13 @@ def _top(module: str) -> str:
     return module.split(".")[1] if "." in module else module
 
 
-RUNTIME = {
-    name: _imports(path, typing_too=False) - {name}
-    for name, path in MODULES.items()
-    if path.suffix == ".py" and name != "memvault"  # the root re-exports the faces
-}
+@functools.cache
+def runtime_graph() -> dict[str, set[str]]:
+    return {
+        name: _imports(path, typing_too=False) - {name}
+        for name, path in MODULES.items()
+        if path.suffix == ".py" and name != "memvault"  # the root re-exports the faces
+    }
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -230,7 +237,7 @@ def test_every_package_has_its_place_in_the_order() -> None:
 
 
 def test_no_import_goes_up_the_package_order() -> None:
-    assert upward_imports(RUNTIME) == []
+    assert upward_imports(runtime_graph()) == []
 
 
 def test_an_upward_import_is_caught() -> None:
@@ -243,7 +250,7 @@ def test_an_upward_import_is_caught() -> None:
 
 def test_no_two_packages_import_each_other_in_a_circle() -> None:
     packages: dict[str, set[str]] = {}
-    for name, targets in RUNTIME.items():
+    for name, targets in runtime_graph().items():
         packages.setdefault(_top(name), set()).update(
             _top(t) for t in targets if t != "memvault" and _top(t) != _top(name)
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ from memvault.api import create_app
 from memvault.config import Settings
 from memvault.db.embedded import EmbeddedPostgres
 from tests.conftest import KEY, TEMPLATE
+from tests.debian import install_when_missing
 from tests.serving import serving
 from tests.ui_seed import USER, seed
 
@@ -64,13 +64,8 @@ PAGES = {
 
 def chromium() -> str:
     """Debian's chromium (Playwright's own browser builds are not reachable from CI)."""
-    if not Path(CHROMIUM).exists():
-        if os.geteuid() != 0:
-            pytest.fail("chromium is missing: apt-get install -y chromium")
-        subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-q", "chromium"], check=True, capture_output=True
-        )
+    if not install_when_missing("chromium", CHROMIUM):
+        pytest.fail("chromium is missing: apt-get install -y chromium")
     return CHROMIUM
 
 
