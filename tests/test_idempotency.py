@@ -18,8 +18,10 @@ import memvault.idempotency
 from memvault import AsyncMemoryClient, Settings, auth
 from memvault.api import create_app
 from memvault.db import idempotency as idempotency_db
+from memvault.db import store
 from memvault.errors import RequestDoneAnswerLost, StoreUnavailable
 from memvault.lifecycle import jobs
+from memvault.memories import Memories
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
 from tests.serving import serving
@@ -223,6 +225,32 @@ async def test_the_client_raises_a_done_request_whose_answer_was_lost_and_stops_
             assert [m.content for m in (await client.list(user_id="ada")).results] == [
                 "Ada keeps bees on the roof"
             ]
+
+
+def test_a_request_that_failed_before_it_wrote_is_run_again(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    who, key, chat = key_of(api, "acme"), str(uuid.uuid4()), str(uuid.uuid4())
+    turns = {"messages": [{"role": "user", "content": "I moved to York"}], "user_id": "ada"}
+
+    async def store_gone(*_: Any, **__: Any) -> Any:
+        raise StoreUnavailable("the database went away")
+
+    # An add's duplicate check reads in transactions of its own, and add_messages reserves its
+    # turn indices in one, before the write that fails here: neither counts as having written.
+    monkeypatch.setattr(store, "lock_content", store_gone)
+    monkeypatch.setattr(Memories, "store_turns", store_gone)
+    assert add(api, who, key).status_code == 503
+    told = api.post("/v1/messages", json=turns, headers={**who, KEY: chat})
+    assert told.status_code == 503, told.text
+    monkeypatch.undo()
+    retried = add(api, who, key)
+    assert retried.status_code == 201, retried.text
+    assert "Idempotent-Replayed" not in retried.headers
+    told = api.post("/v1/messages", json=turns, headers={**who, KEY: chat})
+    assert told.status_code == 201, told.text
+    assert "Idempotent-Replayed" not in told.headers
+    assert sorted(stored(api, who)) == ["I moved to York", "I moved to York in September"]
 
 
 def test_a_failed_request_frees_its_key(api: TestClient) -> None:

@@ -102,9 +102,9 @@ class WriteOnce:
                 )
             if held.status is None and held.committed_at is not None and held.lapsed:
                 raise RequestDoneAnswerLost(
-                    f"The request sent with this {HEADER} was run and its write was stored, "
-                    "but its answer was lost (its server stopped before keeping it). Do not "
-                    "send it again: read what it wrote instead (list or get).",
+                    f"The request sent with this {HEADER} was run and wrote to the store, "
+                    "but its answer was lost (its server stopped, or the request failed, after "
+                    "the write). Do not send it again: read what it wrote instead (list or get).",
                     details={"field": HEADER},
                 )
             if held.status is None:
