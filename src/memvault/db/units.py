@@ -42,7 +42,9 @@ async def transaction(
         marked = False
         async with engine.begin() as conn:
             yield conn
-            if claim is not None:
+            # Last in the block, so the claim's row is locked only from here to the commit;
+            # another of the request's transactions may have marked it meanwhile.
+            if claim is not None and not claim.marked:
                 marked = await idempotency.mark_written(conn, claim.tenant_id, claim.key)
         if marked and claim is not None:
             claim.marked = True
