@@ -4,6 +4,7 @@ its tenant, held on a lease while its request runs, kept sealed, and goes with i
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -185,6 +186,30 @@ def test_a_request_that_wrote_and_then_failed_is_not_run_again(
     assert retried.status_code == 409, retried.text  # at once: the failed request is over
     assert retried.json()["error"]["code"] == "request_done_answer_lost"
     assert stored(api, who) == ["I moved to York in September"]
+
+
+def test_a_write_cut_off_by_the_deadline_after_it_committed_is_not_run_again(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adding = AsyncMemory.add
+    never = asyncio.Event()
+
+    async def stalls_after_the_commit(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
+        done = await adding(self, *args, **kwargs)
+        await never.wait()  # the request task is cancelled here, its write committed
+        return done
+
+    monkeypatch.setattr(AsyncMemory, "add", stalls_after_the_commit)
+    quick = make_settings(auth="required", embedding_provider="hash", request_timeout_s=0.5)
+    with TestClient(create_app(quick), raise_server_exceptions=False) as api:
+        who, key = key_of(api, "acme"), str(uuid.uuid4())
+        cut = add(api, who, key, infer=False)
+        assert cut.status_code == 503 and cut.json()["error"]["code"] == "request_timeout"
+        monkeypatch.undo()
+        retried = add(api, who, key, infer=False)
+        assert retried.status_code == 409, retried.text
+        assert retried.json()["error"]["code"] == "request_done_answer_lost"
+        assert stored(api, who) == ["I moved to York in September"]
 
 
 class LosesTheFirstAnswer(httpx.AsyncBaseTransport):
