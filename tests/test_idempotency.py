@@ -4,19 +4,28 @@ its tenant, held on a lease while its request runs, kept sealed, and goes with i
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from memvault import Settings, auth
+import memvault.api.routes
+import memvault.idempotency
+from memvault import AsyncMemoryClient, Settings, auth
 from memvault.api import create_app
+from memvault.db import idempotency as idempotency_db
+from memvault.db import store
+from memvault.errors import RequestDoneAnswerLost, StoreUnavailable
 from memvault.lifecycle import jobs
+from memvault.memories import Memories
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
+from tests.serving import serving
 
 KEY = "Idempotency-Key"
 
@@ -104,10 +113,12 @@ def test_a_retry_while_the_first_still_runs_waits_and_a_dead_servers_claim_lapse
 ) -> None:
     who, key = key_of(api, "acme"), str(uuid.uuid4())
     assert add(api, who, key).status_code == 201
-    # As if the first request were still at work on another host: claimed, no answer yet.
+    # As if the first request were still at work on another host: claimed, nothing written
+    # yet, no answer yet.
     raw.execute(
         "UPDATE idempotent_writes SET status = NULL, ciphertext = NULL, nonce = NULL, "
-        "key_id = NULL, lease_until = now() + interval '8 seconds' WHERE key = %s",
+        "key_id = NULL, committed_at = NULL, lease_until = now() + interval '8 seconds' "
+        "WHERE key = %s",
         (key,),
     )
     waiting = add(api, who, key)
@@ -123,6 +134,148 @@ def test_a_retry_while_the_first_still_runs_waits_and_a_dead_servers_claim_lapse
     assert retried.status_code == 201, retried.text
     assert "Idempotent-Replayed" not in retried.headers
     assert add(api, who, key).headers.get("Idempotent-Replayed") == "true"
+
+
+async def _server_stops_before_keeping(*_: Any, **__: Any) -> None:
+    # The last step of a keyed write after its commit: a server that dies here keeps nothing.
+    raise StoreUnavailable("the server stopped before keeping the answer")
+
+
+def test_a_write_that_committed_is_not_run_again_when_its_answer_was_lost(
+    api: TestClient, raw: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    monkeypatch.setattr(idempotency_db, "keep", _server_stops_before_keeping)
+    first = add(api, who, key, infer=False)
+    assert first.status_code == 201, first.text  # the write was done, and says so
+    monkeypatch.undo()
+    # While the claim's lease holds, its request might still answer: the retry waits.
+    waiting = add(api, who, key, infer=False)
+    assert waiting.status_code == 409, waiting.text
+    assert waiting.json()["error"]["code"] == "request_in_progress"
+    # No server renews it: the lease lapses. The claim was marked by the write's own commit,
+    # so the retry is told the request was done, and nothing is written again.
+    raw.execute(
+        "UPDATE idempotent_writes SET lease_until = now() - interval '1 second' WHERE key = %s",
+        (key,),
+    )
+    for _ in range(2):
+        retried = add(api, who, key, infer=False)
+        assert retried.status_code == 409, retried.text
+        assert retried.json()["error"]["code"] == "request_done_answer_lost"
+        assert retried.json()["error"]["details"] == {"field": KEY}
+    assert [
+        m["id"]
+        for m in api.get("/v1/memories", params={"user_id": "ada"}, headers=who).json()["results"]
+    ] == [first.json()["id"]]
+
+
+def test_a_request_that_wrote_and_then_failed_is_not_run_again(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+
+    def shaping_fails(*_: Any) -> Any:
+        raise RuntimeError("the answer could not be made")
+
+    # The write commits; the answer made after it fails (500): the claim is not freed.
+    monkeypatch.setattr(memvault.api.routes, "_answer", shaping_fails)
+    assert add(api, who, key, infer=False).status_code == 500
+    monkeypatch.undo()
+    retried = add(api, who, key, infer=False)
+    assert retried.status_code == 409, retried.text  # at once: the failed request is over
+    assert retried.json()["error"]["code"] == "request_done_answer_lost"
+    assert stored(api, who) == ["I moved to York in September"]
+
+
+def test_a_write_cut_off_by_the_deadline_after_it_committed_is_not_run_again(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adding = AsyncMemory.add
+    never = asyncio.Event()
+
+    async def stalls_after_the_commit(self: AsyncMemory, *args: Any, **kwargs: Any) -> Any:
+        done = await adding(self, *args, **kwargs)
+        await never.wait()  # the request task is cancelled here, its write committed
+        return done
+
+    monkeypatch.setattr(AsyncMemory, "add", stalls_after_the_commit)
+    quick = make_settings(auth="required", embedding_provider="hash", request_timeout_s=0.5)
+    with TestClient(create_app(quick), raise_server_exceptions=False) as api:
+        who, key = key_of(api, "acme"), str(uuid.uuid4())
+        cut = add(api, who, key, infer=False)
+        assert cut.status_code == 503 and cut.json()["error"]["code"] == "request_timeout"
+        monkeypatch.undo()
+        retried = add(api, who, key, infer=False)
+        assert retried.status_code == 409, retried.text
+        assert retried.json()["error"]["code"] == "request_done_answer_lost"
+        assert stored(api, who) == ["I moved to York in September"]
+
+
+class LosesTheFirstAnswer(httpx.AsyncBaseTransport):
+    """The first try reaches the server and is done there; its answer never comes back, as
+    when an API host dies mid-answer. Counts the tries."""
+
+    def __init__(self) -> None:
+        self.tries, self.inner = 0, httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if request.method == "POST":
+            self.tries += 1
+            if self.tries == 1:
+                await response.aclose()
+                raise httpx.ReadError("connection reset on the way back", request=request)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_the_client_raises_a_done_request_whose_answer_was_lost_and_stops_sending_it(
+    make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server dies after the commit: its answer is neither kept nor delivered, and its
+    # claim lapses (on a short lease here) while the client waits to send the write again.
+    monkeypatch.setattr(idempotency_db, "keep", _server_stops_before_keeping)
+    monkeypatch.setattr(memvault.idempotency, "LEASE_S", 0.5)
+    with serving(create_app(make_settings(embedding_provider="hash"))) as url:
+        lossy = LosesTheFirstAnswer()
+        async with AsyncMemoryClient(url, transport=lossy) as client:
+            with pytest.raises(RequestDoneAnswerLost) as lost:
+                await client.add("Ada keeps bees on the roof", user_id="ada", infer=False)
+            # Sent again after the lost answer, told to wait once, then told it was done.
+            assert lossy.tries == 3
+            assert lost.value.status_code == 409
+            assert [m.content for m in (await client.list(user_id="ada")).results] == [
+                "Ada keeps bees on the roof"
+            ]
+
+
+def test_a_request_that_failed_before_it_wrote_is_run_again(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    who, key, chat = key_of(api, "acme"), str(uuid.uuid4()), str(uuid.uuid4())
+    turns = {"messages": [{"role": "user", "content": "I moved to York"}], "user_id": "ada"}
+
+    async def store_gone(*_: Any, **__: Any) -> Any:
+        raise StoreUnavailable("the database went away")
+
+    # An add's duplicate check reads in transactions of its own, and add_messages reserves its
+    # turn indices in one, before the write that fails here: neither counts as having written.
+    monkeypatch.setattr(store, "lock_content", store_gone)
+    monkeypatch.setattr(Memories, "store_turns", store_gone)
+    assert add(api, who, key).status_code == 503
+    told = api.post("/v1/messages", json=turns, headers={**who, KEY: chat})
+    assert told.status_code == 503, told.text
+    monkeypatch.undo()
+    retried = add(api, who, key)
+    assert retried.status_code == 201, retried.text
+    assert "Idempotent-Replayed" not in retried.headers
+    told = api.post("/v1/messages", json=turns, headers={**who, KEY: chat})
+    assert told.status_code == 201, told.text
+    assert "Idempotent-Replayed" not in told.headers
+    assert sorted(stored(api, who)) == ["I moved to York", "I moved to York in September"]
 
 
 def test_a_failed_request_frees_its_key(api: TestClient) -> None:

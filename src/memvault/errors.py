@@ -9,7 +9,8 @@
     ├── Forbidden                     403 forbidden             (the key may not do this)
     ├── NotFound                      404 not_found
     ├── Conflict                      409 conflict              (not possible in this set-up)
-    │   └── RequestInProgress         409 request_in_progress   (.retry_after: the same key runs)
+    │   ├── RequestInProgress         409 request_in_progress   (.retry_after: the same key runs)
+    │   └── RequestDoneAnswerLost     409 request_done_answer_lost (it wrote, its answer was lost)
     ├── PayloadTooLarge               413 payload_too_large
     ├── RateLimited                   429 rate_limited          (.retry_after: seconds, or None)
     ├── ServerError                   500 internal_error        (a bug on the server's side)
@@ -99,6 +100,14 @@ class RequestInProgress(Conflict):
     another): nothing was done for this one; ask again after ``retry_after`` seconds."""
 
     code = "request_in_progress"
+
+
+class RequestDoneAnswerLost(Conflict):
+    """The request sent with this ``Idempotency-Key`` was run and its write was stored, but
+    its answer was lost (its server stopped between storing and keeping the answer). Sending
+    it again would not run it again: read what it wrote instead. Clients never resend it."""
+
+    code = "request_done_answer_lost"
 
 
 class IdempotencyKeyReused(InvalidInput):

@@ -6,13 +6,21 @@ first one claims the key in PostgreSQL, so every API host sees it; its answer is
 like the memory content it may hold, for ``idempotency_keep_s`` and answered to each retry.
 A retry that arrives while the first still runs is told to wait (409 ``request_in_progress``
 with ``Retry-After``); a claim is held on a short lease its request renews while it runs, so
-one whose server died frees itself within seconds and the retry then does the work. A request
-that fails frees its key: its retry runs it again. The same key sent with another request
-(method, path or body) is refused (422 ``idempotency_key_reused``).
+one whose server died before its request wrote frees itself within seconds and the retry then
+does the work. The same key sent with another request (method, path or body) is refused (422
+``idempotency_key_reused``).
 
-What is not covered: a server that dies in the few milliseconds between committing a write and
-keeping its answer leaves the key to lapse, and the retry runs the write again (an ``add`` of
-the same text is then caught as an exact duplicate by the write path).
+The request's first transaction that writes (of its tenant; not a cache fill) marks the claim
+as written in that same transaction (``db.units.keyed_request``): the write and the mark
+commit together. A claim so marked never lapses into a second run. A retry of a request whose
+answer was not kept (its server died between the commit and keeping the answer, or the
+request failed after it wrote) is answered 409 ``request_done_answer_lost`` once the lease has
+lapsed: the clients raise it and never resend it, and the caller reads what was written. The
+first answer is not rebuilt (what a write answers differs per route). A request that fails
+before it wrote frees its key: its retry runs it again.
+
+What is not covered: a write of several transactions cut off between two of them has stored
+part of its work, and its retry (``request_done_answer_lost``) does not finish the rest.
 """
 
 from __future__ import annotations
@@ -27,8 +35,13 @@ from typing import Any
 
 from memvault.context import TenantContext
 from memvault.db import idempotency as db
-from memvault.db.units import transaction
-from memvault.errors import IdempotencyKeyReused, RequestInProgress, StoreUnavailable
+from memvault.db.units import keyed_request, transaction
+from memvault.errors import (
+    IdempotencyKeyReused,
+    RequestDoneAnswerLost,
+    RequestInProgress,
+    StoreUnavailable,
+)
 from memvault.idempotency_key import HEADER, checked
 
 log = logging.getLogger(__name__)
@@ -87,6 +100,13 @@ class WriteOnce:
                     "make a new key for a new request.",
                     details={"field": HEADER},
                 )
+            if held.status is None and held.committed_at is not None and held.lapsed:
+                raise RequestDoneAnswerLost(
+                    f"The request sent with this {HEADER} was run and wrote to the store, "
+                    "but its answer was lost (its server stopped, or the request failed, after "
+                    "the write). Do not send it again: read what it wrote instead (list or get).",
+                    details={"field": HEADER},
+                )
             if held.status is None:
                 left = (held.lease_until - datetime.now(UTC)).total_seconds()
                 raise RequestInProgress(
@@ -100,7 +120,9 @@ class WriteOnce:
         once = Once(None)
         renewing = asyncio.create_task(self._renew(key))
         try:
-            yield once
+            # Started after the renewing task, whose transactions are no work of the request.
+            with keyed_request(self.tenant_id, key):
+                yield once
         except BaseException:
             renewing.cancel()
             await asyncio.shield(self._settle(key, None))
@@ -110,8 +132,8 @@ class WriteOnce:
             await asyncio.shield(self._settle(key, once.kept))
         except StoreUnavailable:
             # The write is done and its answer goes back; only a retry of it would miss the
-            # kept answer (its claim lapses, and the retry runs it again). A 503 here would
-            # tell the caller nothing was done, which is not so.
+            # kept answer (it is told the request was done, by the claim its write marked).
+            # A 503 here would tell the caller nothing was done, which is not so.
             log.warning("a keyed write's answer could not be kept; the store did not answer")
 
     async def _renew(self, key: str) -> None:

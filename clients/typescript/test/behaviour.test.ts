@@ -13,6 +13,7 @@ import {
   MemvaultError,
   NotFound,
   RateLimited,
+  RequestDoneAnswerLost,
   ServerUnreachable,
   StoreUnavailable,
   Unauthorized,
@@ -83,6 +84,18 @@ test("a write that timed out on the server is not sent again", async () => {
     const error = await client({ baseUrl: proxy.url }).add({ user_id: "nobody", content: "x" }).catch((e: unknown) => e);
     assert.ok(error instanceof MemvaultError);
     assert.equal(error.code, "request_timeout");
+    assert.equal(proxy.seen.length, 1);
+  } finally {
+    await proxy.close();
+  }
+});
+
+test("a write that was done and whose answer was lost is thrown, not sent again", async () => {
+  const proxy = await inFront((_req, res) => refuse(res, 409, "request_done_answer_lost"));
+  try {
+    const error = await client({ baseUrl: proxy.url }).add({ user_id: "nobody", content: "x" }).catch((e: unknown) => e);
+    assert.ok(error instanceof RequestDoneAnswerLost);
+    assert.equal(error.status, 409);
     assert.equal(proxy.seen.length, 1);
   } finally {
     await proxy.close();

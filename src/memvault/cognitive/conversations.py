@@ -164,7 +164,9 @@ class Conversations:
         when = request.occurred_at or datetime.now(UTC)
         start = ConversationStart(user_id=request.user_id, channel=request.channel)
         start = start.model_copy(update={"title": request.title, "started_at": when})
-        async with transaction(self._backend.engine) as conn:
+        # Reserving indices is no keyed request's write: a rerun reserves others (a gap, no
+        # copy), so a request that dies before its turns are stored may be run again.
+        async with transaction(self._backend.engine, side_work=True) as conn:
             claimed = await db.claim_turns(
                 conn, self._new_conversation(start, ident), len(request.messages), when
             )
@@ -208,7 +210,7 @@ class Conversations:
             )
         except BaseException:
             if created:  # nothing a refused call sent may stay behind
-                async with transaction(self._backend.engine) as conn:
+                async with transaction(self._backend.engine, side_work=True) as conn:
                     await db.forget_empty_conversation(conn, self.tenant_id, request.user_id, ident)
             raise
         await self._working.remember_turns(request.user_id, convo.channel, ident, stored, rows)

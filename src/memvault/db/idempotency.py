@@ -29,13 +29,17 @@ async def claim(
     keep_s: float,
 ) -> IdempotentWriteRow | None:
     """Claim ``key`` for a request about to run: None when it is now ours; else the row that
-    holds it (a claim still running, or the answer of the first request). An answer past its
-    time and a claim whose lease lapsed (its server died mid-request) no longer hold it."""
+    holds it (a claim still running, a claim whose request wrote, or the answer of the first
+    request). An answer past its time, and a claim whose lease lapsed before its request
+    wrote anything (its server died mid-request), no longer hold it."""
+    lapsed_unwritten = sa.and_(
+        _w.c.status.is_(None), _w.c.committed_at.is_(None), _w.c.lease_until < _NOW
+    )
     await conn.execute(
         _w.delete().where(
             _w.c.tenant_id == tenant_id,
             _w.c.key == key,
-            sa.or_(_w.c.expires_at < _NOW, sa.and_(_w.c.status.is_(None), _w.c.lease_until < _NOW)),
+            sa.or_(_w.c.expires_at < _NOW, lapsed_unwritten),
         )
     )
     inserted = await conn.execute(
@@ -53,7 +57,11 @@ async def claim(
     )
     if inserted.first() is not None:
         return None
-    held = await conn.execute(sa.select(_w).where(_w.c.tenant_id == tenant_id, _w.c.key == key))
+    held = await conn.execute(
+        sa.select(_w, (_w.c.lease_until < _NOW).label("lapsed")).where(
+            _w.c.tenant_id == tenant_id, _w.c.key == key
+        )
+    )
     row = held.first()
     return IdempotentWriteRow.from_row(row) if row is not None else None
 
@@ -65,6 +73,26 @@ async def renew(conn: AsyncConnection, tenant_id: str, key: str, lease_s: float)
         .where(_w.c.tenant_id == tenant_id, _w.c.key == key, _w.c.status.is_(None))
         .values(lease_until=_NOW + _seconds(lease_s))
     )
+
+
+async def mark_written(conn: AsyncConnection, tenant_id: str, key: str) -> bool:
+    """In the keyed request's own write transaction, before it commits: its claim now stands
+    for a request that wrote, and commits (or rolls back) with the write. A transaction that
+    changed nothing (no transaction id assigned: it only read) marks nothing. True when the
+    claim was marked."""
+    marked = await conn.execute(
+        _w.update()
+        .where(
+            _w.c.tenant_id == tenant_id,
+            _w.c.key == key,
+            _w.c.status.is_(None),
+            _w.c.committed_at.is_(None),
+            sa.func.pg_current_xact_id_if_assigned().is_not(None),
+        )
+        .values(committed_at=_NOW)
+        .returning(_w.c.key)
+    )
+    return marked.first() is not None
 
 
 async def keep(
@@ -79,9 +107,13 @@ async def keep(
 
 
 async def release(conn: AsyncConnection, tenant_id: str, key: str) -> None:
-    """Free a claim whose request failed: its retry runs it again."""
+    """Free a claim whose request failed before it wrote: its retry runs it again. One whose
+    request wrote and then failed is not freed (running it again would write twice): its lease
+    ends now, and its retries are told it was done and its answer lost."""
+    mine = sa.and_(_w.c.tenant_id == tenant_id, _w.c.key == key, _w.c.status.is_(None))
+    await conn.execute(_w.delete().where(mine, _w.c.committed_at.is_(None)))
     await conn.execute(
-        _w.delete().where(_w.c.tenant_id == tenant_id, _w.c.key == key, _w.c.status.is_(None))
+        _w.update().where(mine, _w.c.committed_at.is_not(None)).values(lease_until=_NOW)
     )
 
 

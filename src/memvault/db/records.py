@@ -308,7 +308,9 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class IdempotentWriteRow(_Record):
-    """A keyed write: claimed while it runs (``status`` None), then its sealed answer."""
+    """A keyed write: claimed while it runs (``status`` None), then its sealed answer.
+    ``lapsed`` is not a column: whether the claim's lease had lapsed when it was read (by the
+    database's clock, the one that set it)."""
 
     tenant_id: str
     key: str
@@ -321,3 +323,5 @@ class IdempotentWriteRow(_Record):
     lease_until: datetime
     expires_at: datetime
     created_at: datetime
+    committed_at: datetime | None
+    lapsed: bool

@@ -1121,7 +1121,9 @@ webhook_deliveries = Table(
 # held until ``lease_until`` and renewed while the request lasts), then its answer kept sealed
 # until ``expires_at``, so a retry of the same request (another API host, after a lost
 # connection) gets the first answer instead of writing twice. ``fingerprint`` is a hash of the
-# method, path and body: the same key on another request is refused.
+# method, path and body: the same key on another request is refused. ``committed_at`` is set by
+# the request's first write transaction, in that transaction: a claim whose request wrote is
+# never taken by a retry, even once its lease lapses (its server died before the answer was kept).
 idempotent_writes = Table(
     "idempotent_writes",
     metadata,
@@ -1136,6 +1138,7 @@ idempotent_writes = Table(
     Column("lease_until", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("committed_at", DateTime(timezone=True)),
     PrimaryKeyConstraint("tenant_id", "key", name="pk_idempotent_writes"),
     Index("ix_idempotent_writes_expiry", "expires_at"),
 )

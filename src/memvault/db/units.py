@@ -8,12 +8,13 @@ imports SQLAlchemy nor catches its errors, and hands the connection to db/ funct
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import ExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memvault.db import idempotency
 from memvault.db.driver_errors import store_errors
 from memvault.db.tenancy import all_tenants, current_scope, tenant_scope
 
@@ -23,12 +24,66 @@ if TYPE_CHECKING:
 
 @asynccontextmanager
 async def transaction(
-    engine: AsyncEngine, tenant_id: str | None = None, *, every_tenant: bool = False
+    engine: AsyncEngine,
+    tenant_id: str | None = None,
+    *,
+    every_tenant: bool = False,
+    side_work: bool = False,
 ) -> AsyncIterator[AsyncConnection]:
-    """A transaction, committed when the block ends and rolled back when it raises."""
+    """A transaction, committed when the block ends and rolled back when it raises.
+
+    Inside a keyed request (``keyed_request``), the first one of its tenant that writes marks
+    the request's claim as written, in the same transaction: a commit and its mark cannot be
+    parted by a server dying between them. ``side_work``: what it writes is not the request's
+    result but upkeep a rerun of the request redoes safely (a cache fill, turn indices
+    reserved before the turns are stored, undoing that reservation), so it marks nothing."""
     with _scope(tenant_id, every_tenant), store_errors():
+        claim = None if side_work else _claim_to_mark()
+        marked = False
         async with engine.begin() as conn:
             yield conn
+            # Last in the block, so the claim's row is locked only from here to the commit;
+            # another of the request's transactions may have marked it meanwhile.
+            if claim is not None and not claim.marked:
+                marked = await idempotency.mark_written(conn, claim.tenant_id, claim.key)
+        if marked and claim is not None:
+            claim.marked = True
+
+
+@dataclass(eq=False)
+class _KeyedClaim:
+    tenant_id: str
+    key: str
+    # Marked (or the request over): later transactions need not look.
+    marked: bool = False
+
+
+_keyed: ContextVar[_KeyedClaim | None] = ContextVar("memvault_keyed_request", default=None)
+
+
+def _claim_to_mark() -> _KeyedClaim | None:
+    """The running keyed request's claim, when a transaction opened now is the request's own
+    work: of its tenant. Work across tenants (the worker, the audit flusher, trackers started
+    from inside a request and copying its context) is never the request's write."""
+    claim = _keyed.get()
+    if claim is None or claim.marked or current_scope() != claim.tenant_id:
+        return None
+    return claim
+
+
+@contextmanager
+def keyed_request(tenant_id: str, key: str) -> Iterator[None]:
+    """Within the block (and in the tasks it starts), the request claimed ``key``
+    (``memvault.idempotency``): its first transaction of ``tenant_id`` that writes marks the
+    claim in that transaction. When the block ends, tasks it started that outlive it (a
+    flusher, a tracker) mark nothing more."""
+    claim = _KeyedClaim(tenant_id, key)
+    token = _keyed.set(claim)
+    try:
+        yield
+    finally:
+        _keyed.reset(token)
+        claim.marked = True
 
 
 @asynccontextmanager

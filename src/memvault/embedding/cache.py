@@ -65,7 +65,8 @@ class PostgresCache:
             return
         expires = datetime.now(UTC) + self._ttl
         try:
-            async with transaction(self._engine) as conn:
+            # A cache fill is no keyed request's write: a lost one is refilled, not repeated.
+            async with transaction(self._engine, side_work=True) as conn:
                 await cache.put_vectors(conn, {k: pack(v) for k, v in items.items()}, expires)
         except SIDE_WORK_FAILED as exc:
             CACHE_ERRORS.labels("postgres").inc()

@@ -67,6 +67,16 @@ export class RequestInProgress extends Conflict {
   static override readonly status: number = 409;
 }
 
+/**
+ * The request sent with this ``Idempotency-Key`` was run and its write was stored, but
+ * its answer was lost (its server stopped between storing and keeping the answer). Sending
+ * it again would not run it again: read what it wrote instead. Clients never resend it.
+ */
+export class RequestDoneAnswerLost extends Conflict {
+  static override readonly code: string = "request_done_answer_lost";
+  static override readonly status: number = 409;
+}
+
 /** ``payload_too_large`` (413). */
 export class PayloadTooLarge extends MemvaultError {
   static override readonly code: string = "payload_too_large";
@@ -139,6 +149,7 @@ export const ERROR_CLASSES: Readonly<Record<string, typeof MemvaultError>> = {
   payload_too_large: PayloadTooLarge,
   pii_rejected: PIIRejected,
   rate_limited: RateLimited,
+  request_done_answer_lost: RequestDoneAnswerLost,
   request_in_progress: RequestInProgress,
   server_unreachable: ServerUnreachable,
   store_unavailable: StoreUnavailable,
