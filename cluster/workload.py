@@ -2,15 +2,18 @@
 
 Each client loops over the operations (add with wait, add in the background, a batch, a
 conversation, a search, remember()), through HAProxy in front of the API hosts, and records
-every answer. A read is sent again after a lost connection, a 502/503/504 or a 429, up to
-``RETRIES`` times; a write (sent with an ``Idempotency-Key`` made for the call) only after a
-429, which says nothing was done: a write whose try was cut off is left unknown, as before,
-since the server cannot yet tell a retry whether a try that died after committing did so
-(docs/cluster.md). ``answers`` holds every try, ``calls`` what each call came to.
+every answer. It sends a call again as ``MemoryClient`` does (``memvault.client._resend``), up
+to ``RETRIES`` times: a read after a lost connection, a 502/503/504 or a 429; a write, sent
+with an ``Idempotency-Key`` made for the call, after the same answers but a 503
+``request_timeout`` (it may have committed as the deadline struck), and after a 409
+``request_in_progress`` (its first try still holds the key). A retry of a write whose first
+try committed and whose answer was lost (its API host died) is answered 409
+``request_done_answer_lost``, never run twice: such a call failed for its client but lost no
+data, and is counted apart. ``answers`` holds every try, ``calls`` what each call came to.
 Every stored text carries a unique token, so a write the API acknowledged (2xx) can be looked
 for afterwards: present exactly once, in its own tenant only, and found by a search for it.
-A write that got no answer (a killed process, a timeout) is unknown, not acknowledged: it is
-not counted either way.
+A write that got no answer (a killed process, a timeout) or whose answer was lost is not
+acknowledged: it may be stored or not, but never more than once (``sent`` keeps its texts).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ WRITES = {"add_wait", "add_async", "batch", "messages"}
 RETRIES = 5
 RETRY_BASE_S = 0.25
 RETRY_WAIT_MAX_S = 10.0
+ANSWER_LOST = "request_done_answer_lost"
+IN_PROGRESS = "request_in_progress"
 
 
 @dataclass
@@ -72,6 +77,8 @@ class Workload:
     answers: list[Answer] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     acked: list[Acked] = field(default_factory=list)
+    # Every text a write call sent, whatever it came to: none may be stored twice.
+    sent: list[Acked] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self, clients: int) -> None:
@@ -106,6 +113,8 @@ class Workload:
         self.calls.append(
             Call(op, began, answer.ended, answer.status, answer.code, tries=attempt + 1)
         )
+        if op in WRITES:
+            self.sent.extend(Acked(tenant, user, content, "") for content in contents)
         if 200 <= answer.status < 300 and op in WRITES:
             answer.ids = _ids(body_json)
             for content, memory_id in zip(contents, answer.ids, strict=True):
@@ -140,14 +149,22 @@ class Workload:
 
 
 def _again(op: str, answer: Answer) -> float | None:
-    """Seconds to wait before sending the call again (0: the backoff's), or None: done."""
+    """Seconds to wait before sending the call again (0: the backoff's), or None: done. As
+    ``memvault.client._resend``: every write here carries an ``Idempotency-Key``."""
     status = answer.status
     if 200 <= status < 300:
         return None
     asked = float(answer.retry_after) if (answer.retry_after or "").isdigit() else 0.0
     if status == 429:
         return min(asked, RETRY_WAIT_MAX_S)
-    if op not in WRITES and (status == 0 or status in (502, 503, 504)):
+    if status == 409:
+        # The first try still runs (on another host, or a dead one's lease not yet lapsed).
+        return min(asked, RETRY_WAIT_MAX_S) if answer.code == IN_PROGRESS else None
+    if status == 0 or status in (502, 503, 504):
+        # A keyed write cut off by the server's deadline may still be running or committing:
+        # MemoryClient raises it rather than send it again.
+        if op in WRITES and answer.code == "request_timeout":
+            return None
         return min(asked, RETRY_WAIT_MAX_S)
     return None
 
@@ -211,9 +228,10 @@ def _code(response: httpx.Response) -> str:
 
 
 async def verify(
-    host: str, keys: dict[str, str], acked: list[Acked], deadline_s: float
+    host: str, keys: dict[str, str], acked: list[Acked], sent: list[Acked], deadline_s: float
 ) -> dict[str, Any]:
-    """Every acknowledged write: present exactly once, in its own tenant only, searchable."""
+    """Every acknowledged write: present exactly once, in its own tenant only, searchable; and
+    no text sent, acknowledged or not (its answer lost, none came), stored twice."""
     async with httpx.AsyncClient(timeout=30) as http:
         await _settled(http, host, keys, acked, deadline_s)
         stored = await _stored(http, host, keys, acked)
@@ -223,6 +241,7 @@ async def verify(
         missing = [a for a in acked if a.id not in ids[a.tenant]]
         altered = [a for a in acked if a.id not in stored[a.tenant].get(a.content, [])]
         twice = [a for a in acked if len(stored[a.tenant].get(a.content, [])) > 1]
+        sent_twice = [a for a in sent if len(stored[a.tenant].get(a.content, [])) > 1]
         leaked = [a for a in acked for t in keys if t != a.tenant and a.content in stored[t]]
         unfound = await _unfound(http, host, keys, acked)
     return {
@@ -230,9 +249,13 @@ async def verify(
         "missing": len(missing),
         "content_differs": len(altered),
         "duplicated": len(twice),
+        "sent": len(sent),
+        "sent_stored_twice": len(sent_twice),
         "in_another_tenant": len(leaked),
         "not_searchable": len(unfound),
-        "examples": [a.content for a in (missing + altered + twice + leaked + unfound)[:5]],
+        "examples": [
+            a.content for a in (missing + altered + twice + sent_twice + leaked + unfound)[:5]
+        ],
     }
 
 
