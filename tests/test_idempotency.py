@@ -21,7 +21,7 @@ from memvault.api import create_app
 from memvault.db import idempotency as idempotency_db
 from memvault.db import store
 from memvault.errors import RequestDoneAnswerLost, StoreUnavailable
-from memvault.lifecycle import jobs
+from memvault.lifecycle import deletion, jobs
 from memvault.memories import Memories
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
@@ -276,6 +276,30 @@ def test_a_request_that_failed_before_it_wrote_is_run_again(
     assert told.status_code == 201, told.text
     assert "Idempotent-Replayed" not in told.headers
     assert sorted(stored(api, who)) == ["I moved to York", "I moved to York in September"]
+
+
+def test_a_keyed_deletion_that_failed_before_deleting_is_run_again(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    who, key = key_of(api, "acme"), str(uuid.uuid4())
+    memory_id = add(api, who, None, infer=False).json()["id"]
+    gone = {"user_id": "ada", "memory_ids": [memory_id]}
+
+    async def store_gone(*_: Any, **__: Any) -> Any:
+        raise StoreUnavailable("the database went away")
+
+    # Before its own transaction fails here, the deletion has committed work of its own: the
+    # targets' row locks, the caches' entries and working memory's turns dropped. None of it
+    # deletes the memory, so its retry must delete it, not be told it was done.
+    monkeypatch.setattr(deletion, "_delete_rows", store_gone)
+    failed = api.post("/v1/memories/delete", json=gone, headers={**who, KEY: key})
+    assert failed.status_code == 503, failed.text
+    monkeypatch.undo()
+    assert stored(api, who) == ["I moved to York in September"]
+    retried = api.post("/v1/memories/delete", json=gone, headers={**who, KEY: key})
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["memories"] == 1
+    assert stored(api, who) == []
 
 
 def test_a_failed_request_frees_its_key(api: TestClient) -> None:

@@ -73,7 +73,10 @@ class PostgresWorkingStore:
     ) -> None:
         user_id, channel, conversation_id = session
         now = self._now()
-        async with transaction(self._engine) as conn:
+        # Working memory is a session's scratch state, set whole or dropped, never what a keyed
+        # write stores: a keyed request changes it as upkeep (an erasure drops deleted turns
+        # before its own transaction, which may still fail), and its rerun does so again.
+        async with transaction(self._engine, side_work=True) as conn:
             await db.put_working(
                 conn,
                 {
@@ -101,7 +104,7 @@ class PostgresWorkingStore:
     async def delete(
         self, tenant_id: str, session: Session, slot: str | None = None, key: str | None = None
     ) -> int:
-        async with transaction(self._engine) as conn:
+        async with transaction(self._engine, side_work=True) as conn:  # as put's
             return await db.delete_working(conn, tenant_id, session, slot, key)
 
     async def purge_expired(self) -> int:

@@ -36,7 +36,8 @@ async def transaction(
     the request's claim as written, in the same transaction: a commit and its mark cannot be
     parted by a server dying between them. ``side_work``: what it writes is not the request's
     result but upkeep a rerun of the request redoes safely (a cache fill, turn indices
-    reserved before the turns are stored, undoing that reservation), so it marks nothing."""
+    reserved before the turns are stored, undoing that reservation, what a deletion locks and
+    drops from the caches before its own transaction), so it marks nothing."""
     with _scope(tenant_id, every_tenant), store_errors():
         claim = None if side_work else _claim_to_mark()
         marked = False

@@ -74,12 +74,14 @@ class PostgresCache:
 
     async def forget_many(self, keys: Sequence[bytes]) -> int:
         """Drop entries (a deleted memory's); unlike a read, a failure here is raised."""
-        async with transaction(self._engine) as conn:
+        # A deletion drops these before its own transaction, which may still fail: what it
+        # dropped is no keyed request's write (its retry must run, and drops them again).
+        async with transaction(self._engine, side_work=True) as conn:
             return await cache.delete_vectors(conn, keys)
 
     async def forget_owned(self, tag: bytes) -> int:
         """Drop every entry made for one owner (an erased user's); a failure is raised."""
-        async with transaction(self._engine) as conn:
+        async with transaction(self._engine, side_work=True) as conn:
             return await cache.delete_owned(conn, tag)
 
     async def purge_expired(self) -> None:

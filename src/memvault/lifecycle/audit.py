@@ -260,7 +260,9 @@ class Audit:
         missing = {d + timedelta(days=n) for d in days for n in (0, 1)} - self._days
         for day in sorted(missing):
             try:
-                async with transaction(self._ddl) as conn:
+                # Upkeep, even inside a keyed request (an erasure makes them before it
+                # deletes): a request that fails after it has not written.
+                async with transaction(self._ddl, side_work=True) as conn:
                     await audit.create_partition(conn, day)
             except SERVER_REFUSED:
                 # Another process made it in the same instant: the catalogue says so now.

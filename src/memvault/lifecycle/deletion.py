@@ -128,7 +128,9 @@ async def erase(
     await backend.audit.flush()
     await backend.load_tenant_keys((tenant_id,))
     whole = user_id if scope == "user" and whole_user else None
-    async with transaction(backend.engine) as conn:
+    # Its row locks commit (a transaction id) but delete nothing: the steps below may still
+    # fail, and a keyed erasure's retry must then run again, not be told it was done.
+    async with transaction(backend.engine, side_work=True) as conn:
         targets = await _targets(backend, conn, tenant_id, where, scope, user_id, whole)
     targets = replace(
         targets, app_id=app_id, whole_user=whole_user, conversation_id=conversation_id
