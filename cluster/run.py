@@ -369,7 +369,7 @@ async def drive(
         if ok
         else None,
     }
-    figures["check"] = await verify(urls[1], keys, work.acked, work.sent, deadline_s=120)
+    figures["check"] = await verify(urls[1], keys, work.acked, work.sent, work.lost, deadline_s=120)
 
 
 def main() -> int:
@@ -407,6 +407,7 @@ def main() -> int:
         "content_differs",
         "duplicated",
         "sent_stored_twice",
+        "answer_lost_not_stored",
         "in_another_tenant",
         "not_searchable",
     )

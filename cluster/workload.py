@@ -79,6 +79,8 @@ class Workload:
     acked: list[Acked] = field(default_factory=list)
     # Every text a write call sent, whatever it came to: none may be stored twice.
     sent: list[Acked] = field(default_factory=list)
+    # The texts of writes answered request_done_answer_lost: done, so each stored once.
+    lost: list[Acked] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self, clients: int) -> None:
@@ -115,6 +117,8 @@ class Workload:
         )
         if op in WRITES:
             self.sent.extend(Acked(tenant, user, content, "") for content in contents)
+            if answer.code == ANSWER_LOST:
+                self.lost.extend(Acked(tenant, user, content, "") for content in contents)
         if 200 <= answer.status < 300 and op in WRITES:
             answer.ids = _ids(body_json)
             for content, memory_id in zip(contents, answer.ids, strict=True):
@@ -228,10 +232,16 @@ def _code(response: httpx.Response) -> str:
 
 
 async def verify(
-    host: str, keys: dict[str, str], acked: list[Acked], sent: list[Acked], deadline_s: float
+    host: str,
+    keys: dict[str, str],
+    acked: list[Acked],
+    sent: list[Acked],
+    lost: list[Acked],
+    deadline_s: float,
 ) -> dict[str, Any]:
-    """Every acknowledged write: present exactly once, in its own tenant only, searchable; and
-    no text sent, acknowledged or not (its answer lost, none came), stored twice."""
+    """Every acknowledged write: present exactly once, in its own tenant only, searchable; no
+    text sent, acknowledged or not (its answer lost, none came), stored twice; and every write
+    whose answer was lost (the server said it was done) stored."""
     async with httpx.AsyncClient(timeout=30) as http:
         await _settled(http, host, keys, acked, deadline_s)
         stored = await _stored(http, host, keys, acked)
@@ -242,6 +252,7 @@ async def verify(
         altered = [a for a in acked if a.id not in stored[a.tenant].get(a.content, [])]
         twice = [a for a in acked if len(stored[a.tenant].get(a.content, [])) > 1]
         sent_twice = [a for a in sent if len(stored[a.tenant].get(a.content, [])) > 1]
+        lost_missing = [a for a in lost if a.content not in stored[a.tenant]]
         leaked = [a for a in acked for t in keys if t != a.tenant and a.content in stored[t]]
         unfound = await _unfound(http, host, keys, acked)
     return {
@@ -251,10 +262,13 @@ async def verify(
         "duplicated": len(twice),
         "sent": len(sent),
         "sent_stored_twice": len(sent_twice),
+        "answer_lost": len(lost),
+        "answer_lost_not_stored": len(lost_missing),
         "in_another_tenant": len(leaked),
         "not_searchable": len(unfound),
         "examples": [
-            a.content for a in (missing + altered + twice + sent_twice + leaked + unfound)[:5]
+            a.content
+            for a in (missing + altered + twice + sent_twice + lost_missing + leaked + unfound)[:5]
         ],
     }
 
