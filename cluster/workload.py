@@ -262,7 +262,7 @@ async def verify(
         "duplicated": len(twice),
         "sent": len(sent),
         "sent_stored_twice": len(sent_twice),
-        "answer_lost": len(lost),
+        "answer_lost_texts": len(lost),
         "answer_lost_not_stored": len(lost_missing),
         "in_another_tenant": len(leaked),
         "not_searchable": len(unfound),
