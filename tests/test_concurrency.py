@@ -29,7 +29,7 @@ async def hashed(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncM
 
 
 async def test_concurrent_deletes_of_one_user_all_complete(hashed: AsyncMemory) -> None:
-    added = [await hashed.add(text(i), user_id=USER) for i in range(60)]
+    added = await hashed.add_many([{"content": text(i), "user_id": USER} for i in range(60)])
     assert len({a.id for a in added}) == 60
     outcomes = await asyncio.gather(
         *(hashed.delete(a.id, user_id=USER) for a in added), return_exceptions=True

@@ -264,8 +264,13 @@ async def test_paging_with_ttl_refresh_on_read_repeats_and_skips_nothing(
 async def test_a_filter_finds_matches_beyond_the_best_hundred(store: MemvaultStore) -> None:
     """langgraph checkpoint-postgres test_store.py: filters apply before the cut, as
     InMemoryStore's do. 121 items; the filter selects the one ranked last for the query."""
-    for i in range(120):
-        await store.aput(("docs",), f"near{i}", {"text": f"apple orchard harvest {i}", "n": i})
+    # Stored as one batch: what is under test is the search, not 121 round trips.
+    await store.abatch(
+        [
+            PutOp(("docs",), f"near{i}", {"text": f"apple orchard harvest {i}", "n": i})
+            for i in range(120)
+        ]
+    )
     await store.aput(("docs",), "far", {"text": "tax return deadline", "n": 999})
     found = await store.asearch(("docs",), query="apple orchard", filter={"n": 999})
     assert [i.key for i in found] == ["far"]
@@ -590,8 +595,12 @@ async def test_concurrent_puts_to_one_key_all_succeed_and_one_value_stays(
 
 
 async def test_two_hundred_concurrent_mixed_batches_have_no_errors(store: MemvaultStore) -> None:
-    for n in range(40):
-        await store.aput(("mixed", str(n % 4)), f"k{n}", {"text": f"note {n} on topic {n % 7}"})
+    await store.abatch(
+        [
+            PutOp(("mixed", str(n % 4)), f"k{n}", {"text": f"note {n} on topic {n % 7}"})
+            for n in range(40)
+        ]
+    )
 
     def ops(i: int) -> list[Op]:
         ns, key = ("mixed", str(i % 4)), f"k{i % 40}"

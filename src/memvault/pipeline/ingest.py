@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -460,7 +460,11 @@ class Pipeline:
 
     # --- background adds, after the worker embedded them -----------------------------------
 
-    async def settle_one(self, row: MemoryRow) -> None:
+    async def settle_one(
+        self, row: MemoryRow, first: tuple[str, list[float]] | None = None
+    ) -> None:
+        """``first``: the memory's first chunk vector and its model, when the caller has it
+        in hand (the worker that just embedded it); else it is read back from the store."""
         keys = self.backend.keys
         text = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
         # What someone said is kept as said (a turn a deadline left to the worker), and
@@ -481,7 +485,12 @@ class Pipeline:
             memory_id=row.id,
             pii=PIIInfo(policy=self.settings.pii_policy, found={}, redacted=False),
         )
-        draft.vector = draft.final_vector = await self._stored_vector(row)
+        if first is not None:
+            self.model, vector = first
+            self.dims = len(vector)
+            draft.vector = draft.final_vector = vector
+        else:
+            draft.vector = draft.final_vector = await self._stored_vector(row)
         if draft.vector is not None and not self.verbatim:
             await self._dedup_one(
                 draft, keys.current(row.tenant_id).content_hashes(text), exclude=row.id
@@ -712,13 +721,20 @@ class Pipeline:
         return AddResult(**record.model_dump(), dedup=draft.dedup, pii=draft.pii, sources=sources)
 
 
-async def settle(backend: Backend, judge: Judge, rows: list[MemoryRow]) -> None:
+async def settle(
+    backend: Backend,
+    judge: Judge,
+    rows: list[MemoryRow],
+    firsts: Mapping[UUID, tuple[str, list[float]]] | None = None,
+) -> None:
     """The rest of the pipeline for memories added in the background, once the worker has
-    embedded them: fold duplicates into what is already stored, else enrich."""
+    embedded them: fold duplicates into what is already stored, else enrich. ``firsts``: each
+    memory's first chunk vector and model, by id, as the worker wrote them (a read a memory
+    saved: a batch of 1,000 settles 1,000 memories one by one)."""
     for row in rows:
         pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
         try:
-            await pipeline.settle_one(row)
+            await pipeline.settle_one(row, (firsts or {}).get(row.id))
         except SIDE_WORK_FAILED as exc:
             # The memory is stored and searchable; only its dedup is skipped. Say so.
             log.warning("background dedup of a memory failed: %s", type(exc).__name__)

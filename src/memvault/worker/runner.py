@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import numpy as np
 import psycopg
 
 from memvault import tracing
@@ -212,8 +213,16 @@ class Worker:
         ingest = [p.row for p in prepared if p.job.kind == "ingest" and p.row.id in written]
         traced.set(written=len(written), fallback=embedded.fallback)
         if ingest:
+            firsts: dict[UUID, tuple[str, list[float]]] = {}
+            offset = 0
+            for p in prepared:
+                if p.chunks and p.job.kind == "ingest":
+                    # As the store keeps it (single precision): dedup compares the same vector.
+                    first = np.asarray(embedded.vectors[offset], dtype=np.float32).tolist()
+                    firsts[p.row.id] = (embedded.model_id, first)
+                offset += len(p.chunks)
             with tracing.span("memvault.worker.settle", memories=len(ingest)):
-                await settle(self.backend, self.judge, ingest)
+                await settle(self.backend, self.judge, ingest, firsts)
 
     async def _prepare(
         self, claimed: Sequence[ClaimedJob]
