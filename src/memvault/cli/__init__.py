@@ -202,13 +202,14 @@ def serve(
     ] = None,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
-    import uvicorn
+    # Only what the refusals below need loads before them: a bad address, a busy port or a
+    # data directory another server owns is refused at once, not after the seconds it takes
+    # to import the store and build the app.
     from pydantic import ValidationError
 
     from memvault import logs
-    from memvault.admin import ServeLock
-    from memvault.api import create_app
     from memvault.config import Settings
+    from memvault.db.embedded import ServeLock
 
     overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
@@ -236,6 +237,10 @@ def serve(
         out.print(f"memvault: embedded PostgreSQL, data in [bold]{settings.data_dir}[/bold]")
     else:
         out.print("memvault: using the database at MEMVAULT_DATABASE_URL")
+    import uvicorn
+
+    from memvault.api import create_app
+
     url = f"http://{settings.host}:{settings.port}"
     out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
     if settings.auth == "off":
