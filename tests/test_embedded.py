@@ -107,7 +107,7 @@ async def _until(url: str, done: Callable[[list[str]], bool]) -> list[str]:
         pids = await _beating(url)
         return pids if done(pids) else None
 
-    # The successor tries every 5 s: give it two tries on a busy machine.
+    # The successor tries every second (WORKER_CLAIM_INTERVAL_S); the rest is a busy machine.
     return await wait_for(beating, 15, "worker heartbeats never got there")
 
 

@@ -35,7 +35,9 @@ from memvault.worker.runner import Worker
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-WORKER_CLAIM_INTERVAL_S = 5.0  # how soon a process takes over the worker of one that exited
+# How soon a process takes over the worker of one that exited: a try costs one non-blocking
+# flock(), so trying every second costs nothing and leaves the queue unattended for at most that.
+WORKER_CLAIM_INTERVAL_S = 1.0
 
 
 def start_workers(backend: Backend, concurrency: int) -> None:
