@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -237,15 +237,3 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
         watch=path,
         per_tenant=settings.per_tenant_keys,
     ), path
-
-
-@contextlib.contextmanager
-def embedded_store_held(settings: Settings) -> Iterator[None]:
-    """Start (and migrate) the embedded database and hold it until the block ends: for a parent
-    process whose children come and go (``serve --workers N``)."""
-    server = EmbeddedPostgres(settings.pg_data_dir)
-    migrate(server.start())
-    try:
-        yield
-    finally:
-        server.stop()

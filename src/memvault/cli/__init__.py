@@ -239,8 +239,6 @@ def serve(
         out.print("memvault: using the database at MEMVAULT_DATABASE_URL")
     import uvicorn
 
-    from memvault.api import create_app
-
     url = f"http://{settings.host}:{settings.port}"
     out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
     if settings.auth == "off":
@@ -248,8 +246,9 @@ def serve(
     try:
         with _embedded_for_workers(settings):
             uvicorn.run(
-                create_app(settings, serving=True)
+                _app(settings)
                 if settings.workers == 1
+                # Each process builds its own: this parent never imports the store.
                 else "memvault.api.app:create_app_from_env",
                 factory=settings.workers > 1,
                 workers=settings.workers if settings.workers > 1 else None,
@@ -260,6 +259,12 @@ def serve(
             )
     finally:
         lock.release()
+
+
+def _app(settings: Settings) -> Any:
+    from memvault.api import create_app
+
+    return create_app(settings, serving=True)
 
 
 @contextmanager
@@ -276,7 +281,7 @@ def _embedded_for_workers(settings: Settings) -> Iterator[None]:
     if not settings.embedded:
         yield
         return
-    from memvault.admin import embedded_store_held
+    from memvault.db.embedded import embedded_store_held
 
     with embedded_store_held(settings):
         yield
