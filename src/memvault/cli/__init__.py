@@ -209,7 +209,7 @@ def serve(
 
     from memvault import logs
     from memvault.config import Settings
-    from memvault.db.embedded import ServeLock
+    from memvault.datadir import ServeLock
 
     overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
@@ -281,7 +281,7 @@ def _embedded_for_workers(settings: Settings) -> Iterator[None]:
     if not settings.embedded:
         yield
         return
-    from memvault.db.embedded import embedded_store_held
+    from memvault.datadir import embedded_store_held
 
     with embedded_store_held(settings):
         yield
