@@ -27,7 +27,9 @@ def _postmaster_pid(data_dir: Path) -> int | None:
 
 @pytest.mark.slow
 def test_embedded_store_survives_restarts_and_stops_its_server(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data")
+    # Hash vectors: what is under test is the database, the key file and the restarts, which
+    # an embedding model (seconds to load in each opening) has no part in.
+    settings = Settings(data_dir=tmp_path / "data", embedding_provider="hash")
     with Memory(settings) as memory:
         added = memory.add("remember me across restarts", user_id="u")
         pid = _postmaster_pid(settings.data_dir)
@@ -56,7 +58,7 @@ def test_embedded_store_survives_restarts_and_stops_its_server(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_rotation_with_the_key_file_keeps_every_memory(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data")
+    settings = Settings(data_dir=tmp_path / "data", embedding_provider="hash")
     with Memory(settings) as memory:
         ids = [memory.add(f"memory {i}", user_id="u", infer=False).id for i in range(20)]
     before = settings.key_file.read_text()
@@ -107,7 +109,7 @@ async def _until(url: str, done: Callable[[list[str]], bool]) -> list[str]:
         pids = await _beating(url)
         return pids if done(pids) else None
 
-    # The successor tries every 5 s: give it two tries on a busy machine.
+    # The successor tries every second (WORKER_CLAIM_INTERVAL_S); the rest is a busy machine.
     return await wait_for(beating, 15, "worker heartbeats never got there")
 
 

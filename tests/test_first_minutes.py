@@ -100,38 +100,48 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def server_env(database_url: str, tmp_path: Path) -> dict[str, str]:
+def _server_env(database_url: str, data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
     return {
         **env,
         "MEMVAULT_DATABASE_URL": database_url,
         "MEMVAULT_ENCRYPTION_KEY": KEY,
-        "MEMVAULT_DATA_DIR": str(tmp_path / "data"),
+        "MEMVAULT_DATA_DIR": str(data_dir),
         "MEMVAULT_EMBEDDING_PROVIDER": "hash",
         "MEMVAULT_PORT": str(_free_port()),
     }
 
 
 @pytest.fixture
-def server(server_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+def server_env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    return _server_env(database_url, tmp_path / "data")
+
+
+Served = tuple[str, Path, Path, dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def server(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`memvault serve --auth off` started as `make run` starts it: by the console script's
-    relative path, from the directory above `.venv`, stdout and stderr into files."""
+    relative path, from the directory above `.venv`, stdout and stderr into files. One for the
+    module: its tests read their own requests' lines and leave the banner as it was printed."""
+    home = tmp_path_factory.mktemp("served")
+    env = _server_env(module_database_url, home / "data")
     script = Path(sys.executable).parent / "memvault"
     root = script.parent.parent.parent
-    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    stdout, stderr = home / "stdout", home / "stderr"
     with stdout.open("w") as out, stderr.open("w") as err:
         proc = subprocess.Popen(
             [os.path.relpath(script, root), "serve", "--auth", "off"],
             cwd=root,
-            env=server_env,
+            env=env,
             stdout=out,
             stderr=err,
         )
-    base = f"http://127.0.0.1:{server_env['MEMVAULT_PORT']}"
+    base = f"http://127.0.0.1:{env['MEMVAULT_PORT']}"
     try:
         _wait_until_up(proc, base, stderr)
-        yield base, stdout, stderr
+        yield base, stdout, stderr, env
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -156,9 +166,9 @@ def _read_until(fd: int, wanted: re.Pattern[str]) -> str:
 
 
 def test_the_banners_key_command_runs_as_printed_and_keeps_the_data_in_view(
-    server: tuple[str, Path, Path], server_env: dict[str, str]
+    server: Served,
 ) -> None:
-    base, stdout, _ = server
+    base, stdout, _, server_env = server
     body = {"content": "Alice prefers aisle seats", "user_id": "alice", "infer": False}
     assert httpx.post(f"{base}/v1/memories", json=body).status_code == 201
     banner = stdout.read_text()
@@ -181,9 +191,9 @@ def test_the_banners_key_command_runs_as_printed_and_keeps_the_data_in_view(
 
 
 def test_logs_off_a_terminal_are_json_one_access_line_per_request_without_query_values(
-    server: tuple[str, Path, Path],
+    server: Served,
 ) -> None:
-    base, _, stderr = server
+    base, _, stderr, _ = server
     params = {"user_id": "alice-private", "metadata": '{"diagnosis": "flu"}'}
     response = httpx.get(f"{base}/v1/memories", params=params)
     assert response.status_code == 200

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 import memvault
+from memvault.config import Settings
 from memvault.service import AsyncMemory
 from tests.conftest import KEY
 from tests.waiting import wait_until
@@ -95,12 +96,30 @@ def _text(result: CallToolResult) -> str:
 
 @pytest.mark.slow
 async def test_stdio_tools_act_for_the_configured_user_only(
+    make_settings: Callable[..., Settings], database_url: str, tmp_path: Path
+) -> None:
+    # Hash vectors here and in the server: what is under test is whom the tools act for
+    # (alice has one memory in acme, so any embedding finds it), not what a model ranks first.
+    memory = await AsyncMemory.open(make_settings(embedding_provider="hash"))
+    try:
+        await _tools_act_for_the_configured_user_only(memory, database_url, tmp_path)
+    finally:
+        await memory.close()
+
+
+async def _tools_act_for_the_configured_user_only(
     memory: AsyncMemory, database_url: str, tmp_path: Path
 ) -> None:
     acme = memory.for_tenant("acme")
     bob = await acme.add("Bob is allergic to peanuts", user_id="bob")
     alice_elsewhere = await memory.add("Alice is allergic to peanuts", user_id="alice")
-    env = _env(database_url, tmp_path, MEMVAULT_MCP_TENANT_ID="acme", MEMVAULT_MCP_USER_ID="x")
+    env = _env(
+        database_url,
+        tmp_path,
+        MEMVAULT_MCP_TENANT_ID="acme",
+        MEMVAULT_MCP_USER_ID="x",
+        MEMVAULT_EMBEDDING_PROVIDER="hash",
+    )
     stderr, transport_errors = tmp_path / "stderr.log", []
 
     with anyio.fail_after(180):

@@ -195,7 +195,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cognitive",),
     ("lifecycle", "worker"),
     # the store assembled, and the resources over it
-    ("backend", "runtime", "context", "idempotency", "memories", "webhooks", "rotation"),
+    ("backend", "runtime", "context", "idempotency", "memories", "webhooks", "rotation",
+     "datadir"),
     # the operation table and the HTTP shapes it names
     ("wire", "paths", "operations"),
     ("service", "_memory_methods"),

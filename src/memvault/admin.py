@@ -23,7 +23,7 @@ from memvault.backend import Backend
 from memvault.config import Settings
 from memvault.db import embedding_queue, engine
 from memvault.db.driver_errors import store_errors
-from memvault.db.embedded import ServeLock
+from memvault.db.embedded import ServeLock, embedded_store_held
 from memvault.db.tenancy import across_tenants, all_tenants
 from memvault.db.units import reading, transaction
 from memvault.embedding.base import Embedder
@@ -34,7 +34,7 @@ from memvault.lifecycle import deletion as lifecycle_deletion
 from memvault.lifecycle import jobs
 from memvault.lifecycle.reports import DeletionReceipt, JobStatus, ScheduledRun
 from memvault.models import EmbeddingJob, RotationReport
-from memvault.runtime import embedded_store_held, open_backend
+from memvault.runtime import open_backend
 from memvault.scheduling import Clock, utc_now
 from memvault.service import AsyncMemory
 from memvault.worker import Worker

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,9 @@ from memvault.worker.runner import Worker
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-WORKER_CLAIM_INTERVAL_S = 5.0  # how soon a process takes over the worker of one that exited
+# How soon a process takes over the worker of one that exited: a try costs one non-blocking
+# flock(), so trying every second costs nothing and leaves the queue unattended for at most that.
+WORKER_CLAIM_INTERVAL_S = 1.0
 
 
 def start_workers(backend: Backend, concurrency: int) -> None:
@@ -235,15 +237,3 @@ def _key_source(settings: Settings, *, has_sealed_data: bool) -> tuple[KeyringSo
         watch=path,
         per_tenant=settings.per_tenant_keys,
     ), path
-
-
-@contextlib.contextmanager
-def embedded_store_held(settings: Settings) -> Iterator[None]:
-    """Start (and migrate) the embedded database and hold it until the block ends: for a parent
-    process whose children come and go (``serve --workers N``)."""
-    server = EmbeddedPostgres(settings.pg_data_dir)
-    migrate(server.start())
-    try:
-        yield
-    finally:
-        server.stop()

@@ -202,13 +202,14 @@ def serve(
     ] = None,
 ) -> None:
     """Run the REST API (and, in embedded mode, the database with it)."""
-    import uvicorn
+    # Only what the refusals below need loads before them: a bad address, a busy port or a
+    # data directory another server owns is refused at once, not after the seconds it takes
+    # to import the store and build the app.
     from pydantic import ValidationError
 
     from memvault import logs
-    from memvault.admin import ServeLock
-    from memvault.api import create_app
     from memvault.config import Settings
+    from memvault.datadir import ServeLock
 
     overrides: dict[str, Any] = {"host": host, "port": port, "auth": auth, "workers": workers}
     try:
@@ -236,6 +237,8 @@ def serve(
         out.print(f"memvault: embedded PostgreSQL, data in [bold]{settings.data_dir}[/bold]")
     else:
         out.print("memvault: using the database at MEMVAULT_DATABASE_URL")
+    import uvicorn
+
     url = f"http://{settings.host}:{settings.port}"
     out.print(f"memvault: serving on [bold]{url}[/bold] (API docs at {url}/docs)")
     if settings.auth == "off":
@@ -243,8 +246,9 @@ def serve(
     try:
         with _embedded_for_workers(settings):
             uvicorn.run(
-                create_app(settings, serving=True)
+                _app(settings)
                 if settings.workers == 1
+                # Each process builds its own: this parent never imports the store.
                 else "memvault.api.app:create_app_from_env",
                 factory=settings.workers > 1,
                 workers=settings.workers if settings.workers > 1 else None,
@@ -255,6 +259,12 @@ def serve(
             )
     finally:
         lock.release()
+
+
+def _app(settings: Settings) -> Any:
+    from memvault.api import create_app
+
+    return create_app(settings, serving=True)
 
 
 @contextmanager
@@ -271,7 +281,7 @@ def _embedded_for_workers(settings: Settings) -> Iterator[None]:
     if not settings.embedded:
         yield
         return
-    from memvault.admin import embedded_store_held
+    from memvault.datadir import embedded_store_held
 
     with embedded_store_held(settings):
         yield

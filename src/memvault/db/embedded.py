@@ -14,11 +14,15 @@ import json
 import os
 import subprocess
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from memvault.errors import ConfigurationError, DataDirInUse
+
+if TYPE_CHECKING:
+    from memvault.config import Settings
 
 DATABASE_NAME = "memvault"
 # pgserver's list of the processes that share the server (it stops it when the last one goes).
@@ -89,6 +93,21 @@ class EmbeddedPostgres:
         # pgserver stops only the postmaster it saw at start; one restarted since (an outage,
         # a crash) would be left behind.
         _stop_if_unowned(self.pg_dir, system_user)
+
+
+@contextlib.contextmanager
+def embedded_store_held(settings: Settings) -> Iterator[None]:
+    """Start (and migrate) the embedded database and hold it until the block ends: for a parent
+    process whose children come and go (``serve --workers N``). Here, beside the server, so
+    that parent imports the migrations and not the whole store it never opens."""
+    from memvault.db.engine import migrate
+
+    server = EmbeddedPostgres(settings.pg_data_dir)
+    migrate(server.start())
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 def _forget_dead_owners(pg_dir: Path) -> None:
