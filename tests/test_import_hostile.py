@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from memvault import Settings
+from memvault.api import create_app
 
 TOP = 2**31 - 1
 AT = "2025-01-02T03:04:05Z"
@@ -95,6 +100,15 @@ def _reads(client: TestClient, user: str) -> None:
     search = {"user_id": user, "query": "imported turn"}
     assert _ok(client.post("/v1/memories/search", json=search)).status_code == 200
     assert _ok(client.post("/v1/remember", json=search)).status_code == 200
+
+
+@pytest.fixture
+def client(make_settings: Callable[..., Settings]) -> Iterator[TestClient]:
+    """Hash embeddings: turn numbering does not depend on meaning, and the bundled model would
+    embed every turn, search and recall of every example."""
+    app = create_app(make_settings(embedding_provider="hash"))
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
 
 
 @settings(

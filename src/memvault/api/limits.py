@@ -2,6 +2,10 @@
 
 FastAPI's ``max_body_size`` does the counting (declared or streamed); this outer layer refuses a
 declared oversize before anything is read and gives every 413 the one envelope shape.
+
+A 413 closes the connection (``Connection: close``): the body it refused is left unread, so the
+connection cannot carry another request, and a client reading to the end of the answer gets it
+at once instead of when the server's keep-alive timer runs out.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class PayloadLimitEnvelope:
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(self.body)).encode()),
+                    (b"connection", b"close"),
                 ],
             }
         )
