@@ -10,13 +10,16 @@ from typing import Any
 
 import uvicorn
 
+from memvault.cli import sends_at_once
 from tests.waiting import wait_until
 
 
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn in a daemon thread on a free port; yield its base URL."""
-    sock = socket.socket()
+    # As `memvault serve --workers N` does: without it, each request on a kept-alive
+    # connection after the first waits ~40 ms for a delayed ACK (see cli.sends_at_once).
+    sock = sends_at_once(socket.socket())
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_config=None, log_level="warning", ws="none")

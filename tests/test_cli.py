@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,9 +15,10 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+import uvicorn
 from typer.testing import CliRunner
 
-from memvault.cli import app
+from memvault.cli import app, sends_at_once
 from memvault.db.embedded import EmbeddedPostgres
 from tests.waiting import wait_until
 
@@ -350,3 +352,28 @@ def test_serve_with_two_workers_shares_one_database_and_one_worker(tmp_path: Pat
     assert proc.returncode in (0, -signal.SIGTERM), output
     assert "Traceback" not in output
     assert not (data / "pg" / "postmaster.pid").exists()  # the database stopped with the server
+
+
+async def test_connections_to_the_workers_shared_socket_send_small_writes_at_once() -> None:
+    """`serve --workers N` binds one socket for its processes the way uvicorn does; each
+    connection it accepts must have TCP_NODELAY, or every request on a kept-alive connection
+    after the first waits ~40 ms for the client's delayed ACK (uvicorn issue #3149)."""
+    listener = sends_at_once(uvicorn.Config("memvault.api.app:x", port=0).bind_socket())
+    loop = asyncio.get_running_loop()
+    nodelay: asyncio.Future[int] = loop.create_future()
+
+    class Accepted(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            sock = transport.get_extra_info("socket")
+            nodelay.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    server = await loop.create_server(Accepted, sock=listener)
+    try:
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        assert await nodelay != 0
+        writer.close()
+        await writer.wait_closed()
+    finally:
+        server.close()
+        await server.wait_closed()
