@@ -357,7 +357,8 @@ def test_serve_with_two_workers_shares_one_database_and_one_worker(tmp_path: Pat
 async def test_connections_to_the_workers_shared_socket_send_small_writes_at_once() -> None:
     """`serve --workers N` binds one socket for its processes the way uvicorn does; each
     connection it accepts must have TCP_NODELAY, or every request on a kept-alive connection
-    after the first waits ~40 ms for the client's delayed ACK (uvicorn issue #3149)."""
+    after the first waits ~40 ms for the client's delayed ACK (reported to uvicorn upstream:
+    "--workers N loses TCP_NODELAY")."""
     listener = sends_at_once(uvicorn.Config("memvault.api.app:x", port=0).bind_socket())
     loop = asyncio.get_running_loop()
     nodelay: asyncio.Future[int] = loop.create_future()

@@ -265,8 +265,8 @@ def _serve_in_processes(settings: Settings) -> None:
     once. uvicorn binds the workers' shared socket without naming TCP as its protocol, and
     asyncio then leaves Nagle's algorithm on for the connections it accepts: on Linux every
     request on a kept-alive connection after the first waited ~40 ms for the client's delayed
-    ACK (uvicorn issue #3149). Linux hands TCP_NODELAY down from the listener to each accepted
-    connection."""
+    ACK (reported to uvicorn upstream: "--workers N loses TCP_NODELAY"). Linux hands
+    TCP_NODELAY down from the listener to each accepted connection."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
