@@ -46,8 +46,12 @@ test: $(VENV)/.installed-dev
 	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || \
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save ""
 	$(BIN)/ruff check src tests bench
-	$(BIN)/mypy
-	$(BIN)/pytest -q $(PYTEST_WORKERS)
+	@# mypy runs beside the suite: one process on one core, while the suite's workers leave a
+	@# share of both idle (waiting on servers and PostgreSQL). Its report follows the suite's.
+	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & types=$$!; \
+	$(BIN)/pytest -q $(PYTEST_WORKERS); suite=$$?; \
+	wait $$types; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; \
+	test $$suite -eq 0 -a $$typed -eq 0
 
 # The fast loop, under 90 s on the 2-core VM (docs/development.md): lint, types, and the tests
 # that need no PostgreSQL and start no process. tests/conftest.py marks `db` every test whose

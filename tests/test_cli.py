@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from memvault.cli import app, sends_at_once
 from memvault.db.embedded import EmbeddedPostgres
+from tests.processes import probe
 from tests.waiting import wait_until
 
 runner = CliRunner()
@@ -118,7 +119,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], dict[str, st
         text=True,
     )
     wait_until(
-        lambda: httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200,
+        lambda: probe(f"http://127.0.0.1:{port}/health").status_code == 200,
         60,
         "the server never answered /health",
         ignore=(httpx.TransportError,),
@@ -292,7 +293,7 @@ def _wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 60) -
         if proc.poll() is not None:
             output = proc.stdout.read() if proc.stdout else ""
             raise AssertionError(f"the server exited ({proc.returncode}):\n{output[-3000:]}")
-        response = httpx.get(f"{base}/ready", timeout=5)
+        response = probe(f"{base}/ready", timeout=5)
         return response if response.status_code == 200 else None
 
     return wait_until(

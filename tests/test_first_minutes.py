@@ -28,6 +28,7 @@ from memvault.cli import app
 from memvault.embedding import local
 from memvault.logs import JsonFormatter, TextFormatter, wants_json
 from tests.conftest import KEY, backend_of
+from tests.processes import probe
 from tests.waiting import wait_until
 
 runner = CliRunner()
@@ -150,7 +151,7 @@ def server(module_database_url: str, tmp_path_factory: pytest.TempPathFactory) -
 def _wait_until_up(proc: subprocess.Popen[bytes], base: str, stderr: Path | None) -> None:
     def answers() -> bool:
         assert proc.poll() is None, stderr.read_text() if stderr else proc.returncode
-        return httpx.get(f"{base}/health", timeout=1).status_code == 200
+        return probe(f"{base}/health", timeout=1).status_code == 200
 
     wait_until(answers, 120, "the server never answered /health", ignore=(httpx.TransportError,))
 

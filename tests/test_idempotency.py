@@ -255,8 +255,10 @@ async def test_the_client_raises_a_done_request_whose_answer_was_lost_and_stops_
         async with AsyncMemoryClient(url, transport=lossy) as client:
             with pytest.raises(RequestDoneAnswerLost) as lost:
                 await client.add("Ada keeps bees on the roof", user_id="ada", infer=False)
-            # Sent again after the lost answer, told to wait once, then told it was done.
-            assert lossy.tries == 3
+            # Sent again after the lost answer: told to wait while the claim's lease runs (not
+            # at all when the retry's backoff outlasts the half-second lease, as on a loaded
+            # machine), then told it was done, and never sent again.
+            assert lossy.tries in (2, 3)
             assert lost.value.status_code == 409
             assert [m.content for m in (await client.list(user_id="ada")).results] == [
                 "Ada keeps bees on the roof"

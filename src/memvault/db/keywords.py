@@ -15,7 +15,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy import BigInteger
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memvault.db.records import RankedMemory, RankedPage
@@ -245,7 +245,11 @@ def _scored(
     idf = sa.func.ln(1 + (n_docs - p.df + 0.5) / (p.df + 0.5))
     tf = sa.cast(p.tf, sa.Float)
     length = sa.cast(p.dl, sa.Float) / sa.cast(stats.c.avgdl, sa.Float)
-    score = sa.func.sum(idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length))).label("score")
+    # Summed in term order: a float sum depends on the order of its terms, and a plan's row
+    # order would otherwise break ties between equal-scoring memories differently from one
+    # search to the next (the whole ranking against the cut one, say).
+    term_score = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length))
+    score = sa.func.sum(aggregate_order_by(term_score, p.term)).label("score")
     scoring = sa.select(p.memory_id, score).select_from(postings.join(stats, sa.true()))
     scoring = scoring.group_by(p.memory_id)
     if fetch is not None:
