@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 # starts compile the package again, and every xdist worker rewrite each test module again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check lint bench docs clean cluster-test
+.PHONY: run test check lint bench docs clean cluster-test durations
 
 # The suite in parallel processes, each with its own embedded PostgreSQL (up to 4; one per
 # core below that). Work stealing evens out the few long fault and fuzz tests.
@@ -62,6 +62,12 @@ check: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q -m "not db and not slow" -p no:langsmith_plugin
+
+# Rewrites tests/module_seconds.json from a whole run: the order the suite starts its modules in
+# (longest first, so that no worker is left with a long test at the end; tests/conftest.py).
+durations: $(VENV)/.installed-dev
+	$(BIN)/pytest -q $(PYTEST_WORKERS) --junitxml=$(VENV)/junit.xml; \
+	$(BIN)/python -m tests.durations $(VENV)/junit.xml
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench

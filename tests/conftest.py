@@ -9,6 +9,7 @@ test that starts one fails, so the loop stays fast without a list to keep)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from memvault.backend import Backend
 
 TEMPLATE = "memvault_template"
+# Each module's seconds in a recorded run (`make durations` rewrites it): the order they start in.
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
 KEY = generate_key()
 
 
@@ -61,10 +64,23 @@ def backend_of(memory: AsyncMemory | Any) -> Backend:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``db`` every test whose fixtures reach the session's server, directly or through
-    other fixtures (``fixturenames`` is the whole closure): derived, so no list drifts."""
+    other fixtures (``fixturenames`` is the whole closure): derived, so no list drifts.
+
+    Then start the longest modules first. xdist's work stealing hands each worker an equal
+    run of the collected order and lets an idle worker take from the end of a busy one's. In
+    file order the browser, recall-floor and typescript modules come last, which is where a
+    run can end with one worker on a minute-long test and the other with nothing to take.
+    Each module stays whole (its module-scoped fixtures are made once); a module the recorded
+    run did not have goes after the rest."""
     for item in items:
         if "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.db)
+    recorded: dict[str, float] = json.loads(MODULE_SECONDS.read_text())
+    items.sort(key=lambda item: -recorded.get(_module_of(item), 0.0))
+
+
+def _module_of(item: pytest.Item) -> str:
+    return str(getattr(getattr(item, "module", None), "__name__", ""))
 
 
 @contextmanager
