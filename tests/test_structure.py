@@ -183,7 +183,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # foundation: settings, errors, plain data and helpers that know nothing of the store
     ("errors", "config", "console", "text", "jsonvalues", "metrics", "tracing", "logs",
      "validation", "consistency", "idempotency_key", "models", "events", "deadline", "_compose",
-     "_sync", "_keywords"),
+     "_sync", "_keywords", "tls"),
     # keys, text reading and the outside world (LLMs, outbound HTTP)
     ("crypto", "language", "llm", "outbound"),
     ("db",),

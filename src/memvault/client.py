@@ -63,6 +63,7 @@ from memvault.errors import (
 )
 from memvault.idempotency_key import HEADER as IDEMPOTENCY_HEADER
 from memvault.operations import Operation, client_operations
+from memvault.tls import verified_context
 from memvault.validation import parse_id, validated
 
 if TYPE_CHECKING:
@@ -356,6 +357,7 @@ class AsyncMemoryClient(_AsyncSurface):
             headers=_headers(api_key, headers),
             timeout=timeout,
             transport=transport,
+            verify=verified_context(),
         )
         self._max_retries = max_retries
         # The highest consistency token a server gave (its number, and as it was written).

@@ -31,6 +31,7 @@ import httpx
 from memvault.config import Settings
 from memvault.crypto.envelope import associated_data
 from memvault.events import SECRET_PREFIX
+from memvault.tls import verified_context
 
 # A name that takes longer than this to resolve is treated as one that does not resolve.
 RESOLVE_TIMEOUT_S = 5.0
@@ -140,6 +141,7 @@ def client(settings: Settings) -> httpx.AsyncClient:
         timeout=httpx.Timeout(settings.webhook_timeout_s),
         follow_redirects=False,
         trust_env=False,
+        verify=verified_context(trust_env=False),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from memvault.embedding.base import Embedder, ProviderRejected, ProviderUnavailable
+from memvault.tls import verified_context
 
 _KNOWN_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -40,6 +41,7 @@ class OpenAIEmbedder(Embedder):
             headers=headers,
             timeout=timeout_s,
             transport=transport,
+            verify=verified_context(),
         )
 
     async def embed_batch(self, texts: Sequence[str]) -> list[list[float]]:

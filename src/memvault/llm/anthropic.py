@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from memvault.llm.base import LLM, LLMInvalidAnswer, status_error
+from memvault.tls import verified_context
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_TOKENS = 1024
@@ -46,7 +47,11 @@ class AnthropicMessages(LLM):
         if api_key:
             headers["x-api-key"] = api_key
         self._client = httpx.AsyncClient(
-            base_url=api_root(base_url), headers=headers, timeout=timeout_s, transport=transport
+            base_url=api_root(base_url),
+            headers=headers,
+            timeout=timeout_s,
+            transport=transport,
+            verify=verified_context(),
         )
 
     async def complete_json(self, system: str, user: str, schema: dict[str, Any], name: str) -> str:

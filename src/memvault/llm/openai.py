@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from memvault.llm.base import LLM, LLMInvalidAnswer, status_error, strict_schema
+from memvault.tls import verified_context
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class OpenAIChat(LLM):
             headers=auth_headers(base_url, api_key),
             timeout=timeout_s,
             transport=transport,
+            verify=verified_context(),
         )
 
     async def complete_json(self, system: str, user: str, schema: dict[str, Any], name: str) -> str:
