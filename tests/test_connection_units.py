@@ -14,6 +14,7 @@ from uuid import uuid4
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault import AsyncAdmin, AsyncMemory, Settings, StoreUnavailable
@@ -21,7 +22,13 @@ from memvault.backend import Backend
 from memvault.db import store
 from memvault.db.engine import create_engine
 from memvault.db.tenancy import all_tenants, tenant_scope
-from memvault.db.units import reading, shared_reads, transaction
+from memvault.db.units import (
+    read_released_behind,
+    reading,
+    reads_released,
+    shared_reads,
+    transaction,
+)
 from memvault.embedding.cache import PostgresCache
 from memvault.metrics import CACHE_ERRORS
 from memvault.pipeline.ingest import settle
@@ -162,5 +169,38 @@ async def test_a_transaction_stays_one_unit_of_its_tenant_after_a_block_in_autoc
             assert (await autocommit.execute(BACKEND_PID)).scalar_one() == before
         assert await unit_and_scope() == before  # the same connection, back in the pool
     finally:
+        await engine.dispose()
+        await memory.close()
+
+
+async def test_reads_released_behind_their_callers_reuse_one_connection_each_for_its_tenant(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """A search's candidate lists return their connections behind the search: many in a row
+    on a pool of one connection neither wait for one nor leave one open, each sees only its
+    own tenant's rows, and a failed read hands its error to the caller."""
+    settings = make_settings(embedding_provider="hash", run_worker=False)
+    memory = await AsyncMemory.open(settings)
+    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1, pool_timeout_s=5)
+    engine.sync_engine.pool._max_overflow = 0  # one connection, or the next read times out
+    for tenant in ("acme", "globex"):
+        await memory.for_tenant(tenant).add(f"{tenant} plans", user_id="u", infer=False)
+    seen = sa.text("SELECT DISTINCT tenant_id FROM memories")
+    try:
+        pids = set()
+        for n in range(10):
+            tenant = ("acme", "globex")[n % 2]
+            with tenant_scope(tenant):
+                async with read_released_behind(engine) as conn:
+                    assert set((await conn.execute(seen)).scalars()) == {tenant}
+                    pids.add((await conn.execute(BACKEND_PID)).scalar_one())
+        assert len(pids) == 1
+        with tenant_scope("acme"), pytest.raises(DBAPIError):
+            async with read_released_behind(engine) as conn:
+                await conn.execute(sa.text("SELECT 1 / 0"))
+        async with read_released_behind(engine) as conn:
+            assert set((await conn.execute(seen)).scalars()) == set()
+    finally:
+        await reads_released()
         await engine.dispose()
         await memory.close()
