@@ -134,14 +134,14 @@ async def test_the_admin_sees_the_tenant_it_names_or_every_tenant(
 
 
 async def test_a_transaction_stays_one_unit_of_its_tenant_after_a_block_in_autocommit(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., Settings], database_url: str
 ) -> None:
     """Each transaction begins in the round trip that names its tenant: what it changed is
     undone when it fails, it sees its tenant's rows only (none when it names no tenant), and
     so it stays on a connection that ran a block at an isolation level of its own."""
     settings = make_settings(embedding_provider="hash", run_worker=False)
     memory = await AsyncMemory.open(settings)
-    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1)
+    engine = create_engine(database_url, pool_size=1)
     ours = await memory.for_tenant("acme").add("acme plans", user_id="u", infer=False)
     await memory.for_tenant("globex").add("globex plans", user_id="u", infer=False)
     seen = sa.text("SELECT DISTINCT tenant_id FROM memories")
@@ -174,15 +174,15 @@ async def test_a_transaction_stays_one_unit_of_its_tenant_after_a_block_in_autoc
 
 
 async def test_reads_released_behind_their_callers_reuse_one_connection_each_for_its_tenant(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., Settings], database_url: str
 ) -> None:
     """A search's candidate lists return their connections behind the search: many in a row
-    on a pool of one connection neither wait for one nor leave one open, each sees only its
-    own tenant's rows, and a failed read hands its error to the caller."""
+    on a pool of one connection (and one overflow) leave none open (the third would wait for
+    one and fail), each sees only its own tenant's rows, and a failed read hands its error to
+    the caller."""
     settings = make_settings(embedding_provider="hash", run_worker=False)
     memory = await AsyncMemory.open(settings)
-    engine = create_engine(settings.database_url.get_secret_value(), pool_size=1, pool_timeout_s=5)
-    engine.sync_engine.pool._max_overflow = 0  # one connection, or the next read times out
+    engine = create_engine(database_url, pool_size=1, pool_timeout_s=5)
     for tenant in ("acme", "globex"):
         await memory.for_tenant(tenant).add(f"{tenant} plans", user_id="u", infer=False)
     seen = sa.text("SELECT DISTINCT tenant_id FROM memories")
@@ -194,7 +194,7 @@ async def test_reads_released_behind_their_callers_reuse_one_connection_each_for
                 async with read_released_behind(engine) as conn:
                     assert set((await conn.execute(seen)).scalars()) == {tenant}
                     pids.add((await conn.execute(BACKEND_PID)).scalar_one())
-        assert len(pids) == 1
+        assert len(pids) <= 2  # the pool's one connection and its one overflow: none kept
         with tenant_scope("acme"), pytest.raises(DBAPIError):
             async with read_released_behind(engine) as conn:
                 await conn.execute(sa.text("SELECT 1 / 0"))
