@@ -16,7 +16,10 @@ server reports in ``diagnostics.timings_ms``. ``--large`` adds USERS users of ``
 memories each and ``--big-users`` users of ``--big-size`` memories (synthetic texts), built through
 the same batch API, and asks the big users ``--questions`` questions. ``--current-env`` and
 ``--baseline-env`` give one server a setting of its own (with ``--baseline-ref HEAD``: two
-settings of the same code side by side).
+settings of the same code side by side). ``--floor`` measures, beside each question, what no
+search can go below: the same question embedded in this process by the ONNX encoder the
+servers run, and the asking user's memories (embedded beforehand, in this process) ranked by
+exact cosine in numpy; it reports each server's percentiles over the floor's.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import psycopg
 
 from _corpus import memories as corpus
@@ -41,6 +45,7 @@ from _corpus import questions as corpus_questions
 from locomo import DATA, turns
 from memvault.crypto.envelope import generate_key
 from memvault.db.embedded import EmbeddedPostgres
+from memvault.embedding import LocalEmbedder, intra_op_threads
 
 from _stats import percentile
 
@@ -150,13 +155,51 @@ def synthetic_items(users: int, size: int, prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-async def load(servers: list[Server], args: argparse.Namespace) -> list[tuple[str, str]]:
-    """Store the same data in every server; the (user, question) pairs to ask."""
+class Floor:
+    """The in-process floor: the question embedded by the servers' encoder (one process's
+    share of the cores, as a one-worker server's), the asking user's memories ranked by exact
+    cosine, the best 10 kept."""
+
+    NAME = "floor (in process)"
+
+    def __init__(self, work: Path) -> None:
+        self.embedder = LocalEmbedder(cache_dir=work / "floor-models", threads=intra_op_threads(1))
+        self.vectors: dict[str, np.ndarray] = {}
+
+    async def add(self, items: list[dict[str, Any]]) -> None:
+        by_user: dict[str, list[str]] = {}
+        for item in items:
+            by_user.setdefault(item["user_id"], []).append(item["content"])
+        for user, texts in by_user.items():
+            found = [
+                await self.embedder.embed_batch(texts[n : n + 64]) for n in range(0, len(texts), 64)
+            ]
+            self.vectors[user] = _unit(np.array([v for batch in found for v in batch], np.float32))
+
+    async def search(self, user: str, question: str) -> float:
+        started = time.perf_counter()
+        query = _unit(np.array([await self.embedder.embed(question)], np.float32))[0]
+        similarity = self.vectors[user] @ query
+        best = np.argpartition(-similarity, 10)[:10]
+        best = best[np.argsort(-similarity[best])]
+        return time.perf_counter() - started
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+async def load(
+    servers: list[Server], args: argparse.Namespace, floor: Floor | None = None
+) -> list[tuple[str, str]]:
+    """Store the same data in every server (and the floor); the (user, question) pairs."""
     asked: list[tuple[str, str]] = []
     for sample in [] if args.no_locomo else json.loads(args.data.read_text()):
         items = locomo_items(sample)
         for server in servers:
             await server.store(items)
+        if floor is not None:
+            await floor.add(items)
         seen = list(dict.fromkeys(qa["question"] for qa in sample["qa"]))
         asked += [(sample["sample_id"], q) for q in seen[: args.questions]]
         print(f"  stored {sample['sample_id']}: {len(items)} turns", flush=True)
@@ -165,6 +208,8 @@ async def load(servers: list[Server], args: argparse.Namespace) -> list[tuple[st
         big = synthetic_items(args.big_users, args.big_size, "big-")
         for server in servers:
             await server.store(small + big)
+        if floor is not None:
+            await floor.add(small + big)
         print(f"  stored {len(small)} + {len(big)} synthetic memories", flush=True)
         texts = corpus_questions(args.questions * max(args.big_users, 1), seed=9)
         asked += [(f"big-{n % max(args.big_users, 1)}", q) for n, q in enumerate(texts)]
@@ -172,12 +217,14 @@ async def load(servers: list[Server], args: argparse.Namespace) -> list[tuple[st
 
 
 async def measure(
-    servers: list[Server], asked: list[tuple[str, str]], recipe: str
-) -> dict[str, tuple[list[float], list[dict[str, float]]]]:
-    """Every question of every user, servers in alternating order, one request at a time."""
+    servers: list[Server], asked: list[tuple[str, str]], recipe: str, floor: Floor | None = None
+) -> tuple[dict[str, tuple[list[float], list[dict[str, float]]]], list[float]]:
+    """Every question of every user, servers in alternating order, one request at a time;
+    with ``floor``, the floor's time for each question too, right after the servers'."""
     found: dict[str, tuple[list[float], list[dict[str, float]]]] = {
         s.name: ([], []) for s in servers
     }
+    floors: list[float] = []
     for n, (user, question) in enumerate(asked):
         body = {"query": question, "user_id": user, "recipe": recipe, "limit": 10}
         body["track_access"] = False
@@ -185,7 +232,21 @@ async def measure(
             elapsed, timings = await server.search(body)
             found[server.name][0].append(elapsed * 1000)
             found[server.name][1].append(timings)
-    return found
+        if floor is not None:
+            floors.append(await floor.search(user, question) * 1000)
+    return found, floors
+
+
+def report_floor(
+    found: dict[str, tuple[list[float], list[dict[str, float]]]], floors: list[float]
+) -> None:
+    cells = " / ".join(f"{percentile(floors, q):.2f}" for q in (50, 95, 99))
+    print(f"{Floor.NAME}: p50 / p95 / p99 {cells} ms")
+    for name, (wall, _) in found.items():
+        ratios = " / ".join(
+            f"{percentile(wall, q) / percentile(floors, q):.2f}" for q in (50, 95, 99)
+        )
+        print(f"ratio {name} / floor at p50 / p95 / p99: {ratios}")
 
 
 def report(recipe: str, found: dict[str, tuple[list[float], list[dict[str, float]]]]) -> None:
@@ -239,12 +300,16 @@ async def run(args: argparse.Namespace) -> None:
                 settings = dict(s.split("=", 1) for s in getattr(args, f"{name}_env"))
                 servers.append(Server(name, src, pg.admin_url(name), key, work, settings))
                 await servers[-1].ready()
-            asked = await load(servers, args)
+            floor = Floor(work) if args.floor else None
+            asked = await load(servers, args, floor)
             for server in servers:  # load the model and warm the pools, not measured
                 for user, question in asked[:5]:
                     await server.search({"query": question + "?", "user_id": user})
             for recipe in args.recipes:
-                report(recipe, await measure(servers, asked, recipe))
+                found, floors = await measure(servers, asked, recipe, floor)
+                report(recipe, found)
+                if floors:
+                    report_floor(found, floors)
             with psycopg.connect(pg.admin_url("current")) as conn:
                 analysed = conn.execute(
                     "SELECT count(*) FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL "
@@ -271,6 +336,11 @@ if __name__ == "__main__":
     parser.add_argument("--big-users", type=int, default=2)
     parser.add_argument("--big-size", type=int, default=5000)
     parser.add_argument("--no-locomo", action="store_true", help="only the --large store")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time each question embedded and ranked by exact cosine in this process",
+    )
     for name in ("current", "baseline"):
         parser.add_argument(
             f"--{name}-env",

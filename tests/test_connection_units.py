@@ -14,6 +14,7 @@ from uuid import uuid4
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault import AsyncAdmin, AsyncMemory, Settings, StoreUnavailable
@@ -21,7 +22,13 @@ from memvault.backend import Backend
 from memvault.db import store
 from memvault.db.engine import create_engine
 from memvault.db.tenancy import all_tenants, tenant_scope
-from memvault.db.units import reading, shared_reads
+from memvault.db.units import (
+    read_released_behind,
+    reading,
+    reads_released,
+    shared_reads,
+    transaction,
+)
 from memvault.embedding.cache import PostgresCache
 from memvault.metrics import CACHE_ERRORS
 from memvault.pipeline.ingest import settle
@@ -123,4 +130,77 @@ async def test_the_admin_sees_the_tenant_it_names_or_every_tenant(
         assert len(await admin.list_jobs()) == 3
         assert await admin.retry_jobs(tenant_id="a") == 0  # none failed
     finally:
+        await memory.close()
+
+
+async def test_a_transaction_stays_one_unit_of_its_tenant_after_a_block_in_autocommit(
+    make_settings: Callable[..., Settings], database_url: str
+) -> None:
+    """Each transaction begins in the round trip that names its tenant: what it changed is
+    undone when it fails, it sees its tenant's rows only (none when it names no tenant), and
+    so it stays on a connection that ran a block at an isolation level of its own."""
+    settings = make_settings(embedding_provider="hash", run_worker=False)
+    memory = await AsyncMemory.open(settings)
+    engine = create_engine(database_url, pool_size=1)
+    ours = await memory.for_tenant("acme").add("acme plans", user_id="u", infer=False)
+    await memory.for_tenant("globex").add("globex plans", user_id="u", infer=False)
+    seen = sa.text("SELECT DISTINCT tenant_id FROM memories")
+    raise_importance = sa.text("UPDATE memories SET importance = 9 WHERE id = :i")
+    importance = sa.text("SELECT importance FROM memories WHERE id = :i")
+
+    async def unit_and_scope() -> int:
+        with tenant_scope("acme"):
+            with pytest.raises(RuntimeError):
+                async with transaction(engine) as conn:
+                    assert (await conn.execute(raise_importance, {"i": ours.id})).rowcount == 1
+                    raise RuntimeError("undo it")
+            async with transaction(engine) as conn:
+                assert (await conn.execute(importance, {"i": ours.id})).scalar_one() != 9
+                assert set((await conn.execute(seen)).scalars()) == {"acme"}
+                pid: int = (await conn.execute(BACKEND_PID)).scalar_one()
+        async with transaction(engine) as conn:
+            assert set((await conn.execute(seen)).scalars()) == set()
+        return pid
+
+    try:
+        before = await unit_and_scope()
+        async with engine.connect() as plain:
+            autocommit = await plain.execution_options(isolation_level="AUTOCOMMIT")
+            assert (await autocommit.execute(BACKEND_PID)).scalar_one() == before
+        assert await unit_and_scope() == before  # the same connection, back in the pool
+    finally:
+        await engine.dispose()
+        await memory.close()
+
+
+async def test_reads_released_behind_their_callers_reuse_one_connection_each_for_its_tenant(
+    make_settings: Callable[..., Settings], database_url: str
+) -> None:
+    """A search's candidate lists return their connections behind the search: many in a row
+    on a pool of one connection (and one overflow) leave none open (the third would wait for
+    one and fail), each sees only its own tenant's rows, and a failed read hands its error to
+    the caller."""
+    settings = make_settings(embedding_provider="hash", run_worker=False)
+    memory = await AsyncMemory.open(settings)
+    engine = create_engine(database_url, pool_size=1, pool_timeout_s=5)
+    for tenant in ("acme", "globex"):
+        await memory.for_tenant(tenant).add(f"{tenant} plans", user_id="u", infer=False)
+    seen = sa.text("SELECT DISTINCT tenant_id FROM memories")
+    try:
+        pids = set()
+        for n in range(10):
+            tenant = ("acme", "globex")[n % 2]
+            with tenant_scope(tenant):
+                async with read_released_behind(engine) as conn:
+                    assert set((await conn.execute(seen)).scalars()) == {tenant}
+                    pids.add((await conn.execute(BACKEND_PID)).scalar_one())
+        assert len(pids) <= 2  # the pool's one connection and its one overflow: none kept
+        with tenant_scope("acme"), pytest.raises(DBAPIError):
+            async with read_released_behind(engine) as conn:
+                await conn.execute(sa.text("SELECT 1 / 0"))
+        async with read_released_behind(engine) as conn:
+            assert set((await conn.execute(seen)).scalars()) == set()
+    finally:
+        await reads_released()
+        await engine.dispose()
         await memory.close()

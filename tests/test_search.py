@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -119,6 +120,36 @@ async def test_a_stale_scope_size_changes_no_result(memory: AsyncMemory, remembe
     assert backend.scope_sizes.get("default", "erin", counted.model) == remembered
     assert [h.id for h in stale.results] == [h.id for h in counted.results]
     assert len(stale.results) == len(FACTS)
+
+
+async def test_a_query_no_model_can_embed_is_answered_from_its_words(
+    memory: AsyncMemory, make_settings: Callable[..., Settings]
+) -> None:
+    """When no model can embed the query, the keyword lists are the answer, of the caller's
+    tenant and user only, and the search says it is degraded."""
+    for fact in FACTS:
+        await memory.add(fact, user_id="erin")
+    await memory.add("Erin's favourite drink is black coffee", user_id="sam")
+    await memory.for_tenant("acme").add("Erin's favourite drink is lemonade", user_id="erin")
+    with socket.socket() as closed:  # a port nothing listens on: every embedding call fails
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    unembedded = await AsyncMemory.open(
+        make_settings(
+            embedding_provider="openai",
+            embedding_base_url=f"http://127.0.0.1:{port}/v1",
+            embedding_api_key="unused",
+            embedding_fallback=False,
+            embedding_attempts=1,
+            embedding_cache_ttl_s=0,
+        )
+    )
+    try:
+        found = await unembedded.search("favourite drink", user_id="erin", limit=5)
+    finally:
+        await unembedded.close()
+    assert found.degraded
+    assert [hit.content for hit in found.results] == [FACTS[0]]
 
 
 async def test_search_validates_its_input(memory: AsyncMemory) -> None:

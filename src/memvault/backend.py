@@ -22,7 +22,7 @@ from memvault.db.analyze import Analyzer
 from memvault.db.keywords import ScopeStatistics
 from memvault.db.remembered import Remembered
 from memvault.db.replica import ReadRouter
-from memvault.db.units import transaction
+from memvault.db.units import reads_released, transaction
 from memvault.db.vectors import ScopeSizes
 from memvault.embedding.embedding_service import EmbeddingService
 from memvault.keys import data_keys
@@ -112,6 +112,7 @@ class Backend:
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
+        await reads_released()
         if self.reads is not None:
             await self.reads.close()
         await self.engine.dispose()

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from psycopg.pq import TransactionStatus
+from psycopg.sql import Literal
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -95,20 +97,47 @@ def ranking_transactions() -> Iterator[None]:
 
 def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
     """Tell every transaction on ``engine`` the current scope, as transaction-local settings
-    (with ``per_transaction_role``, the app role and the connection settings as well)."""
+    (with ``per_transaction_role``, the app role and the connection settings as well), in
+    the round trip that begins the transaction.
+
+    psycopg begins a transaction by sending ``BEGIN`` alone before its first statement: a
+    round trip of its own, then another for the settings. So the driver's connections are
+    kept in autocommit mode, where psycopg sends no ``BEGIN``, and every transaction begins
+    with one simple query, ``BEGIN; SELECT set_config(...)``; psycopg's commit and rollback
+    still end it (they act on the server's transaction state, not on the mode). A block that
+    asks an isolation level of its own (``AUTOCOMMIT`` for ``VACUUM``, say) gets the mode it
+    asked, and the settings in a statement of their own, as before."""
     suffix = _AS_APP if per_transaction_role else ""
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _begin_ourselves(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # Set at every checkout: SQLAlchemy resets a connection that ran at an isolation
+        # level of its own to the driver's default (not autocommit) as it returns to the pool.
+        driver = dbapi_connection.driver_connection
+        if not driver.autocommit and driver.info.transaction_status == TransactionStatus.IDLE:
+            dbapi_connection.autocommit = True
 
     @event.listens_for(engine.sync_engine, "begin")
     def _announce(conn: Any) -> None:
         scope = _scope.get()
         ranking = _ranking.get()
-        conn.exec_driver_sql(
-            (_SET_FOR_RANKING if ranking else _SET) + suffix,
-            {
-                "tenant": scope if isinstance(scope, str) else "",
-                "all": "on" if scope is _ALL else "off",
-            },
-        )
+        sql = (_SET_FOR_RANKING if ranking else _SET) + suffix
+        values = {
+            "tenant": scope if isinstance(scope, str) else "",
+            "all": "on" if scope is _ALL else "off",
+        }
+        driver = conn.connection.driver_connection
+        if (
+            driver.autocommit
+            and "isolation_level" not in conn.get_execution_options()
+            and driver.info.transaction_status == TransactionStatus.IDLE
+        ):
+            # No parameters, so psycopg sends it as one simple query: both statements in one
+            # round trip. The values are quoted as literals by the driver.
+            quoted = {name: Literal(value).as_string(driver) for name, value in values.items()}
+            conn.exec_driver_sql("BEGIN; " + (sql % quoted))
+        else:
+            conn.exec_driver_sql(sql, values)
         conn.info[NESTED_LOOPS_OFF] = ranking
 
 

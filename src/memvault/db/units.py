@@ -8,6 +8,7 @@ imports SQLAlchemy nor catches its errors, and hands the connection to db/ funct
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -15,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memvault.db import idempotency
-from memvault.db.driver_errors import store_errors
+from memvault.db.driver_errors import SIDE_WORK_FAILED, store_errors
 from memvault.db.tenancy import all_tenants, current_scope, tenant_scope
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -113,6 +116,43 @@ async def reading(
     with _scope(tenant_id, every_tenant), store_errors():
         async with engine.connect() as conn:
             yield conn
+
+
+@asynccontextmanager
+async def read_released_behind(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection of its own for one read whose caller has what it wanted when the block
+    ends (one of a search's candidate lists): the rollback and the return to the pool run
+    behind it, a round trip off the caller's time. A block that fails waits for them, as
+    ``reading``'s does. The caller's scope is the tenant."""
+    with store_errors():
+        conn = await engine.connect()
+        try:
+            yield conn
+        except BaseException:
+            # As SQLAlchemy's own blocks do: a cancelled caller still returns it to the pool.
+            await asyncio.shield(conn.close())
+            raise
+    task = asyncio.ensure_future(_released(conn))
+    _releasing.add(task)  # a task nothing refers to may be collected before it has run
+    task.add_done_callback(_releasing.discard)
+
+
+_releasing: set[asyncio.Task[None]] = set()
+
+
+async def reads_released() -> None:
+    """Wait until every read released behind its caller is back in its pool: before a pool
+    is disposed of, so that none is left open and collected unclosed."""
+    while _releasing:
+        await asyncio.gather(*_releasing, return_exceptions=True)
+
+
+async def _released(conn: AsyncConnection) -> None:
+    try:
+        await conn.close()
+    except SIDE_WORK_FAILED:
+        # Nothing was written: a connection that broke at its rollback is the pool's to drop.
+        log.debug("a read's connection failed as it was returned", exc_info=True)
 
 
 @asynccontextmanager

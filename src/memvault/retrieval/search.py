@@ -28,7 +28,7 @@ from uuid import UUID
 from memvault import tracing
 from memvault.db import graph_walk, keywords, store, tenancy
 from memvault.db.records import MemoryRow, RankedMemory
-from memvault.db.units import transaction
+from memvault.db.units import read_released_behind, transaction
 from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
@@ -545,15 +545,16 @@ async def _fact_terms(
 async def _retrieve(
     backend: Backend, fetches: dict[str, Fetch], weights: dict[str, float], clock: _Clock
 ) -> dict[str, list[RankedMemory]]:
-    """The lists at once, each fetch in its own pooled transaction, so retrieving takes as
-    long as the slowest fetch rather than their sum. The tasks inherit the caller's tenant
-    scope (a context variable), which every transaction announces to PostgreSQL. The lists
-    come back in ``weights``' order, the order fusion adds them up in."""
+    """The lists at once, each fetch on a pooled connection of its own, so retrieving takes as
+    long as the slowest fetch rather than their sum; each connection goes back to the pool
+    behind the search (``read_released_behind``). The tasks inherit the caller's tenant scope
+    (a context variable), which every transaction announces to PostgreSQL. The lists come
+    back in ``weights``' order, the order fusion adds them up in."""
 
     async def one(fetch: Fetch) -> tuple[dict[str, Sequence[RankedMemory]], float]:
         started = time.perf_counter()
         with tenancy.ranking_transactions():
-            async with transaction(backend.engine) as conn:
+            async with read_released_behind(backend.engine) as conn:
                 found = await fetch(conn)
         seconds = time.perf_counter() - started
         for name, rows in found.items():
