@@ -251,11 +251,16 @@ async def find_by_hash(
 
 async def lock_content(conn: AsyncConnection, keys: Sequence[str]) -> None:
     """Serialise writers of the same content for the rest of the transaction (sorted, so two
-    batches never wait on each other in opposite orders)."""
-    for key in sorted(set(keys)):
-        await conn.execute(
-            sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0)))
-        )
+    batches never wait on each other in opposite orders), in one round trip for a batch."""
+    ordered = sorted(set(keys))
+    if ordered:
+        await conn.execute(_LOCK_CONTENT, {"keys": ordered})
+
+
+_LOCK_CONTENT = sa.text(
+    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0))"
+    " FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS t(k, n) ORDER BY n"
+)
 
 
 async def fetch_memory(

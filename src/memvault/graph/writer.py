@@ -112,6 +112,10 @@ class GraphWriter:
         self._resolved: dict[str, UUID] = {}
         self._touched_entities: set[UUID] = set()
         self._locked: set[str] = set()  # names whose lock this writer's transaction holds
+        # Each memory's mentions (memory id → (user id, entity ids)) and the facts' webhook
+        # events while a batch is written with :meth:`defer`; :meth:`flush` writes them.
+        self._mentions: dict[UUID, tuple[str, set[UUID]]] | None = None
+        self._events: list[webhooks.Event] = []
 
     async def prepare(self, extraction: Extraction) -> Prepared:
         """Embed every entity name and fact claim in one call."""
@@ -121,6 +125,24 @@ class GraphWriter:
     def names(self, prepared: Prepared) -> set[str]:
         """The normalised names applying ``prepared`` may create, the ones it locks."""
         return {_lock_name(n) for n in _all_names(prepared.extraction)}
+
+    def hold(self, names: set[str]) -> None:
+        """``names`` are locked in the transaction this writer writes in (a batch's caller
+        locked every extraction's names at once): :meth:`apply` takes no lock on them again."""
+        self._locked |= names
+
+    def defer(self) -> None:
+        """Collect the memories' mentions and the facts' events until :meth:`flush`: a
+        statement or two a batch instead of a few a memory."""
+        if self._mentions is None:
+            self._mentions = {}
+
+    async def flush(self, conn: AsyncConnection) -> None:
+        """What :meth:`defer` collected, written in ``conn``'s transaction."""
+        if self._mentions:
+            await graph_db.add_many_mentions(conn, self.owner.tenant_id, self._mentions)
+        await webhooks.emit(conn, self._events)
+        self._mentions, self._events = None, []
 
     async def apply(
         self,
@@ -139,8 +161,10 @@ class GraphWriter:
         # Every name this extraction may create, locked up front in one global order, so two
         # writers naming the same entities the other way round never wait on each other.
         names = self.names(prepared)
-        await graph_db.lock_names(conn, self.owner.tenant_id, self.owner.user_id, names)
-        self._locked = names
+        await graph_db.lock_names(
+            conn, self.owner.tenant_id, self.owner.user_id, names - self._locked
+        )
+        self._locked |= names
         for mention in extraction.entities:
             applied.entity_ids.append(await self.resolve(conn, mention))
         for claim in extraction.facts:
@@ -150,7 +174,11 @@ class GraphWriter:
             applied.fact_ids.append(fact_id)
         for relation in extraction.relations:
             applied.relation_ids.append(await self._write_relation(conn, relation, memory_id))
-        if memory_id is not None:
+        if memory_id is not None and self._mentions is not None:
+            self._mentions.setdefault(memory_id, (self.owner.user_id, set()))[1].update(
+                self._touched_entities
+            )
+        elif memory_id is not None:
             await graph_db.add_mentions(
                 conn, self.owner.tenant_id, self.owner.user_id, memory_id, self._touched_entities
             )
@@ -414,7 +442,10 @@ class GraphWriter:
             event("review.opened", fact_id=str(fact_id), conflicts_with=str(rival))
             for rival in decided.reviews
         ]
-        await webhooks.emit(conn, events)
+        if self._mentions is not None:  # deferred: the batch's events go out together
+            self._events += events
+        else:
+            await webhooks.emit(conn, events)
 
     # --- relations ------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from memvault.graph.derive import (
     extract_many,
     finish,
     lock_names,
+    write_many,
 )
 from memvault.graph.writer import Owner, Prepared, graph_texts
 from memvault.keys.sealing import open_content, seal_content, to_record
@@ -564,12 +565,18 @@ class Pipeline:
             await lock_names(conn, [d.derived for d in inline if d.twin_of is None])
             writing = [d for d in inline if d.twin_of is None]
             rows = await self._write_all(conn, writing, keyring)
+            # A merge or replace derives from the rewritten memory: a correction often lands
+            # there, folded into what it corrects.
+            await write_many(
+                conn,
+                [
+                    (d.derived, rows[d.index].id)
+                    for d in writing
+                    if d.dedup.action != "duplicate_exact"
+                ],
+            )
             for draft in writing:
                 row = rows[draft.index]
-                # A merge or replace derives from the rewritten memory: a correction often
-                # lands there, folded into what it corrects.
-                if draft.derived is not None and draft.dedup.action != "duplicate_exact":
-                    await draft.derived.write(conn, row.id)
                 if draft.dedup.action != "duplicate_exact":
                     if draft.index_as != "":
                         chunks[row.id] = (row.user_id, [draft.final_vector or []])
