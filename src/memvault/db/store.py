@@ -108,7 +108,7 @@ def _build_add_many(job_kind: str | None) -> sa.Select[Any]:
     each row's history and events, and with ``job_kind`` each row's job. Its shape never
     depends on the rows, so SQLAlchemy compiles it once (a multi-row ``VALUES`` insert is
     never cached: 100 rows took longer to compile than to store)."""
-    keys = sa.bindparam("keys", expanding=True)
+    keys: sa.BindParameter[Any] = sa.bindparam("keys", expanding=True)
     new = sa.select(memories).where(sa.tuple_(_m.tenant_id, _m.id).in_(keys)).cte("new")
     kind = sa.literal(job_kind, type_=sa.Text()) if job_kind is not None else None
     return _added(new, sa.bindparam("actor", type_=sa.Text()), kind)
