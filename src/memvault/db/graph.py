@@ -329,11 +329,25 @@ async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactR
 async def add_fact_source(
     conn: AsyncConnection, tenant_id: str, user_id: str, fact_id: UUID, memory_id: UUID
 ) -> None:
-    await conn.execute(
-        insert(fact_sources)
-        .values(tenant_id=tenant_id, fact_id=fact_id, memory_id=memory_id, user_id=user_id)
-        .on_conflict_do_nothing()
-    )
+    await add_fact_sources(conn, tenant_id, user_id, [(fact_id, memory_id)])
+
+
+async def add_fact_sources(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    sources: Sequence[tuple[UUID, UUID]],
+) -> None:
+    """The memories (fact id, memory id) facts came from, one statement for a batch."""
+    rows = [
+        {"tenant_id": tenant_id, "fact_id": f, "memory_id": m, "user_id": user_id}
+        for f, m in sources
+    ]
+    if rows:
+        await conn.execute(_ADD_FACT_SOURCES, rows)
+
+
+_ADD_FACT_SOURCES = insert(fact_sources).on_conflict_do_nothing()
 
 
 async def update_fact(
