@@ -68,8 +68,12 @@ async def write_many(
     :func:`lock_names`), the batch's mentions and fact events written together at the end."""
     pairs = [(d, memory_id) for d, memory_id in written if d is not None]
     writers = {id(d.writer): d.writer for d, _ in pairs}
+    # A batch cut into slices has a writer a slice for one user: they share what they defer.
+    first: dict[tuple[str, str], GraphWriter] = {}
     for writer in writers.values():
-        writer.defer()
+        user = (writer.owner.tenant_id, writer.owner.user_id)
+        writer.defer(like=first.get(user))
+        first.setdefault(user, writer)
     for derivation, memory_id in pairs:
         await derivation.write(conn, memory_id)
     for writer in writers.values():

@@ -64,6 +64,13 @@ class _Deferred:
     )
     events: list[webhooks.Event] = field(default_factory=list)
 
+    def clear(self) -> None:
+        self.mentions.clear()
+        self.sources.clear()
+        for postings in self.terms.values():
+            postings.clear()
+        self.events.clear()
+
 
 @dataclass
 class Applied:
@@ -141,15 +148,18 @@ class GraphWriter:
         locked every extraction's names at once): :meth:`apply` takes no lock on them again."""
         self._locked |= names
 
-    def defer(self) -> None:
+    def defer(self, like: GraphWriter | None = None) -> None:
         """Collect the memories' mentions, the facts' sources, the new facts' and entities'
         keyword postings and the facts' events until :meth:`flush`: a statement each a
-        batch instead of a few a memory (nothing in the batch's writes reads them)."""
-        if self._deferred is None:
-            self._deferred = _Deferred()
+        batch instead of a few a memory (nothing in the batch's writes reads them).
+        ``like``: a deferring writer of the same user in the same transaction, whose
+        collection this one shares (an entity one creates, the other may teach an alias)."""
+        shared = like._deferred if like is not None else None
+        self._deferred = shared if shared is not None else _Deferred()
 
     async def flush(self, conn: AsyncConnection) -> None:
-        """What :meth:`defer` collected, written in ``conn``'s transaction."""
+        """What :meth:`defer` collected, written in ``conn``'s transaction (once for the
+        writers sharing it: it is emptied here)."""
         deferred, self._deferred = self._deferred, None
         if deferred is None:
             return
@@ -160,6 +170,7 @@ class GraphWriter:
         for kind, postings in deferred.terms.items():
             await graph_db.replace_terms(conn, o.tenant_id, kind, postings, fresh=True)
         await webhooks.emit(conn, deferred.events)
+        deferred.clear()
 
     async def apply(
         self,
