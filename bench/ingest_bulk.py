@@ -12,7 +12,9 @@ memories a second, on LoCoMo dev turns (../shared/bench/locomo_dev.json, read in
 4. import: the export of one ``add_many`` user loaded into a fresh store.
 
 ``--provider hash`` swaps the model for the hashing embedder: what the pipeline costs besides
-the model (on a loaded 2-core machine the model's share swamps the rest).
+the model (on a loaded 2-core machine the model's share swamps the rest). With the model, the
+run also times the model alone on the same turns, first and last, so the rates can be read
+against what the model allows at that load.
 ``--baseline-src DIR`` runs the same in a second interpreter with ``DIR`` (another checkout's
 ``src``) first on the path, before this one, so both figures come from one run at one load.
 """
@@ -141,8 +143,30 @@ def _print(label: str, f: dict[str, Any]) -> None:
     )
 
 
+async def model_alone(turn_limit: int, batch: int) -> float:
+    """Texts a second the bundled model embeds on its own: the same turns, the same batches
+    (what every path here is bounded by)."""
+    from memvault.embedding import LocalEmbedder
+
+    samples = json.loads(DATA.read_text())
+    texts = [t["content"] for c in _cut([turns(s) for s in samples], turn_limit) for t in c]
+    embedder = LocalEmbedder()
+    await embedder.embed_batch(["warm up"])
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        await embedder.embed_batch(texts[i : i + batch])
+    return len(texts) / (time.perf_counter() - start)
+
+
+def _model(turn_limit: int, batch: int, provider: str) -> None:
+    if provider == "local":
+        rate = asyncio.run(model_alone(turn_limit, batch))
+        print(f"the model alone: {rate:.0f} texts/s (load {os.getloadavg()})", flush=True)
+
+
 def run(turn_limit: int, batch: int, baseline_src: str | None, provider: str = "local") -> None:
     print(f"load before: {os.getloadavg()}", flush=True)
+    _model(turn_limit, batch, provider)
     if baseline_src:
         env = {
             **os.environ,
@@ -159,4 +183,5 @@ def run(turn_limit: int, batch: int, baseline_src: str | None, provider: str = "
         _print(f"baseline ({baseline_src})", json.loads(line.removeprefix("FIGURES ")))
         print(f"load: {os.getloadavg()}", flush=True)
     _print("this tree", asyncio.run(measure(turn_limit, batch, provider)))
+    _model(turn_limit, batch, provider)
     print(f"load after: {os.getloadavg()}", flush=True)

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memvault.graph import patterns
 from memvault.graph.claims import (
     CONFIDENCE,
     SELF,
@@ -657,3 +658,36 @@ def test_the_committed_knowledge_updates_set_is_what_its_generator_writes(
     for question in built["questions"]:
         if question["kind"] == "current":
             assert question["answer"] == current[question["subject"]]
+
+
+# Words the shapes' cues are made of, and their beginnings and endings.
+_CUE_WORDS = sorted(
+    {w for s in patterns.SHAPES for w in s.cue_words.split("|") if w.isalpha()}
+    | {w[:3] for s in patterns.SHAPES for w in s.cue_words.split("|") if w.isalpha()}
+    | {"am on", "been to", "was in", "favourite", "favorite", "I am", "hi, I am", "goes hiking"}
+)
+_CUE_TEXTS = [
+    "My best friend Dana and my co-worker Sam moved up to Lyon.",
+    "I LIVE in a flat; livestreams are my thing.",
+    "She has a Ph.D and an MBA, ma and ba aside.",
+    "Been to Rome? I was in Paris, then off to Oslo with my labradoodle.",
+    "I'm allergic to peanuts and colour-blind, and I'm on metformin.",
+    "Call me Jo! My native language is Welsh; I speak French fluently.",
+    "nothing here to see",
+    "İ LİVE İN İSTANBUL and \u017ftudy in Kyiv",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", _CUE_TEXTS)
+def test_one_scan_finds_the_shapes_each_cue_search_finds(text: str) -> None:
+    # The extractor reads a sentence with only the shapes one scan finds: exactly those
+    # whose own cue search matches, in their order, or it would miss or invent facts.
+    assert patterns.cues().shapes(text) == [s for s in patterns.SHAPES if s.cue.search(text)]
+
+
+@given(st.lists(st.sampled_from([*_CUE_WORDS, " ", ", ", "-", "X", "ing", "'s"]), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_one_scan_agrees_with_the_cue_searches_on_any_words(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert patterns.cues().shapes(text) == [s for s in patterns.SHAPES if s.cue.search(text)]

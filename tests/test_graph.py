@@ -630,3 +630,31 @@ async def test_a_batch_derives_every_item_with_one_embedding_call(
         assert calls == [3 + 9]
     finally:
         await memory.close()
+
+
+async def test_writers_of_one_user_in_one_transaction_share_what_they_defer(
+    memory: AsyncMemory,
+) -> None:
+    """A deadline-bound batch derives a slice at a time, a writer a slice, and writes them
+    all in one transaction: an entity one slice creates and the next teaches an alias is
+    indexed once, under both names (deferred apart, its postings were inserted twice)."""
+    from memvault.db.tenancy import tenant_scope
+    from memvault.db.units import transaction
+    from memvault.graph.writer import GraphWriter, Owner, Prepared
+
+    backend = backend_of(memory)
+    said = [await memory.add(f"Notes {n} on Dana", user_id="u", infer=False) for n in range(2)]
+    owner = Owner(memory.tenant_id, "u")
+    mentions = (EntityMention("Dana"), EntityMention("Dana", aliases=("Danielle Okafor",)))
+    derived = [
+        derive.Derivation(
+            GraphWriter(backend, owner), Prepared(Extraction(entities=(m,))), datetime.now(UTC), "x"
+        )
+        for m in mentions
+    ]
+    with tenant_scope(memory.tenant_id):
+        async with transaction(backend.engine) as conn:
+            await derive.lock_names(conn, derived)
+            await derive.write_many(conn, zip(derived, [s.id for s in said], strict=True))
+    (dana,) = await memory.entities(user_id="u", q="Dana")
+    assert [e.id for e in await memory.entities(user_id="u", q="Okafor")] == [dana.id]

@@ -221,6 +221,27 @@ async def test_background_adds_are_enriched_now_and_deduplicated_by_the_worker(
     assert count(raw) == 2
 
 
+async def test_the_worker_settles_a_claimed_batch_as_one_by_one_would(
+    memory: AsyncMemory, raw: psycopg.Connection[Any]
+) -> None:
+    """Background adds claimed together are settled together: two copies of one text keep
+    one memory (each finds the other stored; the second finds the first already folded),
+    and every kept memory is learned from."""
+    from memvault.worker import Worker
+
+    first, second = [
+        await memory.add("I moved to Lisbon last spring", user_id="rui", background=True)
+        for _ in range(2)
+    ]
+    other = await memory.add("My sister Ana works at Acme", user_id="rui", background=True)
+    assert await Worker(backend_of(memory)).run_once() == 3
+    stored = {row[0] for row in raw.execute("SELECT id FROM memories WHERE user_id = 'rui'")}
+    assert len(stored & {first.id, second.id}) == 1 and other.id in stored
+    assert all([(await memory.get(i, user_id="rui")).embedded for i in stored])
+    facts = {(f.predicate, f.object or f.value) for f in await memory.facts(user_id="rui")}
+    assert {("lives_in", "Lisbon"), ("works_for", "Acme")} <= facts, facts
+
+
 async def test_waiting_on_a_background_duplicate_answers_with_the_memory_it_joined(
     make_settings: Callable[..., Settings],
 ) -> None:

@@ -180,6 +180,26 @@ async def test_a_contradiction_awaiting_review_is_an_event(
         verify(hook.secret, *receiver.received[0])
 
 
+async def test_a_batch_tells_of_each_fact_its_memories_stated(
+    store: AsyncMemory, receiver: Receiver
+) -> None:
+    """A batch's graph writes send their events together: one per fact, each naming the
+    memory it came from."""
+    await store.create_webhook(receiver.url, event_types=["fact.recorded"])
+    added = await store.add_many(
+        [
+            {"content": "I moved to Lisbon last spring", "user_id": "ann"},
+            {"content": "My sister Ana works at Acme", "user_id": "ann"},
+            {"content": "What a lovely day", "user_id": "ann"},
+        ]
+    )
+    await _deliver(store)
+    facts = await store.facts(user_id="ann")
+    events = [e["data"] for e in receiver.events()]
+    assert sorted(e["fact_id"] for e in events) == sorted(str(f.id) for f in facts)
+    assert {e["memory_id"] for e in events} == {str(r.id) for r in added[:2]}
+
+
 async def _a_job_fails_for_good(store: AsyncMemory) -> None:
     """An embedding job failing its last attempt (as the worker records one)."""
     added = await store.add("An embedding that fails", user_id="ann", background=True)

@@ -205,18 +205,20 @@ async def forget_empty_conversation(
     )
 
 
+_INSERT_TURNS = (
+    insert(conversation_turns)
+    .on_conflict_do_nothing()
+    .returning(_t.tenant_id, _t.user_id, _t.conversation_id, _t.turn_index, _t.memory_id)
+)
+
+
 async def insert_turns(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Insert turns, each with its ``conversation.turn_added`` event."""
     if not rows:
         return
-    # The same memory twice (a deduplicated repeat) keeps its first turn's row.
-    statement = (
-        insert(conversation_turns)
-        .values(list(rows))
-        .on_conflict_do_nothing()
-        .returning(_t.tenant_id, _t.user_id, _t.conversation_id, _t.turn_index, _t.memory_id)
-    )
-    added = (await conn.execute(statement)).all()
+    # The same memory twice (a deduplicated repeat) keeps its first turn's row. The rows go
+    # as parameter sets of one compiled statement (a VALUES list is compiled on every call).
+    added = (await conn.execute(_INSERT_TURNS, list(rows))).all()
     events = [
         webhooks.Event(
             t.tenant_id,

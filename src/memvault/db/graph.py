@@ -297,12 +297,25 @@ async def list_entities(
 async def add_mentions(
     conn: AsyncConnection, tenant_id: str, user_id: str, memory_id: UUID, ids: Iterable[UUID]
 ) -> None:
+    await add_many_mentions(conn, tenant_id, {memory_id: (user_id, set(ids))})
+
+
+async def add_many_mentions(
+    conn: AsyncConnection, tenant_id: str, mentions: Mapping[UUID, tuple[str, Iterable[UUID]]]
+) -> None:
+    """Which entities each memory (id → (user id, entity ids)) mentions, one statement for a
+    whole batch. Its shape never varies with the row count, so it is compiled once (a
+    ``VALUES`` list per call was compiled again for every memory)."""
     rows = [
-        {"tenant_id": tenant_id, "memory_id": memory_id, "entity_id": i, "user_id": user_id}
+        {"tenant_id": tenant_id, "memory_id": memory, "entity_id": i, "user_id": user}
+        for memory, (user, ids) in mentions.items()
         for i in sorted(set(ids))
     ]
     if rows:
-        await conn.execute(insert(entity_mentions).values(rows).on_conflict_do_nothing())
+        await conn.execute(_ADD_MENTIONS, rows)
+
+
+_ADD_MENTIONS = insert(entity_mentions).on_conflict_do_nothing()
 
 
 # --- facts --------------------------------------------------------------------------------
@@ -316,11 +329,25 @@ async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactR
 async def add_fact_source(
     conn: AsyncConnection, tenant_id: str, user_id: str, fact_id: UUID, memory_id: UUID
 ) -> None:
-    await conn.execute(
-        insert(fact_sources)
-        .values(tenant_id=tenant_id, fact_id=fact_id, memory_id=memory_id, user_id=user_id)
-        .on_conflict_do_nothing()
-    )
+    await add_fact_sources(conn, tenant_id, user_id, [(fact_id, memory_id)])
+
+
+async def add_fact_sources(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    sources: Sequence[tuple[UUID, UUID]],
+) -> None:
+    """The memories (fact id, memory id) facts came from, one statement for a batch."""
+    rows = [
+        {"tenant_id": tenant_id, "fact_id": f, "memory_id": m, "user_id": user_id}
+        for f, m in sources
+    ]
+    if rows:
+        await conn.execute(_ADD_FACT_SOURCES, rows)
+
+
+_ADD_FACT_SOURCES = insert(fact_sources).on_conflict_do_nothing()
 
 
 async def update_fact(

@@ -103,16 +103,23 @@ _EVENT_COLUMNS = (
 )
 
 
-def _build_add_many(rows: Sequence[dict[str, Any]], job_kind: str | None) -> sa.Select[Any]:
-    """An insert of many memories: one VALUES list, each row's history and events, and with
-    ``job_kind`` each row's job."""
-    values = [
-        {**{c: row[c] for c in _ADD_COLUMNS}, "occurred_at": row["occurred_at"] or sa.func.now()}
-        for row in rows
-    ]
-    new = memories.insert().values(values).returning(memories).cte("new")
+def _build_add_many(job_kind: str | None) -> sa.Select[Any]:
+    """The memories :data:`_INSERT_MEMORIES` inserted (by ``keys``, (tenant, id) pairs) with
+    each row's history and events, and with ``job_kind`` each row's job. Its shape never
+    depends on the rows, so SQLAlchemy compiles it once (a multi-row ``VALUES`` insert is
+    never cached: 100 rows took longer to compile than to store)."""
+    keys: sa.BindParameter[Any] = sa.bindparam("keys", expanding=True)
+    new = sa.select(memories).where(sa.tuple_(_m.tenant_id, _m.id).in_(keys)).cte("new")
     kind = sa.literal(job_kind, type_=sa.Text()) if job_kind is not None else None
-    return _added(new, sa.literal(rows[0]["actor"], type_=sa.Text()), kind)
+    return _added(new, sa.bindparam("actor", type_=sa.Text()), kind)
+
+
+# Rows of a batch with one compiled statement (psycopg sends them in few round trips).
+_INSERT_MEMORIES = memories.insert().values(
+    occurred_at=sa.func.coalesce(
+        sa.bindparam("occurred_at_given", type_=memories.c.occurred_at.type), sa.func.now()
+    )
+)
 
 
 def _added(
@@ -163,7 +170,7 @@ def _added(
     return sa.select(new, notify).add_cte(history, job, hooks)
 
 
-# Rows in one multi-row insert: far below PostgreSQL's 65,535 parameters at 22 a row.
+# Memories a history-and-events statement takes: their keys are two parameters each.
 _ROWS_A_STATEMENT = 500
 
 
@@ -179,11 +186,18 @@ async def insert_memories(
     a handful of round trips, not one each. ``job_kind``: each gets an embedding job of that
     kind (None: their vectors come with them). By id, since a multi-row insert does not
     promise to return rows in order."""
-    rows = [{**_ADD_DEFAULTS, **v, "actor": actor} for v in values]
+    rows = [{**_ADD_DEFAULTS, **v} for v in values]
     found: dict[UUID, MemoryRow] = {}
+    if not rows:
+        return found
+    await conn.execute(
+        _INSERT_MEMORIES,
+        [{**{c: r[c] for c in _ADD_COLUMNS}, "occurred_at_given": r["occurred_at"]} for r in rows],
+    )
+    added = _build_add_many(job_kind)
     for start in range(0, len(rows), _ROWS_A_STATEMENT):
-        statement = _build_add_many(rows[start : start + _ROWS_A_STATEMENT], job_kind)
-        for row in await conn.execute(statement):
+        keys = [(r["tenant_id"], r["id"]) for r in rows[start : start + _ROWS_A_STATEMENT]]
+        for row in await conn.execute(added, {"keys": keys, "actor": actor}):
             record = MemoryRow.from_row(row)
             found[record.id] = record
     return found
@@ -251,11 +265,16 @@ async def find_by_hash(
 
 async def lock_content(conn: AsyncConnection, keys: Sequence[str]) -> None:
     """Serialise writers of the same content for the rest of the transaction (sorted, so two
-    batches never wait on each other in opposite orders)."""
-    for key in sorted(set(keys)):
-        await conn.execute(
-            sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0)))
-        )
+    batches never wait on each other in opposite orders), in one round trip for a batch."""
+    ordered = sorted(set(keys))
+    if ordered:
+        await conn.execute(_LOCK_CONTENT, {"keys": ordered})
+
+
+_LOCK_CONTENT = sa.text(
+    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0))"
+    " FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS t(k, n) ORDER BY n"
+)
 
 
 async def fetch_memory(

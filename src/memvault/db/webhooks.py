@@ -131,7 +131,7 @@ class Event:
     app_id: str | None = None
 
 
-_EVENT_VALUES = (
+_EVENT_COLUMNS = (
     sa.column("tenant_id", sa.Text),
     sa.column("event_id", sa.Uuid),
     sa.column("event_type", sa.Text),
@@ -141,18 +141,38 @@ _EVENT_VALUES = (
 )
 
 
+def _emit() -> sa.Select[Any]:
+    # The events travel as one JSON array, so the statement has one shape whatever their
+    # number (a VALUES list is compiled again on every call; a batch's graph writes emit).
+    given = (
+        sa.func.jsonb_to_recordset(sa.bindparam("events", type_=JSONB))
+        .table_valued(*_EVENT_COLUMNS)
+        .render_derived(name="given", with_types=True)
+    )
+    fanned = fanout(sa.select(given).cte("event")).returning(_d.id).cte("fanned")
+    return sa.select(sa.func.pg_notify(JOBS_CHANNEL, "")).select_from(fanned).limit(1)
+
+
+_EMIT = _emit()
+
+
 async def emit(conn: AsyncConnection, events: Sequence[Event]) -> None:
     """Fan events out in ``conn``'s transaction (one statement), waking the workers when any
     matched a subscription."""
     if not events:
         return
     rows = [
-        (e.tenant_id, uuid.uuid4(), e.event_type, e.user_id, e.app_id, dict(e.data)) for e in events
+        {
+            "tenant_id": e.tenant_id,
+            "event_id": str(uuid.uuid4()),
+            "event_type": e.event_type,
+            "user_id": e.user_id,
+            "app_id": e.app_id,
+            "data": dict(e.data),
+        }
+        for e in events
     ]
-    values = sa.values(*_EVENT_VALUES, name="given").data(rows)
-    fanned = fanout(sa.select(values).cte("event")).returning(_d.id).cte("fanned")
-    wake = sa.select(sa.func.pg_notify(JOBS_CHANNEL, "")).select_from(fanned).limit(1)
-    await conn.execute(wake)
+    await conn.execute(_EMIT, {"events": rows})
 
 
 # --- subscriptions --------------------------------------------------------------------------

@@ -46,16 +46,38 @@ class Derivation:
 
 async def lock_names(conn: AsyncConnection, derivations: Iterable[Derivation | None]) -> None:
     """Every name the derivations may create, locked in one global order before any of them is
-    written in ``conn``'s transaction (a batch of memories writes several)."""
+    written in ``conn``'s transaction (a batch of memories writes several); their writers
+    then take no lock on those names again."""
+    held = [d for d in derivations if d is not None]
     await graph_db.lock_owned_names(
         conn,
         [
             (d.writer.owner.tenant_id, d.writer.owner.user_id, name)
-            for d in derivations
-            if d is not None
+            for d in held
             for name in d.writer.names(d.prepared)
         ],
     )
+    for d in held:
+        d.writer.hold(d.writer.names(d.prepared))
+
+
+async def write_many(
+    conn: AsyncConnection, written: Iterable[tuple[Derivation | None, UUID]]
+) -> None:
+    """Each derivation written for its memory in ``conn``'s transaction (after
+    :func:`lock_names`), the batch's mentions and fact events written together at the end."""
+    pairs = [(d, memory_id) for d, memory_id in written if d is not None]
+    writers = {id(d.writer): d.writer for d, _ in pairs}
+    # A batch cut into slices has a writer a slice for one user: they share what they defer.
+    first: dict[tuple[str, str], GraphWriter] = {}
+    for writer in writers.values():
+        user = (writer.owner.tenant_id, writer.owner.user_id)
+        writer.defer(like=first.get(user))
+        first.setdefault(user, writer)
+    for derivation, memory_id in pairs:
+        await derivation.write(conn, memory_id)
+    for writer in writers.values():
+        await writer.flush(conn)
 
 
 def speaker_of(metadata: dict[str, Any]) -> str | None:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from memvault.graph import patterns as p
 from memvault.graph.claims import (
@@ -348,14 +349,14 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
     )
     plain = _implied_subject(p.TRAILING_NOT.sub("", p.NOT_BUT.sub("", sentence)))
     certainty = _certainty(plain)
-    sentence_when = _sentence_time(plain, reading.reference)
+    # Dates are read only for a text some shape may match (reading them was a fifth of the
+    # extractor's time, on sentences that state nothing).
+    sentence_when = cache(lambda: _sentence_time(plain, reading.reference))
     seen: set[tuple[str, str, str]] = set()
 
     said_of: set[tuple[str, str]] = set()  # (subject, predicate) the clauses stated
 
     def read(shape: p.Shape, text: str, when: datetime | None, whole: bool = False) -> None:
-        if not shape.cue.search(text):
-            return
         for match in shape.regex.finditer(text):
             for fact in _claims(shape, match, text, reading, certainty, when, corrects):
                 if whole and (fact.subject, fact.predicate) in said_of:
@@ -367,28 +368,31 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
                     reading.facts.append(fact)
                     _relate(fact, reading)
 
-    for shape in p.SHAPES:
+    # Only the shapes whose cue words the text holds can match it.
+    cued = p.cues().shapes(plain)
+    for shape in cued:
         if shape.many:  # a list's "and" is no new clause
-            read(shape, plain, sentence_when)
+            read(shape, plain, sentence_when())
     lead: str | None = None
     clauses = _CLAUSE.split(plain)
     for clause in clauses:
         # "Dana works at Acme and lives in Lyon": the second clause's subject is the first's.
         if lead is not None and clause[:1].islower():
             clause = f"{lead} {clause}"
-        when = _sentence_time(clause, reading.reference) or sentence_when
-        for shape in p.SHAPES:
-            # A list shape read the whole sentence; here it reads a clause whose subject
-            # came from the one before ("… and hates long meetings").
-            if not shape.many or len(clauses) > 1:
+        # A list shape read the whole sentence; here it reads a clause whose subject came
+        # from the one before ("… and hates long meetings").
+        shapes = [s for s in p.cues().shapes(clause) if not s.many or len(clauses) > 1]
+        if shapes:
+            when = _sentence_time(clause, reading.reference) or sentence_when()
+            for shape in shapes:
                 read(shape, clause, when)
         lead = _lead(clause)
     # What a clause split cut in two ("I was born and raised in Glasgow"), read whole; the
     # clauses went first, so a fact both find keeps its own clause's date.
     if len(clauses) > 1:
-        for shape in p.SHAPES:
+        for shape in cued:
             if not shape.many:
-                read(shape, plain, sentence_when, whole=True)
+                read(shape, plain, sentence_when(), whole=True)
 
 
 def _implied_subject(sentence: str) -> str:

@@ -54,6 +54,25 @@ class Prepared:
 
 
 @dataclass
+class _Deferred:
+    """A batch's graph rows that nothing reads before its commit (see GraphWriter.defer)."""
+
+    mentions: dict[UUID, set[UUID]] = field(default_factory=dict)  # memory → entities
+    sources: set[tuple[UUID, UUID]] = field(default_factory=set)  # (fact, memory)
+    terms: dict[str, dict[UUID, tuple[str, dict[int, int]]]] = field(
+        default_factory=lambda: {"fact": {}, "entity": {}}
+    )
+    events: list[webhooks.Event] = field(default_factory=list)
+
+    def clear(self) -> None:
+        self.mentions.clear()
+        self.sources.clear()
+        for postings in self.terms.values():
+            postings.clear()
+        self.events.clear()
+
+
+@dataclass
 class Applied:
     fact_ids: list[UUID] = field(default_factory=list)
     entity_ids: list[UUID] = field(default_factory=list)
@@ -112,6 +131,8 @@ class GraphWriter:
         self._resolved: dict[str, UUID] = {}
         self._touched_entities: set[UUID] = set()
         self._locked: set[str] = set()  # names whose lock this writer's transaction holds
+        # While a batch is written (:meth:`defer`), what nothing reads before it commits.
+        self._deferred: _Deferred | None = None
 
     async def prepare(self, extraction: Extraction) -> Prepared:
         """Embed every entity name and fact claim in one call."""
@@ -121,6 +142,35 @@ class GraphWriter:
     def names(self, prepared: Prepared) -> set[str]:
         """The normalised names applying ``prepared`` may create, the ones it locks."""
         return {_lock_name(n) for n in _all_names(prepared.extraction)}
+
+    def hold(self, names: set[str]) -> None:
+        """``names`` are locked in the transaction this writer writes in (a batch's caller
+        locked every extraction's names at once): :meth:`apply` takes no lock on them again."""
+        self._locked |= names
+
+    def defer(self, like: GraphWriter | None = None) -> None:
+        """Collect the memories' mentions, the facts' sources, the new facts' and entities'
+        keyword postings and the facts' events until :meth:`flush`: a statement each a
+        batch instead of a few a memory (nothing in the batch's writes reads them).
+        ``like``: a deferring writer of the same user in the same transaction, whose
+        collection this one shares (an entity one creates, the other may teach an alias)."""
+        shared = like._deferred if like is not None else None
+        self._deferred = shared if shared is not None else _Deferred()
+
+    async def flush(self, conn: AsyncConnection) -> None:
+        """What :meth:`defer` collected, written in ``conn``'s transaction (once for the
+        writers sharing it: it is emptied here)."""
+        deferred, self._deferred = self._deferred, None
+        if deferred is None:
+            return
+        o = self.owner
+        mentions = {m: (o.user_id, ids) for m, ids in deferred.mentions.items()}
+        await graph_db.add_many_mentions(conn, o.tenant_id, mentions)
+        await graph_db.add_fact_sources(conn, o.tenant_id, o.user_id, sorted(deferred.sources))
+        for kind, postings in deferred.terms.items():
+            await graph_db.replace_terms(conn, o.tenant_id, kind, postings, fresh=True)
+        await webhooks.emit(conn, deferred.events)
+        deferred.clear()
 
     async def apply(
         self,
@@ -139,8 +189,10 @@ class GraphWriter:
         # Every name this extraction may create, locked up front in one global order, so two
         # writers naming the same entities the other way round never wait on each other.
         names = self.names(prepared)
-        await graph_db.lock_names(conn, self.owner.tenant_id, self.owner.user_id, names)
-        self._locked = names
+        await graph_db.lock_names(
+            conn, self.owner.tenant_id, self.owner.user_id, names - self._locked
+        )
+        self._locked |= names
         for mention in extraction.entities:
             applied.entity_ids.append(await self.resolve(conn, mention))
         for claim in extraction.facts:
@@ -150,7 +202,9 @@ class GraphWriter:
             applied.fact_ids.append(fact_id)
         for relation in extraction.relations:
             applied.relation_ids.append(await self._write_relation(conn, relation, memory_id))
-        if memory_id is not None:
+        if memory_id is not None and self._deferred is not None:
+            self._deferred.mentions.setdefault(memory_id, set()).update(self._touched_entities)
+        elif memory_id is not None:
             await graph_db.add_mentions(
                 conn, self.owner.tenant_id, self.owner.user_id, memory_id, self._touched_entities
             )
@@ -284,8 +338,20 @@ class GraphWriter:
         fresh: bool = False,
     ) -> None:
         terms = keyed.entity_terms(self.keyring, name, aliases)
+        pending = self._deferred.terms["entity"] if self._deferred is not None else None
+        if pending is not None and (fresh or entity_id in pending):
+            # Not written yet: replacing them is replacing what will be written.
+            pending[entity_id] = (self.owner.user_id, terms)
+            return
         postings = {entity_id: (self.owner.user_id, terms)}
         await graph_db.replace_terms(conn, self.owner.tenant_id, "entity", postings, fresh=fresh)
+
+    async def _add_source(self, conn: AsyncConnection, fact_id: UUID, memory_id: UUID) -> None:
+        if self._deferred is not None:
+            self._deferred.sources.add((fact_id, memory_id))
+            return
+        o = self.owner
+        await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, fact_id, memory_id)
 
     # --- facts ----------------------------------------------------------------------------
 
@@ -321,7 +387,7 @@ class GraphWriter:
             if strength > kept.confidence:
                 await graph_db.update_fact(conn, o.tenant_id, kept.id, {"confidence": strength})
             if memory_id is not None:
-                await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, kept.id, memory_id)
+                await self._add_source(conn, kept.id, memory_id)
             return kept.id
         now = datetime.now(UTC)
         valid_from = claim.valid_from
@@ -365,10 +431,13 @@ class GraphWriter:
             values["value_key"] = value_key
         await graph_db.insert_fact(conn, values)
         terms = keyed.text_terms(self.keyring, claim.claim)
-        postings = {fact_id: (o.user_id, terms)}
-        await graph_db.replace_terms(conn, o.tenant_id, "fact", postings, fresh=True)
+        if self._deferred is not None:
+            self._deferred.terms["fact"][fact_id] = (o.user_id, terms)
+        else:
+            postings = {fact_id: (o.user_id, terms)}
+            await graph_db.replace_terms(conn, o.tenant_id, "fact", postings, fresh=True)
         if memory_id is not None:
-            await graph_db.add_fact_source(conn, o.tenant_id, o.user_id, fact_id, memory_id)
+            await self._add_source(conn, fact_id, memory_id)
         for old_id, changes in decided.old.items():
             await graph_db.update_fact(
                 conn, o.tenant_id, old_id, {**changes, "superseded_by": fact_id}
@@ -414,7 +483,10 @@ class GraphWriter:
             event("review.opened", fact_id=str(fact_id), conflicts_with=str(rival))
             for rival in decided.reviews
         ]
-        await webhooks.emit(conn, events)
+        if self._deferred is not None:
+            self._deferred.events += events
+        else:
+            await webhooks.emit(conn, events)
 
     # --- relations ------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from memvault.graph.derive import (
     extract_many,
     finish,
     lock_names,
+    write_many,
 )
 from memvault.graph.writer import Owner, Prepared, graph_texts
 from memvault.keys.sealing import open_content, seal_content, to_record
@@ -251,12 +252,6 @@ class Pipeline:
         for draft, derived in zip(again, await derive_many(self.backend, sources), strict=True):
             draft.derived = derived
 
-    async def _derivation(self, item: MemoryInput, text: str) -> Derivation | None:
-        owner = Owner(self.tenant_id, item.user_id, item.app_id, item.channel)
-        source = Source(owner, text, item.metadata, item.occurred_at)
-        (derived,) = await derive_many(self.backend, [source], offline=self.verbatim)
-        return derived
-
     # --- PII -----------------------------------------------------------------------------------
 
     def _protect(self, index: int, item: MemoryInput) -> Draft:
@@ -465,6 +460,39 @@ class Pipeline:
     ) -> None:
         """``first``: the memory's first chunk vector and its model, when the caller has it
         in hand (the worker that just embedded it); else it is read back from the store."""
+        draft = await self._settling(row, first)
+        if draft.vector is not None and not self.verbatim:
+            await self._dedup_one(draft, self._hashes(draft), exclude=row.id)
+        await self._settle([(row, draft)])
+
+    async def settle_many(
+        self, rows: list[MemoryRow], firsts: Mapping[UUID, tuple[str, list[float]]]
+    ) -> list[MemoryRow]:
+        """:meth:`settle_one` for rows of one tenant, all turns or none, with one graph
+        embedding call and one transaction for all. Returns the rows left for
+        :meth:`settle_one`: those whose dedup landed on a memory this batch folds away or
+        rewrites (one at a time, they would have met it folded already)."""
+        settled: list[tuple[MemoryRow, Draft]] = []
+        later: list[MemoryRow] = []
+        moved: set[UUID] = set()  # folded away, rewritten, or left for later
+        for row in rows:
+            draft = await self._settling(row, firsts.get(row.id))
+            if draft.vector is not None and not self.verbatim:
+                await self._dedup_one(draft, self._hashes(draft), exclude=row.id)
+            if draft.target is not None and draft.target.id in moved:
+                later.append(row)
+                moved.add(row.id)
+                continue
+            if not _kept(draft):
+                moved.add(row.id)
+                if draft.target is not None and draft.dedup.action != "duplicate_exact":
+                    moved.add(draft.target.id)
+            settled.append((row, draft))
+        await self._settle(settled)
+        return later
+
+    async def _settling(self, row: MemoryRow, first: tuple[str, list[float]] | None) -> Draft:
+        """A background memory as a draft, with its vector."""
         keys = self.backend.keys
         text = open_content(keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
         # What someone said is kept as said (a turn a deadline left to the worker), and
@@ -477,6 +505,8 @@ class Pipeline:
             occurred_at=row.occurred_at,
             infer=not self.verbatim,
         )
+        # As stored (not validated again): what the graph learns from it is the row's.
+        item = item.model_copy(update={"metadata": row.metadata, "channel": row.channel})
         draft = Draft(
             index=0,
             item=item,
@@ -491,31 +521,42 @@ class Pipeline:
             draft.vector = draft.final_vector = vector
         else:
             draft.vector = draft.final_vector = await self._stored_vector(row)
-        if draft.vector is not None and not self.verbatim:
-            await self._dedup_one(
-                draft, keys.current(row.tenant_id).content_hashes(text), exclude=row.id
-            )
-        await self._enrich([draft])
-        kept = draft.dedup.action in ("stored_new", "keep_both")
-        if kept:
-            item = item.model_copy(update={"metadata": row.metadata, "channel": row.channel})
-            draft.derived = await self._derivation(item, text)
+        return draft
+
+    def _hashes(self, draft: Draft) -> list[bytes]:
+        return self.backend.keys.current(self.tenant_id).content_hashes(draft.text)
+
+    async def _settle(self, settled: list[tuple[MemoryRow, Draft]]) -> None:
+        """Deduplicated background memories enriched, the kept ones' claims extracted and
+        embedded in one call, then all written in one transaction: kept ones take their
+        enrichment and graph, the others fold into what they duplicate."""
+        drafts = [d for _, d in settled]
+        await self._enrich(drafts)
+        kept = [d for d in drafts if _kept(d)]
+        sources = [self._source(d) for d in kept]
+        for draft, derived in zip(
+            kept, await derive_many(self.backend, sources, offline=self.verbatim), strict=True
+        ):
+            draft.derived = derived
         async with transaction(self.backend.engine) as conn:
-            if kept:
-                values = {k: v for k, v in self._enriched(draft).items() if k != "embedding_model"}
-                await store.set_enrichment(conn, row.tenant_id, row.id, values)
-                if draft.derived is not None:
-                    await draft.derived.write(conn, row.id)
-                return
-            if draft.dedup.action in ("merge", "replace") and draft.target is not None:
-                await self._fold_into(conn, draft)
-            target = draft.target.id if draft.target is not None else None
-            await store.delete_where(
-                conn,
-                store.owned_by(row.tenant_id, row.id, row.user_id),
-                "dedup",
-                note={"folded_into": str(target), "dedup": draft.dedup.action},
-            )
+            await lock_names(conn, [d.derived for d in kept])
+            for row, draft in settled:
+                if _kept(draft):
+                    values = {
+                        k: v for k, v in self._enriched(draft).items() if k != "embedding_model"
+                    }
+                    await store.set_enrichment(conn, row.tenant_id, row.id, values)
+                    continue
+                if draft.dedup.action in ("merge", "replace") and draft.target is not None:
+                    await self._fold_into(conn, draft)
+                target = draft.target.id if draft.target is not None else None
+                await store.delete_where(
+                    conn,
+                    store.owned_by(row.tenant_id, row.id, row.user_id),
+                    "dedup",
+                    note={"folded_into": str(target), "dedup": draft.dedup.action},
+                )
+            await write_many(conn, [(d.derived, d.memory_id) for d in kept])
 
     async def _stored_vector(self, row: MemoryRow) -> list[float] | None:
         async with reading(self.backend.engine) as conn:
@@ -564,12 +605,18 @@ class Pipeline:
             await lock_names(conn, [d.derived for d in inline if d.twin_of is None])
             writing = [d for d in inline if d.twin_of is None]
             rows = await self._write_all(conn, writing, keyring)
+            # A merge or replace derives from the rewritten memory: a correction often lands
+            # there, folded into what it corrects.
+            await write_many(
+                conn,
+                [
+                    (d.derived, rows[d.index].id)
+                    for d in writing
+                    if d.dedup.action != "duplicate_exact"
+                ],
+            )
             for draft in writing:
                 row = rows[draft.index]
-                # A merge or replace derives from the rewritten memory: a correction often
-                # lands there, folded into what it corrects.
-                if draft.derived is not None and draft.dedup.action != "duplicate_exact":
-                    await draft.derived.write(conn, row.id)
                 if draft.dedup.action != "duplicate_exact":
                     if draft.index_as != "":
                         chunks[row.id] = (row.user_id, [draft.final_vector or []])
@@ -728,16 +775,32 @@ async def settle(
     firsts: Mapping[UUID, tuple[str, list[float]]] | None = None,
 ) -> None:
     """The rest of the pipeline for memories added in the background, once the worker has
-    embedded them: fold duplicates into what is already stored, else enrich. ``firsts``: each
-    memory's first chunk vector and model, by id, as the worker wrote them (a read a memory
-    saved: a batch of 1,000 settles 1,000 memories one by one)."""
+    embedded them: fold duplicates into what is already stored, else enrich and learn from
+    them. ``firsts``: each memory's first chunk vector and model, by id, as the worker wrote
+    them (a read a memory saved). A tenant's memories are settled together (a batch of 1,000
+    took 1,000 transactions and 1,000 model calls one by one); when that fails, one by one,
+    so one bad memory costs only its own dedup."""
+    groups: dict[tuple[str, bool], list[MemoryRow]] = {}
     for row in rows:
-        pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
+        groups.setdefault((row.tenant_id, row.source == TURN_SOURCE), []).append(row)
+    for (tenant_id, _), part in groups.items():
         try:
-            await pipeline.settle_one(row, (firsts or {}).get(row.id))
+            part = await Pipeline(backend, judge, tenant_id, "worker").settle_many(
+                part, firsts or {}
+            )
         except SIDE_WORK_FAILED as exc:
-            # The memory is stored and searchable; only its dedup is skipped. Say so.
-            log.warning("background dedup of a memory failed: %s", type(exc).__name__)
+            log.warning("settling a batch failed (%s); one at a time", type(exc).__name__)
+        for row in part:
+            pipeline = Pipeline(backend, judge, row.tenant_id, "worker")
+            try:
+                await pipeline.settle_one(row, (firsts or {}).get(row.id))
+            except SIDE_WORK_FAILED as exc:
+                # The memory is stored and searchable; only its dedup is skipped. Say so.
+                log.warning("background dedup of a memory failed: %s", type(exc).__name__)
+
+
+def _kept(draft: Draft) -> bool:
+    return draft.dedup.action in ("stored_new", "keep_both")
 
 
 def _occurred_source(draft: Draft, source: FieldSource) -> dict[str, FieldSource]:
