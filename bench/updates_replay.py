@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import pickle
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ async def capture(out: Path, names: list[str]) -> None:
         asked_with, index = question
         current.update(
             query=request.query,
+            now=datetime.now(UTC),
             when=when,
             reference=reference,
             ids=[row.id for row, _ in pool],
@@ -94,6 +96,7 @@ def ranked_with(row: dict[str, Any]) -> list[Any]:
     statements = [
         updates.Statement(*fields)
         for fields in zip(ids, row["texts"], row["at"], row["vectors"], strict=True)
+        if fields[2] <= row["now"]
     ]
     found = updates.replacements(statements, row["question"], asked, as_of)
     if not found:
