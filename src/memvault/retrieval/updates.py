@@ -191,8 +191,8 @@ def reorder(final: dict[UUID, float], found: Sequence[Replacement]) -> dict[UUID
     """Scores where every winner ranks above its loser: where a loser ranks higher, the winner
     moves up to just above it and what lay between moves down one place; the scores stay where
     they were, each now on the memory at its place. A demoted memory so moves down one place
-    per winner, never out of the results, and nothing above it moves. Chains (a replaced by b
-    replaced by c) settle in a few passes."""
+    per winner (it gives way to one; a chain, a replaced by b replaced by c, settles in a few
+    passes), and nothing above it moves."""
     order = sorted(final, key=lambda m: (-final[m], str(m)))
     for _ in range(len(found) + 1):
         moved = False
