@@ -181,8 +181,20 @@ async def test_reading_never_moves_what_a_later_unrelated_search_ranks(
 
 
 async def test_feedback_reinforces_what_helped_and_only_the_users_own(
-    memory: AsyncMemory,
+    make_settings: Callable[..., Settings],
 ) -> None:
+    # Updates first would place each earlier dinner under a later one, each hit's score then
+    # that of its place: held out here, the score shows what reinforcement alone adds.
+    memory = await AsyncMemory.open(
+        make_settings(embedding_provider="local", search_updates_first=False)
+    )
+    try:
+        await _feedback_reinforces(memory)
+    finally:
+        await memory.close()
+
+
+async def _feedback_reinforces(memory: AsyncMemory) -> None:
     ids = await store_meals(memory)
     risotto, tacos = ids[MEALS[0][0]], ids[MEALS[2][0]]
     before = await memory.search("dinner", user_id="u", track_access=False, reference_time=ASKED_AT)

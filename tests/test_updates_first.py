@@ -6,7 +6,7 @@ three reproductions an issue gave, none of them in the bench set
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -46,8 +46,8 @@ CASES = [
 
 @pytest.fixture
 async def memory(make_settings: Callable[..., Settings]) -> AsyncIterator[AsyncMemory]:
-    """A store with updates first switched on (off by default)."""
-    opened = await AsyncMemory.open(make_settings(search_updates_first=True))
+    """A store with the default settings: updates first is on."""
+    opened = await AsyncMemory.open(make_settings())
     yield opened
     await opened.close()
 
@@ -148,5 +148,46 @@ def test_a_later_statement_far_from_the_old_one_and_the_question_replaces_nothin
         Replacement(old.id, update.id, past=False, since=NEW_AT)
     ]
     assert replacements([old, chat, update], question, "none", NEW_AT) == []
+    # the update moves up to just above the old one; the old one moves down one place
     scores = reorder({old.id: 1.0, chat.id: 0.5, update.id: 0.2}, found)
-    assert scores == {old.id: 0.2, chat.id: 0.5, update.id: 1.0}
+    assert scores == {update.id: 1.0, old.id: 0.5, chat.id: 0.2}
+
+
+async def test_a_later_turn_of_the_same_conversation_replaces_nothing(memory: AsyncMemory) -> None:
+    # Said minutes apart, the second turn adds to the first (a change cue, "switched ... now",
+    # about the same car) but cannot be news that replaced it: the car still answers first.
+    user = "one-sitting"
+    told = [
+        "I drive a blue Honda Civic.",
+        "I switched the car's tyres to winter ones now.",
+        "Any podcast recommendations?",
+        "It rained all day today.",
+    ]
+    await memory.add_many(
+        [
+            {
+                "content": text,
+                "user_id": user,
+                "infer": False,
+                "occurred_at": OLD_AT + timedelta(minutes=minute),
+            }
+            for minute, text in enumerate(told)
+        ],
+        wait=True,
+    )
+    hits = (await memory.search("What car does the user drive?", user_id=user, limit=10)).results
+    assert [h.content for h in hits[:2]] == told[:2]
+    assert all(h.replaced_by is None for h in hits)
+
+
+def test_a_statement_gives_way_once_to_its_closest_later_one() -> None:
+    from uuid import uuid4
+
+    # Like many later statements about the same person, it is the update of none of them
+    # but the closest: each demotion costs the old statement one place, so it pays once.
+    old = Statement(uuid4(), "Sara is an architect in Milan.", OLD_AT, [1.0, 0.0, 0.0, 0.0])
+    nearer = Statement(uuid4(), "Sara now runs her own studio.", NEW_AT, [0.7, 0.7, 0.1, 0.0])
+    farther = Statement(uuid4(), "Sara started tennis now.", NEW_AT, [0.6, 0.0, 0.8, 0.0])
+    question = [0.8, 0.4, 0.4, 0.0]
+    found = replacements([old, nearer, farther], question, "as_of", NEW_AT)
+    assert [(r.winner, r.loser) for r in found] == [(nearer.id, old.id)]

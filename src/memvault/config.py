@@ -489,11 +489,10 @@ class Settings(BaseSettings):
         "memories they were read from, as extra candidate lists",
     )
     search_updates_first: bool = Field(
-        default=False,
+        default=True,
         description="rank a later statement about the same thing above the one it replaced, "
         "for questions about how things stand (retrieval/updates.py), in search and "
-        "remember(); off by default: it cost recall on LongMemEval, personal facts and LoCoMo's "
-        "odd half, and embeds the best candidates again on every search",
+        "remember(); it embeds the best candidates again on every search",
     )
     graph_fact_keys_weight: float = Field(
         default=0.5, ge=0, description="the fact lists' fusion weight, relative to the query's own"

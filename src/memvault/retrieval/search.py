@@ -595,9 +595,13 @@ async def _updates_first(
     asked_with, index = question
     if embedded is None or embedded.model_id != asked_with.model_id:
         return ranked, {}
+    # A memory dated after this moment was not said then: its date is of an event it names
+    # ("ballet on Tuesday afternoons" stored on a Sunday), so it is no later statement.
+    said = datetime.now(UTC)
     statements = [
         updates.Statement(row.id, text, row.occurred_at, vector)
         for (row, _), text, vector in zip(pool, texts, embedded.vectors, strict=True)
+        if row.occurred_at <= said
     ]
     found = updates.replacements(statements, asked_with.vectors[index], asked, as_of)
     if not found:
