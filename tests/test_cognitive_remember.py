@@ -3,6 +3,7 @@ diversified, and cut to a token budget of the model's tokenizer."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -132,6 +133,24 @@ async def test_the_budget_is_honoured_exactly(memory: AsyncMemory, budget: int) 
     if unbounded.tokens > budget:
         assert bundle.diagnostics.budget_dropped > 0
         assert budget - bundle.tokens < 40  # nothing small enough was left out for no reason
+    # Asked again, the lines' counts come from what earlier bundles counted: the same cut.
+    again = await memory.remember(
+        "database port", user_id="ann", channel="proj", conversation_id=convo, budget_tokens=budget
+    )
+    assert again.tokens == bundle.tokens == _tokens(memory, again.as_prompt()) <= budget
+    assert again.as_prompt() == bundle.as_prompt()
+
+
+def test_counts_remembered_by_digest_are_the_counts_of_the_texts() -> None:
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+
+    known: dict[bytes, int] = {}
+    texts = ["a b c", "one", "a b c", "x " * 400, "", "two words"]
+    counted = counted_together(spans, known)
+    assert counted(texts) == [3, 1, 3, 400, 0, 2] == counted_together(spans)(texts)
+    assert len(known) == 5 and not any(t.encode() in known for t in texts)
+    assert counted(["one", "three more words"]) == [1, 3]  # one known, one new
 
 
 async def _graph(memory: AsyncMemory) -> None:

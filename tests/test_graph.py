@@ -452,6 +452,38 @@ async def test_search_answers_facts_and_entities_only_when_asked(
     assert after.access_count == 1 and after.salience == before.salience
 
 
+async def test_a_shorter_fact_list_is_the_head_of_a_longer_one(memory: AsyncMemory) -> None:
+    """A neighbourhood of more facts than the query's words and meaning find: the rest rank by
+    nearness to the named entity alone, recall reads back only those that can still make the
+    list, and a short list is exactly the head of a long one."""
+    people = [f"Person{i}" for i in range(8)]
+    for n, person in enumerate(people):
+        await memory.add_fact(
+            "Caroline", "knows", object=person, user_id="u", confidence=0.5 + n / 20
+        )
+    for n in range(112):  # one and two hops out, more than words and meaning bring (50 each)
+        person = people[n % len(people)]
+        if n % 4 == 0:
+            await memory.add_fact(person, "lives_in", object=f"Town{n}", user_id="u")
+            await memory.add_fact(f"Town{n}", "located_in", object="Norway", user_id="u")
+        else:
+            await memory.add_fact(
+                person, "likes", value=f"hobby {n}", user_id="u", confidence=0.3 + (n % 7) / 10
+            )
+    asked = "Tell me about Caroline"
+    long = await memory.search(asked, user_id="u", include=["facts"], limit=100, track_access=False)
+    assert long.facts is not None and len(long.facts) > 90
+    near_only = [f for f in long.facts if f.scores["keyword"] == 0 and f.scores["vector"] == 0]
+    assert near_only  # ranked by nearness alone
+    for limit in (3, 60, 85):
+        short = await memory.search(
+            asked, user_id="u", include=["facts"], limit=limit, track_access=False
+        )
+        assert short.facts is not None
+        assert [f.id for f in short.facts] == [f.id for f in long.facts[:limit]]
+    assert [f.scores["entity"] for f in long.facts[:8]] == [1.0] * 8  # Caroline's own first
+
+
 async def test_a_past_fact_ranks_below_a_current_one(
     memory: AsyncMemory, claims: dict[str, Extraction]
 ) -> None:

@@ -16,9 +16,10 @@ tokens and never exceeds the budget.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate
@@ -541,16 +542,30 @@ def _cut(lines: list[_Line], count: Callable[[str], int], budget: int) -> _Cut:
 # Texts counted in one tokenizer call stay under a model's longest input (256 tokens for the
 # default model), which the tokenizer would otherwise warn about.
 BATCH_CHARS = 600
+KNOWN_COUNTS = 4_096
 
 
 def counted_together(
     spans: Callable[[str], list[tuple[int, int]]],
+    known: MutableMapping[bytes, int] | None = None,
 ) -> Callable[[list[str]], list[int]]:
     """Token counts of many texts from few tokenizer calls: texts joined by line breaks (which
     no token crosses), each token counted for the text it starts in. One call per line cost
-    more than the rest of the cut."""
+    more than the rest of the cut. ``known``: counts from earlier calls by the texts' digests
+    (never the texts), for what a user's bundles show again and again (headers, goals, the
+    profile, strategies); at most ``KNOWN_COUNTS`` of them."""
 
     def count_many(texts: list[str]) -> list[int]:
+        if known is None:
+            return count_all(texts)
+        keys = [hashlib.blake2b(t.encode(), digest_size=16).digest() for t in texts]
+        new = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
+        if len(known) + len(new) > KNOWN_COUNTS:
+            known.clear()
+        known.update(zip(new, count_all(list(new.values())), strict=True))
+        return [known[k] for k in keys]
+
+    def count_all(texts: list[str]) -> list[int]:
         counts: list[int] = []
         batch: list[str] = []
         for text in [*texts, None]:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar, Unpack
 from uuid import UUID
+from weakref import WeakKeyDictionary
 
 from memvault import tracing
 from memvault._keywords import RememberRequestKeywords
@@ -70,6 +71,8 @@ T = TypeVar("T")
 # An entity is worth a line when something stands behind it: a current fact about it, or
 # mentions by this many memories (a word picked up once, "Quick" of "Quick question", is not).
 ENTITY_MIN_MENTIONS = 2
+# Token counts of bundle lines by digest, per embedding model (whose tokenizer counts them).
+_TOKEN_COUNTS: WeakKeyDictionary[object, dict[bytes, int]] = WeakKeyDictionary()
 
 
 class Recall:
@@ -230,8 +233,11 @@ class Recall:
         with tracing.span(
             "memvault.remember.bundle", budget_tokens=bundle.budget_tokens
         ) as fitting:
-            spans = self._backend.embeddings.primary.tokenizer().spans
-            fitted = fit(bundle, self._context.count_tokens, counted_together(spans))
+            model = self._backend.embeddings.primary
+            known = _TOKEN_COUNTS.setdefault(model, {})
+            fitted = fit(
+                bundle, self._context.count_tokens, counted_together(model.tokenizer().spans, known)
+            )
             fitting.set(dropped=fitted.diagnostics.budget_dropped)
         timings["budget"] = round((time.perf_counter() - begun) * 1000, 3)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)

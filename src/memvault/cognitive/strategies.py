@@ -253,9 +253,15 @@ async def strategies_near(
             embedded.vectors[0],
             max(4 * limit, 20),
         )
-    found = [strategy_of(context, r, similarity=float(r.similarity)) for r in rows]
-    found.sort(key=lambda s: (-(s.score or 0.0), str(s.id)))
-    return found[:limit]
+    # Ranked on the plain columns: only the strategies kept are opened.
+    ranked = sorted(
+        rows,
+        key=lambda r: (
+            -strategy_score(float(r.similarity), r.success_count, r.failure_count),
+            str(r.id),
+        ),
+    )
+    return [strategy_of(context, r, similarity=float(r.similarity)) for r in ranked[:limit]]
 
 
 def strategy_of(

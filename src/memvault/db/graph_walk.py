@@ -4,7 +4,7 @@ reinforcement of what recall returned."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -314,6 +314,87 @@ class Candidate(Generic[R]):
     row: R
     matched: int
     similarity: float | None
+
+
+async def facts_near_entities(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    closeness: Mapping[UUID, float],
+    channels: Sequence[str] | None,
+    now: datetime,
+    *,
+    boosts: tuple[float, float],
+    pool: int,
+    keep: int,
+) -> list[FactRow]:
+    """Of the ``pool`` newest current facts about these entities (``query_facts``' page), the
+    ``keep`` that rank best by nearness alone, best first (then by id): half the better of
+    their subject's and object's ``closeness``, times ``boosts`` (current, past) and ``0.5 +
+    0.5 x confidence``; only those live at ``now`` (not superseded, never an empty interval,
+    not yet to come) and, given ``channels``, recorded in one of them. Recall scores the
+    rest of a fact (its words, its meaning) only for the facts its other search found, so the
+    best of these are all it can keep; the others are never read back."""
+    if not closeness:
+        return []
+    ids = list(closeness)
+    as_of, moments = as_of_text(facts, "f", None, None, now)
+    query = template(
+        ("graph", "facts near entities", channels is not None), _facts_near, as_of, channels
+    )
+    current, past = boosts
+    params: dict[str, Any] = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "ids": ids,
+        "weights": [float(closeness[i]) for i in ids],
+        "now": now,
+        "current": float(current),
+        "past": float(past),
+        "pool": pool,
+        "keep": keep,
+        **moments,
+    }
+    if channels is not None:
+        params["channels"] = list(channels)
+    return records(FactRow, await conn.execute(query, params))
+
+
+def _facts_near(as_of: str, channels: Sequence[str] | None) -> sa.TextClause:
+    columns = ", ".join(f"f.{c.name}" for c in FACT_COLUMNS)
+    page = ", ".join(f"p.{c.name}" for c in FACT_COLUMNS)
+    in_channels = "AND p.channel = ANY(CAST(:channels AS TEXT[]))" if channels is not None else ""
+    # The same operations in the same order as recall's own scoring, in double precision.
+    return sa.text(f"""
+        WITH page AS MATERIALIZED (
+            SELECT {columns} FROM facts AS f
+            WHERE f.tenant_id = :tenant_id AND f.user_id = :user_id
+              AND (f.subject_id = ANY(CAST(:ids AS UUID[]))
+                   OR f.object_id = ANY(CAST(:ids AS UUID[])))
+              AND {as_of}
+            ORDER BY f.recorded_at DESC, f.id
+            LIMIT :pool
+        ), near AS (
+            SELECT unnest(CAST(:ids AS UUID[])) AS id,
+                   unnest(CAST(:weights AS DOUBLE PRECISION[])) AS weight
+        )
+        SELECT {page} FROM page AS p
+        LEFT JOIN near AS s ON s.id = p.subject_id
+        LEFT JOIN near AS o ON o.id = p.object_id
+        WHERE p.superseded_at IS NULL
+          AND NOT (p.valid_from IS NOT NULL AND p.valid_from IS NOT DISTINCT FROM p.valid_until)
+          AND (p.valid_from IS NULL OR p.valid_from <= :now)
+          {in_channels}
+        ORDER BY (CAST(0.5 AS DOUBLE PRECISION)
+                  * greatest(coalesce(s.weight, 0.0), coalesce(o.weight, 0.0)))
+                 * (CASE WHEN p.temporal = 'past' OR p.valid_until <= :now
+                         THEN CAST(:past AS DOUBLE PRECISION)
+                         ELSE CAST(:current AS DOUBLE PRECISION) END)
+                 * (CAST(0.5 AS DOUBLE PRECISION)
+                    + CAST(0.5 AS DOUBLE PRECISION) * p.confidence) DESC,
+                 p.id
+        LIMIT :keep
+    """)
 
 
 async def entity_candidates(

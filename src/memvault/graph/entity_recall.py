@@ -102,13 +102,20 @@ async def recall(
                 if c.row.id in scores and c.row.user_id == user and in_scope(c.row.channel)
             }
             walked = await _expand(backend, conn, tenant_id, user, named, scores, now)
-            about = await graph_db.query_facts(
+            # Of the neighbourhood's facts only those that can still make the cut come back:
+            # one the other search did not find scores by nearness alone, so no more than
+            # ``request.limit`` of them can rank in the end (twice that leaves room for
+            # rounding at the edge).
+            about = await graph_walk.facts_near_entities(
                 conn,
                 tenant_id,
-                graph_db.FactQuery(
-                    user_id=user, entity_ids=sorted(walked.nodes), limit=CANDIDATES * 4
-                ),
+                user,
+                {i: HOP_WEIGHT.get(h, 0.0) for i, h in sorted(walked.nodes.items())},
+                None if channels is None else sorted(channels),
                 now,
+                boosts=(CURRENT_BOOST, PAST_BOOST),
+                pool=CANDIDATES * 4,
+                keep=2 * request.limit,
             )
         return scores, named, walked, about
 
