@@ -323,6 +323,22 @@ def _vector_text(values: Sequence[float]) -> str:
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
 
 
+async def first_vectors(
+    conn: AsyncConnection, tenant_id: str, memory_ids: Sequence[UUID], model: str
+) -> dict[UUID, list[float]]:
+    """Each memory's first chunk vector of ``model`` (a short memory's only one: its whole
+    text's), for those that have one."""
+    if not memory_ids:
+        return {}
+    query = sa.select(_c.memory_id, _c.embedding).where(
+        _c.tenant_id == tenant_id,
+        _c.memory_id.in_(list(memory_ids)),
+        _c.model == model,
+        _c.chunk_index == 0,
+    )
+    return {row.memory_id: [float(x) for x in row.embedding] for row in await conn.execute(query)}
+
+
 async def first_vector(
     conn: AsyncConnection, tenant_id: str, memory_id: UUID
 ) -> tuple[str, list[float]] | None:

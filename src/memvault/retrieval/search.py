@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from memvault import tracing
-from memvault.db import graph_walk, keywords, store, tenancy
+from memvault.db import graph_walk, keywords, store, tenancy, vectors
 from memvault.db.records import MemoryRow, RankedMemory
 from memvault.db.units import read_released_behind, transaction
 from memvault.embedding.chunking import clean
@@ -323,7 +323,7 @@ async def _search(
     )
     clock.lap("rank")
     ranked, replaced = await _updates_first(
-        backend, request, ranked, vectors_by_text.get(request.query), when, reference
+        backend, tenant_id, request, ranked, vectors_by_text.get(request.query), when, reference
     )
     ranked = ranked[: request.limit]
     clock.lap("updates")
@@ -575,6 +575,7 @@ async def _retrieve(
 
 async def _updates_first(
     backend: Backend,
+    tenant_id: str,
     request: SearchRequest,
     ranked: list[tuple[RankedMemory, dict[str, float | None]]],
     question: tuple[Embedded, int] | None,
@@ -583,24 +584,24 @@ async def _updates_first(
 ) -> tuple[list[tuple[RankedMemory, dict[str, float | None]]], dict[UUID, UUID]]:
     """The best candidates with every update above what it replaced, for a question about how
     things stand (retrieval/updates.py); and which returned memory each replaced one gave way
-    to. The candidates' texts are embedded to compare them with each other."""
+    to. The candidates are compared with each other by their stored vectors."""
     if not backend.settings.search_updates_first:
         return ranked, {}
     asked, as_of = updates.asked_about(request.query, when, reference)
     pool = ranked[: updates.POOL]
     if asked == "none" or question is None or len({row.occurred_at for row, _ in pool}) < 2:
         return ranked, {}
-    texts = [to_record(backend.keys, row).content for row, _ in pool]
-    embedded = await _embed(backend, texts)
     asked_with, index = question
-    if embedded is None or embedded.model_id != asked_with.model_id:
+    texts = [to_record(backend.keys, row).content for row, _ in pool]
+    pooled = await _statement_vectors(backend, tenant_id, pool, texts, asked_with)
+    if pooled is None:
         return ranked, {}
     # A memory dated after this moment was not said then: its date is of an event it names
     # ("ballet on Tuesday afternoons" stored on a Sunday), so it is no later statement.
     said = datetime.now(UTC)
     statements = [
         updates.Statement(row.id, text, row.occurred_at, vector)
-        for (row, _), text, vector in zip(pool, texts, embedded.vectors, strict=True)
+        for (row, _), text, vector in zip(pool, texts, pooled, strict=True)
         if row.occurred_at <= said
     ]
     found = updates.replacements(statements, asked_with.vectors[index], asked, as_of)
@@ -614,6 +615,29 @@ async def _updates_first(
     ]
     rescored.sort(key=lambda r: (-float(r[1]["final"] or 0.0), str(r[0].id)))
     return rescored, {r.loser: r.winner for r in found if r.past}
+
+
+async def _statement_vectors(
+    backend: Backend,
+    tenant_id: str,
+    pool: list[tuple[RankedMemory, dict[str, float | None]]],
+    texts: list[str],
+    asked_with: Embedded,
+) -> list[Sequence[float]] | None:
+    """The candidates' vectors in the question's model: as stored with them (one read), and
+    embedded only for one that has none yet (a write still pending). Embedding the whole pool
+    again cost a search five times its time with the embedding cache off."""
+    ids = [row.id for row, _ in pool]
+    with tenancy.ranking_transactions():
+        async with transaction(backend.engine) as conn:
+            stored = await vectors.first_vectors(conn, tenant_id, ids, asked_with.model_id)
+    missing = [n for n, memory_id in enumerate(ids) if memory_id not in stored]
+    if missing:
+        embedded = await _embed(backend, [texts[n] for n in missing])
+        if embedded is None or embedded.model_id != asked_with.model_id:
+            return None
+        stored.update({ids[n]: v for n, v in zip(missing, embedded.vectors, strict=True)})
+    return [stored[memory_id] for memory_id in ids]
 
 
 async def _superseded(
