@@ -11,10 +11,12 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test check lint bench docs clean cluster-test durations
 
-# The suite in parallel processes, each with its own embedded PostgreSQL (up to 4; one per
-# core below that). Work stealing evens out the few long fault and fuzz tests.
+# The suite in parallel processes, each with its own embedded PostgreSQL: one more than the
+# cores, at most 4, since a worker spends part of its time waiting on the servers, browsers
+# and PostgreSQL it drives (docs/development.md). Work stealing evens out the long tests.
 # `make test PYTEST_WORKERS=` runs it in one process.
-PYTEST_WORKERS ?= -n auto --maxprocesses 4 --dist worksteal
+SUITE_PROCESSES := $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n < 4 ? n : 4 )))
+PYTEST_WORKERS ?= -n $(SUITE_PROCESSES) --dist worksteal
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
