@@ -201,6 +201,6 @@ async def test_reads_released_behind_their_callers_reuse_one_connection_each_for
         async with read_released_behind(engine) as conn:
             assert set((await conn.execute(seen)).scalars()) == set()
     finally:
-        await reads_released()
+        await reads_released(engine)
         await engine.dispose()
         await memory.close()

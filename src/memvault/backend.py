@@ -112,7 +112,7 @@ class Backend:
         await self.embeddings.aclose()
         if self.judge.llm is not None:
             await self.judge.llm.aclose()
-        await reads_released()
+        await reads_released(self.engine)
         if self.reads is not None:
             await self.reads.close()
         await self.engine.dispose()

@@ -103,10 +103,10 @@ def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
     psycopg begins a transaction by sending ``BEGIN`` alone before its first statement: a
     round trip of its own, then another for the settings. So the driver's connections are
     kept in autocommit mode, where psycopg sends no ``BEGIN``, and every transaction begins
-    with one simple query, ``BEGIN; SELECT set_config(...)``; psycopg's commit and rollback
-    still end it (they act on the server's transaction state, not on the mode). A block that
-    asks an isolation level of its own (``AUTOCOMMIT`` for ``VACUUM``, say) gets the mode it
-    asked, and the settings in a statement of their own, as before."""
+    with one simple query, ``BEGIN; SELECT set_config(name, value, true)``; psycopg's commit
+    and rollback still end it (they act on the server's transaction state, not on the mode).
+    A block that asks an isolation level of its own (``AUTOCOMMIT`` for ``VACUUM``, say) gets
+    the mode it asked, and the settings in a statement of their own, as before."""
     suffix = _AS_APP if per_transaction_role else ""
 
     @event.listens_for(engine.sync_engine, "checkout")

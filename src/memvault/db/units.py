@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -21,6 +22,7 @@ from memvault.db.tenancy import all_tenants, current_scope, tenant_scope
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    from sqlalchemy.pool import Pool
 
 log = logging.getLogger(__name__)
 
@@ -133,18 +135,22 @@ async def read_released_behind(engine: AsyncEngine) -> AsyncIterator[AsyncConnec
             await asyncio.shield(conn.close())
             raise
     task = asyncio.ensure_future(_released(conn))
-    _releasing.add(task)  # a task nothing refers to may be collected before it has run
-    task.add_done_callback(_releasing.discard)
+    # Kept by the engine's pool: a task nothing refers to may be collected before it has run.
+    # Per pool, since each store (and each test client's app) runs on an event loop of its own.
+    releasing = _releasing.setdefault(engine.sync_engine.pool, set())
+    releasing.add(task)
+    task.add_done_callback(releasing.discard)
 
 
-_releasing: set[asyncio.Task[None]] = set()
+_releasing: weakref.WeakKeyDictionary[Pool, set[asyncio.Task[None]]] = weakref.WeakKeyDictionary()
 
 
-async def reads_released() -> None:
-    """Wait until every read released behind its caller is back in its pool: before a pool
-    is disposed of, so that none is left open and collected unclosed."""
-    while _releasing:
-        await asyncio.gather(*_releasing, return_exceptions=True)
+async def reads_released(engine: AsyncEngine) -> None:
+    """Wait until every read released behind its caller is back in ``engine``'s pool: before
+    the pool is disposed of, so that none is left open and collected unclosed."""
+    releasing = _releasing.get(engine.sync_engine.pool, set())
+    while releasing:
+        await asyncio.gather(*releasing, return_exceptions=True)
 
 
 async def _released(conn: AsyncConnection) -> None:
