@@ -70,18 +70,24 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def embedding_server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-    handler = type("Handler", (_Handler,), {"script": script})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def running(server: ThreadingHTTPServer) -> Iterator[int]:
+    """``server`` answering on daemon threads; its port. Shut down and closed after."""
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
+        yield int(server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def embedding_server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+    handler = type("Handler", (_Handler,), {"script": script})
+    with running(ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        yield f"http://127.0.0.1:{port}/v1", script
 
 
 def closed_port_url() -> str:

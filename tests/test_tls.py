@@ -8,7 +8,6 @@ import datetime
 import http.server
 import ipaddress
 import ssl
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from memvault.errors import ServerUnreachable
 from memvault.llm.base import LLMUnavailable
 from memvault.llm.openai import OpenAIChat
 from memvault.tls import verified_context
+from tests.fakes import running
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
@@ -77,13 +77,8 @@ def untrusted_https(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert_file
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running(server) as port:
+        yield f"https://127.0.0.1:{port}", cert_file
 
 
 async def test_the_client_refuses_a_server_no_authority_vouches_for(
