@@ -38,11 +38,12 @@ TOP = 10
 async def capture(out: Path, names: list[str]) -> None:
     current: dict[str, Any] = {}
 
-    async def held_back(backend, request, ranked, question, when, reference):  # type: ignore[no-untyped-def]
+    async def held_back(backend, tenant_id, request, ranked, question, when, reference):  # type: ignore[no-untyped-def]
         pool = ranked[: updates.POOL]
         texts = [to_record(backend.keys, row).content for row, _ in pool]
-        embedded = await search._embed(backend, texts)
         asked_with, index = question
+        # The vectors search itself compares the candidates by (their stored ones).
+        vectors = await search._statement_vectors(backend, tenant_id, pool, texts, asked_with)
         current.update(
             query=request.query,
             now=datetime.now(UTC),
@@ -52,7 +53,7 @@ async def capture(out: Path, names: list[str]) -> None:
             texts=texts,
             at=[row.occurred_at for row, _ in pool],
             final=[float(scores["final"] or 0.0) for _, scores in pool],
-            vectors=list(embedded.vectors) if embedded else [],
+            vectors=list(vectors or []),
             question=list(asked_with.vectors[index]),
         )
         return ranked, {}
