@@ -213,13 +213,19 @@ def test_a_write_cut_off_by_the_deadline_after_it_committed_is_not_run_again(
             # The cut request frees its claim in a shielded step that may still be running when
             # its 503 has gone back: a retry then is told to wait, as any retry of a running
             # request is, and a later one that the write was done. Never a second run.
+            # On a loaded machine a retry can itself outlast the half-second deadline: that try
+            # is cut too, and the next one is asked again.
             retried = add(api, who, key, infer=False)
-            assert retried.status_code == 409, retried.text
+            assert retried.status_code in (409, 503), retried.text
             answers.append(retried.json()["error"]["code"])
             return answers[-1] == "request_done_answer_lost"
 
         wait_until(told_it_was_done, 30, "the retry was never told the write was done")
-        assert set(answers) <= {"request_in_progress", "request_done_answer_lost"}
+        assert set(answers) <= {
+            "request_in_progress",
+            "request_timeout",
+            "request_done_answer_lost",
+        }
         assert stored(api, who) == ["I moved to York in September"]
 
 
