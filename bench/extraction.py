@@ -161,6 +161,19 @@ def score(row: dict[str, Any], gate: Gate | None = None) -> Tally:
     return tally
 
 
+def print_facts(rows: list[dict[str, Any]]) -> None:
+    extracted = 0
+    for row in rows:
+        facts = extract_offline(
+            row["text"], speaker=row["speaker"], reference_time=reference_of(row)
+        ).facts
+        for fact in facts:
+            print(f"{fact.subject} | {fact.predicate} | {fact.object or fact.value}")
+            print(f"    <<{row['text']}>>  ({row['id']})")
+        extracted += len(facts)
+    print(f"\n{extracted} facts from {len(rows)} utterances")
+
+
 def ratio(part: int, whole: int) -> str:
     return f"{part / whole:.2f}" if whole else "-"
 
@@ -170,6 +183,12 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--category", nargs="*", help="only these categories")
     parser.add_argument("--misses", action="store_true", help="print every miss and extra")
+    parser.add_argument(
+        "--facts",
+        action="store_true",
+        help="print each fact extracted, with its utterance, for a reader to judge (for the "
+        "unlabelled tuning draw, bench/data/draw_extraction_tuning.py)",
+    )
     parser.add_argument(
         "--parser",
         action="store_true",
@@ -189,6 +208,9 @@ def main() -> None:
     rows = load(args.data)
     if args.category:
         rows = [r for r in rows if r["category"] in args.category]
+    if args.facts:
+        print_facts(rows)
+        return
     per: dict[str, Tally] = defaultdict(Tally)
     started = time.perf_counter()
     for row in rows:

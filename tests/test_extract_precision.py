@@ -95,6 +95,49 @@ def test_what_the_rules_are_unsure_of_is_not_written(text: str) -> None:
     assert triples(text) == set()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a proposal the whole list hangs on, not only its first item
+        "I like the idea of renting a canoe and paddling to the island.",
+        # one thing the listener showed, not a kind of thing
+        "Nice shot! I love the old bridge and the misty hills.",
+        # a relative clause: what is liked stands before the verb
+        "That's exactly what I love to see!",
+        # "like" as a preposition, then no thing
+        "Like in chess, patience pays off.",
+        # "start with" begins a sequence, not a job
+        "I'll start with Trello, then Notion.",
+        # "such" points back at what was said
+        "I love having such a cosy evening.",
+        # how, not what
+        "I've been playing competitively for two years.",
+        # a wish beside a request is the task at hand, no plan
+        "I'd like to move my notes into a spreadsheet. Could you show me how?",
+        "I want to repaint the shed this weekend. What colour would you pick?",
+    ],
+)
+def test_a_reaction_or_a_misread_verb_states_no_taste_or_job(text: str) -> None:
+    assert triples(text) == set()
+
+
+def test_a_kind_a_name_or_a_part_of_a_kind_stays_a_taste() -> None:
+    assert triples("I can't stand the damp.") == {(SELF, "dislikes", "the damp")}
+    assert triples("Big fan of the Celtics.") == {(SELF, "likes", "the Celtics")}
+    assert triples("I love the taste of rhubarb.") == {(SELF, "likes", "the taste of rhubarb")}
+    assert triples("I started at Monzo in May.") == {(SELF, "works_for", "Monzo")}
+
+
+def test_a_list_inside_one_activity_is_one_taste_and_two_activities_two() -> None:
+    assert triples("I love getting lost in the lyrics and melodies.") == {
+        (SELF, "likes", "getting lost in the lyrics and melodies")
+    }
+    assert triples("I enjoy kayaking and climbing.") == {
+        (SELF, "likes", "kayaking"),
+        (SELF, "likes", "climbing"),
+    }
+
+
 def test_a_town_a_household_left_is_no_employer() -> None:
     facts = triples("We left Leeds over the summer; these days we rent in York.")
     assert facts == {(SELF, "lives_in", "York")}
@@ -111,6 +154,10 @@ def test_the_make_of_a_thing_owned_is_read() -> None:
 
 def test_a_plain_plan_is_still_a_plan() -> None:
     assert triples("I'm planning to run a marathon.") == {(SELF, "plans_to", "run a marathon")}
+    # a plan stays one beside a question; a wish stays one when nothing is asked
+    asked = "I'm planning to bring my road bike. Can you suggest a route?"
+    assert triples(asked) == {(SELF, "plans_to", "bring my road bike")}
+    assert triples("I'd love to sail to Orkney one day.") == {(SELF, "plans_to", "sail to Orkney")}
 
 
 # --- the frozen set of real turns ----------------------------------------------------------------
@@ -118,8 +165,8 @@ def test_a_plain_plan_is_still_a_plan() -> None:
 
 @pytest.mark.slow
 def test_the_frozen_set_of_real_turns_holds_its_floors() -> None:
-    # Floors just under what was measured when the set was frozen and scored (0.43 / 0.19,
-    # docs/extraction.md), so a change that lets wrong facts back in fails here.
+    # Floors just under what was last measured (0.53 / 0.19, docs/extraction.md), so a
+    # change that lets wrong facts back in fails here.
     from bench.extraction import Tally, load, score
 
     rows = load(Path(__file__).resolve().parents[1] / "bench/data/extraction_frozen.jsonl")
@@ -131,4 +178,4 @@ def test_the_frozen_set_of_real_turns_holds_its_floors() -> None:
         if row["speaker"] == "assistant":
             from_assistant += tally.extracted
     assert len(rows) >= 300 and from_assistant == 0
-    assert total.precision >= 0.40 and total.recall >= 0.17
+    assert total.precision >= 0.50 and total.recall >= 0.17

@@ -36,8 +36,9 @@ def _locomo_date(text: str) -> str:
     return datetime.strptime(text.split(" on ")[1], "%d %B, %Y").date().isoformat()
 
 
-def draw() -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
+def lme_turns() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """LongMemEval's user and assistant turns (source, date, text), every session once, in
+    the file's order, within the length limits."""
     lme = json.loads((SHARED / "longmemeval_dev.json").read_text())
     seen: set[str] = set()
     users: list[tuple[str, str, str]] = []
@@ -59,10 +60,12 @@ def draw() -> list[dict[str, object]]:
                     users.append((f"{sid}#{i}", _lme_date(date), text))
                 elif turn["role"] == "assistant" and len(text) <= 1500:
                     bots.append((f"{sid}#{i}", _lme_date(date), text))
-    for source, date, text in users[::6]:
-        rows.append(_row("lme-user", source, date, None, text))
-    for source, date, text in bots[::15]:
-        rows.append(_row("lme-assistant", source, date, "assistant", text))
+    return users, bots
+
+
+def locomo_turns() -> list[tuple[str, str, str]]:
+    """LoCoMo's turns (source, date, text) of at most 200 characters, conversation by
+    conversation and session by session in number order."""
     locomo = json.loads((SHARED / "locomo_dev.json").read_text())
     turns_: list[tuple[str, str, str]] = []
     for conv in locomo:
@@ -76,8 +79,18 @@ def draw() -> list[dict[str, object]]:
                 text = turn["text"].strip()
                 if len(text) <= 200:
                     turns_.append((f"{conv['sample_id']}:{turn['dia_id']}", date, text))
-    for source, date, text in turns_[::16]:
-        rows.append(_row("locomo-user", source, date, None, text))
+    return turns_
+
+
+def draw() -> list[dict[str, object]]:
+    users, bots = lme_turns()
+    rows = [_row("lme-user", source, date, None, text) for source, date, text in users[::6]]
+    rows += [
+        _row("lme-assistant", source, date, "assistant", text) for source, date, text in bots[::15]
+    ]
+    rows += [
+        _row("locomo-user", source, date, None, text) for source, date, text in locomo_turns()[::16]
+    ]
     return rows
 
 

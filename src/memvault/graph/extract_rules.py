@@ -101,7 +101,7 @@ _IMPLIED = re.compile(
     r"^(?P<adv>(?:(?:just|recently|finally|also|actually|already|only)\s+)?)(?P<word>moved|"
     r"relocated|got|became|went|left|quit|took|bought|sold|began|started|grew|spent|flew|came|"
     r"joined|graduated|adopted|visited|finished|turned|switched|stopped|booked|been|love|"
-    r"like|hate|enjoy|adore|prefer|" + "|".join(sorted(_IMPLIED_AM)) + r")\b",
+    r"hate|enjoy|adore|prefer|" + "|".join(sorted(_IMPLIED_AM)) + r")\b",
     re.IGNORECASE,
 )
 _LATER_VERB = re.compile(r"\b(?:is|was|were|are|has|had|will|would|can|could|makes|made)\b")
@@ -138,6 +138,7 @@ _RESTATES = re.compile(
     r"(?:\s+(?:earlier|before|that))*\s+(?P<said>you\b[^,;.!?]+)"
 )
 _QUESTION = re.compile(r"\?\s*$")
+_ASKING = re.compile(r"(?i)^\W*(?:(?:can|could|would|will)\s+you|please)\b")
 _DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
 _NUMBERS = {
     "one": "1",
@@ -191,6 +192,7 @@ class _Reading:
     last_person: str | None = None
     assistant: bool = False  # an assistant's turn: only its restatements are read
     sentence: str = ""  # the whole sentence being read, when a shape reads one clause
+    asks: bool = False  # the text asks the listener something (a question, "can you…")
     facts: list[FactClaim] = field(default_factory=list)
     relations: list[RelationClaim] = field(default_factory=list)
 
@@ -215,7 +217,9 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
     clean = normalise(text)
     whole_text_corrects = bool(p.CORRECTION.match(clean.lstrip()))
     lower_case = not any(ch.isupper() for ch in clean)
-    for sentence in _sentences(clean):
+    sentences = _sentences(clean)
+    reading.asks = any(_QUESTION.search(s) or _ASKING.match(s) for s in sentences)
+    for sentence in sentences:
         if lower_case:
             sentence = _capitalised(sentence)
         sentence = _OPENING_FORM.sub(lambda m: m[0].lower(), sentence, count=1)
@@ -362,6 +366,8 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
                 if whole and (fact.subject, fact.predicate) in said_of:
                     continue  # the clause read it already, without the words after "and"
                 key = (fact.subject, fact.predicate, (fact.object or fact.value or "").casefold())
+                if any(k[:2] == key[:2] and k[2].startswith(f"{key[2]} ") for k in seen):
+                    continue  # a clause cut short what the whole sentence read already
                 if key not in seen:
                     said_of.add((fact.subject, fact.predicate))
                     seen.add(key)
@@ -370,9 +376,14 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
 
     # Only the shapes whose cue words the text holds can match it.
     cued = p.cues().shapes(plain)
+    reactions: set[p.Shape] = set()
     for shape in cued:
         if shape.many:  # a list's "and" is no new clause
             read(shape, plain, sentence_when())
+            if shape.predicate in _TASTES and any(
+                _reaction(m["val"] or "") for m in shape.regex.finditer(plain)
+            ):
+                reactions.add(shape)  # "love the red and blue" is no taste for "red" either
     lead: str | None = None
     clauses = _CLAUSE.split(plain)
     for clause in clauses:
@@ -381,7 +392,11 @@ def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
             clause = f"{lead} {clause}"
         # A list shape read the whole sentence; here it reads a clause whose subject came
         # from the one before ("… and hates long meetings").
-        shapes = [s for s in p.cues().shapes(clause) if not s.many or len(clauses) > 1]
+        shapes = [
+            s
+            for s in p.cues().shapes(clause)
+            if (not s.many or len(clauses) > 1) and s not in reactions
+        ]
         if shapes:
             when = _sentence_time(clause, reading.reference) or sentence_when()
             for shape in shapes:
@@ -473,7 +488,7 @@ def _claims(
 
 # Words that point outside the sentence (or at the listener): a value holding one means
 # nothing once stored alone ("check it out", "their work", "your meal").
-_POINTING = p.words("it its this that these those them they their theirs you your yours")
+_POINTING = p.words("it its this that these those them they their theirs you your yours such")
 # Predicates whose value is an activity, so a verb may open it ("likes hiking", "plans to
 # run a marathon"); any other value opening with a finite verb is a misread verb phrase
 # ("owns bought a Tesla").
@@ -491,12 +506,28 @@ _APPROVAL = p.words(
     "idea ideas option options suggestion suggestions recommendation recommendations tip tips "
     "advice thought sound look plan approach list answer"
 )
+_PREPOSITIONS = p.words("in on at with for from to of by about into as than")
+_ADVERB = re.compile(r"\w{3,}(?:ally|ously|ively|fully|lessly|ently|antly|edly)")
+_AUXILIARIES = p.words(
+    "is are was were am be been being has had does did will would can could should must"
+)
+# A relative clause's object stands before its verb ("what I love about it", "which I
+# enjoy"), so the words after the verb are no object.
+_RELATIVE = re.compile(r"(?i)\b(?:what|which|whatever)\s+$")
+
+
+def _displaced(matched: str, sentence: str) -> bool:
+    at = sentence.find(matched)
+    return at > 0 and _RELATIVE.search(sentence[:at]) is not None
+
+
 # Verbs of asking and knowing: "I'd like to know / ask / find out …" is a request, no plan.
 _REQUEST = re.compile(
     r"(?i)^(?:know|ask|understand|hear|find\s+out|learn\s+more|see|check|confirm|say|"
     r"mention|share|thank|make\s+sure|get\s+(?:some|more|a\s+few)\s+(?:ideas|tips|advice|"
     r"info|information|recommendations))\b"
 )
+_WISH = re.compile(r"(?i)\b(?:want|wants|wanna|would\s+(?:like|love)|hope|hopes|hoping)\b")
 # "thinking of / considering / wondering about" doing something is no plan yet.
 _TENTATIVE = re.compile(r"(?i)\b(?:thinking|thought|considering|wondering|toying)\b")
 # Where a sentence says the thing left was a job: otherwise "we left Leeds" is a move.
@@ -541,12 +572,17 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
     )
     if finite and (predicate not in _ACTIVITY or first in _IRREGULAR_PAST):
         return False
-    if predicate in ("likes", "dislikes", "prefers"):
-        head = re.split(r"\s+(?:of|for|to|about)\s+", value.casefold(), maxsplit=1)[0].split()
-        if head and head[-1] in _APPROVAL:
-            return False
+    if first in _PREPOSITIONS or first in _AUXILIARIES:
+        return False  # a preposition or a verb opens no thing ("likes in sports", "likes is")
+    if len(words) == 1 and _ADVERB.fullmatch(first):
+        return False  # "I've been playing professionally": how, not what
+    if predicate in _TASTES and _displaced(matched, sentence):
+        return False  # "that's what I like to hear": what is liked stands before the verb
     tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
-    return not (predicate == "plans_to" and tentative)
+    # "I'd like to add my vet bills to the budget. Can you show me how?": a wish beside a
+    # request is the task the listener is asked to help with, no plan of the speaker's life.
+    task = _WISH.search(matched) is not None and reading.asks
+    return not (predicate == "plans_to" and (tentative or task))
 
 
 @dataclass(frozen=True)
@@ -604,7 +640,15 @@ def _targets(
             predicate, kind = "lives_in", "place"  # "we left Chicago and moved to Portland"
         return [(predicate, reading.mention(name, kind), None)]
     raw = groups.get("val") or ""
-    values = [_value(predicate, v, reading) for v in (_items(raw) if shape.many else [raw])]
+    if raw.split()[:1] and raw.split()[0].casefold() in _PREPOSITIONS:
+        return []  # "like in chess, patience pays off": "like" was no verb
+    if predicate in _TASTES and _reaction(raw):
+        return []
+    items = _items(raw) if shape.many else [raw]
+    if predicate in _TASTES:
+        # "classical like Bach": what follows "like" is an example of the taste, not it
+        items = [_EXAMPLES.sub("", item) for item in _gerund_phrases(items)]
+    values = [_value(predicate, v, reading) for v in items]
     if groups.get("collected"):
         values = [f"collecting {v}" for v in values if v]
     return [(predicate, None, v) for v in values if v]
@@ -675,6 +719,44 @@ def _extras(
     return extra
 
 
+_TASTES = frozenset({"likes", "dislikes", "prefers"})
+_EXAMPLES = re.compile(r"(?i)\s+(?:like|such\s+as|including|especially)\s+.*$")
+_THE_THING = re.compile(r"^[Tt]he\s+(?P<first>[a-z][\w-]*)\s+(?P<second>[\w-]+)")
+
+
+def _reaction(raw: str) -> bool:
+    """Whether a taste's value names something of the conversation rather than a kind of thing:
+    a proposal the whole list hangs on ("the idea of playing a detective and gathering
+    clues"), or one particular thing the listener showed ("I love the dark sky and green
+    scenery"). A kind ("the cold"), a name ("the Lakers") or a part of a kind ("the smell of
+    coffee") stays a taste."""
+    head = re.split(r"\s+(?:of|for|to|about)\s+", raw.casefold(), maxsplit=1)[0].split()
+    if head and head[-1] in _APPROVAL:
+        return True
+    particular = _THE_THING.match(raw.strip())
+    return particular is not None and particular["second"].casefold() != "of"
+
+
+def _gerund_phrases(items: list[str]) -> list[str]:
+    """A list split inside one activity joined again: in "getting lost in the plot and
+    characters" the "and" joins what one gerund takes, so "characters" is no taste of its own;
+    "hiking and swimming" stays two."""
+    joined: list[str] = []
+    for item in items:
+        words = item.split()
+        previous = joined[-1].split() if joined else []
+        if (
+            len(previous) > 1
+            and _is_gerund(previous[0].casefold())
+            and words
+            and not _is_gerund(words[0].casefold())
+        ):
+            joined[-1] = f"{joined[-1]} and {item}"
+        else:
+            joined.append(item)
+    return joined
+
+
 def _items(raw: str) -> list[str]:
     """The items of a list value, the one it corrects away ("walnuts, not peanuts") dropped."""
     items = [i.strip() for i in _LIST_SPLIT.split(raw)]
@@ -687,7 +769,7 @@ def _value(predicate: str, raw: str, reading: _Reading) -> str | None:
     value = raw.strip().strip("\"'")
     for _ in range(3 if predicate not in _DATED_VALUES else 0):
         value = p.VALUE_TAIL.sub("", value).strip()
-    value = re.sub(r"(?i)^(?:a|an|some|just|really|also)\s+", "", value).strip()
+    value = re.sub(r"(?i)^(?:a|an|some|just|really|also|both|either)\s+", "", value).strip()
     if not value or len(value) > 80:
         return None
     folded = value.casefold()
@@ -760,9 +842,14 @@ def _hobby(value: str, reading: _Reading) -> str | None:
 def _plan(value: str, reading: _Reading) -> str | None:
     words = value.split()
     first = words[0].casefold()
-    if first.endswith("ing") and len(first) > 4:  # "thinking about going back"
+    if _is_gerund(first):  # "thinking about going back"
         words[0] = _BASE_FORM.get(first) or _unget(first)
     return " ".join(words)
+
+
+def _is_gerund(word: str) -> bool:
+    """ "going", not "bring" or "string": what is left without "-ing" holds a vowel."""
+    return word.endswith("ing") and len(word) > 4 and re.search(r"[aeiouy]", word[:-3]) is not None
 
 
 def _unget(gerund: str) -> str:

@@ -330,7 +330,8 @@ SHAPES: tuple[Shape, ...] = (
         "start|began|begin",
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:started|start|starts|starting|began|begin|begins)\s+"
-        rf"(?:{_ART}(?:new\s+|first\s+)?(?:job|position|role|work)\s+)?(?:at|with)\s+{_OBJ}",
+        # "start with X" alone begins a sequence ("I'll start with the Keyword Planner")
+        rf"(?:{_ART}(?:new\s+|first\s+)?(?:job|position|role|work)\s+(?:at|with)|at)\s+{_OBJ}",
         "organisation",
         event=True,
     ),
@@ -508,6 +509,7 @@ VALUE_TAIL = re.compile(
     r"(?:\s+(?:(?:in|on|at|by|for|during|over|around|from|until|before|after)\s+(?:the\s+)?"
     rf"(?:{_WHEN_WORD}\s+)?{_TIME_WORD}|{_WHEN_WORD}\s+{_TIME_WORD}|tonight|tomorrow|today|"
     r"yesterday|weekends|mornings|evenings|nights)\b.*"
+    r"|\s+during\s+.*"  # "during Black Friday": whatever it names is a when
     r"|\s+(?:twice|once|three\s+times|two\s+times)\s+a\s+\w+.*"
     r"|\s+(?:every|each)\s+(?:other|second|third|two|three|four|few|couple\s+of)\s+\w+.*"
     r"|\s+(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d+|a\s+few|"
@@ -718,7 +720,8 @@ EVERYDAY: tuple[Shape, ...] = (
         "works_for",
         rf"{_SUBJ}{_AUX}\s+(?:(?:work|works|worked|working|started|start|starts|starting|began)"
         r"(?:\s+(?:full-time|part-time|remotely))?(?:\s+in\s+[a-z]+(?:\s+[a-z]+)?)?\s+"
-        r"(?:at|for|with)|joined|join|joins|joining)"
+        r"(?:at|for|(?<!start\s)(?<!starts\s)(?<!starting\s)(?<!started\s)(?<!began\s)with)|"
+        r"joined|join|joins|joining)"
         rf"\s+{_OBJ}{_AS_TITLE}",
         "organisation",
     ),
