@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -52,6 +51,7 @@ from memvault.lifecycle.reports import (
 from memvault.models import AddResult, MemoryRecord, SearchResult
 from memvault.operations import client_operations
 from tests.conftest import backend_of
+from tests.lossy import LosesConnections, LosesTheFirstAnswer
 from tests.serving import serving
 from tests.test_client_cognitive import COGNITIVE_METHODS
 
@@ -613,23 +613,6 @@ async def test_a_write_that_ran_out_of_time_on_the_server_is_not_sent_again(
             assert flaky.tries == 3
 
 
-class LosesConnections(httpx.AsyncBaseTransport):
-    """A client transport whose first ``times`` requests never reach the server."""
-
-    def __init__(self, times: int) -> None:
-        self.left, self.tries, self.inner = times, 0, httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.tries += 1
-        if self.left > 0:
-            self.left -= 1
-            raise httpx.ConnectError("connection reset", request=request)
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 async def test_reads_and_keyed_writes_are_asked_again_after_a_lost_connection(
     make_settings: Callable[..., Settings],
 ) -> None:
@@ -650,32 +633,11 @@ async def test_reads_and_keyed_writes_are_asked_again_after_a_lost_connection(
             assert lossy.tries == 1
 
 
-class AnswersTwice(httpx.AsyncBaseTransport):
-    """A client transport whose first try of a request reaches the server but whose answer is
-    lost (the connection dropped on the way back), as when an API host dies mid-answer."""
-
-    def __init__(self) -> None:
-        self.lost, self.keys = 0, []
-        self.inner = httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.keys.append(request.headers.get("Idempotency-Key"))
-        response = await self.inner.handle_async_request(request)
-        if self.lost == 0 and request.method == "POST":
-            self.lost += 1
-            await response.aclose()
-            raise httpx.ReadError("connection reset on the way back", request=request)
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 async def test_a_write_whose_answer_was_lost_is_sent_again_and_stored_once(
     make_settings: Callable[..., Settings],
 ) -> None:
     with serving(create_app(make_settings(embedding_provider="hash"))) as url:
-        lost = AnswersTwice()
+        lost = LosesTheFirstAnswer()
         async with AsyncMemoryClient(url, transport=lost) as client:
             added = await client.add("Ada keeps bees on the roof", user_id="ada", infer=False)
             assert len(lost.keys) == 2 and lost.keys[0] is not None

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
@@ -25,6 +24,7 @@ from memvault.lifecycle import deletion, jobs
 from memvault.memories import Memories
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
+from tests.lossy import LosesTheFirstAnswer
 from tests.serving import serving
 from tests.waiting import wait_until
 
@@ -227,26 +227,6 @@ def test_a_write_cut_off_by_the_deadline_after_it_committed_is_not_run_again(
             "request_done_answer_lost",
         }
         assert stored(api, who) == ["I moved to York in September"]
-
-
-class LosesTheFirstAnswer(httpx.AsyncBaseTransport):
-    """The first try reaches the server and is done there; its answer never comes back, as
-    when an API host dies mid-answer. Counts the tries."""
-
-    def __init__(self) -> None:
-        self.tries, self.inner = 0, httpx.AsyncHTTPTransport()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
-        if request.method == "POST":
-            self.tries += 1
-            if self.tries == 1:
-                await response.aclose()
-                raise httpx.ReadError("connection reset on the way back", request=request)
-        return response
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 async def test_the_client_raises_a_done_request_whose_answer_was_lost_and_stops_sending_it(
