@@ -83,10 +83,12 @@ DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 # any of them, and after a lost connection or a 502/504 from a proxy
 # (``Operation.safe_to_repeat``). So is a write the table makes a route of (POST, PATCH):
 # it carries an ``Idempotency-Key`` made for the call, and the server answers its retries with
-# the first answer (``memvault.idempotency``), or 409 ``request_in_progress`` while the first
-# try still runs (asked again after its Retry-After). A POST of a hand-written route is resent
-# only after an answer that says nothing was done, never after a request that ran out of time
-# on the server (``request_timeout``: it may have committed as the deadline struck) or went
+# the first answer (``memvault.idempotency``), 409 ``request_in_progress`` while the first
+# try still runs (asked again after its Retry-After), or 409 ``request_done_answer_lost`` when
+# the first try wrote but its answer was not kept — also after a ``request_timeout``, since a
+# write that committed as the deadline struck marked its key in the same transaction. A POST
+# of a hand-written route is resent only after an answer that says nothing was done, never
+# after a request that ran out of time on the server (it may have committed) or went
 # unanswered.
 RETRY_STATUSES = frozenset({429, 503})
 NOTHING_DONE = frozenset({"rate_limited", "store_unavailable", "write_conflict"})
@@ -424,8 +426,7 @@ class AsyncMemoryClient(_AsyncSurface):
 
 
 def _resend(request: _Request, response: httpx.Response) -> bool:
-    """Whether an answer is one to ask again (see ``RETRY_STATUSES``). A keyed write is safe
-    to send again unless the server cut it off mid-work (its key was freed)."""
+    """Whether an answer is one to ask again (see ``RETRY_STATUSES``)."""
     status = response.status_code
     if status == 429:
         return True
@@ -434,7 +435,7 @@ def _resend(request: _Request, response: httpx.Response) -> bool:
     if status == 409:  # the same keyed write still running (another host took the first try)
         return code == "request_in_progress"
     if status in (502, 504) or status in RETRY_STATUSES:
-        if request.repeatable and (request.idempotency_key is None or code != "request_timeout"):
+        if request.repeatable:
             return True
         return status in RETRY_STATUSES and code in NOTHING_DONE
     return False

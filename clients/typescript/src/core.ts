@@ -200,8 +200,10 @@ function retryable(spec: OperationSpec, error: MemvaultError): boolean {
   if (error.status === 429) return true;
   // The same keyed write still running (another host took the first attempt).
   if (error.status === 409) return error.code === "request_in_progress";
-  // A keyed write cut off by the server's deadline freed its key: it may have been applied.
-  const repeatable = spec.repeatable || (spec.keyed && error.code !== "request_timeout");
+  // A keyed write is resent after any of these, request_timeout too: one that committed as
+  // the deadline struck marked its key in the same transaction, so its retry is told so
+  // (409 request_done_answer_lost) and never runs twice.
+  const repeatable = spec.repeatable || spec.keyed;
   if (error instanceof ServerUnreachable && error.status === 0) return repeatable;
   if (error.status !== 502 && error.status !== 503 && error.status !== 504) return false;
   return repeatable || NOTHING_DONE.has(error.code);

@@ -78,10 +78,26 @@ test("a 429 is retried; past maxRetries the error carries status, retryAfter and
   }
 });
 
-test("a write that timed out on the server is not sent again", async () => {
+test("a keyed write that timed out on the server is sent again and stored once", async () => {
+  let refused = 0;
+  const proxy = await inFront((_req, res) => refused++ < 1 && refuse(res, 503, "request_timeout"));
+  try {
+    const memory = client({ baseUrl: proxy.url });
+    const owner = user("timed-out");
+    const added = await memory.add({ user_id: owner, content: "Timed-out writes are stored once", wait: true });
+    assert.equal(proxy.seen.length, 2);
+    const listed = await memory.list({ user_id: owner });
+    assert.deepEqual(listed.results.map((m) => m.id), [added.id]);
+  } finally {
+    await proxy.close();
+  }
+});
+
+test("a hand-written route's POST that timed out on the server is not sent again", async () => {
   const proxy = await inFront((_req, res) => refuse(res, 503, "request_timeout"));
   try {
-    const error = await client({ baseUrl: proxy.url }).add({ user_id: "nobody", content: "x" }).catch((e: unknown) => e);
+    const memory = client({ baseUrl: proxy.url });
+    const error = await memory.lifecycle.eraseUser({ user_id: user("not-resent") }).catch((e: unknown) => e);
     assert.ok(error instanceof MemvaultError);
     assert.equal(error.code, "request_timeout");
     assert.equal(proxy.seen.length, 1);
