@@ -160,12 +160,62 @@ def test_a_plain_plan_is_still_a_plan() -> None:
     assert triples("I'd love to sail to Orkney one day.") == {(SELF, "plans_to", "sail to Orkney")}
 
 
+# --- facts said in passing -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        # a question states what its possessives take for granted
+        ("Any tips on a harness for my hamster?", (SELF, "has_pet", "hamster")),
+        ("Can you suggest a case for my Pixel 7 Pro?", (SELF, "owns", "Pixel 7 Pro")),
+        ("What should I pack for my upcoming trip to Lisbon?", (SELF, "travels_to", "Lisbon")),
+        ("How do I fit stretching around my Sunday golf lessons?", (SELF, "hobby", "golf")),
+        ("How long should I rest after my morning runs?", (SELF, "hobby", "running")),
+        ("Where can I sell my paintings?", (SELF, "hobby", "painting")),
+        # and what a statement says before the asking turns up
+        (
+            "I'm planning a trip to Oslo and was wondering what to pack?",
+            (SELF, "travels_to", "Oslo"),
+        ),
+    ],
+)
+def test_a_question_states_what_it_takes_for_granted(text: str, fact: tuple[str, str, str]) -> None:
+    assert triples(text) == {fact}
+
+
+def test_a_possessive_that_names_no_pet_or_product_states_nothing() -> None:
+    assert triples("Is this brand of cat food any good for my Mom's cat?") == set()
+    assert triples("Can you recommend a tank for my fish tank setup?") == set()
+    assert triples("Could you sync it with my Spotify?") == set()  # no make and model
+    assert (SELF, "has_pet", "dog") not in triples("My dog Rex hates baths.")  # named: no kind
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("I'm all about board games.", (SELF, "likes", "board games")),
+        ("I've always had a soft spot for otters.", (SELF, "likes", "otters")),
+        ("My love for jazz keeps me going.", (SELF, "likes", "jazz")),
+        ("I started surfing last year.", (SELF, "hobby", "surfing")),
+        # a plan is its verb and object: why and when are left out, a phrasal verb is kept
+        ("I'm planning to rent a van for the move.", (SELF, "plans_to", "rent a van")),
+        ("I'm planning to rent a van to carry the sofa.", (SELF, "plans_to", "rent a van")),
+        ("I'm going to sign up for a 10k.", (SELF, "plans_to", "sign up for a 10k")),
+    ],
+)
+def test_fondness_hobbies_and_plans_in_everyday_wording(
+    text: str, fact: tuple[str, str, str]
+) -> None:
+    assert triples(text) == {fact}
+
+
 # --- the frozen set of real turns ----------------------------------------------------------------
 
 
 @pytest.mark.slow
 def test_the_frozen_set_of_real_turns_holds_its_floors() -> None:
-    # Floors just under what was last measured (0.53 / 0.19, docs/extraction.md), so a
+    # Floors just under what was last measured (0.61 / 0.26, docs/extraction.md), so a
     # change that lets wrong facts back in fails here.
     from bench.extraction import Tally, load, score
 
@@ -178,4 +228,4 @@ def test_the_frozen_set_of_real_turns_holds_its_floors() -> None:
         if row["speaker"] == "assistant":
             from_assistant += tally.extracted
     assert len(rows) >= 300 and from_assistant == 0
-    assert total.precision >= 0.50 and total.recall >= 0.17
+    assert total.precision >= 0.58 and total.recall >= 0.24

@@ -138,6 +138,14 @@ _RESTATES = re.compile(
     r"(?:\s+(?:earlier|before|that))*\s+(?P<said>you\b[^,;.!?]+)"
 )
 _QUESTION = re.compile(r"\?\s*$")
+# Where a sentence that ends as a question turns to asking: what stands before it, when it
+# opens as a statement of the speaker's ("I am…", "My…", "We have…"), is stated.
+_ASKED_AFTER = re.compile(
+    r"(?i),?\s+(?:and\s+|so\s+|but\s+)?(?:(?:I|we)\s+(?:was|were|am|are)\s+wondering|"
+    r"(?:can|could|would|will|do|did)\s+you|any\s+(?:tips|ideas|suggestions|advice|"
+    r"recommendations)|what|how|which|where|why|is\s+there|are\s+there|should\s+I)\b"
+)
+_STATES = re.compile(r"^\W*(?:I|We|My|Our)\b(?!\s+(?:wonder|was\s+wondering))")
 _ASKING = re.compile(r"(?i)^\W*(?:(?:can|could|would|will)\s+you|please)\b")
 _DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
 _NUMBERS = {
@@ -232,11 +240,25 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
                 reading.you = None
             continue
         if _QUESTION.search(sentence):
-            continue  # a question asks; what it mentions in passing is not stated
+            # A question asks, and states only what its possessives take for granted ("a toy
+            # for my cat?") and what a statement before the asking says ("I'm planning a
+            # trip to Peru and was wondering if you could…?").
+            stated = _ASKED_AFTER.split(sentence, maxsplit=1)
+            if len(stated) > 1 and _STATES.match(stated[0]):
+                _facts(stated[0], reading, whole_text_corrects)
+            _taken_for_granted(sentence, reading)
+            continue
         _facts(sentence, reading, whole_text_corrects)
     entities = tuple(EntityMention(name, reading.types[name]) for name in reading.names.values())
+    # A question's statement and its possessives are read apart, and may say a thing twice.
+    facts = {
+        (f.subject, f.predicate, (f.object or f.value or "").casefold()): f
+        for f in reversed(reading.facts)
+    }
     return Extraction(
-        entities=entities, facts=tuple(reading.facts), relations=tuple(reading.relations)
+        entities=entities,
+        facts=tuple(reversed(facts.values())),
+        relations=tuple(reading.relations),
     )
 
 
@@ -342,6 +364,17 @@ def _context_type(sentence: str, match: re.Match[str], name: str) -> EntityType:
 
 
 # --- facts -----------------------------------------------------------------------------------
+
+
+def _taken_for_granted(question: str, reading: _Reading) -> None:
+    """What a question's possessives take for granted ("a toy for my cat?")."""
+    reading.sentence = question
+    when = _sentence_time(question, reading.reference)
+    for shape in p.passing_cues().shapes(question):
+        for match in shape.regex.finditer(question):
+            for fact in _claims(shape, match, question, reading, "implied", when, False):
+                reading.facts.append(fact)
+                _relate(fact, reading)
 
 
 def _facts(sentence: str, reading: _Reading, whole_text_corrects: bool) -> None:
@@ -640,6 +673,8 @@ def _targets(
             predicate, kind = "lives_in", "place"  # "we left Chicago and moved to Portland"
         return [(predicate, reading.mention(name, kind), None)]
     raw = groups.get("val") or ""
+    if shape.passing and predicate == "owns" and not re.search(r"\d", raw):
+        return []  # "my Sony A7R IV" is a thing owned; "my Mom", "my Spotify" are not
     if raw.split()[:1] and raw.split()[0].casefold() in _PREPOSITIONS:
         return []  # "like in chess, patience pays off": "like" was no verb
     if predicate in _TASTES and _reaction(raw):
@@ -826,6 +861,16 @@ def _language(value: str, reading: _Reading) -> str | None:
     return words[:1].upper() + words[1:]
 
 
+_OUTINGS = frozenset({"runs", "swims", "hikes", "jogs"})
+_WORKS = {
+    "paintings": "painting",
+    "drawings": "drawing",
+    "sketches": "sketching",
+    "poems": "poetry",
+    "sculptures": "sculpting",
+}
+
+
 def _hobby(value: str, reading: _Reading) -> str | None:
     value = re.sub(
         r"(?i)\s+(?:on|with|at|in|for|to|every|twice|once|online|when|whenever|most|a\s+lot)\b.*",
@@ -836,10 +881,28 @@ def _hobby(value: str, reading: _Reading) -> str | None:
     value = re.sub(r"(?i)\s+\w+ly$", "", value)  # "plays afrobeats loudly"
     if not value or len(value.split()) > 3:
         return None
-    return p.HOBBY_VERBS.get(value.casefold(), value)
+    folded = value.casefold()
+    if folded in _OUTINGS:  # "my morning runs": running
+        return p.HOBBY_VERBS[folded[:-1]]
+    if folded in _WORKS:  # "my paintings": painting
+        return _WORKS[folded]
+    return p.HOBBY_VERBS.get(folded, value)
+
+
+# What follows a plan's verb and its object is why, when or where it happens ("rent a car
+# for my trip", "rent a car to drive the coast road", "set up tree stands on his land"): the
+# plan is the verb and its object ("sign up for" keeps its "for").
+_PLAN_ADJUNCT = re.compile(
+    r"^(?P<core>\S+\s+\S+.*?)(?<!\bup)(?<!\bout)(?<!\boff)(?<!\bin)\s+(?:(?:for|on|during|with|so|because|since|while|before|after|"
+    r"when)\s|to\s+(?!(?:the|a|an|my|our|his|her|their|your|this|that|some|work|school|bed|"
+    r"church|town)\b)[a-z]+\b)"
+)
 
 
 def _plan(value: str, reading: _Reading) -> str | None:
+    adjunct = _PLAN_ADJUNCT.match(value)
+    if adjunct is not None:
+        value = adjunct["core"]
     words = value.split()
     first = words[0].casefold()
     if _is_gerund(first):  # "thinking about going back"

@@ -233,6 +233,9 @@ class Shape:
     # About what lies ahead (a plan, a trip): a year-less date already gone is next year's,
     # and a plan in the past tense ("I was going to call") is no plan.
     ahead: bool = False
+    # What a possessive takes for granted ("a toy for my cat", "tips for my tennis lessons"):
+    # true in a question too, where every other shape reads nothing.
+    passing: bool = False
 
     # Compiled on first use, once per process: compiling every shape when the module is
     # imported cost each `memvault` command and `import memvault.service` ~0.4 s, and a
@@ -259,6 +262,7 @@ def _shape(
     timeless: bool = False,
     many: bool = False,
     ahead: bool = False,
+    passing: bool = False,
 ) -> Shape:
     return Shape(
         predicate,
@@ -272,6 +276,7 @@ def _shape(
         timeless,
         many,
         ahead,
+        passing,
     )
 
 
@@ -1214,6 +1219,13 @@ EVERYDAY: tuple[Shape, ...] = (
         many=True,
     ),
     _shape(
+        "started|began",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:started|began)\s+(?P<val>{_HOBBY_ING})\b",
+        None,
+        event=True,
+    ),
+    _shape(
         "up",
         "hobby",
         rf"{_SUBJ}{_AUX}\s+(?:took|take|taken|taking)\s+up\s+{_LIST}",
@@ -1277,9 +1289,132 @@ EVERYDAY: tuple[Shape, ...] = (
     ),
 )
 
+# --- what a possessive takes for granted ------------------------------------------------------
+_MINE = r"(?P<own>(?<![\w'])(?:[Mm]y|[Oo]ur))"
+# Nouns an animal word modifies ("my cat food", "my fish tank"): then no pet is said.
+_PET_THINGS = (
+    r"food|foods|tank|tanks|bowl|bed|beds|toy|toys|treats?|litter|hair|fur|sitter|walker|"
+    r"shelter|feeder|cage|crate|leash|collar|tacos?|fillets?|sauce|pie|stew|curry|dish|"
+    r"meat|oil|mug|shirt|costume|print|painting|drawing|videos?|photos?|pictures?|plants?|"
+    r"allerg\w*"
+)
+# Pastimes a person has lessons, sessions or a club for; the instrument stands for playing it.
+_PASTIME = (
+    rf"{_DO_ACTIVITY}|tennis|golf|football|soccer|basketball|volleyball|badminton|squash|"
+    r"hockey|rugby|cricket|baseball|softball|netball|table\s+tennis|ping\s+pong|chess|"
+    r"bowling|climbing|dance|salsa|tango|spin|guitar|piano|violin|cello|drums|ukulele|"
+    r"saxophone|flute|trumpet|singing|choir|writing|reading|poetry|knitting|running|"
+    r"swimming|cycling|hiking|painting|drawing|sketching|pottery|photography|woodworking"
+)
+_GEAR_END = (
+    r"(?=\s*(?:[,.;:!?)\"]|$)|\s+(?:and|or|to|for|with|that|which|is|was|has|had|in|on|at|"
+    r"because|but|so|since|I|when|while|from|this|last|recently|yet|anymore|lately|now)\b)"
+)
+PASSING: tuple[Shape, ...] = (
+    # "getting my cat microchipped", "a toy for our dog"
+    _shape(
+        _ANIMAL,
+        "has_pet",
+        rf"{_MINE}\s+(?:(?:old|new|little|baby|sweet|beloved|senior|young|rescue)\s+)?"
+        rf"(?P<val>{_ANIMAL})\b(?!'s\s+name|,?\s+(?:(?:is|was)\s+)?(?:(?:named|called)\s+)?"
+        r"[A-Z]|\s+(?:is|was)\s+(?:a|an)\s)"
+        rf"(?!\s+(?:{_PET_THINGS})\b)",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "a case for my iPhone 13 Pro", "my Sony A7R IV": a make and model (it has a number)
+    _shape(
+        r"my|our",
+        "owns",
+        rf"{_MINE}\s+(?:(?:new|old|current|trusty|beloved|first)\s+)?"
+        rf"(?P<val>(?:[A-Z]|i[A-Z])[\w-]*(?:\s+[A-Z0-9][\w%+.-]*){{0,4}}){_GEAR_END}",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "my upcoming trip to Costa Rica", "my next birding trip to Peru", "my San Francisco trip"
+    _shape(
+        "trip|holiday|vacation|getaway|journey",
+        "travels_to",
+        rf"{_MINE}\s+(?:upcoming|next|planned|coming|future)\s+(?:[a-z]+\s+)?(?:trip|holiday|"
+        rf"vacation|getaway|journey)\s+to\s+{_OBJ}",
+        "place",
+        ahead=True,
+        passing=True,
+    ),
+    _shape(
+        "trip|holiday|vacation|getaway",
+        "travels_to",
+        rf"{_MINE}\s+(?:upcoming|next|planned)\s+(?:the\s+)?(?P<obj>{NAME})\s+(?:trip|holiday|"
+        r"vacation|getaway)\b",
+        "place",
+        ahead=True,
+        passing=True,
+    ),
+    # "my Saturday tennis lessons", "my 20-minute meditation session", "my golf swing"
+    _shape(
+        r"lesson|class|session|practice|club|team|routine|training|workout|league|group|"
+        r"tournament|rehearsal|recital|serve|swing|game|skills|technique|stroke|playing",
+        "hobby",
+        rf"{_MINE}\s+(?:[\w-]+\s+){{0,2}}?(?P<val>{_PASTIME})\s+(?:lessons?|class|classes|"
+        r"sessions?|practice|club|team|routine|training|workouts?|league|group|tournaments?|"
+        r"rehearsals?|recitals?|serves?|swing|game|skills|technique|strokes?|playing)\b",
+        None,
+        passing=True,
+    ),
+    # "price my paintings", "an art show with my paintings": one who has works makes them
+    _shape(
+        "paintings|drawings|sketches|poems|sculptures",
+        "hobby",
+        rf"{_MINE}\s+(?:(?:own|new|latest|recent|best)\s+)?"
+        r"(?P<val>paintings|drawings|sketches|poems|sculptures)\b",
+        None,
+        passing=True,
+    ),
+    # "my 30-minute runs", "my morning swims"
+    _shape(
+        "runs|swims|hikes|jogs",
+        "hobby",
+        rf"{_MINE}\s+(?:[\w-]+\s+){{0,2}}?(?P<val>runs|swims|hikes|jogs)\b",
+        None,
+        passing=True,
+    ),
+)
+# How people say what they love without "love X": "I'm all about dramas", "I've always had
+# a love for horses", "my passion for writing".
+FONDNESS: tuple[Shape, ...] = (
+    _shape(
+        "all about",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+all\s+about\s+{_LIST}",
+        None,
+        needs_be=True,
+        many=True,
+    ),
+    _shape(
+        "love|passion|soft spot",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+(?:always\s+)?(?:had|have|has|got)\s+(?:a|such\s+a)\s+"
+        rf"(?:real\s+|big\s+|deep\s+|huge\s+|great\s+)?(?:love|passion|soft\s+spot)\s+for\s+"
+        rf"{_LIST}",
+        None,
+        many=True,
+    ),
+    # "my love for dairy-free desserts has been…": the phrase is a subject, its verb ends it
+    _shape(
+        "love|passion",
+        "likes",
+        rf"{_MINE}\s+(?:love|passion)\s+for\s+(?P<val>[^,.;:!?]{{1,60}}?)(?=\s*[,.;:!?]|\s*$|"
+        r"\s+(?:has|have|had|is|are|was|were|keeps?|kept|makes?|made|gives?|gave|drives?|"
+        r"helps?|and|but|so|because|since|that|which|with|to|in|at|through)\b)",
+        None,
+    ),
+)
+
 # The everyday shapes read after the original ones, so a fact both find keeps the first
 # reading's dates.
-SHAPES = SHAPES + EVERYDAY
+SHAPES = SHAPES + EVERYDAY + FONDNESS + PASSING
 
 
 _LITERAL = re.compile(r"(?:[\w' ]|\\[ \-.])+")
@@ -1333,3 +1468,9 @@ class Cues:
 def cues() -> Cues:
     """The shapes' cues, compiled on first use (see :attr:`Shape.regex`)."""
     return Cues(SHAPES)
+
+
+@cache
+def passing_cues() -> Cues:
+    """The cues of the shapes a question is read with (:data:`PASSING`)."""
+    return Cues(PASSING)
