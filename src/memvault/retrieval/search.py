@@ -32,7 +32,7 @@ from memvault.db.units import read_released_behind, transaction
 from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
-from memvault.keys.sealing import to_record
+from memvault.keys.sealing import open_content, to_record
 from memvault.language.terms import query_term_ids, query_terms
 from memvault.language.when import TimeRange, about_now, parse_time
 from memvault.models import (
@@ -592,7 +592,7 @@ async def _updates_first(
     if asked == "none" or question is None or len({row.occurred_at for row, _ in pool}) < 2:
         return ranked, {}
     asked_with, index = question
-    texts = [to_record(backend.keys, row).content for row, _ in pool]
+    texts = [_opened(backend, row) for row, _ in pool]
     pooled = await _statement_vectors(backend, tenant_id, pool, texts, asked_with)
     if pooled is None:
         return ranked, {}
@@ -628,8 +628,9 @@ async def _statement_vectors(
     embedded only for one that has none yet (a write still pending). Embedding the whole pool
     again cost a search five times its time with the embedding cache off."""
     ids = [row.id for row, _ in pool]
+    # A read: nothing to commit, so its rollback and the connection's return run behind.
     with tenancy.ranking_transactions():
-        async with transaction(backend.engine) as conn:
+        async with read_released_behind(backend.engine) as conn:
             stored = await vectors.first_vectors(conn, tenant_id, ids, asked_with.model_id)
     missing = [n for n, memory_id in enumerate(ids) if memory_id not in stored]
     if missing:
@@ -640,6 +641,11 @@ async def _statement_vectors(
     return [stored[memory_id] for memory_id in ids]
 
 
+def _opened(backend: Backend, row: RankedMemory) -> str:
+    """A candidate's text, decrypted (a whole record costs more than the text alone)."""
+    return open_content(backend.keys, row.tenant_id, row.id, row.ciphertext, row.nonce, row.key_id)
+
+
 async def _superseded(
     backend: Backend, tenant_id: str, lists: dict[str, list[RankedMemory]]
 ) -> set[UUID]:
@@ -648,7 +654,7 @@ async def _superseded(
     if not ids:
         return set()
     with tenancy.ranking_transactions():
-        async with transaction(backend.engine) as conn:
+        async with read_released_behind(backend.engine) as conn:
             return await graph_walk.superseded_sources(conn, tenant_id, ids)
 
 
