@@ -3,7 +3,6 @@ deadline leaves over finished by the worker with the same dedup, enrichment and 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any
 
@@ -13,33 +12,8 @@ from fastapi.testclient import TestClient
 from memvault import AsyncMemory, Settings
 from memvault.api.app import create_app
 from memvault.deadline import answer_within
+from tests.made_up import made_up_texts
 from tests.waiting import wait_for, wait_until
-
-
-def _texts(count: int, seed: int) -> list[str]:
-    """Texts of made-up words that share next to nothing: nothing for dedup to fold."""
-    rng = random.Random(seed)
-    word = lambda: "".join(rng.choice(_SYLLABLES) for _ in range(4))  # noqa: E731
-    return [" ".join(word() for _ in range(6)) for _ in range(count)]
-
-
-_SYLLABLES = [
-    "ka",
-    "lo",
-    "mi",
-    "nu",
-    "pe",
-    "ro",
-    "sa",
-    "ti",
-    "vu",
-    "ze",
-    "bo",
-    "da",
-    "fi",
-    "gu",
-    "he",
-]
 
 
 async def test_a_batch_past_its_deadline_stores_every_item_and_leaves_the_rest_to_the_worker(
@@ -47,7 +21,9 @@ async def test_a_batch_past_its_deadline_stores_every_item_and_leaves_the_rest_t
 ) -> None:
     memory = await AsyncMemory.open(make_settings(run_worker=True))
     try:
-        items: list[dict[str, Any]] = [{"content": t, "user_id": "ann"} for t in _texts(120, 1)]
+        items: list[dict[str, Any]] = [
+            {"content": t, "user_id": "ann"} for t in made_up_texts(120, 1)
+        ]
         items[110] = dict(items[10])  # the same text in the part left to the worker
         with answer_within(0.0):  # out of time from the start: one slice, then the worker
             results = await memory.add_many(items)
@@ -76,7 +52,7 @@ def test_the_largest_batch_over_rest_is_stored_whole_in_time(
     """The documented maximum (1,000 items) with a deadline it could not meet inline on a
     small machine: an answer, never a bare timeout, and every item stored."""
     settings = make_settings(run_worker=True, request_timeout_s=20)
-    items = [{"content": t, "user_id": "bo"} for t in _texts(1000, 2)]
+    items = [{"content": t, "user_id": "bo"} for t in made_up_texts(1000, 2)]
     with TestClient(create_app(settings)) as api:
         answer = api.post("/v1/memories/batch", json={"memories": items})
         assert answer.status_code == 201, answer.text
@@ -103,7 +79,7 @@ async def test_a_long_conversation_past_its_deadline_keeps_every_turn(
     memory = await AsyncMemory.open(make_settings(run_worker=True))
     try:
         await memory.add("I drink green tea every single morning", user_id="cy")
-        said = [{"role": "user", "content": t} for t in _texts(130, 3)]
+        said = [{"role": "user", "content": t} for t in made_up_texts(130, 3)]
         said[120]["content"] = "I drink green tea every single morning"
         with answer_within(0.0):
             turns = await memory.add_messages(said, user_id="cy", conversation_id="long")

@@ -10,11 +10,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from sqlalchemy import event
 
 from memvault import InvalidInput, Settings
 from memvault.errors import PIIRejected
 from memvault.service import AsyncMemory
 from tests.conftest import backend_of
+from tests.made_up import made_up_texts
 
 CARD = "4111 1111 1111 1111"
 
@@ -170,6 +172,70 @@ async def test_a_batch_is_one_embedding_call_and_one_transaction(
     assert [r.content for r in results[:20]] == [i["content"] for i in items[:20]]
     assert results[20].dedup.action == "duplicate_exact" and results[20].id == results[0].id
     assert count(raw) == 20
+
+
+async def test_a_batch_is_deduplicated_against_the_store_as_one_by_one_would_be(
+    memory: AsyncMemory,
+) -> None:
+    """What each item of a batch is folded into, or not, is what adding it alone finds: the
+    owner's own memories (not another user's, not another app's, not a conversation's turns)."""
+    penicillin = await memory.add("Alice is allergic to penicillin", user_id="alice")
+    cats = await memory.add("Bob has 2 cats at home", user_id="alice")
+    await memory.add("Alice likes green tea every morning", user_id="alice", app_id="work")
+    await memory.add_messages(
+        [{"role": "user", "content": "Alice lives in a flat in Paris"}],
+        user_id="alice",
+        conversation_id="c1",
+    )
+    await memory.add("Alice lives in a flat in Paris", user_id="carol")
+    batch = [
+        {"content": "Alice is allergic to penicillin.", "user_id": "alice"},
+        {"content": "Bob has 3 cats at home", "user_id": "alice"},
+        {"content": "Alice likes green tea every morning.", "user_id": "alice"},
+        {"content": "Alice lives in a flat in Paris.", "user_id": "alice"},
+        {"content": "The tax return is due in April", "user_id": "alice"},
+        {"content": "Alice is allergic to penicillin.", "user_id": "dan"},
+    ]
+    results = await memory.add_many(batch)
+    decided = [(r.dedup.action, r.dedup.existing_id) for r in results]
+    assert decided == [
+        ("duplicate_exact", penicillin.id),
+        ("replace", cats.id),
+        ("stored_new", None),
+        ("stored_new", None),
+        ("stored_new", None),
+        ("stored_new", None),
+    ]
+
+
+async def test_a_batch_looks_up_its_near_copies_in_a_few_statements(
+    memory: AsyncMemory,
+) -> None:
+    """Dedup asks the store about a batch together, not an item at a time: a batch of 60 new
+    texts sends as many statements as a batch of 10 (the first batch counts the owner's
+    memories and notes the audit settings: it is not compared)."""
+    statements: list[str] = []
+    adding = asyncio.current_task()
+
+    def counted(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if asyncio.current_task() is adding:  # not the background jobs' statements
+            statements.append(statement)
+
+    engine = backend_of(memory).engine.sync_engine
+    await memory.add_many([{"content": t, "user_id": "eve"} for t in made_up_texts(20, seed=1)])
+    sent = []
+    for size, seed in ((10, 2), (10, 3), (60, 4)):
+        statements.clear()
+        event.listen(engine, "before_cursor_execute", counted)
+        try:
+            results = await memory.add_many(
+                [{"content": t, "user_id": "eve"} for t in made_up_texts(size, seed)]
+            )
+        finally:
+            event.remove(engine, "before_cursor_execute", counted)
+        assert {r.dedup.action for r in results} <= {"stored_new", "keep_both"}
+        sent.append(len(statements))
+    assert sent[2] == sent[1], sent
 
 
 async def test_an_invalid_item_fails_the_whole_batch(

@@ -24,16 +24,20 @@ async def get_vectors(conn: AsyncConnection, keys: Sequence[bytes]) -> dict[byte
 
 async def put_vectors(conn: AsyncConnection, packed: dict[bytes, bytes], expires: datetime) -> None:
     rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in packed.items()]
-    statement = insert(embedding_cache).values(rows)
-    await conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=["key"],
-            set_={
-                "embedding": statement.excluded.embedding,
-                "expires_at": statement.excluded.expires_at,
-            },
-        )
-    )
+    if rows:
+        await conn.execute(_PUT_VECTORS, rows)
+
+
+# The rows go as parameter sets of one statement compiled once (psycopg sends them in a few
+# multi-row round trips); a VALUES list of the batch's rows was compiled again on every call.
+_INSERT_VECTORS = insert(embedding_cache)
+_PUT_VECTORS = _INSERT_VECTORS.on_conflict_do_update(
+    index_elements=["key"],
+    set_={
+        "embedding": _INSERT_VECTORS.excluded.embedding,
+        "expires_at": _INSERT_VECTORS.excluded.expires_at,
+    },
+)
 
 
 async def purge_expired(conn: AsyncConnection) -> None:

@@ -171,16 +171,26 @@ async def entities_by_keys(
     """The owner's entities whose name or an alias has one of these keyed hashes."""
     if not keys:
         return []
-    wanted = sa.cast(sa.literal(list(keys), ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
-    query = (
+    params = {"tenant_id": tenant_id, "user_id": user_id, "keys": list(keys)}
+    return records(EntityRow, await conn.execute(_ENTITIES_BY_KEYS, params))
+
+
+def _entities_by_keys() -> sa.Select[Any]:
+    wanted = sa.cast(param("keys", type_=ARRAY(sa.LargeBinary)), ARRAY(sa.LargeBinary))
+    return (
         sa.select(*ENTITY_COLUMNS)
         .where(
-            *scope(_e, tenant_id, user_id),
+            _e.tenant_id == param("tenant_id"),
+            _e.user_id == param("user_id"),
             sa.or_(_e.name_key == sa.any_(wanted), _e.alias_keys.overlap(wanted)),
         )
         .order_by(_e.merged_into.is_not(None), _e.first_seen, _e.id)
     )
-    return records(EntityRow, await conn.execute(query))
+
+
+# The statements an extraction's entities and facts run for each name and claim are built
+# once: building them again for every claim of a bulk write cost more than running them.
+_ENTITIES_BY_KEYS = _entities_by_keys()
 
 
 async def nearest_entities(
@@ -216,8 +226,11 @@ def _nearest_entities(dims: int, limit: int) -> sa.Select[Any]:
 
 
 async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
-    row = (await conn.execute(entities.insert().values(**values).returning(*ENTITY_COLUMNS))).one()
+    row = (await conn.execute(_INSERT_ENTITY, dict(values))).one()
     return record(EntityRow, row)
+
+
+_INSERT_ENTITY = entities.insert().returning(*ENTITY_COLUMNS)
 
 
 async def update_entity(
@@ -322,8 +335,11 @@ _ADD_MENTIONS = insert(entity_mentions).on_conflict_do_nothing()
 
 
 async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactRow:
-    row = (await conn.execute(facts.insert().values(**values).returning(*FACT_COLUMNS))).one()
+    row = (await conn.execute(_INSERT_FACT, dict(values))).one()
     return record(FactRow, row)
+
+
+_INSERT_FACT = facts.insert().returning(*FACT_COLUMNS)
 
 
 async def add_fact_source(
@@ -370,18 +386,27 @@ async def current_facts_of(
 ) -> list[FactRow]:
     """The subject's facts of this predicate that nothing has superseded, locked: two writers
     deciding about the same subject and predicate take turns."""
-    query = (
-        sa.select(*FACT_COLUMNS)
-        .where(
-            *scope(_f, tenant_id, user_id),
-            _f.subject_id == subject_id,
-            _f.predicate == predicate,
-            _f.superseded_at.is_(None),
-        )
-        .order_by(_f.recorded_at, _f.id)
-        .with_for_update()
+    params = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "subject_id": subject_id,
+        "predicate": predicate,
+    }
+    return records(FactRow, await conn.execute(_CURRENT_FACTS_OF, params))
+
+
+_CURRENT_FACTS_OF = (
+    sa.select(*FACT_COLUMNS)
+    .where(
+        _f.tenant_id == param("tenant_id"),
+        _f.user_id == param("user_id"),
+        _f.subject_id == param("subject_id", type_=_f.subject_id.type),
+        _f.predicate == param("predicate"),
+        _f.superseded_at.is_(None),
     )
-    return records(FactRow, await conn.execute(query))
+    .order_by(_f.recorded_at, _f.id)
+    .with_for_update()
+)
 
 
 async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
@@ -420,7 +445,10 @@ def _lock_id(key: str) -> int:
 
 
 async def _lock(conn: AsyncConnection, key: str) -> None:
-    await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_lock_id(key))))
+    await conn.execute(_LOCK, {"lock_id": _lock_id(key)})
+
+
+_LOCK = sa.select(sa.func.pg_advisory_xact_lock(param("lock_id", type_=sa.BigInteger)))
 
 
 async def lock_subject(

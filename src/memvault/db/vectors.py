@@ -23,9 +23,11 @@ from memvault.db.store import (
     LOOKUP_MIN_SCOPE,
     fetch_pages,
     fetch_ranked,
+    filter_parameters,
     filter_values,
     lookup_fetch,
     narrows,
+    nested_loops_off,
     owner_of,
     page_parameters,
     ranked_page_template,
@@ -160,6 +162,24 @@ class ScopeSizes:
             self._sizes.put((tenant_id, user_id, model), size)
 
 
+async def known_scope_size(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    model: str,
+    *,
+    cap: int,
+    sizes: ScopeSizes | None,
+) -> int:
+    """:func:`scope_size`, or the size ``sizes`` remembers (and remembers what it counts)."""
+    scope = sizes.get(tenant_id, user_id, model) if sizes is not None else None
+    if scope is None:
+        scope = await scope_size(conn, tenant_id, user_id, model, cap=cap)
+        if sizes is not None:
+            sizes.put(tenant_id, user_id, model, scope)
+    return scope
+
+
 async def nearest(
     conn: AsyncConnection,
     tenant_id: str,
@@ -190,11 +210,7 @@ async def nearest(
     """
     owner = owner_of(pages)
     model, dims = _checked(model, dims)
-    scope = sizes.get(tenant_id, owner, model) if sizes is not None else None
-    if scope is None:
-        scope = await scope_size(conn, tenant_id, owner, model, cap=exact_max_chunks)
-        if sizes is not None:
-            sizes.put(tenant_id, owner, model, scope)
+    scope = await known_scope_size(conn, tenant_id, owner, model, cap=exact_max_chunks, sizes=sizes)
     if scope == 0:
         return [[] for _ in pages]
     values = [filter_values(tenant_id, f, exclude_id, derived_only=derived_only) for f in pages]
@@ -367,3 +383,80 @@ async def first_vector(
     )
     row = (await conn.execute(query)).first()
     return None if row is None else (str(row.model), [float(x) for x in row.embedding])
+
+
+async def nearest_each(
+    conn: AsyncConnection,
+    tenant_id: str,
+    owner: tuple[str, str],
+    queries: Sequence[Sequence[float]],
+    model: str,
+    dims: int,
+) -> list[RankedMemory | None]:
+    """For each query vector, the owner's (user, app) nearest live memory other than a
+    conversation turn, by its best chunk's cosine distance (ties to the lower id), in one
+    statement for them all: what :func:`nearest` answers for one query with the owner's
+    filter, ``limit=1`` and ``derived_only``, scored exactly. Dedup asked it an item at a
+    time (a count, a setting and a ranking: three round trips an item in a bulk write)."""
+    if not queries:
+        return []
+    model, dims = _checked(model, dims)
+    user_id, app_id = owner
+    wanted = MemoryFilter.model_construct(user_id=user_id, app_id=app_id)
+    own = filter_values(tenant_id, wanted, derived_only=True)
+    shape = tuple(own)
+    statement = template(("vector-nearest-each", shape, dims), _nearest_each, shape, dims)
+    params = {
+        **page_parameters([own]),
+        "model": model,
+        "queries": [_vector_text(q) for q in queries],
+    }
+    await nested_loops_off(conn)
+    found: list[RankedMemory | None] = [None] * len(queries)
+    for row in await conn.execute(statement, params):
+        found[row.query - 1] = RankedMemory.from_row(row)
+    return found
+
+
+def _nearest_each(shape: tuple[str, ...], dims: int) -> sa.Select[Any]:
+    """The owner's candidate chunks (those of the memories that pass the filters named in
+    ``shape``, as a page template takes them) are read once, and each query keeps the nearest
+    of them (a top-1 scan, not a sort): the memory of the nearest chunk is the memory whose
+    best chunk is nearest."""
+    owned = (
+        sa.select(_c.memory_id, _cast(dims).label("embedding"))
+        .join(memories, sa.and_(_m.tenant_id == _c.tenant_id, _m.id == _c.memory_id))
+        .where(
+            _c.tenant_id == param("p0_tenant_id"),
+            _c.user_id == param("p0_user_id"),
+            _c.model == param("model"),
+            *filter_parameters(shape, "p0_", _m),
+        )
+        .cte("owned")
+        .prefix_with("MATERIALIZED")
+    )
+    asked = (
+        sa.func.unnest(sa.cast(param("queries"), sa.ARRAY(sa.Text())))
+        .table_valued("probe", with_ordinality="query")
+        .render_derived(name="asked")
+    )
+    distance = owned.c.embedding.op("<=>")(sa.cast(asked.c.probe, Vector(dims)))
+    best = (
+        sa.select(owned.c.memory_id, distance.label("distance"))
+        .order_by(distance, owned.c.memory_id)
+        .limit(1)
+        .lateral("best")
+    )
+    return (
+        sa.select(memories, best.c.distance.label("rank"), asked.c.query)
+        .select_from(asked)
+        .join(best, sa.true())
+        .join(
+            memories,
+            sa.and_(
+                _m.tenant_id == param("p0_tenant_id"),
+                _m.user_id == param("p0_user_id"),
+                _m.id == best.c.memory_id,
+            ),
+        )
+    )

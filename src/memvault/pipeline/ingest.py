@@ -335,8 +335,9 @@ class Pipeline:
 
     async def _dedup_stored(self, drafts: list[Draft]) -> None:
         """Each draft against what is stored: the hashes of the whole batch in one statement,
-        then each one's nearest memory, all in one transaction (a round trip or two a draft,
-        where a transaction of its own cost five)."""
+        then the nearest memory of each draft no hash matched, an owner's drafts in one
+        statement, all in one transaction (three round trips a draft, where a transaction of
+        its own cost five)."""
         if not drafts:
             return
         keyring = self.backend.keys.current(self.tenant_id)
@@ -344,21 +345,50 @@ class Pipeline:
         async with transaction(self.backend.engine) as conn:
             wanted = [(*d.scope, keyring.content_hashes(d.text)) for d in drafts]
             twins = await store.find_by_hashes(conn, self.tenant_id, wanted)
+            unmatched: list[Draft] = []
             for draft, twin in zip(drafts, twins, strict=True):
-                if twin is not None:
-                    draft.target = twin
-                    draft.dedup = DedupInfo(
-                        action="duplicate_exact",
-                        existing_id=twin.id,
-                        similarity=1.0,
-                        decided_by="hash",
-                    )
+                if twin is None:
+                    unmatched.append(draft)
                     continue
-                row = await self._nearest_stored(conn, draft)
+                draft.target = twin
+                draft.dedup = DedupInfo(
+                    action="duplicate_exact",
+                    existing_id=twin.id,
+                    similarity=1.0,
+                    decided_by="hash",
+                )
+            nearest = await self._nearest_stored_each(conn, unmatched)
+            for draft, row in zip(unmatched, nearest, strict=True):
                 if row is not None:
                     similar.append((draft, row, 1.0 - min(max(row.rank, 0.0), 1.0)))
         for draft, row, similarity in similar:
             await self._judge_similar(draft, row, similarity)
+
+    async def _nearest_stored_each(self, conn: Any, drafts: list[Draft]) -> list[Any]:
+        """:meth:`_nearest_stored` of each draft: an owner's drafts in one statement where its
+        memories are few enough to score exactly (as one draft's search would), else a draft
+        at a time through the vector index."""
+        found: dict[int, Any] = {}
+        owners: dict[tuple[str, str], list[Draft]] = {}
+        for draft in drafts:
+            owners.setdefault(draft.scope, []).append(draft)
+        cap = self.settings.search_exact_max_chunks
+        for owner, part in owners.items():
+            scope = await vectors.known_scope_size(
+                conn, self.tenant_id, owner[0], self.model, cap=cap, sizes=self.backend.scope_sizes
+            )
+            if scope == 0:
+                continue
+            if scope > cap:
+                for draft in part:
+                    found[draft.index] = await self._nearest_stored(conn, draft)
+                continue
+            queries = [d.vector or [] for d in part]
+            rows = await vectors.nearest_each(
+                conn, self.tenant_id, owner, queries, self.model, self.dims
+            )
+            found.update((d.index, row) for d, row in zip(part, rows, strict=True))
+        return [found.get(d.index) for d in drafts]
 
     async def _nearest_stored(self, conn: Any, draft: Draft, *, exclude: UUID | None = None) -> Any:
         user_id, app_id = draft.scope
