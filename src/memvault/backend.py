@@ -59,6 +59,9 @@ class Backend:
     working: WorkingStore | None = None
     # Owners' vector scope sizes, so a search need not count them every time.
     scope_sizes: ScopeSizes = field(default_factory=ScopeSizes)
+    # The server's pgvector scans HNSW iteratively (0.8 or later), read when the store opens:
+    # a big owner's search then asks the index for its own nearest chunks (db/vectors.py).
+    iterative_scans: bool = False
     # Where recall finds vectors (see ``vector_index``); opened on first use.
     index: VectorIndex | None = None
     # Owners' BM25 statistics, so a search of a large scope need not read them every time.
@@ -74,7 +77,9 @@ class Backend:
     def vector_index(self) -> VectorIndex:
         """pgvector, or the Qdrant index the settings name (vectorindex/)."""
         if self.index is None:
-            self.index = open_index(self.engine, self.settings, self.scope_sizes)
+            self.index = open_index(
+                self.engine, self.settings, self.scope_sizes, iterative_scans=self.iterative_scans
+            )
         return self.index
 
     async def load_tenant_keys(self, tenant_ids: Iterable[str]) -> None:

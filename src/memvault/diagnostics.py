@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from memvault.admin import AsyncAdmin
+from memvault.admin import AsyncAdmin, SchemaStatus
 from memvault.config import Settings
 from memvault.embedding import LocalEmbedder
 from memvault.errors import MemvaultError
@@ -32,7 +32,7 @@ async def run_checks(settings: Settings) -> list[Check]:
             Check(
                 "pgvector",
                 status.pgvector is not None,
-                f"version {status.pgvector}"
+                _pgvector_detail(status)
                 if status.pgvector
                 else "missing: install pgvector on the server (CREATE EXTENSION vector)",
             ),
@@ -52,6 +52,19 @@ async def run_checks(settings: Settings) -> list[Check]:
         ]
     finally:
         await admin.close()
+
+
+def _pgvector_detail(status: SchemaStatus) -> str:
+    if status.iterative_scans:
+        return (
+            f"version {status.pgvector}, with iterative index scans: a user with more chunks "
+            "than MEMVAULT_SEARCH_EXACT_MAX_CHUNKS is searched through the HNSW index"
+        )
+    return (
+        f"version {status.pgvector}, without iterative index scans (0.8 or later): a user "
+        "with more chunks than MEMVAULT_SEARCH_EXACT_MAX_CHUNKS who holds a small share of "
+        "the HNSW index is ranked exactly from its own chunks (slower)"
+    )
 
 
 async def _encoder_check(admin: AsyncAdmin) -> Check:

@@ -44,6 +44,12 @@ WORKER_ERRORS = Counter(
     "Worker steps that failed and were retried (store: the database was away)",
     ["kind"],
 )
+VECTOR_RANKINGS = Counter(
+    "memvault_vector_rankings_total",
+    "Vector pages by how they were ranked: index (HNSW), nearest_chunks (the owner's nearest "
+    "chunks, exactly) or scope (every chunk of the owner's, exactly)",
+    ["by"],
+)
 STORE_UNAVAILABLE = Counter(
     "memvault_store_unavailable_total", "Requests answered 503 because the store was away"
 )

@@ -23,7 +23,7 @@ from memvault.db.engine import create_engine, libpq_url, migrate
 from memvault.db.replica import ReadRouter, RoutedEngine
 from memvault.db.units import reading, transaction
 from memvault.db.vector_outbox import set_feeding
-from memvault.db.vectors import ensure_index
+from memvault.db.vectors import ensure_index, iterative_scans
 from memvault.embedding import build_embedding_service
 from memvault.errors import ConfigurationError, KeyMismatch
 from memvault.lifecycle.audit import Audit
@@ -101,6 +101,8 @@ async def open_backend(settings: Settings) -> Backend:
         if embeddings.primary.dimensions:
             await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
         await set_feeding(ddl_engine, settings.vector_index != "pgvector")
+        async with transaction(engine) as conn:
+            iterative = await iterative_scans(conn)
         backend = Backend(
             # Writers that keep the engine for later (access counts, audit, cache) hold the
             # primary's own: a task they start inside a routed read must not write to a replica.
@@ -117,6 +119,7 @@ async def open_backend(settings: Settings) -> Backend:
             key_file=key_file,
             closers=closers,
             reads=reads,
+            iterative_scans=iterative,
         )
         if settings.vector_index != "pgvector":
             # Opened now, so that an index it cannot open (an embedded one another process

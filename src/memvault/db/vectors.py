@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memvault import metrics
+from memvault.db.engine import pgvector_version
 from memvault.db.records import RankedMemory
 from memvault.db.remembered import Remembered
 from memvault.db.store import (
@@ -41,6 +43,34 @@ _c = memory_chunks.c
 _m = memories.c
 _MODEL_ID = re.compile(r"^[A-Za-z0-9._/:@-]{1,200}$")
 _INDEX_LOCK = 0x6D76696478  # "mvidx"
+
+
+# pgvector 0.8 added iterative index scans: an HNSW scan whose rows a filter drops keeps
+# walking the graph until the LIMIT is filled (or ``hnsw.max_scan_tuples`` are seen), where
+# earlier versions end after ``hnsw.ef_search`` candidates, however few pass the filter.
+ITERATIVE_SCANS_SINCE = (0, 8, 0)
+# Relaxed: the scan may hand rows back slightly out of order, which the ranking below sorts
+# again by their exact distance anyway. MAX_SCAN_TUPLES: how far a scan may walk for one
+# owner's rows before it gives up, and the owner's nearest chunks are ranked exactly instead
+# (measured: see docs/cluster.md, "Scale on one machine").
+ITERATIVE_ORDER = "relaxed_order"
+MAX_SCAN_TUPLES = 20_000
+# The owner's chunks an iterative scan looks for, per row of the page: each one costs the
+# scan about 1/share index tuples (the owner's share of the index), so a page's worth.
+ITERATIVE_CHUNKS_PER_ROW = 1
+
+
+def has_iterative_scans(version: str | None) -> bool:
+    """Whether pgvector ``version`` (``extversion``; None: not installed) scans iteratively."""
+    if version is None:
+        return False
+    numbers = tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    return numbers >= ITERATIVE_SCANS_SINCE
+
+
+async def iterative_scans(conn: AsyncConnection) -> bool:
+    """Whether the server's pgvector scans iteratively (read once, when a store opens)."""
+    return has_iterative_scans(await pgvector_version(conn))
 
 
 def _checked(model: str, dims: int) -> tuple[str, int]:
@@ -194,15 +224,18 @@ async def nearest(
     exclude_id: UUID | None = None,
     sizes: ScopeSizes | None = None,
     derived_only: bool = False,
+    iterative_scans: bool = False,
 ) -> list[list[RankedMemory]]:
     """One owner's memories by their best chunk's cosine distance, nearest first, one page for
     each filter set (a question, and the question narrowed to the time it names): the pages an
     exact ranking answers share one ranking and one statement.
 
     Scopes of at most ``exact_max_chunks`` chunks are scored exactly (fast and perfect);
-    larger ones ask the HNSW index first. In scopes of over ``LOOKUP_MIN_SCOPE`` chunks the
-    best few hundred memories are looked up by id first, and a page they cannot fill
-    (selective filters) is ranked from the whole scope.
+    larger ones ask the HNSW index first: with ``iterative_scans`` (pgvector 0.8 or later),
+    for the owner's own nearest chunks, which the scan keeps looking for past other owners'
+    rows; without, for the nearest chunks of every owner, the owner's picked from them. In
+    scopes of over ``LOOKUP_MIN_SCOPE`` chunks the best few hundred memories are looked up by
+    id first, and a page they cannot fill (selective filters) is ranked from the whole scope.
     The candidates are ranked in a materialised CTE and only then joined to or looked up in
     ``memories`` (see ``store.ranked_page``), so the plan is the same with or without table
     statistics (unanalysed, the planner joined every memory to every chunk: 230,860
@@ -215,31 +248,21 @@ async def nearest(
         return [[] for _ in pages]
     values = [filter_values(tenant_id, f, exclude_id, derived_only=derived_only) for f in pages]
     ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": _vector_text(query)}
-    fetch = lookup_fetch(limit)
+    indexed = scope > exact_max_chunks
+    if indexed:
+        await _scan_settings(conn, ef_search, iterative=iterative_scans)
+    hnsw = (iterative_scans, ef_search) if indexed else None
+    cut = scope > min(exact_max_chunks, LOOKUP_MIN_SCOPE)
     found: list[list[RankedMemory]] = []
-    if scope > exact_max_chunks:
-        await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+    ranked_by: list[str] = []
     for filters, own in zip(pages, values, strict=True):
-        shape = tuple(own)
-        rows: list[RankedMemory] = []
-        if scope > exact_max_chunks:
-            ann = (shape, dims, fetch, limit, ef_search)
-            statement = template(("vector-cut", *ann), _cut_page, *ann)
-            rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
-        if (
-            len(rows) < limit
-            and not narrows(filters)
-            and scope > min(exact_max_chunks, LOOKUP_MIN_SCOPE)
-        ):
-            # The nearest ``fetch`` memories first: a full page from them is the exact answer
-            # (anything nearer that passes the filters is among them), and looking a few
-            # hundred rows up instead of joining the whole scope is most of the statement at
-            # 10k memories. Also the second try of a short page from the HNSW index (an owner
-            # with a small share of it): cheaper than grouping every chunk of a large scope.
-            cut = (shape, dims, fetch, limit, None)
-            statement = template(("vector-cut", NEAREST_CHUNKS_PER_MEMORY, *cut), _cut_page, *cut)
-            rows = await fetch_ranked(conn, statement, ranking | page_parameters([own]))
+        rows, how = await _candidate_page(
+            conn, ranking, own, limit, dims, hnsw, cut and not narrows(filters)
+        )
         found.append(rows)
+        ranked_by.append(how)
+    if indexed and iterative_scans:
+        await conn.execute(_SORTS_BACK)
     short = [n for n, rows in enumerate(found) if len(rows) < limit]
     if short:
         asked = [values[n] for n in short]
@@ -249,7 +272,71 @@ async def nearest(
         exact = await fetch_pages(conn, every, len(short), descending=False, params=params)
         for n, page in zip(short, exact, strict=True):
             found[n] = page.rows
+            ranked_by[n] = "scope"
+    for how in ranked_by:
+        metrics.VECTOR_RANKINGS.labels(by=how).inc()
     return found
+
+
+async def _scan_settings(conn: AsyncConnection, ef_search: int, *, iterative: bool) -> None:
+    if iterative:
+        settings = {
+            "ef": str(int(ef_search)),
+            "order": ITERATIVE_ORDER,
+            "most": str(MAX_SCAN_TUPLES),
+        }
+        await conn.execute(_ITERATIVE_SCAN, settings)
+    else:
+        await conn.execute(sa.text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+
+
+# Per transaction (``SET LOCAL``'s scope): connections are pooled. Sorting is off while the
+# owner's chunks are asked for, so that the planner walks the index for them, with or without
+# statistics: unanalysed, or guessing the owner small, it read every chunk of the owner's
+# and sorted them (exact, and as slow as the path this replaces).
+_ITERATIVE_SCAN = sa.text(
+    "SELECT set_config('hnsw.ef_search', :ef, true), "
+    "set_config('hnsw.iterative_scan', :order, true), "
+    "set_config('hnsw.max_scan_tuples', :most, true), "
+    "set_config('enable_sort', 'off', true)"
+)
+_SORTS_BACK = sa.text("SET LOCAL enable_sort TO DEFAULT")
+
+
+async def _candidate_page(
+    conn: AsyncConnection,
+    ranking: dict[str, Any],
+    own: dict[str, Any],
+    limit: int,
+    dims: int,
+    hnsw: tuple[bool, int] | None,
+    cut: bool,
+) -> tuple[list[RankedMemory], str]:
+    """One page from the HNSW index (``hnsw``: iterative scans, ``ef_search``), else from the
+    owner's nearest chunks (``cut``); a short page (and how it was ranked) otherwise."""
+    shape, fetch = tuple(own), lookup_fetch(limit)
+    params = ranking | page_parameters([own])
+    rows: list[RankedMemory] = []
+    how = "scope"
+    if hnsw is not None:
+        iterative, ef_search = hnsw
+        if iterative:
+            own_ann = (shape, dims, limit * ITERATIVE_CHUNKS_PER_ROW, limit)
+            statement = template(("vector-iterative", *own_ann), _indexed_page, *own_ann)
+        else:
+            ann = (shape, dims, fetch, limit, ef_search)
+            statement = template(("vector-cut", *ann), _cut_page, *ann)
+        rows, how = await fetch_ranked(conn, statement, params), "index"
+    if len(rows) < limit and cut:
+        # The nearest ``fetch`` memories first: a full page from them is the exact answer
+        # (anything nearer that passes the filters is among them), and looking a few
+        # hundred rows up instead of joining the whole scope is most of the statement at
+        # 10k memories. Also the second try of a short page from the HNSW index (an owner
+        # with a small share of it): cheaper than grouping every chunk of a large scope.
+        exact = (shape, dims, fetch, limit, None)
+        statement = template(("vector-cut", NEAREST_CHUNKS_PER_MEMORY, *exact), _cut_page, *exact)
+        rows, how = await fetch_ranked(conn, statement, params), "nearest_chunks"
+    return rows, how
 
 
 # The rankings below are templates (``db.templates``): the owner, the model and the query
@@ -304,6 +391,26 @@ def _approximate(dims: int, fetch: int, ef_search: int) -> sa.CTE:
     return _best(sa.select(ann.c.memory_id, ann.c.distance).where(mine), fetch)
 
 
+def _iterative(dims: int, fetch: int) -> sa.CTE:
+    """The owner's nearest chunks through the HNSW index, which walks on past other owners'
+    rows until ``fetch`` of the owner's are found (an iterative scan; ``MAX_SCAN_TUPLES`` at
+    most), the best ``fetch`` memories kept, sorted again by their exact distances."""
+    distance = _distance(dims)
+    ann = (
+        sa.select(_c.memory_id, distance.label("distance"))
+        .where(
+            _c.model == param("model"),
+            _c.tenant_id == param("tenant_id"),
+            _c.user_id == param("user_id"),
+        )
+        .order_by(distance)
+        .limit(fetch)
+        .cte("ann")
+        .prefix_with("MATERIALIZED")
+    )
+    return _best(sa.select(ann.c.memory_id, ann.c.distance), fetch)
+
+
 def _best(candidates: sa.Select[Any], fetch: int | None) -> sa.CTE:
     # OFFSET 0 keeps the subquery whole, so each chunk's distance is computed before the rows
     # are sorted by memory: folded into the aggregate, the sort carried every 1.5 kB vector
@@ -326,6 +433,13 @@ def _cut_page(
     """A page looked up by id from the nearest ``fetch`` memories: through the HNSW index
     with ``ef_search``, exactly without."""
     best = _exact(dims, fetch) if ef_search is None else _approximate(dims, fetch, ef_search)
+    return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
+
+
+def _indexed_page(shape: tuple[str, ...], dims: int, fetch: int, limit: int) -> sa.Select[Any]:
+    """A page looked up by id from the owner's nearest ``fetch`` memories, found by an
+    iterative HNSW scan."""
+    best = _iterative(dims, fetch)
     return ranked_page_template(shape, best, best.c.distance, limit, by_id=True)
 
 

@@ -405,6 +405,7 @@ class Pipeline:
             exclude_id=exclude,
             sizes=self.backend.scope_sizes,
             derived_only=True,
+            iterative_scans=self.backend.iterative_scans,
         )
         return nearest[0] if nearest else None
 

@@ -17,10 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["IndexHit", "IndexUnavailable", "PgVectorIndex", "VectorIndex", "open_index"]
 
 
-def open_index(engine: AsyncEngine, settings: Settings, sizes: ScopeSizes) -> VectorIndex:
-    """The index ``settings.vector_index`` names (Qdrant's libraries are imported only then)."""
+def open_index(
+    engine: AsyncEngine, settings: Settings, sizes: ScopeSizes, *, iterative_scans: bool = False
+) -> VectorIndex:
+    """The index ``settings.vector_index`` names (Qdrant's libraries are imported only then);
+    ``iterative_scans``: the server's pgvector has them (``db.vectors.iterative_scans``)."""
     if settings.vector_index == "pgvector":
-        return PgVectorIndex(engine, settings, sizes)
+        return PgVectorIndex(engine, settings, sizes, iterative_scans=iterative_scans)
     from memvault.vectorindex.engines import ClientStore, EdgeStore, PointStore
     from memvault.vectorindex.qdrant import QdrantIndex
 

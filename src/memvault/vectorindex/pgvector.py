@@ -23,10 +23,18 @@ if TYPE_CHECKING:
 class PgVectorIndex:
     fed = False
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, sizes: vectors.ScopeSizes) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        settings: Settings,
+        sizes: vectors.ScopeSizes,
+        *,
+        iterative_scans: bool = False,
+    ) -> None:
         self._engine = engine
         self._settings = settings
         self._sizes = sizes
+        self._iterative_scans = iterative_scans
 
     async def pages(
         self,
@@ -49,6 +57,7 @@ class PgVectorIndex:
             exact_max_chunks=self._settings.search_exact_max_chunks,
             ef_search=self._settings.hnsw_ef_search,
             sizes=self._sizes,
+            iterative_scans=self._iterative_scans,
         )
 
     async def search(
