@@ -93,7 +93,11 @@ def export_lines(count: int, big: int) -> list[list[dict[str, Any]]]:
 
 def settings(url: str) -> Settings:
     return Settings(
-        database_url=url, encryption_key=KEY, embedding_provider="hash", analyze_after_rows=0
+        database_url=url,
+        encryption_key=KEY,
+        embedding_provider="hash",
+        analyze_after_rows=0,
+        search_iterative_scans=True,
     )
 
 

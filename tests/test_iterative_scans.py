@@ -48,13 +48,14 @@ def iterative_database_url(pgvector_08_server: Callable[[str], str]) -> Iterator
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _settings(url: str, data_dir: Path) -> Settings:
+def _settings(url: str, data_dir: Path, *, iterative: bool = True) -> Settings:
     return settings_for(
         url,
         data_dir,
         embedding_provider="hash",
         search_exact_max_chunks=EXACT_MAX_CHUNKS,
         hnsw_ef_search=EF_SEARCH,
+        search_iterative_scans=iterative,
     )
 
 
@@ -183,6 +184,26 @@ async def test_without_iterative_scans_the_big_owner_is_ranked_exactly(
         await memory.close()
     assert found == expected[:PAGE]
     assert ranked_by == "nearest_chunks"
+
+
+async def test_iterative_scans_are_used_only_when_asked_for(
+    iterative_database_url: str, tmp_path: Path
+) -> None:
+    # Off by default: their candidates held fewer of the exact nearest (docs/deployment.md).
+    memory = await AsyncMemory.open(_settings(iterative_database_url, tmp_path, iterative=False))
+    try:
+        assert not backend_of(memory).iterative_scans
+        query, expected = await _crowded_store(memory)
+        found, ranked_by = await _search_as_ana(memory, query)
+    finally:
+        await memory.close()
+    assert found == expected[:PAGE]
+    assert ranked_by == "nearest_chunks"
+    checks = await run_checks(
+        _settings(iterative_database_url, tmp_path / "doctor", iterative=False)
+    )
+    (pgvector,) = [check for check in checks if check.name == "pgvector"]
+    assert "with iterative index scans, not used" in pgvector.detail
 
 
 async def test_the_doctor_says_whether_pgvector_scans_iteratively(

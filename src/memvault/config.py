@@ -341,6 +341,12 @@ class Settings(BaseSettings):
         ge=0,
         description="scopes with at most this many chunks are searched exactly, not by HNSW",
     )
+    search_iterative_scans: bool = Field(
+        default=False,
+        description="where the server's pgvector scans HNSW iteratively (0.8 or later), search "
+        "a user with more than search_exact_max_chunks chunks through the index; off by default: "
+        "its candidates held fewer of the exact nearest than the exact path's (docs/deployment.md)",
+    )
     hnsw_ef_search: int = Field(
         default=400, ge=1, le=1000, description="HNSW candidate list size (recall against speed)"
     )

@@ -32,7 +32,7 @@ async def run_checks(settings: Settings) -> list[Check]:
             Check(
                 "pgvector",
                 status.pgvector is not None,
-                _pgvector_detail(status)
+                _pgvector_detail(status, settings.search_iterative_scans)
                 if status.pgvector
                 else "missing: install pgvector on the server (CREATE EXTENSION vector)",
             ),
@@ -54,11 +54,17 @@ async def run_checks(settings: Settings) -> list[Check]:
         await admin.close()
 
 
-def _pgvector_detail(status: SchemaStatus) -> str:
-    if status.iterative_scans:
+def _pgvector_detail(status: SchemaStatus, wanted: bool) -> str:
+    if status.iterative_scans and wanted:
         return (
             f"version {status.pgvector}, with iterative index scans: a user with more chunks "
             "than MEMVAULT_SEARCH_EXACT_MAX_CHUNKS is searched through the HNSW index"
+        )
+    if status.iterative_scans:
+        return (
+            f"version {status.pgvector}, with iterative index scans, not used "
+            "(MEMVAULT_SEARCH_ITERATIVE_SCANS=true uses them for a user with more chunks than "
+            "MEMVAULT_SEARCH_EXACT_MAX_CHUNKS)"
         )
     return (
         f"version {status.pgvector}, without iterative index scans (0.8 or later): a user "

@@ -101,8 +101,10 @@ async def open_backend(settings: Settings) -> Backend:
         if embeddings.primary.dimensions:
             await ensure_index(ddl_engine, embeddings.active_model, embeddings.primary.dimensions)
         await set_feeding(ddl_engine, settings.vector_index != "pgvector")
-        async with transaction(engine) as conn:
-            iterative = await iterative_scans(conn)
+        iterative = False
+        if settings.search_iterative_scans:
+            async with transaction(engine) as conn:
+                iterative = await iterative_scans(conn)
         backend = Backend(
             # Writers that keep the engine for later (access counts, audit, cache) hold the
             # primary's own: a task they start inside a routed read must not write to a replica.
