@@ -19,8 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memvault import AsyncAdmin, AsyncMemory, Settings, StoreUnavailable
 from memvault.backend import Backend
-from memvault.db import engine as engine_module
-from memvault.db import store, tenancy
+from memvault.db import store
 from memvault.db.engine import create_engine
 from memvault.db.tenancy import all_tenants, tenant_scope
 from memvault.db.units import (
@@ -201,53 +200,6 @@ async def test_reads_released_behind_their_callers_reuse_one_connection_each_for
                 await conn.execute(sa.text("SELECT 1 / 0"))
         async with read_released_behind(engine) as conn:
             assert set((await conn.execute(seen)).scalars()) == set()
-    finally:
-        await reads_released(engine)
-        await engine.dispose()
-        await memory.close()
-
-
-async def test_a_ranking_read_begins_in_its_statements_round_trip_and_leaves_no_begin_behind(
-    make_settings: Callable[..., Settings], database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A ranking read (a search's candidate list) sends its begin, its tenant and its
-    statement as one message: the transaction starts when the statement arrives. It sees its
-    tenant's rows only, with nested loops off, its values bound as given; a ranking
-    transaction that ends before any statement leaves nothing that could open the next one on
-    the connection: not the ping of the next checkout, not a block in autocommit, which runs
-    outside any transaction."""
-    settings = make_settings(embedding_provider="hash", run_worker=False)
-    memory = await AsyncMemory.open(settings)
-    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE_S", 0.0)  # every checkout pings
-    engine = create_engine(database_url, pool_size=1, pool_timeout_s=5)
-    for tenant in ("acme", "globex"):
-        await memory.for_tenant(tenant).add(f"{tenant}'s 100% plans", user_id="u", infer=False)
-    read = sa.text(
-        "SELECT DISTINCT tenant_id, user_id = :u AS theirs, "
-        "transaction_timestamp() = statement_timestamp() AS one_message, "
-        "current_setting('enable_nestloop') AS nestloop FROM memories"
-    )
-    state = sa.text(
-        "SELECT current_setting('memvault.tenant', true) AS tenant, "
-        "transaction_timestamp() = statement_timestamp() AS own_transaction"
-    )
-    try:
-        with tenant_scope("acme"), tenancy.ranking_transactions():
-            async with transaction(engine):
-                pass  # begun, never used
-        async with engine.connect() as plain:
-            autocommit = await plain.execution_options(isolation_level="AUTOCOMMIT")
-            row = (await autocommit.execute(state)).one()
-            assert (row.tenant or "", row.own_transaction) == ("", True)
-        with tenant_scope("acme"), tenancy.ranking_transactions():
-            async with read_released_behind(engine) as conn:
-                rows = (await conn.execute(read, {"u": "u"})).all()
-            assert [tuple(row) for row in rows] == [("acme", True, True, "off")]
-        await reads_released(engine)
-        with tenant_scope("globex"):
-            async with transaction(engine) as conn:
-                rows = (await conn.execute(read, {"u": "u"})).all()
-            assert [(row.tenant_id, row.nestloop) for row in rows] == [("globex", "on")]
     finally:
         await reads_released(engine)
         await engine.dispose()

@@ -11,13 +11,11 @@ enters neither sees no tenant's rows at all — the safe default.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from psycopg import AsyncClientCursor, AsyncCursor
 from psycopg.pq import TransactionStatus
 from psycopg.sql import Literal
 from sqlalchemy import event
@@ -108,11 +106,7 @@ def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
     with one simple query, ``BEGIN; SELECT set_config(name, value, true)``; psycopg's commit
     and rollback still end it (they act on the server's transaction state, not on the mode).
     A block that asks an isolation level of its own (``AUTOCOMMIT`` for ``VACUUM``, say) gets
-    the mode it asked, and the settings in a statement of their own, as before.
-
-    A ranking transaction (``ranking_transactions``: a search's candidate lists and reads)
-    goes further: the begin waits for its first statement and goes out in front of it, the
-    statement's values bound into the text, so begin and statement are one round trip."""
+    the mode it asked, and the settings in a statement of their own, as before."""
     suffix = _AS_APP if per_transaction_role else ""
 
     @event.listens_for(engine.sync_engine, "checkout")
@@ -122,10 +116,6 @@ def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
         driver = dbapi_connection.driver_connection
         if not driver.autocommit and driver.info.transaction_status == TransactionStatus.IDLE:
             dbapi_connection.autocommit = True
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _folding_cursors(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.driver_connection.cursor_factory = _BeginsWithFirstStatement
 
     @event.listens_for(engine.sync_engine, "begin")
     def _announce(conn: Any) -> None:
@@ -137,7 +127,6 @@ def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
             "all": "on" if scope is _ALL else "off",
         }
         driver = conn.connection.driver_connection
-        _pending_begin.pop(driver, None)
         if (
             driver.autocommit
             and "isolation_level" not in conn.get_execution_options()
@@ -146,62 +135,10 @@ def install(engine: AsyncEngine, *, per_transaction_role: bool = False) -> None:
             # No parameters, so psycopg sends it as one simple query: both statements in one
             # round trip. The values are quoted as literals by the driver.
             quoted = {name: Literal(value).as_string(driver) for name, value in values.items()}
-            begin = "BEGIN; " + (sql % quoted)
-            if ranking:
-                # A ranking transaction's first statement is its reason to exist: it carries
-                # the begin with it, one round trip for both (_BeginsWithFirstStatement).
-                _pending_begin[driver] = begin
-            else:
-                conn.exec_driver_sql(begin)
+            conn.exec_driver_sql("BEGIN; " + (sql % quoted))
         else:
             conn.exec_driver_sql(sql, values)
         conn.info[NESTED_LOOPS_OFF] = ranking
-
-    # A begin that no statement took (a transaction that ended before its first) is dropped,
-    # so it can never open the next transaction on this connection, another tenant's maybe.
-    for name in ("commit", "rollback"):
-        event.listen(engine.sync_engine, name, _forget_begin)
-    for name in ("checkin", "reset"):
-        event.listen(engine.sync_engine.pool, name, _forget_pooled_begin)
-
-
-# The begin each connection's next statement sends first (see _BeginsWithFirstStatement).
-_pending_begin: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
-def _forget_begin(conn: Any) -> None:
-    if conn.connection is not None:
-        _pending_begin.pop(conn.connection.driver_connection, None)
-
-
-def _forget_pooled_begin(dbapi_connection: Any, *_: Any) -> None:
-    if dbapi_connection is not None:
-        _pending_begin.pop(dbapi_connection.driver_connection, None)
-
-
-class _BeginsWithFirstStatement(AsyncCursor[Any]):
-    """A cursor whose statement, when its transaction has not begun yet, goes out behind the
-    begin (``BEGIN; SELECT set_config(...)``) as one simple query: one round trip where the
-    begin and the statement took two. The statement's values are bound into it by the driver
-    (client-side, as ``AsyncClientCursor`` quotes them), since a simple query takes none
-    apart; the cursor is left on the statement's own result."""
-
-    async def execute(
-        self,
-        query: Any,
-        params: Any = None,
-        *,
-        prepare: bool | None = None,
-        binary: bool | None = None,
-    ) -> Self:
-        begin = _pending_begin.pop(self.connection, None)
-        if begin is None:
-            return await super().execute(query, params, prepare=prepare, binary=binary)
-        bound = AsyncClientCursor(self.connection).mogrify(query, params)
-        await super().execute(f"{begin}; {bound}")
-        while self.nextset():
-            pass
-        return self
 
 
 def scoped_to_tenant(
