@@ -498,7 +498,7 @@ class Settings(BaseSettings):
         default=True,
         description="rank a later statement about the same thing above the one it replaced, "
         "for questions about how things stand (retrieval/updates.py), in search and "
-        "remember(); it embeds the best candidates again on every search",
+        "remember(); it reads the best candidates' stored vectors (one more read a search)",
     )
     graph_fact_keys_weight: float = Field(
         default=0.5, ge=0, description="the fact lists' fusion weight, relative to the query's own"
