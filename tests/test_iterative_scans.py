@@ -172,10 +172,10 @@ async def test_a_crowded_big_owner_finds_its_nearest_through_the_index(
     assert ("t1", "ana") not in _plain_scan_owners(url, query)
 
 
-async def test_without_iterative_scans_the_big_owner_is_ranked_exactly(
-    database_url: str, tmp_path: Path
-) -> None:
-    memory = await AsyncMemory.open(_settings(database_url, tmp_path))
+async def _ranked_without_iterative_scans(settings: Settings) -> None:
+    """The crowded big owner on a store that does not use iterative scans: her page is ranked
+    exactly from her nearest chunks."""
+    memory = await AsyncMemory.open(settings)
     try:
         assert not backend_of(memory).iterative_scans
         query, expected = await _crowded_store(memory)
@@ -184,21 +184,21 @@ async def test_without_iterative_scans_the_big_owner_is_ranked_exactly(
         await memory.close()
     assert found == expected[:PAGE]
     assert ranked_by == "nearest_chunks"
+
+
+async def test_without_iterative_scans_the_big_owner_is_ranked_exactly(
+    database_url: str, tmp_path: Path
+) -> None:
+    await _ranked_without_iterative_scans(_settings(database_url, tmp_path))
 
 
 async def test_iterative_scans_are_used_only_when_asked_for(
     iterative_database_url: str, tmp_path: Path
 ) -> None:
     # Off by default: their candidates held fewer of the exact nearest (docs/deployment.md).
-    memory = await AsyncMemory.open(_settings(iterative_database_url, tmp_path, iterative=False))
-    try:
-        assert not backend_of(memory).iterative_scans
-        query, expected = await _crowded_store(memory)
-        found, ranked_by = await _search_as_ana(memory, query)
-    finally:
-        await memory.close()
-    assert found == expected[:PAGE]
-    assert ranked_by == "nearest_chunks"
+    await _ranked_without_iterative_scans(
+        _settings(iterative_database_url, tmp_path, iterative=False)
+    )
     checks = await run_checks(
         _settings(iterative_database_url, tmp_path / "doctor", iterative=False)
     )
