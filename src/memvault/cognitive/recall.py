@@ -176,7 +176,7 @@ class Recall:
                 timed(
                     "semantic",
                     bool(kinds & {"facts", "entities"}),
-                    lambda: self._semantic(request, channels, weights, query_vector),
+                    lambda: self._semantic(request, channels, weights, now, query_vector),
                     no_semantic,
                 ),
                 timed(
@@ -326,6 +326,7 @@ class Recall:
         request: RememberRequest,
         channels: builtins.list[str],
         weights: dict[str, float],
+        now: datetime,
         query_vector: Awaitable[Embedded | None],
     ) -> tuple[builtins.list[BundleItem], int]:
         """Facts and entities with their graph neighbourhood (two hops from the entities the
@@ -344,7 +345,6 @@ class Recall:
         found = await recall(
             self._backend, self.tenant_id, search, embedded=await query_vector, channels=channels
         )
-        now = request.reference_time or datetime.now(UTC)
         half_life = self._backend.settings.remember_half_life_days
         items: builtins.list[BundleItem] = []
         facts = found.facts or []
