@@ -1,7 +1,7 @@
 """A big owner's search with and without pgvector's iterative index scans, side by side.
 
     .venv/bin/python bench/iterative_scan.py [--memories 100000] [--big 11000] [--searches 100]
-        [--variants]
+        [--variants] [--real --exact-max 2000]
 
 Two servers, loaded with the same memories through the import path (hash embeddings, vectors
 included): the ``pgserver`` wheel's (PostgreSQL 16.2, pgvector 0.6.2: no iterative scans) and
@@ -20,12 +20,21 @@ Also: how each store ranked the big owner's vector pages (``index``, the owner's
 ``nearest_chunks`` exactly, or its whole ``scope``), and how many of the exact ranking's 50
 nearest memories (the vector list's candidates) the iterative scans and the path without
 them find.
+
+With ``--real``, the vectors are the bundled model's (all-MiniLM-L6-v2, ONNX) instead of
+hashes: the big owner's memories are real conversation turns (LongMemEval's and LoCoMo's dev
+files in ``../shared/bench``, user and assistant turns, each its first chunk), its questions
+those files' questions, and the other users' memories the synthetic corpus, embedded by the
+same model. The dev files hold about 8,000 turns, so ``--exact-max`` lowers
+``search_exact_max_chunks`` below the big owner's size to send its searches to the index as
+a larger owner's would be.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import tempfile
@@ -42,14 +51,25 @@ from memvault import AsyncMemory, Settings
 from memvault.crypto.envelope import generate_key
 from memvault.db import vectors
 from memvault.db.embedded import EmbeddedPostgres
-from memvault.embedding.hashing import HashEmbedder
+from memvault.embedding import build_embedder
+from memvault.embedding.base import Embedder
 from memvault.models import MemoryFilter
 
 from _stats import summary_ms
 
 KEY = generate_key()
+SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench"
 SMALL_USER = 90
 QUESTIONS = ["what does {u} like?", "where did {u} travel?", "what is {u} working on?"]
+BIG_QUESTIONS: list[str] = []  # the real questions, with --real
+
+
+def ask(rng: random.Random) -> tuple[str, str]:
+    """A question for the big owner and one for a small user."""
+    small = rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
+    return (rng.choice(BIG_QUESTIONS) if BIG_QUESTIONS else small), small
+
+
 RANKED_BY = ("index", "nearest_chunks", "scope")
 
 
@@ -67,14 +87,49 @@ def owners(count: int, big: int, seed: int = 5) -> list[str]:
     return out
 
 
-def export_lines(count: int, big: int) -> list[list[dict[str, Any]]]:
+def real_turns() -> tuple[list[str], list[str]]:
+    """Every turn of the LongMemEval and LoCoMo dev files, and their questions."""
+    turns: list[str] = []
+    questions: list[str] = []
+    for item in json.loads((SHARED_BENCH / "longmemeval_dev.json").read_text()):
+        questions.append(item["question"])
+        turns += [t["content"] for s in item["haystack_sessions"] for t in s]
+    for sample in json.loads((SHARED_BENCH / "locomo_dev.json").read_text()):
+        questions += [qa["question"] for qa in sample["qa"]]
+        talk = sample["conversation"]
+        sessions = [v for k, v in talk.items() if k.startswith("session_") and isinstance(v, list)]
+        turns += [t["text"] for session in sessions for t in session]
+    return [t for t in dict.fromkeys(turns) if t.strip()], questions
+
+
+def texts(count: int, big: int, real: bool) -> list[str]:
+    """Each memory's text, in load order; with ``real``, the big owner's are real turns."""
+    synthetic = iter(f"{text} #{n}" for n, text in enumerate(corpus(count, seed=3)))
+    if not real:
+        return list(synthetic)
+    turns = iter(real_turns()[0])
+    return [next(turns) if who == "big" else next(synthetic) for who in owners(count, big)]
+
+
+async def embedded(embedder: Embedder, contents: list[str]) -> list[list[float]]:
+    found: list[list[float]] = []
+    for start in range(0, len(contents), 256):
+        found += await embedder.embed_batch(contents[start : start + 256])
+        if start % 5_120 == 0:
+            print(f"  embedded {len(found):,} of {len(contents):,}", flush=True)
+    return found
+
+
+async def export_lines(
+    count: int, big: int, embedder: Embedder, real: bool
+) -> list[list[dict[str, Any]]]:
     """The store as export lines, one import per owner (at most 5,000 lines a call)."""
-    embedder = HashEmbedder()
     stamp = "2026-01-01T00:00:00Z"
     whose = owners(count, big)
+    contents = texts(count, big, real)
+    vectors_of = await embedded(embedder, contents)
     runs: dict[str, list[dict[str, Any]]] = {}
-    for n, text in enumerate(corpus(count, seed=3)):
-        content = f"{text} #{n}"
+    for n, content in enumerate(contents):
         runs.setdefault(whose[n], []).append(
             {
                 "memvault_export": 2,
@@ -85,25 +140,30 @@ def export_lines(count: int, big: int) -> list[list[dict[str, Any]]]:
                 "occurred_at": stamp,
                 "created_at": stamp,
                 "updated_at": stamp,
-                "vectors": [{"model": embedder.model_id, "chunks": [embedder._vector(content)]}],
+                "vectors": [{"model": embedder.model_id, "chunks": [vectors_of[n]]}],
             }
         )
     return [run[i : i + 5_000] for run in runs.values() for i in range(0, len(run), 5_000)]
+
+
+PROVIDER = "hash"  # "local" with --real
+EXACT_MAX = 10_000
 
 
 def settings(url: str) -> Settings:
     return Settings(
         database_url=url,
         encryption_key=KEY,
-        embedding_provider="hash",
+        embedding_provider=PROVIDER,
         analyze_after_rows=0,
         search_iterative_scans=True,
+        search_exact_max_chunks=EXACT_MAX,
     )
 
 
 async def load(url: str, batches: list[list[dict[str, Any]]]) -> None:
     memory = await AsyncMemory.open(settings(url))
-    model = HashEmbedder().model_id
+    model = build_embedder(settings(url)).model_id
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP INDEX IF EXISTS "{vectors.index_name(model)}"')
@@ -155,7 +215,7 @@ async def compare(
     ranked: dict[str, dict[str, float]] = {name: dict.fromkeys(RANKED_BY, 0.0) for name in stores}
     names = list(stores)
     for n in range(searches + 5):  # the first five warm the caches, and are not counted
-        question = rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
+        asked = dict(zip(("big", "small"), ask(rng), strict=True))
         small = f"small-{rng.randrange(100)}"
         turn = names[n % len(names) :] + names[: n % len(names)]
         for name in turn:
@@ -164,7 +224,7 @@ async def compare(
             for who, user in (("big", "big"), ("small", small)):
                 before = rankings()
                 started = time.perf_counter()
-                await stores[name].for_tenant("bench").search(question, user_id=user, limit=10)
+                await stores[name].for_tenant("bench").search(asked[who], user_id=user, limit=10)
                 if n >= 5:
                     took.setdefault((name, who), []).append(time.perf_counter() - started)
                 if who == "big":
@@ -193,7 +253,7 @@ async def agreement(
     rng = random.Random(8)
     shared: dict[str, list[float]] = {name: [] for name in stores}
     for _ in range(args.searches):
-        question = rng.choice(QUESTIONS).format(u=rng.choice(["Alice", "Bob", "Chen"]))
+        question = ask(rng)[0]
         truth = await vector_page(exact, question)
         for name, memory in stores.items():
             shared[name].append(len(await vector_page(memory, question) & truth) / len(truth))
@@ -211,8 +271,14 @@ async def vector_page(memory: AsyncMemory, question: str) -> set[Any]:
 
 
 async def run(args: argparse.Namespace) -> None:
+    global PROVIDER, EXACT_MAX
     print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}", flush=True)
-    batches = export_lines(args.memories, args.big)
+    PROVIDER, EXACT_MAX = ("local" if args.real else "hash"), args.exact_max
+    if args.real:
+        BIG_QUESTIONS[:] = real_turns()[1]
+    embedder = build_embedder(settings("postgresql://unused"))
+    batches = await export_lines(args.memories, args.big, embedder, args.real)
+    await embedder.aclose()
     with tempfile.TemporaryDirectory(prefix="memvault-iterative-") as tmp:
         root = Path(tmp)
         old_server = EmbeddedPostgres(root / "pgvector06")
@@ -271,5 +337,16 @@ if __name__ == "__main__":
         "--variants",
         action="store_true",
         help="two more stores: iterative scans in strict order, and for 4 chunks per row",
+    )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="the bundled model's vectors; the big owner's memories and questions real turns",
+    )
+    parser.add_argument(
+        "--exact-max",
+        type=int,
+        default=10_000,
+        help="search_exact_max_chunks: a bigger owner's searches go to the index",
     )
     asyncio.run(run(parser.parse_args()))
