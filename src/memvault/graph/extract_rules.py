@@ -28,6 +28,7 @@ from memvault.graph.claims import (
     Temporal,
     canonical_predicate,
 )
+from memvault.graph.extract_sense import errand, no_person, no_taste
 from memvault.language.when import event_time, parse_time
 from memvault.text import normalise
 
@@ -593,6 +594,8 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
             and (_HOUSEHOLD.match(matched) or _HOME_CONTEXT.search(sentence))
         ):
             return False  # "we left Leeds over the summer": a move, not a resignation
+    if predicate == "job_title" and no_person(fact.subject):
+        return False  # "the Lakeside Hotel is a four-star hotel": a place has no job
     value = fact.value if fact.value is not None else fact.object
     if value is None:
         return True
@@ -611,6 +614,10 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
         return False  # "I've been playing professionally": how, not what
     if predicate in _TASTES and _displaced(matched, sentence):
         return False  # "that's what I like to hear": what is liked stands before the verb
+    if predicate == "likes" and no_taste(value):
+        return False  # "I love trying new things", "pushing myself": no kind of thing
+    if predicate == "plans_to" and errand(value):
+        return False  # "planning to grab a coffee": the errand of the day, no lasting plan
     tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
     # "I'd like to add my vet bills to the budget. Can you show me how?": a wish beside a
     # request is the task the listener is asked to help with, no plan of the speaker's life.
@@ -686,7 +693,23 @@ def _targets(
     values = [_value(predicate, v, reading) for v in items]
     if groups.get("collected"):
         values = [f"collecting {v}" for v in values if v]
-    return [(predicate, None, v) for v in values if v]
+    return [_kind_of(predicate, v, reading) for v in values if v]
+
+
+_COLLECTING = re.compile(r"(?i)^(?:to\s+)?collect(?:ing)?\s+(?P<what>\w.*)$")
+_STAYING = re.compile(rf"^stay\s+(?:in|at)\s+(?:the\s+)?(?P<place>{p.NAME})$")
+
+
+def _kind_of(predicate: str, value: str, reading: _Reading) -> tuple[str, str | None, str | None]:
+    """What a taste or a plan is once its verb is read: liking to collect things is the
+    hobby of collecting them; a plan to stay in a named place is a trip there."""
+    collecting = _COLLECTING.match(value) if predicate == "likes" else None
+    if collecting is not None:
+        return "hobby", None, f"collecting {collecting['what']}"
+    staying = _STAYING.match(value) if predicate == "plans_to" else None
+    if staying is not None:
+        return "travels_to", reading.mention(staying["place"], "place"), None
+    return predicate, None, value
 
 
 def _things(
@@ -774,7 +797,7 @@ def _reaction(raw: str) -> bool:
 
 def _gerund_phrases(items: list[str]) -> list[str]:
     """A list split inside one activity joined again: in "getting lost in the plot and
-    characters" the "and" joins what one gerund takes, so "characters" is no taste of its own;
+    characters" the "and" joins what one gerund takes, so "characters" is no item of its own;
     "hiking and swimming" stays two."""
     joined: list[str] = []
     for item in items:
