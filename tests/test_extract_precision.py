@@ -299,3 +299,82 @@ def test_a_place_or_an_institution_has_no_job() -> None:
     hotel = triples("The Grand Marina Hotel is a five-star resort.")
     assert not {t for t in hotel if t[1] == "job_title"}
     assert ("Ana", "job_title", "pharmacist") in triples("My cousin Ana is a pharmacist.")
+
+
+# --- more facts said in passing: kinds of things, pastimes, stays --------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "thing"),
+    [
+        ("What tyres would suit my gravel bike on wet lanes?", "gravel bike"),
+        ("The strings on my squash racquet keep snapping.", "squash racquet"),
+        ("Any tips for polishing my vintage typewriter?", "vintage typewriter"),
+        ("How often should I water my peace lily?", "peace lily"),
+        ("My monstera and pothos both have yellow leaves, any idea why?", "pothos"),
+    ],
+)
+def test_a_kind_of_gear_or_plant_after_my_is_owned(said: str, thing: str) -> None:
+    assert (SELF, "owns", thing) in triples(said)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "How do I clean my laptop screen?",
+        "My phone keeps dying, what should I do?",
+        "My old neighbourhood had a great bakery.",
+    ],
+)
+def test_a_generic_thing_after_my_is_not_recorded_as_owned(said: str) -> None:
+    assert not {t for t in triples(said) if t[1] == "owns"}
+
+
+@pytest.mark.parametrize(
+    ("said", "pastime"),
+    [
+        ("I came second in a regional chess tournament on Saturday!", "chess"),
+        ("I've been taking a pottery class on Tuesdays.", "pottery"),
+        ("Any gear I should pack for my next birding trip?", "birding"),
+        ("Can you help me plan my yoga and gym sessions for the week?", "yoga"),
+    ],
+)
+def test_a_pastime_is_read_from_its_contests_classes_and_outings(said: str, pastime: str) -> None:
+    assert (SELF, "hobby", pastime) in {(s, p, v.casefold()) for s, p, v in triples(said)}
+
+
+def test_one_outing_or_a_contest_given_up_is_no_hobby() -> None:
+    assert not {
+        t for t in triples("Is there a cafe near the trail for after my hike?") if t[1] == "hobby"
+    }
+    assert not {
+        t for t in triples("I used to enter chess tournaments as a kid.") if t[1] == "hobby"
+    }
+
+
+def test_tastes_said_as_always_liked_or_a_work_finished_and_loved() -> None:
+    assert (SELF, "likes", "Patagonia jackets") in triples("I've always liked Patagonia jackets.")
+    found = triples('I just finished reading "Circe" and loved it.')
+    assert (SELF, "likes", "Circe") in found
+
+
+def test_a_pet_named_with_its_kind_and_a_place_visited_said_in_passing() -> None:
+    assert (SELF, "has_pet", "Pepper") in triples("Pepper the goat escaped again this morning.")
+    asked = "Which painters are like the ones I saw when I visited the Tate Modern last week?"
+    assert (SELF, "visited", "Tate Modern") in triples(asked)
+    assert (SELF, "visited", "Science Museum") in triples(
+        "I took my nephew to the Science Museum on Saturday."
+    )
+
+
+def test_a_stay_a_venture_and_a_project_at_a_company() -> None:
+    stay = "I'm going to visit some markets while I'm in Marrakesh."
+    assert (SELF, "travels_to", "Marrakesh") in triples(stay)
+    assert not {t for t in triples("I always read while I'm in London.") if t[1] == "travels_to"}
+    venture = triples("I'm opening a small bakery in the spring.")
+    assert (SELF, "plans_to", "open a small bakery") in venture
+    assert (SELF, "works_for", "Fernhill Labs") in triples(
+        "I'm working on a data project at Fernhill Labs this quarter."
+    )
+    assert (SELF, "travels_to", "Lisbon") in triples("Any packing tips for my Lisbon trip?")
+    assert not {t for t in triples("My Lisbon trip was lovely.") if t[1] == "travels_to"}

@@ -148,6 +148,10 @@ _ASKED_AFTER = re.compile(
 )
 _STATES = re.compile(r"^\W*(?:I|We|My|Our)\b(?!\s+(?:wonder|was\s+wondering))")
 _ASKING = re.compile(r"(?i)^\W*(?:(?:can|could|would|will)\s+you|please)\b")
+_REQUESTING = re.compile(
+    r"(?i)\bI(?:\s+would|'d)\s+like\s+(?:a|an|some)\b|\bI\s+(?:need|want)\s+(?:a|an|some)\b|"
+    r"\bI\s+am\s+looking\s+for\b"
+)
 _DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
 _NUMBERS = {
     "one": "1",
@@ -202,6 +206,7 @@ class _Reading:
     assistant: bool = False  # an assistant's turn: only its restatements are read
     sentence: str = ""  # the whole sentence being read, when a shape reads one clause
     asks: bool = False  # the text asks the listener something (a question, "can you…")
+    requests: bool = False  # or asks for something ("I'd like a route", "I'm looking for…")
     facts: list[FactClaim] = field(default_factory=list)
     relations: list[RelationClaim] = field(default_factory=list)
 
@@ -228,6 +233,7 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
     lower_case = not any(ch.isupper() for ch in clean)
     sentences = _sentences(clean)
     reading.asks = any(_QUESTION.search(s) or _ASKING.match(s) for s in sentences)
+    reading.requests = reading.asks or _REQUESTING.search(clean) is not None
     for sentence in sentences:
         if lower_case:
             sentence = _capitalised(sentence)
@@ -616,6 +622,8 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
         return False  # "that's what I like to hear": what is liked stands before the verb
     if predicate == "likes" and no_taste(value):
         return False  # "I love trying new things", "pushing myself": no kind of thing
+    if predicate == "prefers" and reading.requests:
+        return False  # "I'd like a route… I prefer quiet ones": what is asked for, no taste
     if predicate == "plans_to" and errand(value):
         return False  # "planning to grab a coffee": the errand of the day, no lasting plan
     tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
@@ -680,7 +688,7 @@ def _targets(
             predicate, kind = "lives_in", "place"  # "we left Chicago and moved to Portland"
         return [(predicate, reading.mention(name, kind), None)]
     raw = groups.get("val") or ""
-    if shape.passing and predicate == "owns" and not re.search(r"\d", raw):
+    if shape is p.MAKE_AND_MODEL and not re.search(r"\d", raw):
         return []  # "my Sony A7R IV" is a thing owned; "my Mom", "my Spotify" are not
     if raw.split()[:1] and raw.split()[0].casefold() in _PREPOSITIONS:
         return []  # "like in chess, patience pays off": "like" was no verb

@@ -48,10 +48,18 @@ _NEEDS_OBJECT = p.words("playing doing making working having getting")
 _SELF = re.compile(r"(?i)\b(?:my|our|myself|ourselves|me|us)\b")
 
 
+# Practising is no plan: "work on improving my old area", "improve my serve", "focus on my
+# health" name an effort that goes on, not something that will be done.
+_PRACTICE = re.compile(
+    r"(?i)^(?:improve|work\s+on|focus\s+on|get\s+better\s+at|practi[cs]e|keep)\b"
+)
+
+
 def errand(plan: str) -> bool:
-    """Whether a plan ("verb object") is an errand, an offer, a topic or says nothing."""
+    """Whether a plan ("verb object") is an errand, an offer, a practice, a topic or says
+    nothing."""
     first = plan.split()[0].casefold() if plan.split() else ""
-    if first in _ERRAND or _OFFER.match(plan) or _VAGUE.match(plan):
+    if first in _ERRAND or _OFFER.match(plan) or _VAGUE.match(plan) or _PRACTICE.match(plan):
         return True
     inquiry = _INQUIRY.match(plan)
     return inquiry is not None and not _PLACE_NAMED.match(inquiry["rest"])
