@@ -378,3 +378,33 @@ def test_a_stay_a_venture_and_a_project_at_a_company() -> None:
     )
     assert (SELF, "travels_to", "Lisbon") in triples("Any packing tips for my Lisbon trip?")
     assert not {t for t in triples("My Lisbon trip was lovely.") if t[1] == "travels_to"}
+
+
+def test_a_generic_thing_in_a_request_is_its_background_not_a_possession() -> None:
+    asked = "I just got a new 1080p projector, any tips for mounting it on the ceiling?"
+    assert not {t for t in triples(asked) if t[1] == "owns"}
+    bought = "I'm planning to buy a new fridge, can you compare a few models for me?"
+    assert not {t for t in triples(bought) if t[1] == "plans_to"}
+    # named or specific things stay, and a plain statement is still read
+    named = "I just got a new Brompton folding bike, how should I store it?"
+    assert (SELF, "owns", "Brompton folding bike") in triples(named)
+    assert (SELF, "owns", "printer") in triples("I just got a new printer.")
+
+
+def test_a_preference_inside_a_request_is_the_requests() -> None:
+    asked = "I'd like a dinner spot for Friday. I prefer places with outdoor seating."
+    assert not {t for t in triples(asked) if t[1] == "prefers"}
+    assert (SELF, "prefers", "tea") in triples("I prefer tea.")
+
+
+def test_adjectives_share_the_noun_and_named_examples_are_liked() -> None:
+    assert triples("I'm really into Cuban and Brazilian jazz.") >= {
+        (SELF, "likes", "Cuban jazz"),
+        (SELF, "likes", "Brazilian jazz"),
+    }
+    assert triples("I love bread and peanut butter.") == {
+        (SELF, "likes", "bread"),
+        (SELF, "likes", "peanut butter"),
+    }
+    found = triples("I'm a big fan of crime novels like Tana French's books.")
+    assert (SELF, "likes", "Tana French") in found

@@ -28,7 +28,14 @@ from memvault.graph.claims import (
     Temporal,
     canonical_predicate,
 )
-from memvault.graph.extract_sense import errand, no_person, no_taste
+from memvault.graph.extract_sense import (
+    errand,
+    generic,
+    generic_purchase,
+    no_person,
+    no_taste,
+    shared_head,
+)
 from memvault.language.when import event_time, parse_time
 from memvault.text import normalise
 
@@ -622,9 +629,13 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
         return False  # "that's what I like to hear": what is liked stands before the verb
     if predicate == "likes" and no_taste(value):
         return False  # "I love trying new things", "pushing myself": no kind of thing
+    if predicate == "owns" and reading.requests and generic(value):
+        return False  # "I got a new 4K TV… any recommendations?": the request's background
     if predicate == "prefers" and reading.requests:
         return False  # "I'd like a route… I prefer quiet ones": what is asked for, no taste
-    if predicate == "plans_to" and errand(value):
+    if predicate == "plans_to" and (
+        errand(value) or (reading.requests and generic_purchase(value))
+    ):
         return False  # "planning to grab a coffee": the errand of the day, no lasting plan
     tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
     # "I'd like to add my vet bills to the budget. Can you show me how?": a wish beside a
@@ -697,8 +708,13 @@ def _targets(
     items = _items(raw) if shape.many else [raw]
     if predicate in _TASTES:
         # "classical like Bach": what follows "like" is an example of the taste, not it
-        items = [_EXAMPLES.sub("", item) for item in _gerund_phrases(items)]
-    values = [_value(predicate, v, reading) for v in items]
+        # …and a name given as an example of a taste is liked too ("like Bach")
+        items = [_EXAMPLES.sub("", item) for item in _gerund_phrases(items)] + _named_examples(
+            items
+        )
+    values = [v for v in (_value(predicate, i, reading) for i in items) if v]
+    if predicate in _TASTES:
+        values = shared_head(values)
     if groups.get("collected"):
         values = [f"collecting {v}" for v in values if v]
     return [_kind_of(predicate, v, reading) for v in values if v]
@@ -788,6 +804,16 @@ def _extras(
 _TASTES = frozenset({"likes", "dislikes", "prefers"})
 _EXAMPLES = re.compile(r"(?i)\s+(?:like|such\s+as|including|especially)\s+.*$")
 _THE_THING = re.compile(r"^[Tt]he\s+(?P<first>[a-z][\w-]*)\s+(?P<second>[\w-]+)")
+
+
+def _named_examples(items: list[str]) -> list[str]:
+    """The names a taste gives as its examples: "classical like Bach" likes Bach too."""
+    named: list[str] = []
+    for item in items:
+        example = _EXAMPLES.search(item)
+        if example is not None:
+            named += [re.sub(r"'s$", "", n) for n in p.NAME_PATTERN.findall(example[0])]
+    return named
 
 
 def _reaction(raw: str) -> bool:

@@ -92,3 +92,50 @@ def no_person(name: str) -> bool:
     """Whether a name is a place's or an institution's by its last word."""
     words = name.casefold().split()
     return bool(words) and words[-1] in _INSTITUTION
+
+
+# A thing named by its make ("Samsung", "MacBook", "iPhone") or a model number mixing letters
+# and digits ("X1", "A7R"), not a size or a spec ("4K", "27 oz").
+_MAKE = re.compile(r"\b(?:[A-Z][a-z]|i[A-Z])")
+_MODEL = re.compile(
+    r"\b(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])(?!\d+(?:k|p|gb|tb|mm|cm|oz|in|inch)\b)",
+    re.IGNORECASE,
+)
+
+
+def generic(thing: str) -> bool:
+    """Whether a thing owned is a household generic ("a new 4K TV", "a waterproof car
+    cover"): no make, no model, and no specific kind ("road bike", "peace lily")."""
+    if _MAKE.search(thing) or p.SPECIFIC_THING.search(thing):
+        return False
+    return _MODEL.search(thing) is None
+
+
+_PURCHASE = re.compile(
+    r"(?i)^(?:buy|get|purchase|order|pick\s+up)\s+(?:(?:a|an|some|the|new|another)\s+)*(?P<thing>.+)$"
+)
+
+
+def generic_purchase(plan: str) -> bool:
+    """Whether a plan is to buy a household generic ("buy a new TV")."""
+    bought = _PURCHASE.match(plan)
+    return bought is not None and generic(bought["thing"])
+
+
+# Adjectives that share the noun after the last of them: "indie and alternative rock" is
+# indie rock and alternative rock. A word of an adjective's form ("-al", "-ic", "-ive",
+# "-ous", "-ish", "-ese", "-ian", "-ern"; a people's: "Cuban", "French") or a music style's;
+# a noun ("pizza and ice cream") shares nothing.
+_ADJECTIVE = re.compile(
+    r"^(?:(?i:\w+(?:al|ic|ive|ous|ish|ese|ian|ern)|indie|folk|pop|punk)|[A-Z]\w+(?:an|ch|sh))$"
+)
+
+
+def shared_head(items: list[str]) -> list[str]:
+    """A list of adjectives before one noun, each given the noun."""
+    if len(items) < 2:
+        return items
+    last = items[-1].split()
+    if len(last) != 2 or not all(_ADJECTIVE.match(i) for i in items[:-1]):
+        return items
+    return [f"{i} {last[-1]}" for i in items[:-1]] + [items[-1]]

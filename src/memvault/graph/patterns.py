@@ -1394,6 +1394,7 @@ MAKE_AND_MODEL = _shape(
     timeless=True,
     passing=True,
 )
+SPECIFIC_THING = re.compile(rf"(?i)\b(?:{_GEAR}|{_PLANT})\b")
 PASSING: tuple[Shape, ...] = (
     # "getting my cat microchipped", "a toy for our dog"
     _shape(
