@@ -408,3 +408,32 @@ def test_adjectives_share_the_noun_and_named_examples_are_liked() -> None:
     }
     found = triples("I'm a big fan of crime novels like Tana French's books.")
     assert (SELF, "likes", "Tana French") in found
+
+
+@pytest.mark.parametrize(
+    ("said", "pastime"),
+    [
+        ("Cello's really my thing these days.", "cello"),
+        ("Thanks! I'll keep chasing my passion for photography.", "photography"),
+        ("Practising my ukulele every evening keeps me sane.", "ukulele"),
+        ("I just finished my first knitting project, a scarf!", "knitting"),
+        ("How can I fix my backhand in tennis?", "tennis"),
+        ("My knees ache whenever I cycle, is that normal?", "cycling"),
+    ],
+)
+def test_a_pastime_is_read_from_ones_thing_passion_instrument_work_and_habit(
+    said: str, pastime: str
+) -> None:
+    assert (SELF, "hobby", pastime) in {(s, p, v.casefold()) for s, p, v in triples(said)}
+
+
+def test_running_out_or_a_passion_for_a_cause_is_no_pastime() -> None:
+    assert not {t for t in triples("What do I do when I run out of yeast?") if t[1] == "hobby"}
+    passion = triples("My passion for justice keeps me going.")
+    assert (SELF, "likes", "justice") in passion
+    assert not {t for t in passion if t[1] == "hobby"}
+
+
+def test_a_statement_before_and_was_wondering_is_read() -> None:
+    asked = "I'm planning a trip to the Dolomites in June and was wondering what to pack?"
+    assert (SELF, "travels_to", "Dolomites") in triples(asked)

@@ -149,7 +149,7 @@ _QUESTION = re.compile(r"\?\s*$")
 # Where a sentence that ends as a question turns to asking: what stands before it, when it
 # opens as a statement of the speaker's ("I am…", "My…", "We have…"), is stated.
 _ASKED_AFTER = re.compile(
-    r"(?i),?\s+(?:and\s+|so\s+|but\s+)?(?:(?:I|we)\s+(?:was|were|am|are)\s+wondering|"
+    r"(?i),?\s+(?:and\s+|so\s+|but\s+)?(?:(?:(?:I|we)\s+)?(?:was|were|am|are)\s+wondering|"
     r"(?:can|could|would|will|do|did)\s+you|any\s+(?:tips|ideas|suggestions|advice|"
     r"recommendations)|what|how|which|where|why|is\s+there|are\s+there|should\s+I)\b"
 )

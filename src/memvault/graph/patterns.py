@@ -1394,6 +1394,10 @@ MAKE_AND_MODEL = _shape(
     timeless=True,
     passing=True,
 )
+_INSTRUMENT = (
+    r"guitar|piano|violin|cello|drums|ukulele|saxophone|sax|flute|trumpet|clarinet|bass|harp|"
+    r"banjo|mandolin|keyboard|trombone|oboe|viola"
+)
 SPECIFIC_THING = re.compile(rf"(?i)\b(?:{_GEAR}|{_PLANT})\b")
 PASSING: tuple[Shape, ...] = (
     # "getting my cat microchipped", "a toy for our dog"
@@ -1513,6 +1517,50 @@ PASSING: tuple[Shape, ...] = (
         timeless=True,
         passing=True,
     ),
+    # "my passion for writing", "practising my violin", "a pottery project I finished"
+    _shape(
+        "passion",
+        "hobby",
+        rf"{_MINE}\s+passion\s+for\s+(?P<val>{_PASTIME})\b",
+        None,
+        passing=True,
+    ),
+    _shape(
+        _INSTRUMENT,
+        "hobby",
+        rf"\b(?:play|plays|playing|practi[cs]e|practi[cs]es|practi[cs]ing)\s+(?:on\s+)?{_MINE}\s+"
+        rf"(?:[\w-]+\s+)?(?P<val>{_INSTRUMENT})\b",
+        None,
+        passing=True,
+    ),
+    _shape(
+        "project|piece",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:finished|started|completed|working\s+on|made)\s+(?:another|my|a|an|"
+        rf"the|this|one|two|three)\s+(?:(?:new|latest|first|big|little|small)\s+)?"
+        rf"(?P<val>{_PASTIME})\s+(?:projects?|pieces?)\b",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "tips on my serve in volleyball", "my swing at golf"
+    _shape(
+        r"serve|swing|technique|stroke|form|backhand|forehand",
+        "hobby",
+        rf"{_MINE}\s+(?:serve|swing|technique|strokes?|form|backhand|forehand)\s+(?:in|at|for)\s+"
+        rf"(?P<val>{_PASTIME})\b",
+        None,
+        passing=True,
+    ),
+    # "I tend to land midfoot when I run": what one does whenever is a habit
+    _shape(
+        "when",
+        "hobby",
+        rf"\bwhen(?:ever)?\s+(?P<subj>I|we)\s+(?P<val>{_HOBBY_VERB})\b"
+        r"(?!\s+(?:out|into|over|across|late|to|through|up|down|away|off|a|the|my|it)\b)",
+        None,
+        passing=True,
+    ),
     # "Boris the rooster": a named animal the speaker tells of is theirs
     _shape(
         _ANIMAL,
@@ -1536,6 +1584,14 @@ PASSING: tuple[Shape, ...] = (
 # How people say what they love without "love X": "I'm all about dramas", "I've always had
 # a love for horses", "my passion for writing".
 FONDNESS: tuple[Shape, ...] = (
+    # "Guitar's mostly my thing", "painting is really my passion": one's thing is a pastime
+    _shape(
+        r"my\s+(?:thing|jam|passion)",
+        "hobby",
+        rf"(?:^|[.!?]\s+|,\s+)(?i:(?P<val>{_PASTIME}))(?:\s+is|'s)\s+(?:(?:mostly|really|totally|"
+        r"just|definitely|kind\s+of|very\s+much)\s+)?(?P<own>my)\s+(?:thing|jam|passion)\b",
+        None,
+    ),
     _shape(
         "all about",
         "likes",
@@ -1557,7 +1613,8 @@ FONDNESS: tuple[Shape, ...] = (
     _shape(
         "love|passion",
         "likes",
-        rf"{_MINE}\s+(?:love|passion)\s+for\s+(?P<val>[^,.;:!?]{{1,60}}?)(?=\s*[,.;:!?]|\s*$|"
+        rf"{_MINE}\s+(?:love|passion(?!\s+for\s+(?:{_PASTIME})\b))\s+for\s+"
+        r"(?P<val>[^,.;:!?]{1,60}?)(?=\s*[,.;:!?]|\s*$|"
         r"\s+(?:has|have|had|is|are|was|were|keeps?|kept|makes?|made|gives?|gave|drives?|"
         r"helps?|and|but|so|because|since|that|which|with|to|in|at|through)\b)",
         None,
