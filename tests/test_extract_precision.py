@@ -414,6 +414,7 @@ def test_adjectives_share_the_noun_and_named_examples_are_liked() -> None:
     ("said", "pastime"),
     [
         ("Cello's really my thing these days.", "cello"),
+        ("Anything to stop my calves cramping when I swim?", "swimming"),
         ("Thanks! I'll keep chasing my passion for photography.", "photography"),
         ("Practising my ukulele every evening keeps me sane.", "ukulele"),
         ("I just finished my first knitting project, a scarf!", "knitting"),
@@ -424,11 +425,15 @@ def test_adjectives_share_the_noun_and_named_examples_are_liked() -> None:
 def test_a_pastime_is_read_from_ones_thing_passion_instrument_work_and_habit(
     said: str, pastime: str
 ) -> None:
-    assert (SELF, "hobby", pastime) in {(s, p, v.casefold()) for s, p, v in triples(said)}
+    assert (SELF, "hobby", pastime) in triples(said)
 
 
 def test_running_out_or_a_passion_for_a_cause_is_no_pastime() -> None:
-    assert not {t for t in triples("What do I do when I run out of yeast?") if t[1] == "hobby"}
+    for said in (
+        "What do I do when I run out of yeast?",
+        "I listen to podcasts when I run errands.",
+    ):
+        assert not {t for t in triples(said) if t[1] == "hobby"}
     passion = triples("My passion for justice keeps me going.")
     assert (SELF, "likes", "justice") in passion
     assert not {t for t in passion if t[1] == "hobby"}

@@ -943,6 +943,8 @@ def _hobby(value: str, reading: _Reading) -> str | None:
         return p.HOBBY_VERBS[folded[:-1]]
     if folded in _WORKS:  # "my paintings": painting
         return _WORKS[folded]
+    if value[:1].isupper() and value[1:].islower() and reading.sentence.startswith(value):
+        value = folded  # "Guitar's my thing": capitalised for its place, no name
     return p.HOBBY_VERBS.get(folded, value)
 
 

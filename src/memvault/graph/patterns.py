@@ -1552,12 +1552,14 @@ PASSING: tuple[Shape, ...] = (
         None,
         passing=True,
     ),
-    # "I tend to land midfoot when I run": what one does whenever is a habit
+    # "I tend to land midfoot when I run": what one does whenever is a habit; a verb that
+    # takes an object is another verb ("when I run errands", "when I box up the books")
     _shape(
         "when",
         "hobby",
         rf"\bwhen(?:ever)?\s+(?P<subj>I|we)\s+(?P<val>{_HOBBY_VERB})\b"
-        r"(?!\s+(?:out|into|over|across|late|to|through|up|down|away|off|a|the|my|it)\b)",
+        r"(?=\s*[,.;:!?)]|\s*$|\s+(?:in|on|at|outside|indoors|every|each|and|or|so|I|with|too|"
+        r"now|alone|long|far|fast|hard|regularly|more|less|because|but)\b)",
         None,
         passing=True,
     ),
