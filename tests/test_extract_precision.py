@@ -442,3 +442,23 @@ def test_running_out_or_a_passion_for_a_cause_is_no_pastime() -> None:
 def test_a_statement_before_and_was_wondering_is_read() -> None:
     asked = "I'm planning a trip to the Dolomites in June and was wondering what to pack?"
     assert (SELF, "travels_to", "Dolomites") in triples(asked)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "My gravel bike got stolen outside the gym.",
+        "My old kayak is for sale if anyone wants it.",
+        "Should I compost my dead orchid?",
+        "I finished a writing project for school.",
+        "I took my van to the Ford garage on Monday.",
+    ],
+)
+def test_a_thing_gone_schoolwork_or_a_thing_taken_somewhere_states_no_such_fact(
+    said: str,
+) -> None:
+    assert not {t for t in triples(said) if t[1] in ("owns", "hobby", "visited")}
+
+
+def test_an_instrument_played_is_stored_without_the_possessive() -> None:
+    assert (SELF, "hobby", "banjo") in triples("I play my banjo on the porch most nights.")

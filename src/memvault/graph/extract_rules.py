@@ -934,7 +934,7 @@ def _hobby(value: str, reading: _Reading) -> str | None:
         "",
         value,
     )
-    value = re.sub(r"(?i)^the\s+", "", value).strip()
+    value = re.sub(r"(?i)^(?:the|my|our)\s+", "", value).strip()  # "play my guitar": guitar
     value = re.sub(r"(?i)\s+\w+ly$", "", value)  # "plays afrobeats loudly"
     if not value or len(value.split()) > 3:
         return None

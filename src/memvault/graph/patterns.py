@@ -1103,7 +1103,9 @@ EVERYDAY: tuple[Shape, ...] = (
         rf"{_SUBJ}{_AUX}\s+(?:visited|went\s+(?:back\s+)?to|travelled\s+to|traveled\s+to|"
         r"flew\s+to|been\s+to|was\s+in|were\s+in|got\s+back\s+from|came\s+back\s+from|"
         r"returned\s+from|back\s+from(?:\s+[^,.;!?]{1,30}?\s+in)?|spent\s+[^,.;!?]{1,30}?\s+in|"
-        r"took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to|took\s+(?:my|our)\s+[a-z]+\s+to)"
+        r"took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to|"
+        rf"took\s+(?:my|our)\s+(?:{_REL}|friends?|kids|children|family|partner|girlfriend|"
+        r"boyfriend|date|class|students|team)\s+to)"
         rf"\s+(?!{_EDU_NAME}){_OBJ}",
         "place",
         event=True,
@@ -1398,6 +1400,13 @@ _INSTRUMENT = (
     r"guitar|piano|violin|cello|drums|ukulele|saxophone|sax|flute|trumpet|clarinet|bass|harp|"
     r"banjo|mandolin|keyboard|trombone|oboe|viola"
 )
+# A thing that is gone or on its way out is no longer owned: "my road bike got stolen", "my
+# dead fern", "my old bike is for sale".
+_GONE_BEFORE = r"(?!(?:dead|late|former|stolen|lost|broken|sold)\b)"
+_GONE_AFTER = (
+    r"(?!\s+(?:(?:got|was|were|has\s+been|had\s+been)\s+(?:stolen|sold|lost|nicked|totall?ed|"
+    r"written\s+off|destroyed)|(?:is|was)\s+for\s+sale|died)\b)"
+)
 SPECIFIC_THING = re.compile(rf"(?i)\b(?:{_GEAR}|{_PLANT})\b")
 PASSING: tuple[Shape, ...] = (
     # "getting my cat microchipped", "a toy for our dog"
@@ -1501,8 +1510,8 @@ PASSING: tuple[Shape, ...] = (
         r"philodendron|begonia|calathea|bromeliad|anthurium|hoya|ivy|palm",
         "owns",
         rf"{_MINE}\s+(?:(?:indoor\s+|house)?plants,?\s+(?:especially|like|including|such\s+as)\s+"
-        rf"(?:the\s+|my\s+)?|(?:[a-z]+\s+)?)(?i:(?P<val>(?:{_PLANT})(?:\s+(?:and|&)\s+"
-        rf"(?:{_PLANT}))?))\b",
+        rf"(?:the\s+|my\s+)?|{_GONE_BEFORE}(?:[a-z]+\s+)?)(?i:(?P<val>(?:{_PLANT})(?:\s+(?:and|&)\s+"
+        rf"(?:{_PLANT}))?))\b{_GONE_AFTER}",
         None,
         timeless=True,
         many=True,
@@ -1512,7 +1521,8 @@ PASSING: tuple[Shape, ...] = (
     _shape(
         r"bike|rac|clubs|guitar|piano|board|kayak|canoe|telescope|antique|vintage",
         "owns",
-        rf"{_MINE}\s+(?:(?:new|old|trusty|beloved|first|own)\s+)?(?P<val>{_GEAR})\b",
+        rf"{_MINE}\s+{_GONE_BEFORE}(?:(?:new|old|trusty|beloved|first|own)\s+)?(?P<val>{_GEAR})\b"
+        rf"{_GONE_AFTER}",
         None,
         timeless=True,
         passing=True,
@@ -1538,7 +1548,8 @@ PASSING: tuple[Shape, ...] = (
         "hobby",
         rf"{_SUBJ}{_AUX}\s+(?:finished|started|completed|working\s+on|made)\s+(?:another|my|a|an|"
         rf"the|this|one|two|three)\s+(?:(?:new|latest|first|big|little|small)\s+)?"
-        rf"(?P<val>{_PASTIME})\s+(?:projects?|pieces?)\b",
+        rf"(?P<val>{_PASTIME})\s+(?:projects?|pieces?)\b"
+        r"(?!\s+(?:for|at)\s+(?:school|work|class|college|uni|university)\b)",
         None,
         timeless=True,
         passing=True,
