@@ -953,7 +953,7 @@ EVERYDAY: tuple[Shape, ...] = (
     ),
     # "I've always liked Under Armour": a liking that holds to now
     _shape(
-        r"always\s+(?:liked|loved|enjoyed|adored)",
+        "always",
         "likes",
         rf"{_SUBJ}\s+(?:have|has)\s+always\s+(?:liked|loved|enjoyed|adored)\s+{_LIST}",
         None,
@@ -1599,7 +1599,7 @@ PASSING: tuple[Shape, ...] = (
 FONDNESS: tuple[Shape, ...] = (
     # "Guitar's mostly my thing", "painting is really my passion": one's thing is a pastime
     _shape(
-        r"my\s+(?:thing|jam|passion)",
+        "thing|jam|passion",
         "hobby",
         rf"(?:^|[.!?]\s+|,\s+)(?i:(?P<val>{_PASTIME}))(?:\s+is|'s)\s+(?:(?:mostly|really|totally|"
         r"just|definitely|kind\s+of|very\s+much)\s+)?(?P<own>my)\s+(?:thing|jam|passion)\b",
