@@ -28,6 +28,14 @@ from memvault.graph.claims import (
     Temporal,
     canonical_predicate,
 )
+from memvault.graph.extract_sense import (
+    errand,
+    generic,
+    generic_purchase,
+    no_person,
+    no_taste,
+    shared_head,
+)
 from memvault.language.when import event_time, parse_time
 from memvault.text import normalise
 
@@ -141,12 +149,16 @@ _QUESTION = re.compile(r"\?\s*$")
 # Where a sentence that ends as a question turns to asking: what stands before it, when it
 # opens as a statement of the speaker's ("I am…", "My…", "We have…"), is stated.
 _ASKED_AFTER = re.compile(
-    r"(?i),?\s+(?:and\s+|so\s+|but\s+)?(?:(?:I|we)\s+(?:was|were|am|are)\s+wondering|"
+    r"(?i),?\s+(?:and\s+|so\s+|but\s+)?(?:(?:(?:I|we)\s+)?(?:was|were|am|are)\s+wondering|"
     r"(?:can|could|would|will|do|did)\s+you|any\s+(?:tips|ideas|suggestions|advice|"
     r"recommendations)|what|how|which|where|why|is\s+there|are\s+there|should\s+I)\b"
 )
 _STATES = re.compile(r"^\W*(?:I|We|My|Our)\b(?!\s+(?:wonder|was\s+wondering))")
 _ASKING = re.compile(r"(?i)^\W*(?:(?:can|could|would|will)\s+you|please)\b")
+_REQUESTING = re.compile(
+    r"(?i)\bI(?:\s+would|'d)\s+like\s+(?:a|an|some)\b|\bI\s+(?:need|want)\s+(?:a|an|some)\b|"
+    r"\bI\s+am\s+looking\s+for\b"
+)
 _DATED_VALUES = frozenset({"birthday", "age", "birth_year", "name"})
 _NUMBERS = {
     "one": "1",
@@ -201,6 +213,7 @@ class _Reading:
     assistant: bool = False  # an assistant's turn: only its restatements are read
     sentence: str = ""  # the whole sentence being read, when a shape reads one clause
     asks: bool = False  # the text asks the listener something (a question, "can you…")
+    requests: bool = False  # or asks for something ("I'd like a route", "I'm looking for…")
     facts: list[FactClaim] = field(default_factory=list)
     relations: list[RelationClaim] = field(default_factory=list)
 
@@ -227,6 +240,7 @@ def extract_offline(text: str, *, speaker: str | None, reference_time: datetime)
     lower_case = not any(ch.isupper() for ch in clean)
     sentences = _sentences(clean)
     reading.asks = any(_QUESTION.search(s) or _ASKING.match(s) for s in sentences)
+    reading.requests = reading.asks or _REQUESTING.search(clean) is not None
     for sentence in sentences:
         if lower_case:
             sentence = _capitalised(sentence)
@@ -593,6 +607,8 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
             and (_HOUSEHOLD.match(matched) or _HOME_CONTEXT.search(sentence))
         ):
             return False  # "we left Leeds over the summer": a move, not a resignation
+    if predicate == "job_title" and no_person(fact.subject):
+        return False  # "the Lakeside Hotel is a four-star hotel": a place has no job
     value = fact.value if fact.value is not None else fact.object
     if value is None:
         return True
@@ -611,6 +627,16 @@ def _sure(fact: FactClaim, matched: str, sentence: str, reading: _Reading) -> bo
         return False  # "I've been playing professionally": how, not what
     if predicate in _TASTES and _displaced(matched, sentence):
         return False  # "that's what I like to hear": what is liked stands before the verb
+    if predicate == "likes" and no_taste(value):
+        return False  # "I love trying new things", "pushing myself": no kind of thing
+    if predicate == "owns" and reading.requests and generic(value):
+        return False  # "I got a new 4K TV… any recommendations?": the request's background
+    if predicate == "prefers" and reading.requests:
+        return False  # "I'd like a route… I prefer quiet ones": what is asked for, no taste
+    if predicate == "plans_to" and (
+        errand(value) or (reading.requests and generic_purchase(value))
+    ):
+        return False  # "planning to grab a coffee": the errand of the day, no lasting plan
     tentative = _REQUEST.match(value) or _TENTATIVE.search(matched)
     # "I'd like to add my vet bills to the budget. Can you show me how?": a wish beside a
     # request is the task the listener is asked to help with, no plan of the speaker's life.
@@ -673,7 +699,7 @@ def _targets(
             predicate, kind = "lives_in", "place"  # "we left Chicago and moved to Portland"
         return [(predicate, reading.mention(name, kind), None)]
     raw = groups.get("val") or ""
-    if shape.passing and predicate == "owns" and not re.search(r"\d", raw):
+    if shape is p.MAKE_AND_MODEL and not re.search(r"\d", raw):
         return []  # "my Sony A7R IV" is a thing owned; "my Mom", "my Spotify" are not
     if raw.split()[:1] and raw.split()[0].casefold() in _PREPOSITIONS:
         return []  # "like in chess, patience pays off": "like" was no verb
@@ -682,11 +708,32 @@ def _targets(
     items = _items(raw) if shape.many else [raw]
     if predicate in _TASTES:
         # "classical like Bach": what follows "like" is an example of the taste, not it
-        items = [_EXAMPLES.sub("", item) for item in _gerund_phrases(items)]
-    values = [_value(predicate, v, reading) for v in items]
+        # …and a name given as an example of a taste is liked too ("like Bach")
+        items = [_EXAMPLES.sub("", item) for item in _gerund_phrases(items)] + _named_examples(
+            items
+        )
+    values = [v for v in (_value(predicate, i, reading) for i in items) if v]
+    if predicate in _TASTES:
+        values = shared_head(values)
     if groups.get("collected"):
         values = [f"collecting {v}" for v in values if v]
-    return [(predicate, None, v) for v in values if v]
+    return [_kind_of(predicate, v, reading) for v in values if v]
+
+
+_COLLECTING = re.compile(r"(?i)^(?:to\s+)?collect(?:ing)?\s+(?P<what>\w.*)$")
+_STAYING = re.compile(rf"^stay\s+(?:in|at)\s+(?:the\s+)?(?P<place>{p.NAME})$")
+
+
+def _kind_of(predicate: str, value: str, reading: _Reading) -> tuple[str, str | None, str | None]:
+    """What a taste or a plan is once its verb is read: liking to collect things is the
+    hobby of collecting them; a plan to stay in a named place is a trip there."""
+    collecting = _COLLECTING.match(value) if predicate == "likes" else None
+    if collecting is not None:
+        return "hobby", None, f"collecting {collecting['what']}"
+    staying = _STAYING.match(value) if predicate == "plans_to" else None
+    if staying is not None:
+        return "travels_to", reading.mention(staying["place"], "place"), None
+    return predicate, None, value
 
 
 def _things(
@@ -759,6 +806,16 @@ _EXAMPLES = re.compile(r"(?i)\s+(?:like|such\s+as|including|especially)\s+.*$")
 _THE_THING = re.compile(r"^[Tt]he\s+(?P<first>[a-z][\w-]*)\s+(?P<second>[\w-]+)")
 
 
+def _named_examples(items: list[str]) -> list[str]:
+    """The names a taste gives as its examples: "classical like Bach" likes Bach too."""
+    named: list[str] = []
+    for item in items:
+        example = _EXAMPLES.search(item)
+        if example is not None:
+            named += [re.sub(r"'s$", "", n) for n in p.NAME_PATTERN.findall(example[0])]
+    return named
+
+
 def _reaction(raw: str) -> bool:
     """Whether a taste's value names something of the conversation rather than a kind of thing:
     a proposal the whole list hangs on ("the idea of playing a detective and gathering
@@ -774,7 +831,7 @@ def _reaction(raw: str) -> bool:
 
 def _gerund_phrases(items: list[str]) -> list[str]:
     """A list split inside one activity joined again: in "getting lost in the plot and
-    characters" the "and" joins what one gerund takes, so "characters" is no taste of its own;
+    characters" the "and" joins what one gerund takes, so "characters" is no item of its own;
     "hiking and swimming" stays two."""
     joined: list[str] = []
     for item in items:
@@ -877,7 +934,7 @@ def _hobby(value: str, reading: _Reading) -> str | None:
         "",
         value,
     )
-    value = re.sub(r"(?i)^the\s+", "", value).strip()
+    value = re.sub(r"(?i)^(?:the|my|our)\s+", "", value).strip()  # "play my guitar": guitar
     value = re.sub(r"(?i)\s+\w+ly$", "", value)  # "plays afrobeats loudly"
     if not value or len(value.split()) > 3:
         return None
@@ -886,6 +943,8 @@ def _hobby(value: str, reading: _Reading) -> str | None:
         return p.HOBBY_VERBS[folded[:-1]]
     if folded in _WORKS:  # "my paintings": painting
         return _WORKS[folded]
+    if value[:1].isupper() and value[1:].islower() and reading.sentence.startswith(value):
+        value = folded  # "Guitar's my thing": capitalised for its place, no name
     return p.HOBBY_VERBS.get(folded, value)
 
 

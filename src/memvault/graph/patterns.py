@@ -592,7 +592,8 @@ ANIMALS = words(
     horses pony ponies ferret ferrets chickens hens goat goats rat rats mice axolotl
     retriever retrievers labrador lab collie poodle beagle dachshund terrier spaniel pug husky
     bulldog shepherd greyhound whippet corgi chihuahua schnauzer rottweiler doberman
-    labradoodle cockapoo tabby siamese"""
+    labradoodle cockapoo tabby siamese rooster roosters hen duck ducks goose geese pig pigs
+    alpaca alpacas llama llamas tetra tetras"""
 )
 _ANIMAL = "|".join(sorted(ANIMALS, key=len, reverse=True))
 # What "I have a …" may own; a capitalised product name ("a Kindle") is one too.
@@ -680,7 +681,7 @@ _TITLE = _JOB.replace("(?P<val>", "(?P<title>")
 _AS_TITLE = rf"(?:[^,.;!?]{{0,30}}?\s+as\s+(?:a|an|the)\s+{_TITLE})?"
 _LIKE_ADV = (
     r"(?:(?:really|absolutely|totally|just|also|truly|genuinely|so|still|honestly|quite|rather|"
-    r"kinda|kind\s+of|actually|pretty\s+much|very\s+much|do)\s+)*"
+    r"kinda|kind\s+of|actually|pretty\s+much|very\s+much|do|personally)\s+)*"
 )
 _DISLIKE = (
     r"(?:hate|hates|dislike|dislikes|detest|detests|loathe|loathes|cannot\s+stand|"
@@ -950,6 +951,25 @@ EVERYDAY: tuple[Shape, ...] = (
         None,
         many=True,
     ),
+    # "I've always liked Under Armour": a liking that holds to now
+    _shape(
+        "always",
+        "likes",
+        rf"{_SUBJ}\s+(?:have|has)\s+always\s+(?:liked|loved|enjoyed|adored)\s+{_LIST}",
+        None,
+        many=True,
+    ),
+    # "I just finished "The Crown" and loved it": a work finished and loved is a taste
+    _shape(
+        r"loved|enjoyed",
+        "likes",
+        rf"{_SUBJ}{_AUX}\s+(?:[a-z]+\s+)?(?:watched|watching|binge-watching|listened\s+to|"
+        r"listening\s+to|read|reading|finished|saw|played|playing)\s+(?P<val>\"[^\"]{1,60}\"(?:\s*(?:,|and|,\s+and)\s*"
+        r"\"[^\"]{1,60}\")*)\s+and\s+(?:really\s+|absolutely\s+|totally\s+)?(?:loved|enjoyed)\s+"
+        r"(?:it|them|both|every)\b",
+        None,
+        many=True,
+    ),
     _shape(
         "into|obsessed|passionate|crazy",
         "likes",
@@ -1016,6 +1036,35 @@ EVERYDAY: tuple[Shape, ...] = (
         None,
         ahead=True,
     ),
+    # "I'm planning to do some shopping while I'm in Tokyo": a stay the plan takes for granted
+    _shape(
+        "while",
+        "travels_to",
+        r"\b(?:plan|plans|planning|going\s+to|gonna|will|want|would\s+like|hoping)\b[^.!?]{0,80}?"
+        rf"\bwhile\s+(?P<subj>I|we)\s+(?:am|are|will\s+be)\s+(?:in|visiting)\s+{_OBJ}",
+        "place",
+        ahead=True,
+    ),
+    # "I'm starting a dance studio": a venture begun is a plan under way
+    _shape(
+        "starting|opening|launching|setting",
+        "plans_to",
+        rf"{_SUBJ}{_AUX}\s+(?P<val>(?:starting|opening|launching|setting\s+up)\s+(?:a|an|my\s+own)\s+"
+        r"(?:[\w-]+\s+){0,2}?(?:business|studio|shop|company|bakery|cafe|café|restaurant|"
+        r"podcast|blog|channel|band|club|charity|nonprofit|non-profit|clinic|practice|firm|"
+        r"store|startup|gallery|salon|gym))\b",
+        None,
+        needs_be=True,
+        ahead=True,
+    ),
+    # "I'm working on a project at NovaTech": work done at a named organisation
+    _shape(
+        "project",
+        "works_for",
+        rf"{_SUBJ}{_AUX}\s+working\s+on\s+(?:a|an|the|some|our|my)\s+(?:[\w-]+\s+){{0,2}}?"
+        rf"projects?\s+(?:at|for)\s+{_OBJ}",
+        "organisation",
+    ),
     # --- trips ahead, and places visited
     _shape(
         "going|flying|heading|driving|travel|off\\s+to|sailing|coming",
@@ -1054,7 +1103,9 @@ EVERYDAY: tuple[Shape, ...] = (
         rf"{_SUBJ}{_AUX}\s+(?:visited|went\s+(?:back\s+)?to|travelled\s+to|traveled\s+to|"
         r"flew\s+to|been\s+to|was\s+in|were\s+in|got\s+back\s+from|came\s+back\s+from|"
         r"returned\s+from|back\s+from(?:\s+[^,.;!?]{1,30}?\s+in)?|spent\s+[^,.;!?]{1,30}?\s+in|"
-        r"took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to)"
+        r"took\s+(?:a|an)\s+(?:\w+\s+)?trip\s+to|"
+        rf"took\s+(?:my|our)\s+(?:{_REL}|friends?|kids|children|family|partner|girlfriend|"
+        r"boyfriend|date|class|students|team)\s+to)"
         rf"\s+(?!{_EDU_NAME}){_OBJ}",
         "place",
         event=True,
@@ -1304,12 +1355,59 @@ _PASTIME = (
     r"hockey|rugby|cricket|baseball|softball|netball|table\s+tennis|ping\s+pong|chess|"
     r"bowling|climbing|dance|salsa|tango|spin|guitar|piano|violin|cello|drums|ukulele|"
     r"saxophone|flute|trumpet|singing|choir|writing|reading|poetry|knitting|running|"
-    r"swimming|cycling|hiking|painting|drawing|sketching|pottery|photography|woodworking"
+    r"swimming|cycling|hiking|painting|drawing|sketching|pottery|photography|woodworking|"
+    r"video\s+games?|gaming|esports|bridge|poker|darts|snooker|pool|karting"
+)
+# What one enters, wins or trains for only by doing it.
+_CONTEST = r"(?:tournaments?|competitions?|championships?|matches|races?|meets?|leagues?)"
+# Houseplants by kind: a plant one tends is one's own ("a fertiliser for my snake plant").
+_PLANT = (
+    r"(?:snake|spider|rubber|zz|jade|money|prayer|string\s+of\s+pearls)\s+plants?|succulents?|"
+    r"ferns?|african\s+violets?|orchids?|monsteras?|pothos|cactus|cacti|bonsais?|"
+    r"peace\s+lil(?:y|ies)|fiddle[- ]leaf\s+figs?|aloe(?:\s+vera)?|philodendrons?|begonias?|"
+    r"calatheas?|bromeliads?|anthuriums?|hoyas?|ivy|palms?"
+)
+# Specific gear: a bike or a racket of a kind, an instrument of a kind, an antique or
+# vintage thing. "My laptop", "my car", "my phone" say nothing one could not assume.
+_ANTIQUE_THING = (
+    r"camera|watch|clock|box|vanity|typewriter|radio|lamp|mirror|chair|table|desk|dresser|"
+    r"cabinet|wardrobe|bicycle|bike|motorcycle|car|guitar|piano|violin|jukebox|record\s+player|"
+    r"sewing\s+machine|rug|vase|ring|necklace|brooch|trunk|chest"
+)
+_GEAR = (
+    r"(?:road|mountain|gravel|racing|folding|hybrid|touring|dirt|bmx|fixie|cargo|tandem)\s+bike|"
+    r"(?:tennis|squash|badminton|padel)\s+rac(?:k|qu)et|golf\s+clubs|"
+    r"(?:acoustic|electric|bass|classical)\s+guitar|(?:upright|grand|digital)\s+piano|"
+    r"surfboard|snowboard|skateboard|paddleboard|kayak|canoe|telescope|"
+    rf"(?:antique|vintage)\s+(?:[a-z]+\s+)?(?:{_ANTIQUE_THING})"
 )
 _GEAR_END = (
     r"(?=\s*(?:[,.;:!?)\"]|$)|\s+(?:and|or|to|for|with|that|which|is|was|has|had|in|on|at|"
     r"because|but|so|since|I|when|while|from|this|last|recently|yet|anymore|lately|now)\b)"
 )
+# "a case for my iPhone 13 Pro", "my Sony A7R IV": a make and model (it must hold a number:
+# "my Mom", "my Spotify" are no things owned)
+MAKE_AND_MODEL = _shape(
+    r"my|our",
+    "owns",
+    rf"{_MINE}\s+(?:(?:new|old|current|trusty|beloved|first)\s+)?"
+    rf"(?P<val>(?:[A-Z]|i[A-Z])[\w-]*(?:\s+[A-Z0-9][\w%+.-]*){{0,4}}){_GEAR_END}",
+    None,
+    timeless=True,
+    passing=True,
+)
+_INSTRUMENT = (
+    r"guitar|piano|violin|cello|drums|ukulele|saxophone|sax|flute|trumpet|clarinet|bass|harp|"
+    r"banjo|mandolin|keyboard|trombone|oboe|viola"
+)
+# A thing that is gone or on its way out is no longer owned: "my road bike got stolen", "my
+# dead fern", "my old bike is for sale".
+_GONE_BEFORE = r"(?!(?:dead|late|former|stolen|lost|broken|sold)\b)"
+_GONE_AFTER = (
+    r"(?!\s+(?:(?:got|was|were|has\s+been|had\s+been)\s+(?:stolen|sold|lost|nicked|totall?ed|"
+    r"written\s+off|destroyed)|(?:is|was)\s+for\s+sale|died)\b)"
+)
+SPECIFIC_THING = re.compile(rf"(?i)\b(?:{_GEAR}|{_PLANT})\b")
 PASSING: tuple[Shape, ...] = (
     # "getting my cat microchipped", "a toy for our dog"
     _shape(
@@ -1323,16 +1421,7 @@ PASSING: tuple[Shape, ...] = (
         timeless=True,
         passing=True,
     ),
-    # "a case for my iPhone 13 Pro", "my Sony A7R IV": a make and model (it has a number)
-    _shape(
-        r"my|our",
-        "owns",
-        rf"{_MINE}\s+(?:(?:new|old|current|trusty|beloved|first)\s+)?"
-        rf"(?P<val>(?:[A-Z]|i[A-Z])[\w-]*(?:\s+[A-Z0-9][\w%+.-]*){{0,4}}){_GEAR_END}",
-        None,
-        timeless=True,
-        passing=True,
-    ),
+    MAKE_AND_MODEL,
     # "my upcoming trip to Costa Rica", "my next birding trip to Peru", "my San Francisco trip"
     _shape(
         "trip|holiday|vacation|getaway|journey",
@@ -1346,8 +1435,9 @@ PASSING: tuple[Shape, ...] = (
     _shape(
         "trip|holiday|vacation|getaway",
         "travels_to",
-        rf"{_MINE}\s+(?:upcoming|next|planned)\s+(?:the\s+)?(?P<obj>{NAME})\s+(?:trip|holiday|"
-        r"vacation|getaway)\b",
+        rf"{_MINE}\s+(?:(?:upcoming|next|planned)\s+)?(?:the\s+)?(?P<obj>{NAME})\s+(?:trip|holiday|"
+        r"vacation|getaway)\b(?!\s+(?:was|were|last|photos?|pictures?|pics|videos?|memories|"
+        r"souvenirs)\b)",
         "place",
         ahead=True,
         passing=True,
@@ -1357,7 +1447,8 @@ PASSING: tuple[Shape, ...] = (
         r"lesson|class|session|practice|club|team|routine|training|workout|league|group|"
         r"tournament|rehearsal|recital|serve|swing|game|skills|technique|stroke|playing",
         "hobby",
-        rf"{_MINE}\s+(?:[\w-]+\s+){{0,2}}?(?P<val>{_PASTIME})\s+(?:lessons?|class|classes|"
+        rf"{_MINE}\s+(?:[\w-]+\s+){{0,2}}?(?P<val>{_PASTIME})\s+(?:(?:and|&)\s+[\w-]+\s+)?"
+        r"(?:lessons?|class|classes|"
         r"sessions?|practice|club|team|routine|training|workouts?|league|group|tournaments?|"
         r"rehearsals?|recitals?|serves?|swing|game|skills|technique|strokes?|playing)\b",
         None,
@@ -1372,7 +1463,7 @@ PASSING: tuple[Shape, ...] = (
         None,
         passing=True,
     ),
-    # "my 30-minute runs", "my morning swims"
+    # "my 30-minute runs", "my morning swims": the plural is a habit ("after my hike" is one)
     _shape(
         "runs|swims|hikes|jogs",
         "hobby",
@@ -1380,10 +1471,140 @@ PASSING: tuple[Shape, ...] = (
         None,
         passing=True,
     ),
+    # "my next birding trip", "my weekly climbing session"
+    _shape(
+        r"trip|outing|weekend|holiday",
+        "hobby",
+        rf"{_MINE}\s+(?:next|upcoming|annual|usual|weekly|regular|first)\s+(?P<val>{_PASTIME})\s+"
+        r"(?:trip|outing|weekend|holiday)\b",
+        None,
+        passing=True,
+    ),
+    # "won another regional video game tournament", "training for my next chess match"
+    _shape(
+        r"tournament|competition|championship|match|race|meet|league",
+        "hobby",
+        rf"{_SUBJ}(?![^.!?]{{0,30}}\bused\s+to\b){_AUX}\s+(?:won|win|wins|winning|entered|enter|entering|competed|compete|"
+        r"competing|practi[cs]ing|training|trained|playing|played|preparing|took\s+part|"
+        r"(?:came|finished|placed)\s+(?:first|second|third|fourth|fifth|last|top))\s+"
+        r"(?:in\s+|for\s+)?"
+        rf"(?:a|an|another|my|our|the|this|next)\s+(?:[\w-]+\s+){{0,3}}?(?P<val>{_PASTIME})\s+"
+        rf"{_CONTEST}\b",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "I've been taking a poetry class", "signed up for a pottery course"
+    _shape(
+        r"class|course|workshop|lesson",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:taking|took|take|takes|signed\s+up\s+for|enrolled\s+in|joined|"
+        rf"attending|attend)\s+(?:a|an|some|my|our)\s+(?:[\w-]+\s+)?(?P<val>{_PASTIME})\s+"
+        r"(?:class|classes|course|courses|workshop|workshops|lessons?)\b",
+        None,
+        passing=True,
+    ),
+    # "a fertiliser for my snake plant and succulent", "my plants, especially the fern"
+    _shape(
+        r"plant|succulent|fern|violet|orchid|monstera|pothos|cact|bonsai|lil|fig|aloe|"
+        r"philodendron|begonia|calathea|bromeliad|anthurium|hoya|ivy|palm",
+        "owns",
+        rf"{_MINE}\s+(?:(?:indoor\s+|house)?plants,?\s+(?:especially|like|including|such\s+as)\s+"
+        rf"(?:the\s+|my\s+)?|{_GONE_BEFORE}(?:[a-z]+\s+)?)(?i:(?P<val>(?:{_PLANT})(?:\s+(?:and|&)\s+"
+        rf"(?:{_PLANT}))?))\b{_GONE_AFTER}",
+        None,
+        timeless=True,
+        many=True,
+        passing=True,
+    ),
+    # "the brakes on my road bike", "my antique music box", "my new tennis racket"
+    _shape(
+        r"bike|rac|clubs|guitar|piano|board|kayak|canoe|telescope|antique|vintage",
+        "owns",
+        rf"{_MINE}\s+{_GONE_BEFORE}(?:(?:new|old|trusty|beloved|first|own)\s+)?(?P<val>{_GEAR})\b"
+        rf"{_GONE_AFTER}",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "my passion for writing", "practising my violin", "a pottery project I finished"
+    _shape(
+        "passion",
+        "hobby",
+        rf"{_MINE}\s+passion\s+for\s+(?P<val>{_PASTIME})\b",
+        None,
+        passing=True,
+    ),
+    _shape(
+        _INSTRUMENT,
+        "hobby",
+        rf"\b(?:play|plays|playing|practi[cs]e|practi[cs]es|practi[cs]ing)\s+(?:on\s+)?{_MINE}\s+"
+        rf"(?:[\w-]+\s+)?(?P<val>{_INSTRUMENT})\b",
+        None,
+        passing=True,
+    ),
+    _shape(
+        "project|piece",
+        "hobby",
+        rf"{_SUBJ}{_AUX}\s+(?:finished|started|completed|working\s+on|made)\s+(?:another|my|a|an|"
+        rf"the|this|one|two|three)\s+(?:(?:new|latest|first|big|little|small)\s+)?"
+        rf"(?P<val>{_PASTIME})\s+(?:projects?|pieces?)\b"
+        r"(?!\s+(?:for|at)\s+(?:school|work|class|college|uni|university)\b)",
+        None,
+        timeless=True,
+        passing=True,
+    ),
+    # "tips on my serve in volleyball", "my swing at golf"
+    _shape(
+        r"serve|swing|technique|stroke|form|backhand|forehand",
+        "hobby",
+        rf"{_MINE}\s+(?:serve|swing|technique|strokes?|form|backhand|forehand)\s+(?:in|at|for)\s+"
+        rf"(?P<val>{_PASTIME})\b",
+        None,
+        passing=True,
+    ),
+    # "I tend to land midfoot when I run": what one does whenever is a habit; a verb that
+    # takes an object is another verb ("when I run errands", "when I box up the books")
+    _shape(
+        "when",
+        "hobby",
+        rf"\bwhen(?:ever)?\s+(?P<subj>I|we)\s+(?P<val>{_HOBBY_VERB})\b"
+        r"(?=\s*[,.;:!?)]|\s*$|\s+(?:in|on|at|outside|indoors|every|each|and|or|so|I|with|too|"
+        r"now|alone|long|far|fast|hard|regularly|more|less|because|but)\b)",
+        None,
+        passing=True,
+    ),
+    # "Boris the rooster": a named animal the speaker tells of is theirs
+    _shape(
+        _ANIMAL,
+        "has_pet",
+        rf"(?P<obj>{NAME})\s+(?P<me>the)\s+(?:{_ANIMAL})\b",
+        "other",
+        timeless=True,
+        passing=True,
+    ),
+    # "…whose work I saw when I visited The Art Cube on 2/15?": what a question takes as done
+    _shape(
+        "visited",
+        "visited",
+        rf"\b(?:when|after|since|because)\s+(?P<subj>I|we)\s+(?:recently\s+|just\s+|last\s+)?"
+        rf"visited\s+{_OBJ}",
+        "place",
+        event=True,
+        passing=True,
+    ),
 )
 # How people say what they love without "love X": "I'm all about dramas", "I've always had
 # a love for horses", "my passion for writing".
 FONDNESS: tuple[Shape, ...] = (
+    # "Guitar's mostly my thing", "painting is really my passion": one's thing is a pastime
+    _shape(
+        "thing|jam|passion",
+        "hobby",
+        rf"(?:^|[.!?]\s+|,\s+)(?i:(?P<val>{_PASTIME}))(?:\s+is|'s)\s+(?:(?:mostly|really|totally|"
+        r"just|definitely|kind\s+of|very\s+much)\s+)?(?P<own>my)\s+(?:thing|jam|passion)\b",
+        None,
+    ),
     _shape(
         "all about",
         "likes",
@@ -1405,7 +1626,8 @@ FONDNESS: tuple[Shape, ...] = (
     _shape(
         "love|passion",
         "likes",
-        rf"{_MINE}\s+(?:love|passion)\s+for\s+(?P<val>[^,.;:!?]{{1,60}}?)(?=\s*[,.;:!?]|\s*$|"
+        rf"{_MINE}\s+(?:love|passion(?!\s+for\s+(?:{_PASTIME})\b))\s+for\s+"
+        r"(?P<val>[^,.;:!?]{1,60}?)(?=\s*[,.;:!?]|\s*$|"
         r"\s+(?:has|have|had|is|are|was|were|keeps?|kept|makes?|made|gives?|gave|drives?|"
         r"helps?|and|but|so|because|since|that|which|with|to|in|at|through)\b)",
         None,
