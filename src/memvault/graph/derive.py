@@ -81,10 +81,14 @@ async def write_many(
             await writer.preload(conn, batch)
         else:
             await writer.preload(conn, [], like=lead)
-    for derivation, memory_id in pairs:
-        await derivation.write(conn, memory_id)
-    for writer in writers.values():
-        await writer.flush(conn)
+    try:
+        for derivation, memory_id in pairs:
+            await derivation.write(conn, memory_id)
+        for writer in writers.values():
+            await writer.flush(conn)
+    finally:  # what was read holds for this transaction only, committed or not
+        for writer in writers.values():
+            writer.forget()
 
 
 def _user(writer: GraphWriter) -> tuple[str, str]:

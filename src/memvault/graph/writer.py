@@ -201,6 +201,10 @@ class GraphWriter:
                 known.rows[key].append(row)
         self._known = known
 
+    def forget(self) -> None:
+        """Drop what :meth:`preload` read: it holds for its transaction only."""
+        self._known = None
+
     def _keys(self, mention: EntityMention) -> list[bytes]:
         if mention.name == SELF:
             return [keyed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
@@ -219,7 +223,6 @@ class GraphWriter:
         """What :meth:`defer` collected, written in ``conn``'s transaction (once for the
         writers sharing it: it is emptied here)."""
         deferred, self._deferred = self._deferred, None
-        self._known = None  # read for this transaction only
         if deferred is None:
             return
         o = self.owner
