@@ -690,3 +690,20 @@ async def test_writers_of_one_user_in_one_transaction_share_what_they_defer(
             await derive.write_many(conn, zip(derived, [s.id for s in said], strict=True))
     (dana,) = await memory.entities(user_id="u", q="Dana")
     assert [e.id for e in await memory.entities(user_id="u", q="Okafor")] == [dana.id]
+
+
+async def test_a_name_a_bulk_write_creates_is_one_entity_for_its_later_items(
+    memory: AsyncMemory,
+) -> None:
+    """A bulk write reads the user's entities before it writes: an entity its first item (in
+    one app) creates is the one a later item (in another app: another writer) names. The
+    user's own entity is found by its key only (no name embedding to fall back on)."""
+    await memory.add_many(
+        [
+            {"content": "I live in Berlin.", "user_id": "u", "app_id": "a"},
+            {"content": "I work at Acme Corporation.", "user_id": "u", "app_id": "b"},
+            {"content": "I play the cello.", "user_id": "u", "app_id": "b"},
+        ]
+    )
+    names = [e.name for e in await memory.entities(user_id="u")]
+    assert names.count("@user") == 1 and len(names) == len(set(names)), names

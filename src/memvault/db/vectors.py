@@ -139,21 +139,37 @@ async def replace_chunks(
             _c.tenant_id == tenant_id, _c.memory_id.in_(list(vectors_by_memory))
         )
     )
+    columns: tuple[list[Any], ...] = ([], [], [], [])
+    for memory_id, (user_id, vecs) in vectors_by_memory.items():
+        for i, v in enumerate(vecs):
+            for column, value in zip(columns, (memory_id, i, user_id, _exact_text(v)), strict=True):
+                column.append(value)
+    # One statement for the batch, the vectors as text pgvector parses: row by row, 600 rows
+    # took 0.78 s where this takes 0.47 (at load 5); what is left is mostly HNSW inserts.
     await conn.execute(
-        memory_chunks.insert(),
-        [
-            {
-                "tenant_id": tenant_id,
-                "memory_id": memory_id,
-                "model": model,
-                "chunk_index": i,
-                "user_id": user_id,
-                "embedding": list(v),
-            }
-            for memory_id, (user_id, vecs) in vectors_by_memory.items()
-            for i, v in enumerate(vecs)
-        ],
+        _INSERT_CHUNKS,
+        {
+            "tenant_id": tenant_id,
+            "model": model,
+            "memory_ids": columns[0],
+            "indexes": columns[1],
+            "user_ids": columns[2],
+            "embeddings": columns[3],
+        },
     )
+
+
+_INSERT_CHUNKS = sa.text(
+    "INSERT INTO memory_chunks (tenant_id, memory_id, model, chunk_index, user_id, embedding) "
+    "SELECT :tenant_id, m, :model, i, u, CAST(e AS vector) FROM unnest(CAST(:memory_ids AS "
+    "uuid[]), CAST(:indexes AS integer[]), CAST(:user_ids AS text[]), CAST(:embeddings AS "
+    "text[])) AS t(m, i, u, e)"
+)
+
+
+def _exact_text(values: Sequence[float]) -> str:
+    """A vector as pgvector reads it, every float as written (``repr`` round-trips)."""
+    return "[" + ",".join(map(repr, map(float, values))) + "]"
 
 
 async def scope_size(

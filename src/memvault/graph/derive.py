@@ -68,16 +68,31 @@ async def write_many(
     :func:`lock_names`), the batch's mentions and fact events written together at the end."""
     pairs = [(d, memory_id) for d, memory_id in written if d is not None]
     writers = {id(d.writer): d.writer for d, _ in pairs}
-    # A batch cut into slices has a writer a slice for one user: they share what they defer.
+    # A batch cut into slices has a writer a slice for one user: they share what they defer
+    # and the entities they read up front.
     first: dict[tuple[str, str], GraphWriter] = {}
     for writer in writers.values():
-        user = (writer.owner.tenant_id, writer.owner.user_id)
-        writer.defer(like=first.get(user))
-        first.setdefault(user, writer)
-    for derivation, memory_id in pairs:
-        await derivation.write(conn, memory_id)
+        writer.defer(like=first.get(_user(writer)))
+        first.setdefault(_user(writer), writer)
     for writer in writers.values():
-        await writer.flush(conn)
+        lead = first[_user(writer)]
+        if lead is writer:
+            batch = [d.prepared for d, _ in pairs if _user(d.writer) == _user(writer)]
+            await writer.preload(conn, batch)
+        else:
+            await writer.preload(conn, [], like=lead)
+    try:
+        for derivation, memory_id in pairs:
+            await derivation.write(conn, memory_id)
+        for writer in writers.values():
+            await writer.flush(conn)
+    finally:  # what was read holds for this transaction only, committed or not
+        for writer in writers.values():
+            writer.forget()
+
+
+def _user(writer: GraphWriter) -> tuple[str, str]:
+    return writer.owner.tenant_id, writer.owner.user_id
 
 
 def speaker_of(metadata: dict[str, Any]) -> str | None:

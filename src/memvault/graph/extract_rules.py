@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 
 from memvault.graph import patterns as p
 from memvault.graph.claims import (
@@ -1029,6 +1029,8 @@ def _certainty(sentence: str) -> Certainty:
     return "explicit"
 
 
+# A turn's clauses read the same sentence's time again (a quarter of the calls repeat one).
+@lru_cache(maxsize=4096)
 def _sentence_time(sentence: str, reference: datetime) -> datetime | None:
     """The moment a sentence dates its event at: "since May 2023" is the start of May, "last
     month" the middle of last month (``event_time``), and a span still running when it was

@@ -9,8 +9,10 @@ nothing here ignores case except where a word may open a sentence.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
+from typing import Any
 
 from memvault import text
 from memvault.graph.claims import EntityType
@@ -1639,7 +1641,8 @@ FONDNESS: tuple[Shape, ...] = (
 SHAPES = SHAPES + EVERYDAY + FONDNESS + PASSING
 
 
-_LITERAL = re.compile(r"(?:[\w' ]|\\[ \-.])+")
+# A cue word as plain text: letters, spaces, apostrophes, hyphens ("co-worker"), escapes.
+_LITERAL = re.compile(r"(?:[\w' -]|\\[ \-.])+")
 
 
 class Cues:
@@ -1664,10 +1667,7 @@ class Cues:
                     words.setdefault(a.replace("\\", "").casefold(), set()).add(shape.cue_words)
             else:
                 self._searched[shape.cue_words] = shape.cue
-        longest_first = sorted(words, key=lambda w: (-len(w), w))
-        self._scan = re.compile(
-            rf"\b(?=({'|'.join(re.escape(w) for w in longest_first)}))", re.IGNORECASE
-        )
+        self._scan = re.compile(rf"\b(?=({_trie(words)}))", re.IGNORECASE)
         self._cues_of = {
             word: frozenset(c for w, cues in words.items() if word.startswith(w) for c in cues)
             for word in words
@@ -1684,6 +1684,28 @@ class Cues:
             found |= cues
         found.update(cue for cue, regex in self._searched.items() if regex.search(text))
         return [self._shapes[i] for i in sorted(i for c in found for i in self._index[c])]
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One pattern for all ``words`` that takes the longest one matching where it starts, as
+    a prefix tree: an alternation of 360 words tried each in turn at every word boundary was
+    two thirds of :meth:`Cues.shapes`'s time; the tree tries one branch a letter."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for letter in word:
+            node = node.setdefault(letter, {})
+        node[""] = {}  # a word ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(k) + pattern(v) for k, v in sorted(node.items()) if k]
+        if not branches:
+            return ""
+        either = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+        # Greedy: a longer word through this letter first, then the word that ends here.
+        return f"(?:{either})?" if "" in node else either
+
+    return pattern(root)
 
 
 @cache

@@ -73,6 +73,32 @@ class _Deferred:
 
 
 @dataclass
+class _Known:
+    """The owner's entities that a batch's names and aliases name, read in one statement
+    before the batch writes (a statement a name was the largest share of a bulk write's
+    graph statements), and what the batch's own writes have since made stale: a lookup that
+    touches those goes to the database, as every lookup did."""
+
+    rows: dict[bytes, list[EntityRow]]  # every key read → the entities that have it
+    stale_keys: set[bytes] = field(default_factory=set)
+    stale_ids: set[UUID] = field(default_factory=set)
+
+    def lookup(self, keys: Sequence[bytes]) -> list[EntityRow] | None:
+        """The entities with any of ``keys``, in the database's order; ``None`` when this
+        cannot say (a key not read, or one the batch has written since)."""
+        if any(k not in self.rows or k in self.stale_keys for k in keys):
+            return None
+        found = {r.id: r for k in keys for r in self.rows[k]}
+        if not self.stale_ids.isdisjoint(found):
+            return None
+        return sorted(found.values(), key=lambda r: (r.merged_into is not None, r.first_seen, r.id))
+
+    def written(self, entity_id: UUID, values: dict[str, Any]) -> None:
+        self.stale_ids.add(entity_id)
+        self.stale_keys.update([values["name_key"], *values["alias_keys"]])
+
+
+@dataclass
 class Applied:
     fact_ids: list[UUID] = field(default_factory=list)
     entity_ids: list[UUID] = field(default_factory=list)
@@ -90,6 +116,13 @@ def _all_names(extraction: Extraction) -> list[str]:
     for relation in extraction.relations:
         names += [relation.source, relation.target]
     return names
+
+
+def _mentions(extraction: Extraction) -> list[EntityMention]:
+    """Every mention :meth:`GraphWriter.apply` resolves, as it resolves them."""
+    named = [*(f.subject for f in extraction.facts), *(f.object for f in extraction.facts)]
+    named += [n for r in extraction.relations for n in (r.source, r.target)]
+    return [*extraction.entities, *(EntityMention(n) for n in named if n is not None)]
 
 
 def entity_names(extraction: Extraction) -> list[str]:
@@ -133,6 +166,7 @@ class GraphWriter:
         self._locked: set[str] = set()  # names whose lock this writer's transaction holds
         # While a batch is written (:meth:`defer`), what nothing reads before it commits.
         self._deferred: _Deferred | None = None
+        self._known: _Known | None = None  # see :meth:`preload`
 
     async def prepare(self, extraction: Extraction) -> Prepared:
         """Embed every entity name and fact claim in one call."""
@@ -147,6 +181,34 @@ class GraphWriter:
         """``names`` are locked in the transaction this writer writes in (a batch's caller
         locked every extraction's names at once): :meth:`apply` takes no lock on them again."""
         self._locked |= names
+
+    async def preload(
+        self, conn: AsyncConnection, batch: Sequence[Prepared], like: GraphWriter | None = None
+    ) -> None:
+        """The owner's entities that any name of ``batch`` may resolve to, read in one
+        statement for :meth:`resolve`, until this transaction ends. ``like``: a writer of
+        the same user in the same transaction whose reading this one shares (what one
+        writes, the other must not read from before it)."""
+        if like is not None and like._known is not None:
+            self._known = like._known
+            return
+        mentions = [m for p in batch for m in _mentions(p.extraction)]
+        keys = list(dict.fromkeys(k for m in mentions for k in self._keys(m)))
+        o = self.owner
+        known = _Known({k: [] for k in keys})
+        for row in await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys):
+            for key in {row.name_key, *row.alias_keys} & known.rows.keys():
+                known.rows[key].append(row)
+        self._known = known
+
+    def forget(self) -> None:
+        """Drop what :meth:`preload` read: it holds for its transaction only."""
+        self._known = None
+
+    def _keys(self, mention: EntityMention) -> list[bytes]:
+        if mention.name == SELF:
+            return [keyed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
+        return keyed.name_keys(self.keyring, [mention.name, *mention.aliases])
 
     def defer(self, like: GraphWriter | None = None) -> None:
         """Collect the memories' mentions, the facts' sources, the new facts' and entities'
@@ -223,14 +285,13 @@ class GraphWriter:
             self._touched_entities.add(self._resolved[norm])
             return self._resolved[norm]
         o = self.owner
-        if mention.name == SELF:
-            keys = [keyed.self_key(self.keyring, k) for k in sorted(self.keyring.key_ids)]
-        else:
-            keys = keyed.name_keys(self.keyring, [mention.name, *mention.aliases])
+        keys = self._keys(mention)
         if norm not in self._locked:
             await graph_db.lock_name(conn, o.tenant_id, o.user_id, norm)
             self._locked.add(norm)
-        found = await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys)
+        found = self._known.lookup(keys) if self._known is not None else None
+        if found is None:
+            found = await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys)
         entity: EntityRow | None = None
         if found:
             entity = await self._followed(conn, found[0])
@@ -298,6 +359,8 @@ class GraphWriter:
         if vector is not None:
             values.update(embedding=vector, embedding_model=self._prepared.model)
         await graph_db.insert_entity(conn, values)
+        if self._known is not None:
+            self._known.written(entity_id, values)
         await self._index_entity(conn, entity_id, mention.name, aliases, fresh=True)
         return entity_id
 
@@ -326,6 +389,8 @@ class GraphWriter:
         if entity.properties.get("self"):
             values["name_key"] = keyed.self_key(self.keyring)
         await graph_db.update_entity(conn, o.tenant_id, entity.id, values)
+        if self._known is not None:
+            self._known.written(entity.id, values)
         await self._index_entity(conn, entity.id, opened.name, aliases)
 
     async def _index_entity(

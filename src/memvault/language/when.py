@@ -359,6 +359,15 @@ _STATEMENT_PATTERNS = [
     (re.compile(rf"\b(?:the\s+)?next\s+{_NUMBER}\s+(?P<unit>minute|hour|day|week|fortnight|month|year)s?\b", re.I), _lasting),
     (re.compile(rf"\bin\s+{_NUMBER}\s+(?P<unit>minute|hour)s?\b", re.I), _lasting),
 ]  # fmt: skip
+# Every expression the patterns above read holds a digit, a word of time (a unit, "today",
+# "tonight", "tomorrow", "this morning", a weekday, "recently", "lately", "news") or a month or
+# season: a text with none names no date, and is known so in one search (most sentences name
+# none, and trying every pattern on them was most of the offline extractor's date reading).
+_MAY_NAME_A_DATE = re.compile(
+    r"\d|day|week|month|year|hour|minute|fortnight|night|morning|tomorrow|recent|late|new"
+    rf"|\b(?:{'|'.join(_MONTHS)}|{'|'.join(_SEASONS)})",
+    re.I,
+)
 _LOOKING_BACK: frozenset[Resolver] = frozenset((_ago, _past_n, _recently))
 _RECENT_PATTERN = re.compile(_RECENT, re.I)
 # Questions about the present state of something that may have changed ("where do I keep it
@@ -380,6 +389,8 @@ def _today(reference: datetime) -> date:
 
 def _first(text: str, reference: datetime) -> tuple[int, re.Match[str], Span] | None:
     """The earliest resolvable expression in a question: (where, the match, its range)."""
+    if _MAY_NAME_A_DATE.search(text) is None:
+        return None
     today = _today(reference)
     found: list[tuple[int, re.Match[str], Span]] = []
     for pattern, resolve in _PATTERNS:
@@ -482,8 +493,10 @@ def read_dates(text: str, reference: datetime) -> DateReading:
     are both read from. Never raises."""
     if reference.tzinfo is None:
         reference = reference.replace(tzinfo=UTC)
-    today = _today(reference)
     direction = direction_of(text)
+    if _MAY_NAME_A_DATE.search(text) is None:
+        return DateReading(direction, ())
+    today = _today(reference)
     found: list[tuple[re.Match[str], Span, Resolver]] = []
     for pattern, resolve in _STATEMENT_PATTERNS:
         for match in pattern.finditer(text):
