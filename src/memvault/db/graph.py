@@ -156,8 +156,8 @@ def records(cls: type[T], rows: Iterable[Any]) -> list[T]:
         return []
     columns = list(rows[0]._fields)
     at = [columns.index(name) for name in field_names(cls)]
-    if len(at) == 1:
-        return [cls(row[at[0]]) for row in rows]
+    if len(at) == 1:  # itemgetter of one index gives the value, not a tuple
+        return [cls(*(row[i] for i in at)) for row in rows]
     # One C call per row picks the fields: graph recall turns a hundred rows into records a
     # question, and a generator per row cost more than the rest of the conversion.
     pick = itemgetter(*at)
