@@ -343,13 +343,34 @@ async def get_working(
     key: str | None,
     now: datetime,
 ) -> list[WorkingRow]:
-    where = [*_session(tenant_id, session), _w.expires_at > now]
-    if slot is not None:
-        where.append(_w.slot == slot)
-    if key is not None:
-        where.append(_w.key == key)
-    query = sa.select(working_memory).where(*where)
-    return [WorkingRow.from_row(row) for row in await conn.execute(query)]
+    shape = (slot is not None, key is not None)
+    query = template(("working", *shape), _working, *shape)
+    user_id, channel, conversation_id = session
+    values = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "channel": channel,
+        "conversation_id": conversation_id,
+        "now": now,
+        **({"slot": slot} if slot is not None else {}),
+        **({"key": key} if key is not None else {}),
+    }
+    return [WorkingRow.from_row(row) for row in await conn.execute(query, values)]
+
+
+def _working(by_slot: bool, by_key: bool) -> sa.Select[Any]:
+    where = [
+        _w.tenant_id == param("tenant_id"),
+        _w.user_id == param("user_id"),
+        _w.channel == param("channel"),
+        _w.conversation_id == param("conversation_id"),
+        _w.expires_at > param("now"),
+    ]
+    if by_slot:
+        where.append(_w.slot == param("slot"))
+    if by_key:
+        where.append(_w.key == param("key"))
+    return sa.select(working_memory).where(*where)
 
 
 async def delete_working(
@@ -434,19 +455,32 @@ async def nearest_strategies(
     limit: int,
 ) -> list[RankedStrategy]:
     """Strategies by cosine similarity to ``vector``, exact: a user has hundreds, not millions."""
-    similarity = (1 - _s.embedding.cosine_distance(list(vector))).label("similarity")
-    query = (
+    query = template(("nearest strategies",), _nearest_strategies)
+    values = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "channels": list(channels),
+        "model": model,
+        "vector": list(vector),
+        "limit": limit,
+    }
+    return [RankedStrategy.from_row(row) for row in await conn.execute(query, values)]
+
+
+def _nearest_strategies() -> sa.Select[Any]:
+    probe = param("vector", type_=_s.embedding.type)
+    similarity = (1 - _s.embedding.cosine_distance(probe)).label("similarity")
+    return (
         sa.select(*_STRATEGY_COLUMNS, similarity)
         .where(
-            _s.tenant_id == tenant_id,
-            _s.user_id == user_id,
-            _s.channel.in_(list(channels)),
-            _s.model == model,
+            _s.tenant_id == param("tenant_id"),
+            _s.user_id == param("user_id"),
+            _s.channel.in_(param("channels", expanding=True)),
+            _s.model == param("model"),
         )
         .order_by(similarity.desc(), _s.id)
-        .limit(limit)
+        .limit(param("limit"))
     )
-    return [RankedStrategy.from_row(row) for row in await conn.execute(query)]
 
 
 async def reinforce_strategy(
@@ -488,7 +522,7 @@ async def insert_goal(
         )
 
 
-def _goal_query(tenant_id: str) -> sa.Select[Any]:
+def _goal_query(tenant_id: str | sa.BindParameter[Any]) -> sa.Select[Any]:
     """Goals with the blockers still open: a goal waiting on an unfinished goal reads as
     blocked, and completing the blocker unblocks it with no write to the goal itself."""
     blocker = goals.alias("blocker")
@@ -527,18 +561,28 @@ async def list_goals(
     channels: Sequence[str] | None,
     limit: int,
 ) -> list[GoalRow]:
-    where = [_g.user_id == user_id]
+    shape = (statuses is not None, channels is not None)
+    query = template(("list goals", *shape), _list_goals, *shape)
+    values: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "limit": limit}
     if statuses is not None:
-        where.append(_g.status.in_(list(statuses)))
+        values["statuses"] = list(statuses)
     if channels is not None:
-        where.append(_g.channel.in_(list(channels)))
-    query = (
-        _goal_query(tenant_id)
+        values["channels"] = list(channels)
+    return [GoalRow.from_row(row) for row in await conn.execute(query, values)]
+
+
+def _list_goals(by_status: bool, by_channel: bool) -> sa.Select[Any]:
+    where = [_g.user_id == param("user_id")]
+    if by_status:
+        where.append(_g.status.in_(param("statuses", expanding=True)))
+    if by_channel:
+        where.append(_g.channel.in_(param("channels", expanding=True)))
+    return (
+        _goal_query(param("tenant_id"))
         .where(*where)
         .order_by(_g.priority.desc(), _g.deadline.asc().nulls_last(), _g.created_at, _g.id)
-        .limit(limit)
+        .limit(param("limit"))
     )
-    return [GoalRow.from_row(row) for row in await conn.execute(query)]
 
 
 async def finish_goal(
@@ -571,12 +615,18 @@ async def count_owned_goals(
 async def fetch_profiles(
     conn: AsyncConnection, tenant_id: str, user_id: str, channels: Sequence[str], *, lock: bool
 ) -> list[ProfileRow]:
+    query = template(("profiles", lock), _profiles, lock)
+    values = {"tenant_id": tenant_id, "user_id": user_id, "channels": list(channels)}
+    return [ProfileRow.from_row(row) for row in await conn.execute(query, values)]
+
+
+def _profiles(lock: bool) -> sa.Select[Any]:
     query = sa.select(user_profiles).where(
-        _p.tenant_id == tenant_id, _p.user_id == user_id, _p.channel.in_(list(channels))
+        _p.tenant_id == param("tenant_id"),
+        _p.user_id == param("user_id"),
+        _p.channel.in_(param("channels", expanding=True)),
     )
-    if lock:
-        query = query.with_for_update()
-    return [ProfileRow.from_row(row) for row in await conn.execute(query)]
+    return query.with_for_update() if lock else query
 
 
 async def put_profile(conn: AsyncConnection, values: dict[str, Any]) -> None:
