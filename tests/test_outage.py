@@ -68,12 +68,14 @@ def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> N
     server = Server(data, tmp_path / "server.log", request_timeout_s=3)
     pg = Postmaster(data)
     worker: Process | None = None
+    # Closed however the test ends: a client left open warns when collected, failing
+    # whichever test runs next in this process.
+    http = httpx.Client(base_url=server.base, timeout=15)
     try:
         server.wait_ready()
         # A standalone worker beside the server's own: it must outlive the outage too.
         worker = Process(["worker"], environment(data), tmp_path / "worker.log")
         eventually(lambda: "Ctrl-C to stop" in worker.log.read_text(), 60, "the worker up")
-        http = httpx.Client(base_url=server.base, timeout=15)
         load = Load(server.base, "outage").start()
         eventually(lambda: len(load.acked) >= 5, 30, "adds before the outage")
 
@@ -103,7 +105,16 @@ def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> N
             params={"async": "true", "wait": "true"},
             json={"content": "embedded by the worker after the outage", "user_id": "load"},
         )
-        assert queued.status_code == 201 and queued.json()["embedded"] is True
+        assert queued.status_code == 201, queued.text
+        # The wait lasts at most half the 3 s deadline, and a worker still in its backoff from
+        # the outage may take longer on a loaded machine: it must come back and embed it.
+        queued_id = queued.json()["id"]
+
+        def embedded_by_the_worker() -> bool:
+            found = http.get(f"/v1/memories/{queued_id}", params={"user_id": "load"})
+            return found.status_code == 200 and found.json()["embedded"] is True
+
+        eventually(embedded_by_the_worker, 60, "the worker embedding after the outage")
         eventually(lambda: http.get("/ready").status_code == 200, 30, "ready after the outage")
         assert worker.popen.poll() is None, worker.log.read_text()[-2000:]
 
@@ -134,9 +145,9 @@ def test_postgres_stopped_and_frozen_under_load(tmp_path: Path, data: Path) -> N
             if http.get(f"/v1/memories/{i}", params={"user_id": "load"}).status_code != 200
         ]
         assert lost == []
-        http.close()
         assert worker.stop() == 0  # still running after both faults, and stops cleanly
     finally:
+        http.close()
         if worker is not None and worker.popen.poll() is None:
             worker.kill()
         server.stop()
@@ -167,9 +178,9 @@ def test_sigkills_under_load_lose_nothing_acknowledged(tmp_path: Path, data: Pat
         assert pg.pid() is not None  # the postmaster outlives its owners' SIGKILL...
 
     server = Server(data, tmp_path / "final.log", worker_lease_s=3)
+    http = httpx.Client(base_url=server.base, timeout=30)
     try:
         server.wait_ready()
-        http = httpx.Client(base_url=server.base, timeout=30)
 
         def settled() -> bool:
             stored = {m["id"]: m for m in _all_memories(http)}
@@ -190,8 +201,8 @@ def test_sigkills_under_load_lose_nothing_acknowledged(tmp_path: Path, data: Pat
                 json={"query": token, "user_id": "load", "recipe": "keyword", "limit": 3},
             ).json()["results"]
             assert [h["content"] for h in hits][:1] == [content]
-        http.close()
     finally:
+        http.close()
         server.stop()
     # ...and stops with the last live one, dead owners notwithstanding.
     eventually(lambda: pg.pid() is None, 30, "no orphaned PostgreSQL")
