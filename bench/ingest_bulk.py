@@ -15,6 +15,9 @@ memories a second, on LoCoMo dev turns (../shared/bench/locomo_dev.json, read in
 the model (on a loaded 2-core machine the model's share swamps the rest). With the model, the
 run also times the model alone on the same turns, first and last, so the rates can be read
 against what the model allows at that load.
+Each tree's line is followed by the CPU a turn of ``add_many`` and ``add_messages`` (this
+process's, the worker's included, and its embedded PostgreSQL's): the measure that holds on a
+shared machine, where the wall rates swing by a third between runs of one tree.
 ``--baseline-src DIR`` runs the same in a second interpreter with ``DIR`` (another checkout's
 ``src``) first on the path, before this one, so both figures come from one run at one load.
 """
@@ -22,6 +25,7 @@ against what the model allows at that load.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -30,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from locomo import DATA, turns
 from memvault import AsyncMemory, Settings
@@ -54,6 +60,24 @@ def _cut(
     share of each, or with ``part`` the next ones (texts the embedding cache has not seen)."""
     share = max(1, limit // len(conversations))
     return [c[part * share : (part + 1) * share] for c in conversations]
+
+
+def _cpu(data_dir: Path) -> tuple[float, float]:
+    """CPU seconds so far of this process and of the embedded PostgreSQL in ``data_dir`` (its
+    postmaster and every backend): on a shared machine the wall rate swings by a third
+    between runs of one tree, the CPU a write costs far less."""
+    pidfile = next(data_dir.rglob("postmaster.pid"))
+    master = psutil.Process(int(pidfile.read_text().split()[0]))
+    server = 0.0
+    for process in [master, *master.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            server += times.user + times.system
+    return time.process_time(), server
+
+
+def _per_turn(before: tuple[float, float], after: tuple[float, float], n: int) -> list[float]:
+    return [(b - a) * 1000 / n for a, b in zip(before, after, strict=True)]
 
 
 async def _add_many(memory: AsyncMemory, convs: list[list[Any]], batch: int, tag: str) -> float:
@@ -117,8 +141,14 @@ async def measure(turn_limit: int, batch: int, provider: str = "local") -> dict[
         memory = await AsyncMemory.open(settings)
         await memory.add("warm up", user_id="warm")
         figures: dict[str, Any] = {"turns": sum(map(len, convs)), "batch": batch}
+        before = _cpu(settings.data_dir)
         figures["add_many"] = await _add_many(memory, convs, batch, "many")
+        middle = _cpu(settings.data_dir)
         figures["add_messages"] = await _messages(memory, longest, batch)
+        figures["cpu"] = {
+            "add_many": _per_turn(before, middle, figures["turns"]),
+            "add_messages": _per_turn(middle, _cpu(settings.data_dir), len(longest)),
+        }
         lines = await memory.export_memories(user_id="many-0")
         await memory.close()
         figures["route"] = await asyncio.to_thread(_route, settings, others, batch)
@@ -141,6 +171,8 @@ def _print(label: str, f: dict[str, Any]) -> None:
         f"{route['max_s']:.1f} s, {route['pending']} pending",
         flush=True,
     )
+    cpu = " · ".join(f"{k} {py:.2f} + {pg:.2f}" for k, (py, pg) in f["cpu"].items())
+    print(f"  CPU a turn, ms, this process (worker included) + PostgreSQL: {cpu}", flush=True)
 
 
 async def model_alone(turn_limit: int, batch: int) -> float:

@@ -254,6 +254,41 @@ async def test_a_batch_names_one_entity_once_and_each_memory_mentions_it(
     assert {row[0] for row in mentioned} == {r.id for r in results}
 
 
+async def test_a_batch_writes_its_claims_in_order_as_one_memory_at_a_time_would(
+    memory: AsyncMemory, make_settings: Callable[..., Settings], claims: dict[str, Extraction]
+) -> None:
+    """A bulk write resolves a batch's names and reads its subjects' facts up front: what a
+    later memory of the batch claims still meets what an earlier one wrote."""
+    texts = ["Paris then", "Berlin now", "Berlin again", "Initech", "Hooli", "IBM", "IBM Corp"]
+    claims[texts[0]] = Extraction(facts=(lives_in("Caroline", "Paris"),))
+    claims[texts[1]] = claims[texts[2]] = Extraction(facts=(lives_in("Caroline", "Berlin"),))
+    for text in texts[3:5]:
+        claims[text] = Extraction(facts=(FactClaim("Ann", "works_for", text, object=text),))
+    ibm = "International Business Machines"
+    claims[texts[5]] = Extraction(facts=(FactClaim(ibm, "hq", "hq", value="NY"),))
+    claims[texts[6]] = Extraction(facts=(FactClaim(f"{ibm} Corp", "ceo", "ceo", value="X"),))
+    results = await memory.add_many([{"content": t, "user_id": "u"} for t in texts])
+    (berlin,) = await memory.facts(user_id="u", entity="Caroline")
+    assert berlin.object == "Berlin"
+    assert sorted(berlin.memory_ids) == sorted([results[1].id, results[2].id])
+    history = await memory.facts(user_id="u", entity="Caroline", include_superseded=True)
+    (paris,) = [f for f in history if f.object == "Paris"]
+    assert paris.superseded_by == berlin.id
+    assert await current(memory, "Ann") == ["Hooli"]
+    flagging = await AsyncMemory.open(
+        make_settings(graph_contradiction_policy="flag_review", graph_entity_match_threshold=0.5)
+    )
+    try:
+        await flagging.add_many([{"content": t, "user_id": "v"} for t in texts[3:]])
+        (review,) = await flagging.fact_reviews(user_id="v")
+        assert (review.fact.object, review.conflicts_with.object) == ("Hooli", "Initech")
+        # The second name joins the entity the first created in the same batch.
+        named = [e for e in await flagging.entities(user_id="v") if ibm in e.name]
+        assert len(named) == 1
+    finally:
+        await flagging.close()
+
+
 async def test_embedding_similarity_joins_above_the_threshold_only(
     make_settings: Callable[..., Settings],
 ) -> None:

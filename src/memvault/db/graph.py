@@ -215,8 +215,11 @@ async def nearest_entities(
     return [(record(EntityRow, r), 1.0 - float(r.distance)) for r in rows]
 
 
-def _nearest_entities(dims: int, limit: int) -> sa.Select[Any]:
-    probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
+def _nearest_entities(
+    dims: int, limit: int, probe: sa.ColumnElement[Any] | None = None
+) -> sa.Select[Any]:
+    if probe is None:
+        probe = sa.cast(param("q", type_=sa.Text()), Vector(dims))
     distance = _e.embedding.op("<=>", return_type=sa.Float)(probe)
     return (
         sa.select(*ENTITY_COLUMNS, distance.label("distance"))
@@ -231,12 +234,55 @@ def _nearest_entities(dims: int, limit: int) -> sa.Select[Any]:
     )
 
 
+async def nearest_entities_each(
+    conn: AsyncConnection,
+    tenant_id: str,
+    user_id: str,
+    vectors: Sequence[Sequence[float]],
+    model: str,
+) -> list[tuple[EntityRow, float] | None]:
+    """:func:`nearest_entities` (the nearest one) for each of ``vectors`` in one statement,
+    in their order; ``None`` where the owner has no entity of that model."""
+    if not vectors:
+        return []
+    dims = len(vectors[0])
+    query = template(("graph", "nearest entity each", dims), _nearest_entities_each, dims)
+    params = {
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "model": model,
+        "qs": [vector_text(v) for v in vectors],
+    }
+    found: list[tuple[EntityRow, float] | None] = [None] * len(vectors)
+    rows = list(await conn.execute(query, params))
+    for row, entity in zip(rows, records(EntityRow, rows), strict=True):
+        found[row.n - 1] = (entity, 1.0 - float(row.distance))
+    return found
+
+
+def _nearest_entities_each(dims: int) -> sa.Select[Any]:
+    given = (
+        sa.func.unnest(sa.cast(param("qs", type_=ARRAY(sa.Text())), ARRAY(sa.Text())))
+        .table_valued("q", with_ordinality="n")
+        .render_derived()
+        .alias("given")
+    )
+    nearest = _nearest_entities(dims, 1, probe=sa.cast(given.c.q, Vector(dims))).lateral("near")
+    return sa.select(given.c.n, nearest).select_from(given.join(nearest, sa.true()))
+
+
 async def insert_entity(conn: AsyncConnection, values: Mapping[str, Any]) -> EntityRow:
     row = (await conn.execute(_INSERT_ENTITY, dict(values))).one()
     return record(EntityRow, row)
 
 
 _INSERT_ENTITY = entities.insert().returning(*ENTITY_COLUMNS)
+
+
+async def insert_entities(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Many entities in one statement (every row with the same columns)."""
+    if rows:
+        await conn.execute(entities.insert(), [dict(r) for r in rows])
 
 
 async def update_entity(
@@ -346,6 +392,26 @@ async def insert_fact(conn: AsyncConnection, values: Mapping[str, Any]) -> FactR
 
 
 _INSERT_FACT = facts.insert().returning(*FACT_COLUMNS)
+# What the database fills in a new fact's row where its values leave a column out.
+_NEW_FACT_DEFAULTS: dict[str, Any] = {
+    "superseded_at": None,
+    "superseded_by": None,
+    "access_count": 0,
+    "last_accessed": None,
+}
+
+
+def new_fact(values: Mapping[str, Any]) -> FactRow:
+    """The record :func:`insert_fact` returns for ``values``, without the round trip."""
+    full = {**_NEW_FACT_DEFAULTS, **values}
+    return FactRow(*(full[name] for name in field_names(FactRow)))
+
+
+async def insert_facts(conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Many new facts in one statement; a column some rows leave out is NULL in those."""
+    columns = {c for r in rows for c in r}
+    if rows:
+        await conn.execute(facts.insert(), [{**dict.fromkeys(columns), **r} for r in rows])
 
 
 async def add_fact_source(
@@ -415,6 +481,33 @@ _CURRENT_FACTS_OF = (
 )
 
 
+async def current_facts_of_many(
+    conn: AsyncConnection, tenant_id: str, user_id: str, pairs: Sequence[tuple[UUID, str]]
+) -> dict[tuple[UUID, str], list[FactRow]]:
+    """:func:`current_facts_of` for many (subject id, predicate) pairs of one owner in one
+    statement, locked as it locks them: every pair asked for is in the answer."""
+    found: dict[tuple[UUID, str], list[FactRow]] = {pair: [] for pair in pairs}
+    if not found:
+        return found
+    params = {"tenant_id": tenant_id, "user_id": user_id, "pairs": list(found)}
+    for row in records(FactRow, await conn.execute(_CURRENT_FACTS_OF_MANY, params)):
+        found[(row.subject_id, row.predicate)].append(row)
+    return found
+
+
+_CURRENT_FACTS_OF_MANY = (
+    sa.select(*FACT_COLUMNS)
+    .where(
+        _f.tenant_id == param("tenant_id"),
+        _f.user_id == param("user_id"),
+        sa.tuple_(_f.subject_id, _f.predicate).in_(param("pairs", expanding=True)),
+        _f.superseded_at.is_(None),
+    )
+    .order_by(_f.recorded_at, _f.id)
+    .with_for_update()
+)
+
+
 async def lock_name(conn: AsyncConnection, tenant_id: str, user_id: str, normalised: str) -> None:
     """Serialise resolvers of one name, so two writers never create the same entity twice."""
     await lock_names(conn, tenant_id, user_id, [normalised])
@@ -433,15 +526,20 @@ async def lock_owned_names(conn: AsyncConnection, names: Iterable[tuple[str, str
     round never deadlock. A transaction that writes several extractions locks all their names
     in one call, before any: locking each in turn, it held some names while it waited for
     others, in no global order."""
-    ids = sorted({_lock_id(f"entity\x00{t}\x00{u}\x00{n}") for t, u, n in names})
+    await _lock_in_order(conn, [f"entity\x00{t}\x00{u}\x00{n}" for t, u, n in names])
+
+
+async def _lock_in_order(conn: AsyncConnection, keys: Iterable[str]) -> None:
+    """Every key's advisory lock in one round trip, in one global order (the lock ids')."""
+    ids = sorted({_lock_id(key) for key in keys})
     if ids:
-        await conn.execute(
-            sa.text(
-                "SELECT pg_advisory_xact_lock(k) FROM unnest(CAST(:ids AS bigint[]))"
-                " WITH ORDINALITY AS t(k, n) ORDER BY n"
-            ),
-            {"ids": ids},
-        )
+        await conn.execute(_LOCK_IN_ORDER, {"ids": ids})
+
+
+_LOCK_IN_ORDER = sa.text(
+    "SELECT pg_advisory_xact_lock(k) FROM unnest(CAST(:ids AS bigint[]))"
+    " WITH ORDINALITY AS t(k, n) ORDER BY n"
+)
 
 
 def _lock_id(key: str) -> int:
@@ -461,7 +559,20 @@ async def lock_subject(
     conn: AsyncConnection, tenant_id: str, subject_id: UUID, predicate: str
 ) -> None:
     """Serialise writers of one subject's predicate even when it has no current fact yet."""
-    await _lock(conn, f"fact\x00{tenant_id}\x00{subject_id}\x00{predicate}")
+    await _lock(conn, _subject_key(tenant_id, subject_id, predicate))
+
+
+async def lock_subjects(
+    conn: AsyncConnection, tenant_id: str, pairs: Iterable[tuple[UUID, str]]
+) -> None:
+    """:func:`lock_subject` for many (subject id, predicate) pairs in one round trip, in the
+    global order :func:`lock_owned_names` takes (a batch's writer takes them all before it
+    writes any fact)."""
+    await _lock_in_order(conn, [_subject_key(tenant_id, s, p) for s, p in pairs])
+
+
+def _subject_key(tenant_id: str, subject_id: UUID, predicate: str) -> str:
+    return f"fact\x00{tenant_id}\x00{subject_id}\x00{predicate}"
 
 
 async def insert_review(conn: AsyncConnection, values: Mapping[str, Any]) -> None:

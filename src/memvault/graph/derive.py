@@ -82,6 +82,15 @@ async def write_many(
         else:
             await writer.preload(conn, [], like=lead)
     try:
+        # Every name first, then each user's claims' subjects locked and their current facts
+        # read at once, then the writes (which find both in hand).
+        subjects: dict[tuple[str, str], list[tuple[UUID, str]]] = {}
+        for derivation, _ in pairs:
+            writer = derivation.writer
+            await writer.resolve_all(conn, derivation.prepared)
+            subjects.setdefault(_user(writer), []).extend(writer.subjects(derivation.prepared))
+        for user, pairs_of_user in subjects.items():
+            await first[user].preload_facts(conn, pairs_of_user)
         for derivation, memory_id in pairs:
             await derivation.write(conn, memory_id)
         for writer in writers.values():

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
+import numpy as np
+import numpy.typing as npt
+
 from memvault.db import graph as graph_db
 from memvault.db import webhooks
-from memvault.db.graph import EntityRow
+from memvault.db.graph import EntityRow, FactRow
 from memvault.embedding.chunking import clean
 from memvault.errors import MemvaultError
 from memvault.graph import sealed, supersede
@@ -34,6 +37,22 @@ log = logging.getLogger(__name__)
 # A merged entity's chain is followed this far (a merge into a merged entity is refused, so
 # one step is the rule; the bound guards against a cycle written by hand).
 _MAX_MERGE_HOPS = 5
+# Cosine similarities this close are too close to compare outside the database.
+_CLOSE = 1e-4
+
+
+class _Ask:
+    """A reading up front cannot answer: ask the database."""
+
+
+_ASK = _Ask()
+_Nearest = tuple[EntityRow, float] | None | _Ask
+
+
+def _unit(vector: Sequence[float]) -> npt.NDArray[np.float64]:
+    array = np.asarray(vector, dtype=np.float32).astype(np.float64)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm else array
 
 
 @dataclass(frozen=True)
@@ -63,8 +82,13 @@ class _Deferred:
         default_factory=lambda: {"fact": {}, "entity": {}}
     )
     events: list[webhooks.Event] = field(default_factory=list)
+    # New entities and facts, each inserted together before anything reads or refers to them.
+    entities: dict[UUID, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[UUID, dict[str, Any]] = field(default_factory=dict)
 
     def clear(self) -> None:
+        self.entities.clear()
+        self.facts.clear()
         self.mentions.clear()
         self.sources.clear()
         for postings in self.terms.values():
@@ -82,6 +106,53 @@ class _Known:
     rows: dict[bytes, list[EntityRow]]  # every key read → the entities that have it
     stale_keys: set[bytes] = field(default_factory=set)
     stale_ids: set[UUID] = field(default_factory=set)
+    # The current facts of each (subject, predicate) the batch writes, locked and read in one
+    # statement once its names are resolved (see GraphWriter.preload_facts), then kept as the
+    # batch's own writes change them, in the database's order: a lock and a read a claim were
+    # most of a bulk write's graph statements.
+    facts: dict[tuple[UUID, str], list[FactRow]] = field(default_factory=dict)
+    # For each name no key found, the owner's nearest entity by name vector as stored before
+    # the batch (one statement for all), the model of those vectors, and the vectors of the
+    # entities the batch has created since, which that reading cannot know.
+    nearest: dict[str, tuple[EntityRow, float] | None] = field(default_factory=dict)
+    model: str | None = None
+    threshold: float = 1.0  # the similarity at which a name matches an entity
+    created: list[npt.NDArray[np.float64]] = field(default_factory=list)
+
+    def nearest_of(self, name: str, vector: list[float], model: str | None) -> _Nearest:
+        """The entity nearest ``vector`` as :func:`graph_db.nearest_entities` would find it
+        now, or ``None`` where it would find none that can match; ``_ASK`` when only the
+        database can tell (a name not read up front, a row the batch has changed, or an
+        entity the batch created that is as near or near enough to match)."""
+        if name not in self.nearest or model != self.model:
+            return _ASK
+        stored = self.nearest[name]
+        if stored is not None and stored[0].id in self.stale_ids:
+            return _ASK
+        if not self.created:
+            return stored
+        probe = _unit(vector)
+        # Worked here in double precision, in the database in single: what is within
+        # _CLOSE of a threshold or of the stored neighbour is left to the database.
+        created = max(float(c @ probe) for c in self.created)
+        if created >= self.threshold - _CLOSE:
+            return _ASK
+        if stored is None or stored[1] < self.threshold - _CLOSE:
+            return None  # whichever is the nearest, it is too far to match
+        return stored if stored[1] > created + _CLOSE else _ASK
+
+    def fact_written(self, key: tuple[UUID, str], row: FactRow) -> None:
+        current = self.facts.get(key)
+        if current is not None and row.superseded_at is None:
+            current.append(row)
+            current.sort(key=lambda f: (f.recorded_at, f.id))
+
+    def fact_changed(self, key: tuple[UUID, str], fact_id: UUID, changes: dict[str, Any]) -> None:
+        current = self.facts.get(key)
+        if current is None:
+            return
+        changed = [replace(f, **changes) if f.id == fact_id else f for f in current]
+        self.facts[key] = [f for f in changed if f.superseded_at is None]
 
     def lookup(self, keys: Sequence[bytes]) -> list[EntityRow] | None:
         """The entities with any of ``keys``, in the database's order; ``None`` when this
@@ -119,10 +190,14 @@ def _all_names(extraction: Extraction) -> list[str]:
 
 
 def _mentions(extraction: Extraction) -> list[EntityMention]:
-    """Every mention :meth:`GraphWriter.apply` resolves, as it resolves them."""
-    named = [*(f.subject for f in extraction.facts), *(f.object for f in extraction.facts)]
-    named += [n for r in extraction.relations for n in (r.source, r.target)]
-    return [*extraction.entities, *(EntityMention(n) for n in named if n is not None)]
+    """Every mention :meth:`GraphWriter.apply` resolves, in the order it resolves them (a name
+    may resolve to an entity an earlier one created)."""
+    mentions = list(extraction.entities)
+    for fact in extraction.facts:
+        mentions += [EntityMention(n) for n in (fact.subject, fact.object) if n is not None]
+    for relation in extraction.relations:
+        mentions += [EntityMention(relation.source), EntityMention(relation.target)]
+    return mentions
 
 
 def entity_names(extraction: Extraction) -> list[str]:
@@ -192,14 +267,56 @@ class GraphWriter:
         if like is not None and like._known is not None:
             self._known = like._known
             return
-        mentions = [m for p in batch for m in _mentions(p.extraction)]
-        keys = list(dict.fromkeys(k for m in mentions for k in self._keys(m)))
+        mentions = [(m, p) for p in batch for m in _mentions(p.extraction)]
+        keys = list(dict.fromkeys(k for m, _ in mentions for k in self._keys(m)))
         o = self.owner
         known = _Known({k: [] for k in keys})
+        known.threshold = self.backend.settings.graph_entity_match_threshold
         for row in await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys):
             for key in {row.name_key, *row.alias_keys} & known.rows.keys():
                 known.rows[key].append(row)
         self._known = known
+        # The names no key found are looked for by their vectors: all in one statement.
+        known.model = next((p.model for p in batch if p.model is not None), None)
+        unknown: dict[str, list[float]] = {}
+        for mention, p in mentions:
+            vector = p.vectors.get(mention.name)
+            if mention.name == SELF or vector is None or p.model != known.model:
+                continue
+            if not any(known.rows[k] for k in self._keys(mention)):
+                unknown.setdefault(mention.name, vector)
+        if unknown and known.model is not None:
+            found = await graph_db.nearest_entities_each(
+                conn, o.tenant_id, o.user_id, list(unknown.values()), known.model
+            )
+            known.nearest = dict(zip(unknown, found, strict=True))
+
+    async def resolve_all(self, conn: AsyncConnection, prepared: Prepared) -> None:
+        """Every name of ``prepared`` resolved (new entities created) as :meth:`apply` would
+        resolve them, before any of the batch's facts is written, so their subjects are
+        known and locked together (:meth:`preload_facts`); :meth:`apply` then finds each
+        name resolved."""
+        self._prepared = prepared
+        for mention in _mentions(prepared.extraction):
+            await self.resolve(conn, mention)
+
+    def subjects(self, prepared: Prepared) -> list[tuple[UUID, str]]:
+        """The (subject id, predicate) of each claim of ``prepared``, once resolved."""
+        return [
+            (self._resolved[_lock_name(c.subject)], c.predicate) for c in prepared.extraction.facts
+        ]
+
+    async def preload_facts(self, conn: AsyncConnection, pairs: Sequence[tuple[UUID, str]]) -> None:
+        """The current facts of every (subject id, predicate) a batch writes, locked (subjects
+        first, in one global order) and read in two statements, for :meth:`_write_fact`,
+        until this transaction ends (after :meth:`preload`, whose reading it extends)."""
+        assert self._known is not None
+        wanted = sorted(set(pairs) - self._known.facts.keys())
+        o = self.owner
+        await graph_db.lock_subjects(conn, o.tenant_id, wanted)
+        self._known.facts.update(
+            await graph_db.current_facts_of_many(conn, o.tenant_id, o.user_id, wanted)
+        )
 
     def forget(self) -> None:
         """Drop what :meth:`preload` read: it holds for its transaction only."""
@@ -226,6 +343,8 @@ class GraphWriter:
         if deferred is None:
             return
         o = self.owner
+        await graph_db.insert_entities(conn, list(deferred.entities.values()))
+        await graph_db.insert_facts(conn, list(deferred.facts.values()))
         mentions = {m: (o.user_id, ids) for m, ids in deferred.mentions.items()}
         await graph_db.add_many_mentions(conn, o.tenant_id, mentions)
         await graph_db.add_fact_sources(conn, o.tenant_id, o.user_id, sorted(deferred.sources))
@@ -291,6 +410,7 @@ class GraphWriter:
             self._locked.add(norm)
         found = self._known.lookup(keys) if self._known is not None else None
         if found is None:
+            await self._insert_new(conn)
             found = await graph_db.entities_by_keys(conn, o.tenant_id, o.user_id, keys)
         entity: EntityRow | None = None
         if found:
@@ -309,11 +429,26 @@ class GraphWriter:
         self._touched_entities.add(entity_id)
         return entity_id
 
+    async def _insert_new(self, conn: AsyncConnection) -> None:
+        """The batch's new entities so far, in one statement: before anything reads entities
+        or writes what refers to them."""
+        if self._deferred is not None and self._deferred.entities:
+            await graph_db.insert_entities(conn, list(self._deferred.entities.values()))
+            self._deferred.entities.clear()
+
+    async def _insert_facts(self, conn: AsyncConnection) -> None:
+        """The batch's new facts so far, in one statement: before a fact is read from the
+        database or a review refers to one."""
+        if self._deferred is not None and self._deferred.facts:
+            await graph_db.insert_facts(conn, list(self._deferred.facts.values()))
+            self._deferred.facts.clear()
+
     async def _followed(self, conn: AsyncConnection, entity: EntityRow) -> EntityRow:
         o = self.owner
         for _ in range(_MAX_MERGE_HOPS):
             if entity.merged_into is None:
                 return entity
+            await self._insert_new(conn)
             target = await graph_db.fetch_entity(conn, o.tenant_id, o.user_id, entity.merged_into)
             if target is None:
                 return entity
@@ -326,9 +461,18 @@ class GraphWriter:
             return None
         o = self.owner
         assert self._prepared.model is not None
-        nearest = await graph_db.nearest_entities(
-            conn, o.tenant_id, o.user_id, vector, self._prepared.model, 1
+        known = (
+            self._known.nearest_of(mention.name, vector, self._prepared.model)
+            if (self._known is not None)
+            else _ASK
         )
+        if isinstance(known, _Ask):
+            await self._insert_new(conn)
+            nearest = await graph_db.nearest_entities(
+                conn, o.tenant_id, o.user_id, vector, self._prepared.model, 1
+            )
+        else:
+            nearest = [known] if known is not None else []
         threshold = self.backend.settings.graph_entity_match_threshold
         for entity, similarity in nearest:
             compatible = "other" in (entity.type, mention.type) or entity.type == mention.type
@@ -356,11 +500,16 @@ class GraphWriter:
             "properties": {"self": True} if mention.name == SELF else {},
         }
         vector = self._vector(mention.name)
-        if vector is not None:
-            values.update(embedding=vector, embedding_model=self._prepared.model)
-        await graph_db.insert_entity(conn, values)
+        model = self._prepared.model if vector is not None else None
+        values.update(embedding=vector, embedding_model=model)
+        if self._deferred is not None:
+            self._deferred.entities[entity_id] = values
+        else:
+            await graph_db.insert_entity(conn, values)
         if self._known is not None:
             self._known.written(entity_id, values)
+            if vector is not None and self._prepared.model == self._known.model:
+                self._known.created.append(_unit(vector))
         await self._index_entity(conn, entity_id, mention.name, aliases, fresh=True)
         return entity_id
 
@@ -434,10 +583,16 @@ class GraphWriter:
         object_id = None
         if claim.object is not None:
             object_id = await self.resolve(conn, EntityMention(claim.object))
-        await graph_db.lock_subject(conn, o.tenant_id, subject_id, claim.predicate)
-        current = await graph_db.current_facts_of(
-            conn, o.tenant_id, o.user_id, subject_id, claim.predicate
-        )
+        await self._insert_new(conn)
+        key = (subject_id, claim.predicate)
+        known = self._known.facts if self._known is not None else {}
+        current = list(known.get(key, ()))
+        if key not in known:
+            await self._insert_facts(conn)
+            await graph_db.lock_subject(conn, o.tenant_id, subject_id, claim.predicate)
+            current = await graph_db.current_facts_of(
+                conn, o.tenant_id, o.user_id, subject_id, claim.predicate
+            )
         value_key = keyed.value_key(self.keyring, claim.value) if claim.value is not None else None
         same = [
             f
@@ -450,7 +605,7 @@ class GraphWriter:
             # Said again: one more source for the fact we hold, never a second copy.
             kept = same[0]
             if strength > kept.confidence:
-                await graph_db.update_fact(conn, o.tenant_id, kept.id, {"confidence": strength})
+                await self._change_fact(conn, key, kept.id, {"confidence": strength})
             if memory_id is not None:
                 await self._add_source(conn, kept.id, memory_id)
             return kept.id
@@ -494,7 +649,7 @@ class GraphWriter:
             values.update(embedding=vector, embedding_model=self._prepared.model)
         if value_key is not None:
             values["value_key"] = value_key
-        await graph_db.insert_fact(conn, values)
+        await self._insert_fact(conn, key, values)
         terms = keyed.text_terms(self.keyring, claim.claim)
         if self._deferred is not None:
             self._deferred.terms["fact"][fact_id] = (o.user_id, terms)
@@ -504,9 +659,9 @@ class GraphWriter:
         if memory_id is not None:
             await self._add_source(conn, fact_id, memory_id)
         for old_id, changes in decided.old.items():
-            await graph_db.update_fact(
-                conn, o.tenant_id, old_id, {**changes, "superseded_by": fact_id}
-            )
+            await self._change_fact(conn, key, old_id, {**changes, "superseded_by": fact_id})
+        if decided.reviews:
+            await self._insert_facts(conn)
         for rival in decided.reviews:
             await graph_db.insert_review(
                 conn,
@@ -521,6 +676,30 @@ class GraphWriter:
             )
         await self._fact_events(conn, fact_id, claim.predicate, memory_id, decided)
         return fact_id
+
+    async def _insert_fact(
+        self, conn: AsyncConnection, key: tuple[UUID, str], values: dict[str, Any]
+    ) -> None:
+        """A new fact, with the batch's (see :meth:`defer`) or at once."""
+        if self._deferred is not None:
+            self._deferred.facts[values["id"]] = values
+            row = graph_db.new_fact(values)
+        else:
+            row = await graph_db.insert_fact(conn, values)
+        if self._known is not None:
+            self._known.fact_written(key, row)
+
+    async def _change_fact(
+        self, conn: AsyncConnection, key: tuple[UUID, str], fact_id: UUID, changes: dict[str, Any]
+    ) -> None:
+        """A fact's columns changed, in the batch's new facts when it is one of them."""
+        pending = self._deferred.facts.get(fact_id) if self._deferred is not None else None
+        if pending is not None:
+            pending.update(changes)
+        else:
+            await graph_db.update_fact(conn, self.owner.tenant_id, fact_id, changes)
+        if self._known is not None:
+            self._known.fact_changed(key, fact_id, changes)
 
     async def _fact_events(
         self,
@@ -561,6 +740,7 @@ class GraphWriter:
         o = self.owner
         source_id = await self.resolve(conn, EntityMention(relation.source))
         target_id = await self.resolve(conn, EntityMention(relation.target))
+        await self._insert_new(conn)
         relation_id = uuid4()
         relation_id = await graph_db.upsert_relation(
             conn,
