@@ -23,7 +23,6 @@ from memvault.db.graph import (
     as_of_text,
     records,
     scope,
-    vector_text,
 )
 from memvault.db.records import RankedMemory
 from memvault.db.store import (
@@ -42,6 +41,7 @@ from memvault.db.tables import (
     relations,
 )
 from memvault.db.templates import param, template
+from memvault.db.vectors import vector_text
 from memvault.models import MemoryFilter
 
 _e = entities.c
