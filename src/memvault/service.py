@@ -118,7 +118,6 @@ class AsyncMemory(_AsyncMethods):
             context,
             conversations=self.conversations,
             strategies=self.strategies,
-            goals=self.goals,
             profiles=self.profile,
             working=self.working,
         )

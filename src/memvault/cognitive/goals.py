@@ -105,16 +105,13 @@ class Goals:
             raise InvalidInput(
                 f"status is one of {', '.join(_STATUSES)}.", details={"field": "status"}
             )
-        stored = (
-            None
-            if status is None
-            else (["active", "blocked"] if status in ("active", "blocked") else [status])
-        )
+        stored = None if status is None else (list(db.OPEN) if status in db.OPEN else [status])
         channels = None if channel is None else recall_channels(channel)
         async with reading(self._backend.engine) as conn:
-            rows = await db.list_goals(conn, self.tenant_id, user_id, stored, channels, 1_000)
-        goals = [goal_of(self._context, r) for r in rows]
-        return [g for g in goals if status is None or g.status == status][: max(limit, 1)]
+            rows = await db.list_goals(
+                conn, self.tenant_id, user_id, stored, channels, db.LISTED_GOALS
+            )
+        return listed(self._context, rows, status, limit)
 
     @scoped_to_tenant
     async def complete_goal(
@@ -149,6 +146,15 @@ class Goals:
                 event = webhooks.Event(self.tenant_id, "goal.completed", data, done.user_id)
                 await webhooks.emit(conn, [event])
         return await self.get_goal(ident, user_id=done.user_id)
+
+
+def listed(
+    context: TenantContext, rows: Iterable[GoalRow], status: GoalStatus | None, limit: int
+) -> builtins.list[Goal]:
+    """Goal rows as listed: opened, only those reading as ``status`` (when given), at most
+    ``limit``."""
+    goals = [goal_of(context, r) for r in rows]
+    return [g for g in goals if status is None or g.status == status][: max(limit, 1)]
 
 
 def goal_of(context: TenantContext, row: GoalRow) -> Goal:

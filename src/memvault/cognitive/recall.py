@@ -32,7 +32,7 @@ from memvault.cognitive.bundle import (
     weighted,
 )
 from memvault.cognitive.conversations import channel_search, turn_hits
-from memvault.cognitive.goals import goal_of
+from memvault.cognitive.goals import goal_of, listed
 from memvault.cognitive.identifiers import recall_channels
 from memvault.cognitive.kinds import (
     ALL_KINDS,
@@ -46,6 +46,7 @@ from memvault.cognitive.kinds import (
 )
 from memvault.cognitive.strategies import INVOCATIONS, strategies_near
 from memvault.db import recall as recent
+from memvault.db.graph_walk import Support
 from memvault.db.replica import replica_reads
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, shared_reads
@@ -60,7 +61,6 @@ from memvault.validation import validated
 
 if TYPE_CHECKING:
     from memvault.cognitive.conversations import Conversations
-    from memvault.cognitive.goals import Goals
     from memvault.cognitive.profile import Profiles
     from memvault.cognitive.strategies import Strategies
     from memvault.cognitive.working import Working
@@ -84,7 +84,6 @@ class Recall:
         *,
         conversations: Conversations,
         strategies: Strategies,
-        goals: Goals,
         profiles: Profiles,
         working: Working,
     ) -> None:
@@ -93,7 +92,6 @@ class Recall:
         self.tenant_id = context.tenant_id
         self.conversations = conversations
         self.strategies = strategies
-        self.goals = goals
         self.profiles = profiles
         self.working = working
 
@@ -343,7 +341,12 @@ class Recall:
             track_access=request.track_access,
         )
         found = await recall(
-            self._backend, self.tenant_id, search, embedded=await query_vector, channels=channels
+            self._backend,
+            self.tenant_id,
+            search,
+            embedded=await query_vector,
+            channels=channels,
+            support=ENTITY_MIN_MENTIONS,
         )
         half_life = self._backend.settings.remember_half_life_days
         items: builtins.list[BundleItem] = []
@@ -376,7 +379,7 @@ class Recall:
                 )
             )
         found_entities = found.entities or []
-        entities = await self._worth_showing(found_entities, facts)
+        entities = _worth_showing(found_entities, facts, found.entity_support)
         best = max((e.score for e in entities), default=0.0)
         for entity in entities:
             fresh = recency(entity.last_accessed or entity.first_seen, now, half_life)
@@ -397,51 +400,22 @@ class Recall:
         ranked = sorted(items, key=lambda i: (-i.score, i.kind, i.id))
         return ranked, len(found_entities) - len(entities)
 
-    async def _worth_showing(
-        self, entities: builtins.list[EntityHit], facts: builtins.list[FactHit]
-    ) -> builtins.list[EntityHit]:
-        """Entities with something behind them: a current fact about them (one recalled here, or
-        any in the graph), or mentions by ``ENTITY_MIN_MENTIONS`` memories; never a name that is
-        only a stop word."""
-        named = [e for e in entities if fold(e.name).strip() not in STOP_WORDS]
-        in_facts = {i for f in facts for i in (f.subject_id, f.object_id) if i is not None}
-        unsure = [e.id for e in named if e.id not in in_facts]
-        support: dict[UUID, recent.Support] = {}
-        if unsure:
-            async with reading(self._backend.engine) as conn:
-                support = await recent.entity_support(conn, self.tenant_id, unsure)
-        return [
-            e
-            for e in named
-            if e.id in in_facts
-            or (
-                e.id in support
-                and (support[e.id].facts > 0 or support[e.id].mentions >= ENTITY_MIN_MENTIONS)
-            )
-        ]
-
     async def _goals(
         self, request: RememberRequest, channels: builtins.list[str], now: datetime
     ) -> tuple[builtins.list[Goal], builtins.list[Goal]]:
-        """Active goals, and those finished lately with their results."""
-
-        async def finished() -> builtins.list[Goal]:
-            async with reading(self._backend.engine) as conn:
-                rows = await recent.finished_goals(
-                    conn,
-                    self.tenant_id,
-                    request.user_id,
-                    channels,
-                    now - timedelta(days=RECENT_DAYS),
-                    now,
-                    min(request.limit, RECENT_GOALS),
-                )
-            return [goal_of(self._context, r) for r in rows]
-
-        active = self.goals.list_goals(
-            user_id=request.user_id, status="active", channel=request.channel, limit=request.limit
-        )
-        return await asyncio.gather(active, finished())
+        """Active goals, and those finished lately with their results (one statement)."""
+        async with reading(self._backend.engine) as conn:
+            open_rows, finished_rows = await recent.goals_now_and_lately(
+                conn,
+                self.tenant_id,
+                request.user_id,
+                channels,
+                now - timedelta(days=RECENT_DAYS),
+                now,
+                min(request.limit, RECENT_GOALS),
+            )
+        active = listed(self._context, open_rows, "active", request.limit)
+        return active, [goal_of(self._context, r) for r in finished_rows]
 
     async def _profile(self, request: RememberRequest) -> Profile | None:
         profile = await self.profiles.get_profile(user_id=request.user_id, channel=request.channel)
@@ -534,6 +508,29 @@ def _replaced(hits: builtins.list[TurnHit]) -> dict[str, tuple[str, datetime]]:
         for h in hits
         if h.replaced_by is not None and h.replaced_by in by_id
     }
+
+
+def _worth_showing(
+    entities: builtins.list[EntityHit],
+    facts: builtins.list[FactHit],
+    support: dict[UUID, Support],
+) -> builtins.list[EntityHit]:
+    """Entities with something behind them: a current fact about them (one recalled here, or
+    any in the graph), or mentions by ``ENTITY_MIN_MENTIONS`` memories; never a name that is
+    only a stop word."""
+    in_facts = {i for f in facts for i in (f.subject_id, f.object_id) if i is not None}
+    return [
+        e
+        for e in entities
+        if fold(e.name).strip() not in STOP_WORDS
+        and (
+            e.id in in_facts
+            or (
+                e.id in support
+                and (support[e.id].facts or support[e.id].mentions >= ENTITY_MIN_MENTIONS)
+            )
+        )
+    ]
 
 
 def _has_content(profile: Profile) -> bool:

@@ -553,6 +553,12 @@ async def fetch_goals(
     return [GoalRow.from_row(row) for row in await conn.execute(query)]
 
 
+# Goals that are still open (a stored "active" goal may read as blocked), and how many of a
+# user's are listed before the read status cuts them to the caller's limit.
+OPEN = ("active", "blocked")
+LISTED_GOALS = 1_000
+
+
 async def list_goals(
     conn: AsyncConnection,
     tenant_id: str,
@@ -562,7 +568,7 @@ async def list_goals(
     limit: int,
 ) -> list[GoalRow]:
     shape = (statuses is not None, channels is not None)
-    query = template(("list goals", *shape), _list_goals, *shape)
+    query = template(("list goals", *shape), list_goals_query, *shape)
     values: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id, "limit": limit}
     if statuses is not None:
         values["statuses"] = list(statuses)
@@ -571,7 +577,9 @@ async def list_goals(
     return [GoalRow.from_row(row) for row in await conn.execute(query, values)]
 
 
-def _list_goals(by_status: bool, by_channel: bool) -> sa.Select[Any]:
+def list_goals_query(by_status: bool, by_channel: bool) -> sa.Select[Any]:
+    """A template: the owner's goals by priority, then deadline (``statuses``, ``channels``
+    when asked), at most ``limit``."""
     where = [_g.user_id == param("user_id")]
     if by_status:
         where.append(_g.status.in_(param("statuses", expanding=True)))

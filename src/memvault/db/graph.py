@@ -35,6 +35,7 @@ from memvault.db.tables import (
     relations,
 )
 from memvault.db.templates import param, template
+from memvault.db.vectors import vector_text
 
 _e = entities.c
 _f = facts.c
@@ -911,10 +912,6 @@ async def replace_terms(
     ]
     if rows:
         await conn.execute(table.insert(), rows)
-
-
-def vector_text(values: Sequence[float]) -> str:
-    return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
 
 
 async def forget_memory(conn: AsyncConnection, tenant_id: str, memory_id: UUID) -> None:

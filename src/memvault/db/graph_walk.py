@@ -4,6 +4,7 @@ reinforcement of what recall returned."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -22,7 +23,6 @@ from memvault.db.graph import (
     as_of_text,
     records,
     scope,
-    vector_text,
 )
 from memvault.db.records import RankedMemory
 from memvault.db.store import (
@@ -41,6 +41,7 @@ from memvault.db.tables import (
     relations,
 )
 from memvault.db.templates import param, template
+from memvault.db.vectors import vector_text
 from memvault.models import MemoryFilter
 
 _e = entities.c
@@ -59,6 +60,25 @@ class Edge:
     via: UUID
     depth: int
     relation: bool
+
+
+# A fact's source memories as a column of its row, in ``graph.sources_of``'s order (the
+# primary key's): ``{fact}`` names the facts' table or alias in the statement.
+_SOURCES = (
+    "ARRAY(SELECT fs.memory_id FROM fact_sources AS fs WHERE fs.tenant_id = {fact}.tenant_id "
+    "AND fs.fact_id = {fact}.id ORDER BY fs.memory_id)"
+)
+
+
+# An entity's support as columns of its row: its mentions up to ``{cap}`` (a constant of the
+# caller's, part of the template's shape), and whether a current fact is about it.
+_SUPPORT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM entity_mentions AS em "
+    "WHERE em.tenant_id = entities.tenant_id AND em.entity_id = entities.id LIMIT {cap}) AS em)",
+    "EXISTS (SELECT 1 FROM facts AS sf WHERE sf.tenant_id = entities.tenant_id "
+    "AND (sf.subject_id = entities.id OR sf.object_id = entities.id) "
+    "AND sf.superseded_at IS NULL)",
+)
 
 
 # --- traversal ----------------------------------------------------------------------------
@@ -314,6 +334,20 @@ class Candidate(Generic[R]):
     row: R
     matched: int
     similarity: float | None
+    # A fact's source memories (``graph.sources_of``'s order), read with it: recall shows
+    # them for the facts it keeps without another round trip. None for an entity.
+    sources: list[UUID] | None = None
+    # An entity's support, when asked for (``entity_candidates``' ``support``).
+    support: Support | None = None
+
+
+@dataclass(frozen=True)
+class Support:
+    """How much stands behind an entity: the memories that mention it (counted up to the cap
+    asked for) and whether a current fact (not superseded) is about it."""
+
+    mentions: int
+    facts: bool
 
 
 async def facts_near_entities(
@@ -327,14 +361,15 @@ async def facts_near_entities(
     boosts: tuple[float, float],
     pool: int,
     keep: int,
-) -> list[FactRow]:
+) -> list[Candidate[FactRow]]:
     """Of the ``pool`` newest current facts about these entities (``query_facts``' page), the
     ``keep`` that rank best by nearness alone, best first (then by id): half the better of
     their subject's and object's ``closeness``, times ``boosts`` (current, past) and ``0.5 +
     0.5 x confidence``; only those live at ``now`` (not superseded, never an empty interval,
     not yet to come) and, given ``channels``, recorded in one of them. Recall scores the
     rest of a fact (its words, its meaning) only for the facts its other search found, so the
-    best of these are all it can keep; the others are never read back."""
+    best of these are all it can keep; the others are never read back. Each comes with its
+    sources, found by neither words nor meaning (``matched`` 0, ``similarity`` None)."""
     if not closeness:
         return []
     ids = list(closeness)
@@ -357,7 +392,11 @@ async def facts_near_entities(
     }
     if channels is not None:
         params["channels"] = list(channels)
-    return records(FactRow, await conn.execute(query, params))
+    rows = list(await conn.execute(query, params))
+    return [
+        Candidate(found, 0, None, row.sources)
+        for found, row in zip(records(FactRow, rows), rows, strict=True)
+    ]
 
 
 def _facts_near(as_of: str, channels: Sequence[str] | None) -> sa.TextClause:
@@ -378,7 +417,7 @@ def _facts_near(as_of: str, channels: Sequence[str] | None) -> sa.TextClause:
             SELECT unnest(CAST(:ids AS UUID[])) AS id,
                    unnest(CAST(:weights AS DOUBLE PRECISION[])) AS weight
         )
-        SELECT {page} FROM page AS p
+        SELECT {page}, {_SOURCES.format(fact="p")} AS sources FROM page AS p
         LEFT JOIN near AS s ON s.id = p.subject_id
         LEFT JOIN near AS o ON o.id = p.object_id
         WHERE p.superseded_at IS NULL
@@ -407,14 +446,22 @@ async def entity_candidates(
     *,
     by_terms: int,
     by_meaning: int,
+    support: int = 0,
 ) -> list[Candidate[EntityRow]]:
     """The owner's entities holding most of the query's terms (at most ``by_terms``) and
     those whose names are nearest ``vector`` (unmerged, at most ``by_meaning``), with their
-    rows: one statement."""
+    rows: one statement. ``support`` > 0: each with its ``Support``, mentions counted up to
+    ``support`` (a bar needs no more; a popular name's thousand mentions are not read)."""
     rows = await _candidates(
-        conn, "entity", tenant_id, user_id, term_ids, vector, model, by_terms, by_meaning
+        conn, "entity", tenant_id, user_id, term_ids, vector, model, by_terms, by_meaning, support
     )
-    return _found(EntityRow, rows)
+    found = _found(EntityRow, rows)
+    if not support:
+        return found
+    return [
+        dataclasses.replace(c, support=Support(int(row.mentions), bool(row.about)))
+        for c, row in zip(found, rows, strict=True)
+    ]
 
 
 async def fact_candidates(
@@ -437,8 +484,9 @@ async def fact_candidates(
 
 
 def _found(cls: type[R], rows: Sequence[Any]) -> list[Candidate[R]]:
+    sourced = cls is FactRow
     return [
-        Candidate(found, int(row.matched or 0), _similarity(row))
+        Candidate(found, int(row.matched or 0), _similarity(row), row.sources if sourced else None)
         for found, row in zip(records(cls, rows), rows, strict=True)
     ]
 
@@ -457,13 +505,14 @@ async def _candidates(
     model: str | None,
     by_terms: int,
     by_meaning: int,
+    support: int = 0,
 ) -> Sequence[Any]:
     terms = sorted(set(term_ids))
     near = vector is not None and model is not None and by_meaning > 0
     if not terms and not near:
         return []
     dims = len(vector) if near and vector is not None else None
-    shape = (kind, bool(terms), by_terms, dims, by_meaning)
+    shape = (kind, bool(terms), by_terms, dims, by_meaning, support)
     query = template(("graph", "candidates", *shape), _candidates_query, *shape)
     params: dict[str, Any] = {"tenant_id": tenant_id, "user_id": user_id}
     if terms:
@@ -474,7 +523,7 @@ async def _candidates(
 
 
 def _candidates_query(
-    kind: str, with_terms: bool, by_terms: int, dims: int | None, by_meaning: int
+    kind: str, with_terms: bool, by_terms: int, dims: int | None, by_meaning: int, support: int
 ) -> sa.Select[Any]:
     """The term matches and the nearest rows, each ranked in a materialised CTE and only
     then joined to their rows by primary key (the plan holds without table statistics)."""
@@ -526,6 +575,12 @@ def _candidates_query(
     by_terms_cte = next((r for r in ranked if r.name == "by_terms"), None)
     by_meaning_cte = next((r for r in ranked if r.name == "by_meaning"), None)
     extra: list[sa.ColumnElement[Any]] = []
+    if kind == "fact":
+        extra.append(sa.literal_column(_SOURCES.format(fact=table.name)).label("sources"))
+    if support:
+        mentions, about = _SUPPORT
+        extra.append(sa.literal_column(mentions.format(cap=int(support))).label("mentions"))
+        extra.append(sa.literal_column(about).label("about"))
     for cte, name in ((by_terms_cte, "matched"), (by_meaning_cte, "distance")):
         if cte is None:
             extra.append(sa.null().label(name))

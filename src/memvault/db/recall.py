@@ -1,5 +1,5 @@
-"""What ``remember()`` reads beyond each kind's own statements: what happened lately (goals
-finished, tool calls and how they went) and how well supported the entities it recalled are.
+"""What ``remember()`` reads beyond each kind's own statements: the goals open now with those
+finished lately, and tool calls and how they went.
 
 Rows come out sealed, as every cognitive statement's do; each filters by the tenant and user.
 The statements are templates (built once, run with their values as parameters): they run on
@@ -9,28 +9,25 @@ every recall, where building them would cost more than running them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memvault.db.cognitive import LISTED_GOALS, OPEN, list_goals_query
 from memvault.db.cognitive_records import GoalRow, ToolInvocationRow
-from memvault.db.tables import entity_mentions, facts, goal_blockers, goals, tool_invocations
+from memvault.db.tables import goal_blockers, goals, tool_invocations
 from memvault.db.templates import param, template
 
 _g = goals.c
 _b = goal_blockers.c
 _i = tool_invocations.c
-_f = facts.c
-_e = entity_mentions.c
 
 FINISHED = ("completed", "abandoned")
 
 
-async def finished_goals(
+async def goals_now_and_lately(
     conn: AsyncConnection,
     tenant_id: str,
     user_id: str,
@@ -38,18 +35,34 @@ async def finished_goals(
     since: datetime,
     until: datetime,
     limit: int,
-) -> list[GoalRow]:
-    """Goals completed or abandoned in [since, until], the latest first."""
-    query = template(("finished goals",), _finished_goals)
+) -> tuple[list[GoalRow], list[GoalRow]]:
+    """The open goals (active or blocked, as ``cognitive.list_goals`` lists them) and those
+    completed or abandoned in [since, until], the latest first, at most ``limit``: one
+    statement for both."""
+    query = template(("goals now and lately",), _goals_now_and_lately)
     values = {
         "tenant_id": tenant_id,
         "user_id": user_id,
+        "statuses": list(OPEN),
         "channels": list(channels),
+        "limit": LISTED_GOALS,
         "since": since,
         "until": until,
-        "limit": limit,
+        "finished_limit": limit,
     }
-    return [GoalRow.from_row(row) for row in await conn.execute(query, values)]
+    listed: tuple[list[GoalRow], list[GoalRow]] = ([], [])
+    for row in await conn.execute(query, values):
+        listed[row.finished].append(GoalRow.from_row(row))
+    return listed
+
+
+def _goals_now_and_lately() -> sa.CompoundSelect[Any]:
+    now = list_goals_query(by_status=True, by_channel=True)
+    lately = _finished_goals()
+    return sa.union_all(
+        now.add_columns(sa.literal_column("0").label("finished")),
+        lately.add_columns(sa.literal_column("1").label("finished")),
+    )
 
 
 def _finished_goals() -> sa.Select[Any]:
@@ -72,7 +85,7 @@ def _finished_goals() -> sa.Select[Any]:
             _g.completed_at <= param("until"),
         )
         .order_by(_g.completed_at.desc(), _g.id)
-        .limit(param("limit"))
+        .limit(param("finished_limit"))
     )
 
 
@@ -115,41 +128,3 @@ def _recent_tool_calls() -> sa.Select[Any]:
         .order_by(sa.case((here, 0), else_=1), _i.created_at.desc(), _i.id)
         .limit(param("limit"))
     )
-
-
-@dataclass(frozen=True)
-class Support:
-    """How much stands behind an entity: memories that mention it, current facts about it."""
-
-    mentions: int
-    facts: int
-
-
-async def entity_support(
-    conn: AsyncConnection, tenant_id: str, entity_ids: Sequence[UUID]
-) -> dict[UUID, Support]:
-    if not entity_ids:
-        return {}
-    query = template(("entity support",), _entity_support)
-    rows = await conn.execute(query, {"tenant_id": tenant_id, "ids": list(entity_ids)})
-    return {row.id: Support(int(row.mentions), int(row.facts)) for row in rows}
-
-
-def _entity_support() -> sa.Select[Any]:
-    ids = sa.func.unnest(param("ids", type_=sa.ARRAY(sa.Uuid)))
-    wanted = ids.table_valued("id").render_derived(name="wanted")
-    mentions = (
-        sa.select(sa.func.count())
-        .where(_e.tenant_id == param("tenant_id"), _e.entity_id == wanted.c.id)
-        .scalar_subquery()
-    )
-    about = (
-        sa.select(sa.func.count())
-        .where(
-            _f.tenant_id == param("tenant_id"),
-            sa.or_(_f.subject_id == wanted.c.id, _f.object_id == wanted.c.id),
-            _f.superseded_at.is_(None),
-        )
-        .scalar_subquery()
-    )
-    return sa.select(wanted.c.id, mentions.label("mentions"), about.label("facts"))

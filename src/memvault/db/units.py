@@ -134,6 +134,12 @@ async def read_released_behind(engine: AsyncEngine) -> AsyncIterator[AsyncConnec
             # As SQLAlchemy's own blocks do: a cancelled caller still returns it to the pool.
             await asyncio.shield(conn.close())
             raise
+    _release_behind(engine, conn)
+
+
+def _release_behind(engine: AsyncEngine, conn: AsyncConnection) -> None:
+    """Roll back and return ``conn`` to the pool in a task of its own: nothing was written, so
+    the caller need not wait for that round trip."""
     task = asyncio.ensure_future(_released(conn))
     # Kept by the engine's pool: a task nothing refers to may be collected before it has run.
     # Per pool, since each store (and each test client's app) runs on an event loop of its own.
@@ -169,14 +175,21 @@ async def shared_reads(engine: AsyncEngine) -> AsyncIterator[None]:
     checkout, BEGIN, tenant setting and rollback, instead of one each. The small reads wait
     for each other, which costs nothing while the long ones (the query's embedding, the
     ranked searches, on connections of their own) run. A ``reading`` block must not wait for
-    another task's ``reading`` (it would wait for itself): keep such blocks to db/ calls."""
+    another task's ``reading`` (it would wait for itself): keep such blocks to db/ calls.
+    When the block ends, the shared connection's rollback and return to the pool run behind
+    the caller (``read_released_behind``); a block that fails waits for them."""
     shared = _Shared(engine, current_scope())
     token = _shared.set(shared)
     try:
         yield
-    finally:
+    except BaseException:
         _shared.reset(token)
         await shared.release()
+        raise
+    _shared.reset(token)
+    conn, shared.conn = shared.conn, None
+    if conn is not None:
+        _release_behind(engine, conn)
 
 
 @dataclass(eq=False)

@@ -6,6 +6,7 @@ The ``embedding`` column has no fixed dimension; each model gets a partial HNSW 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -263,7 +264,7 @@ async def nearest(
     if scope == 0:
         return [[] for _ in pages]
     values = [filter_values(tenant_id, f, exclude_id, derived_only=derived_only) for f in pages]
-    ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": _vector_text(query)}
+    ranking = {"tenant_id": tenant_id, "user_id": owner, "model": model, "q": vector_text(query)}
     indexed = scope > exact_max_chunks
     if indexed:
         await _scan_settings(conn, ef_search, iterative=iterative_scans)
@@ -466,7 +467,15 @@ def _exact_pages(
     return ranked_pages_template(shapes, best, best.c.distance, limit)
 
 
-def _vector_text(values: Sequence[float]) -> str:
+def vector_text(values: Sequence[float]) -> str:
+    """A query vector in pgvector's text form. One question's vector goes into several
+    statements (a search's lists, remember()'s entity and fact candidates): formatting its
+    floats costs far more than hashing them, so the last few are remembered."""
+    return _formatted(tuple(values))
+
+
+@functools.lru_cache(maxsize=8)
+def _formatted(values: tuple[float, ...]) -> str:
     return "[" + ",".join(f"{float(v):.7g}" for v in values) + "]"
 
 
@@ -539,7 +548,7 @@ async def nearest_each(
     params = {
         **page_parameters([own]),
         "model": model,
-        "queries": [_vector_text(q) for q in queries],
+        "queries": [vector_text(q) for q in queries],
     }
     await nested_loops_off(conn)
     found: list[RankedMemory | None] = [None] * len(queries)

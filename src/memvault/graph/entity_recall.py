@@ -20,7 +20,7 @@ from uuid import UUID
 from memvault.db import graph as graph_db
 from memvault.db import graph_walk
 from memvault.db.graph import EntityRow, FactRow
-from memvault.db.units import reading
+from memvault.db.units import read_released_behind, reading
 from memvault.embedding.chunking import clean
 from memvault.embedding.embedding_service import Embedded
 from memvault.errors import MemvaultError
@@ -53,6 +53,8 @@ class Recalled:
     facts: list[FactHit] | None
     entities: list[EntityHit] | None
     entity_channels: dict[UUID, str] = field(default_factory=dict)
+    # What stands behind each entity returned, when recall was asked for it (``support``).
+    entity_support: dict[UUID, graph_walk.Support] = field(default_factory=dict)
 
 
 async def recall(
@@ -62,9 +64,11 @@ async def recall(
     *,
     embedded: Embedded | _Unset | None = _UNSET,
     channels: Collection[str] | None = None,
+    support: int = 0,
 ) -> Recalled:
     """``embedded``: the query's vector when the caller already has it (``None``: keywords
-    only); ``channels``: only facts and entities recorded in these (default: every channel)."""
+    only); ``channels``: only facts and entities recorded in these (default: every channel);
+    ``support`` > 0: each entity's ``Support`` too, mentions counted up to ``support``."""
     keyring = backend.keys.current(tenant_id)
     words = query_terms(keyring, request.query)
     term_ids = sorted({i for ids in words.values() for i in ids})
@@ -80,16 +84,29 @@ async def recall(
         return channels is None or channel in channels
 
     now = datetime.now(UTC)
+    supported: dict[UUID, graph_walk.Support] = {}
 
     async def about_named() -> tuple[
-        dict[UUID, float], dict[UUID, EntityRow], graph_walk.Walk, list[FactRow]
+        dict[UUID, float],
+        dict[UUID, EntityRow],
+        graph_walk.Walk,
+        list[graph_walk.Candidate[FactRow]],
     ]:
         """The entities the query names, the graph around the best of them, and the facts
         about that neighbourhood: one connection, three statements in turn."""
-        async with reading(backend.engine, shared=False) as conn:
+        async with read_released_behind(backend.engine) as conn:
             found = await graph_walk.entity_candidates(
-                conn, tenant_id, user, term_ids, vector, model, by_terms=CANDIDATES, by_meaning=10
+                conn,
+                tenant_id,
+                user,
+                term_ids,
+                vector,
+                model,
+                by_terms=CANDIDATES,
+                by_meaning=10,
+                support=support,
             )
+            supported.update({c.row.id: c.support for c in found if c.support is not None})
             scores: dict[UUID, float] = {}
             for c in found:
                 if c.matched:
@@ -120,22 +137,19 @@ async def recall(
         return scores, named, walked, about
 
     async def matching() -> list[graph_walk.Candidate[FactRow]]:
-        async with reading(backend.engine, shared=False) as conn:
+        async with read_released_behind(backend.engine) as conn:
             return await graph_walk.fact_candidates(
                 conn, tenant_id, user, term_ids, vector, model, limit=CANDIDATES
             )
 
     # Two independent searches on two connections (their own even inside remember()'s shared
-    # reads): recall waits for the longer, not both.
+    # reads): recall waits for the longer, not both, and for neither's rollback.
     (entity_scores, named, walked, about), matches = await asyncio.gather(about_named(), matching())
     hops = walked.nodes
     fact_words = {c.row.id: c.matched for c in matches if c.matched}
     fact_meaning = {c.row.id: c.similarity for c in matches if c.similarity is not None}
-    rows = {
-        r.id: r
-        for r in [*(c.row for c in matches), *about]
-        if _live(r, now) and in_scope(r.channel)
-    }
+    found = {c.row.id: c for c in [*matches, *about]}
+    rows = {i: c.row for i, c in found.items() if _live(c.row, now) and in_scope(c.row.channel)}
     scored = {
         i: _fact_scores(r, fact_words, len(words), fact_meaning, hops, now) for i, r in rows.items()
     }
@@ -148,9 +162,9 @@ async def recall(
     # Names for what is shown: the walk and the named entities brought most of them.
     entities = {**walked.entities, **named}
     shown = {i for r in kept for i in (r.subject_id, r.object_id) if i is not None}
-    async with reading(backend.engine) as conn:
-        entities |= await graph_db.fetch_entities(conn, tenant_id, shown - entities.keys())
-        sources = await graph_db.sources_of(conn, tenant_id, fact_order)
+    if shown - entities.keys():
+        async with reading(backend.engine) as conn:
+            entities |= await graph_db.fetch_entities(conn, tenant_id, shown - entities.keys())
     if request.track_access:  # written in the background, as memories' accesses are
         backend.access.record_graph(tenant_id, fact_order, entity_order)
     names = {
@@ -162,7 +176,7 @@ async def recall(
     return Recalled(
         facts=[
             FactHit(
-                **sealed.to_fact(backend.keys, rows[i], names, sources[i]).model_dump(),
+                **sealed.to_fact(backend.keys, rows[i], names, found[i].sources or []).model_dump(),
                 score=scored[i]["final"],
                 scores=scored[i],
             )
@@ -181,6 +195,7 @@ async def recall(
         if "entities" in wanted
         else None,
         entity_channels={i: named[i].channel for i in entity_order},
+        entity_support={i: supported[i] for i in entity_order if i in supported},
     )
 
 
