@@ -61,12 +61,13 @@ test: $(VENV)/.installed-dev
 # The fast loop, under 90 s on the 2-core VM (docs/development.md): lint, types, and the tests
 # that need no PostgreSQL and start no process. tests/conftest.py marks `db` every test whose
 # fixtures reach the server; `slow` marks those that start a process or run long. The suite
-# uses no LangSmith tracing: its pytest plugin's import is a seventh of the collection.
+# loads only the pytest plugins it uses (pyproject.toml's addopts), so not LangSmith's, whose
+# import was a seventh of the collection.
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q -m "not db and not slow" -p no:langsmith_plugin
+	$(BIN)/pytest -q -m "not db and not slow"
 
 # Rewrites tests/module_seconds.json from a whole run: the order the suite starts its modules in
 # (longest first, so that no worker is left with a long test at the end; tests/conftest.py).

@@ -33,6 +33,7 @@ from memvault.db.engine import create_engine, migrate
 from memvault.db.vectors import ensure_index
 from memvault.embedding import HashEmbedder, LocalEmbedder
 from memvault.service import AsyncMemory
+from tests.compiled import share_compiled_statements
 
 if TYPE_CHECKING:
     from memvault.backend import Backend
@@ -41,6 +42,7 @@ TEMPLATE = "memvault_template"
 # Each module's seconds in a recorded run (`make durations` rewrites it): the order they start in.
 MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
 KEY = generate_key()
+share_compiled_statements()
 
 
 def _redis_database(worker: str | None) -> int:
