@@ -262,13 +262,20 @@ async def nearest_entities_each(
 
 
 def _nearest_entities_each(dims: int) -> sa.Select[Any]:
-    given = (
+    texts = (
         sa.func.unnest(sa.cast(param("qs", type_=ARRAY(sa.Text())), ARRAY(sa.Text())))
         .table_valued("q", with_ordinality="n")
         .render_derived()
-        .alias("given")
+        .alias("texts")
     )
-    nearest = _nearest_entities(dims, 1, probe=sa.cast(given.c.q, Vector(dims))).lateral("near")
+    # Parsed into vectors once: cast inside the lateral scan, a probe's text would be parsed
+    # again for every entity it is compared with (db.vectors.nearest_each measured it).
+    given = (
+        sa.select(texts.c.n, sa.cast(texts.c.q, Vector(dims)).label("q"))
+        .cte("given")
+        .prefix_with("MATERIALIZED")
+    )
+    nearest = _nearest_entities(dims, 1, probe=given.c.q).lateral("near")
     return sa.select(given.c.n, nearest).select_from(given.join(nearest, sa.true()))
 
 

@@ -574,12 +574,20 @@ def _nearest_each(shape: tuple[str, ...], dims: int) -> sa.Select[Any]:
         .cte("owned")
         .prefix_with("MATERIALIZED")
     )
-    asked = (
+    given = (
         sa.func.unnest(sa.cast(param("queries"), sa.ARRAY(sa.Text())))
         .table_valued("probe", with_ordinality="query")
-        .render_derived(name="asked")
+        .render_derived(name="given")
     )
-    distance = owned.c.embedding.op("<=>")(sa.cast(asked.c.probe, Vector(dims)))
+    # Each probe is parsed into a vector once, in a materialised CTE: cast inside the lateral
+    # scan, its text was parsed again for every candidate chunk (a bulk write of 100 items
+    # against an owner of 550 memories spent 270 ms of the server's CPU on it).
+    asked = (
+        sa.select(given.c.query, sa.cast(given.c.probe, Vector(dims)).label("probe"))
+        .cte("asked")
+        .prefix_with("MATERIALIZED")
+    )
+    distance = owned.c.embedding.op("<=>")(asked.c.probe)
     best = (
         sa.select(owned.c.memory_id, distance.label("distance"))
         .order_by(distance, owned.c.memory_id)
