@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from memvault.ui import pages_more
 from tests.conftest import TemplateCopies
@@ -187,12 +187,15 @@ def test_every_review_is_reachable(view: Watched, site: Site) -> None:
     page = view.open("/graph")
     seen = page.locator("li.review").count()
     assert seen == 20
+    # A click starts the navigation and returns; expect() waits for the page it leads to,
+    # where count() would read whatever half-loaded document is there at that instant.
     page.get_by_role("link", name="Older reviews").click()
-    assert f"Reviews 21\u2013{wanted}" in page.locator("main").inner_text()
-    seen += page.locator("li.review").count()
-    assert seen == wanted and page.get_by_role("link", name="Older reviews").count() == 0
+    expect(page.locator("main")).to_contain_text(f"Reviews 21\u2013{wanted}")
+    expect(page.locator("li.review")).to_have_count(wanted - 20)
+    expect(page.get_by_role("link", name="Older reviews")).to_have_count(0)
     page.get_by_role("link", name="Newer reviews").click()
-    assert page.locator("li.review").count() == 20
+    expect(page.locator("main")).to_contain_text("Reviews 1\u201320,")
+    expect(page.locator("li.review")).to_have_count(20)
     assert axe_violations(page) == []
     assert view.problems == []
 
