@@ -13,6 +13,7 @@ from memvault.cognitive.identifiers import checked_id, recall_channels
 from memvault.cognitive.kinds import GLOBAL_CHANNEL, Profile, ProfileUpdate
 from memvault.db import cognitive as db
 from memvault.db.cognitive_records import ProfileRow
+from memvault.db.graph import PredicateSet
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.graph.claims import SELF
@@ -34,9 +35,11 @@ EXPERTISE = frozenset({"expert_in", "works_with", "skilled_in", "knows_language"
 STYLE = frozenset({"communication_style", "prefers_style", "style"})
 
 
+PROFILE_PREDICATES = PredicateSet(LIKING | DISLIKING | EXPERTISE | STYLE, ("favourite_",))
+
+
 def is_profile_predicate(predicate: str) -> bool:
-    name = predicate.lower().replace(" ", "_")
-    return name in LIKING | DISLIKING | EXPERTISE | STYLE or name.startswith("favourite_")
+    return predicate.lower().replace(" ", "_") in PROFILE_PREDICATES
 
 
 def profile_update_from_facts(
@@ -169,11 +172,14 @@ class Profiles:
         async with reading(self._backend.engine) as conn:
             rows = await db.fetch_profiles(conn, self.tenant_id, user_id, channels, lock=False)
         since = {r.channel: r.updated_at for r in rows}
-        # Only what was recorded after the oldest of the channels' profiles: a read costs one
-        # lookup when nothing is new, however many facts the user has stated about themselves.
-        unseen = min(since.values()) if len(since) == len(channels) else None
+        # Only what each channel's profile has not seen, and only what a profile is made of:
+        # a read costs one lookup when nothing is new, however many facts the user has stated
+        # about themselves, and a channel with no profile of its own does not read them all
+        # again on every remember() (400 such facts once cost 21 ms a call).
         facts: builtins.list[Fact] = await self._graph.read_facts(
-            FactsQuery(user_id=user_id, entity=SELF, limit=1_000), recorded_after=unseen
+            FactsQuery(user_id=user_id, entity=SELF, limit=1_000),
+            unseen={channel: since.get(channel) for channel in channels},
+            predicates=PROFILE_PREDICATES,
         )
         changed = False
         for channel in channels:

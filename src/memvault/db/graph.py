@@ -644,14 +644,47 @@ class FactQuery:
     # Only the facts read from this memory (one of their sources).
     memory_id: UUID | None = None
     limit: int = 100
-    # Only facts recorded after this moment (what a reader has not seen yet).
-    recorded_after: datetime | None = None
+    # Only facts recorded in these channels, each after its moment (None: whenever): what a
+    # reader of each channel has not seen yet.
+    unseen: Mapping[str, datetime | None] | None = None
+    predicates: PredicateSet | None = None
+
+
+@dataclass(frozen=True)
+class PredicateSet:
+    """Predicates by name, and by how their names begin ("favourite_")."""
+
+    names: frozenset[str]
+    prefixes: tuple[str, ...] = ()
+
+    def __contains__(self, predicate: object) -> bool:
+        return isinstance(predicate, str) and (
+            predicate in self.names or predicate.startswith(self.prefixes)
+        )
 
 
 def fact_conditions(tenant_id: str, q: FactQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
     where = scope(_f, tenant_id, q.user_id)
-    if q.recorded_after is not None:
-        where.append(_f.recorded_at > q.recorded_after)
+    if q.unseen is not None:
+        where.append(
+            sa.or_(
+                sa.false(),
+                *(
+                    sa.and_(_f.channel == channel, _f.recorded_at > since)
+                    if since is not None
+                    else _f.channel == channel
+                    for channel, since in sorted(q.unseen.items())
+                ),
+            )
+        )
+    if q.predicates is not None:
+        names = sorted(q.predicates.names)
+        where.append(
+            sa.or_(
+                _f.predicate.in_(names),
+                *(_f.predicate.startswith(p, autoescape=True) for p in q.predicates.prefixes),
+            )
+        )
     if q.entity_ids is not None:
         ids = list(q.entity_ids)
         where.append(sa.or_(_f.subject_id.in_(ids), _f.object_id.in_(ids)))

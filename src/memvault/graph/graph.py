@@ -4,7 +4,7 @@ entities, the walk, merges, reviews, promotion, export. Each runs in the context
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -13,7 +13,7 @@ from memvault._compose import between_resources
 from memvault.db import graph as graph_db
 from memvault.db import graph_admin, graph_walk
 from memvault.db.audit import AuditEvent
-from memvault.db.graph import EntityRow, FactQuery, FactRow
+from memvault.db.graph import EntityRow, FactQuery, FactRow, PredicateSet
 from memvault.db.tenancy import scoped_to_tenant
 from memvault.db.units import reading, transaction
 from memvault.errors import InvalidInput, NotFound
@@ -158,11 +158,16 @@ class Graph:
 
     @between_resources
     async def read_facts(
-        self, query: FactsQuery, *, recorded_after: datetime | None = None
+        self,
+        query: FactsQuery,
+        *,
+        unseen: Mapping[str, datetime | None] | None = None,
+        predicates: PredicateSet | None = None,
     ) -> builtins.list[Fact]:
         """The facts ``query`` asks for, already validated (``facts`` checks the caller's
-        arguments), and only those recorded after ``recorded_after`` when given: what
-        ``profile`` learns from since it last looked."""
+        arguments); given ``unseen``, only those recorded in its channels after each one's
+        moment, and given ``predicates``, only of those: what ``profile`` learns from since
+        it last looked."""
         async with reading(self._backend.engine) as conn:
             entity_ids = None
             if query.entity is not None:
@@ -181,7 +186,8 @@ class Graph:
                     include_superseded=query.include_superseded,
                     memory_id=query.memory_id,
                     limit=query.limit,
-                    recorded_after=recorded_after,
+                    unseen=unseen,
+                    predicates=predicates,
                 ),
                 datetime.now(UTC),
             )
