@@ -148,6 +148,11 @@ class Recall:
         no_semantic: tuple[builtins.list[BundleItem], int] = ([], 0)
         no_goals: tuple[builtins.list[Goal], builtins.list[Goal]] = ([], [])
         now = request.reference_time or datetime.now(UTC)
+        # The kinds start once the question is embedded: the encoder splits its matrix work
+        # across the cores, and the small reads running beside it (goals, profile, tool calls)
+        # stalled it, 3 ms becoming 10, on the path every ranked kind waits on. They are
+        # short, so after the embedding they still end before the searches do.
+        await query_vector
         # Each kind's small reads take turns on one connection (db/units.shared_reads); the
         # ranked searches keep connections of their own.
         async with shared_reads(self._backend.engine):
