@@ -75,9 +75,13 @@ _SOURCES = (
 _SUPPORT = (
     "(SELECT count(*) FROM (SELECT 1 FROM entity_mentions AS em "
     "WHERE em.tenant_id = entities.tenant_id AND em.entity_id = entities.id LIMIT {cap}) AS em)",
-    "EXISTS (SELECT 1 FROM facts AS sf WHERE sf.tenant_id = entities.tenant_id "
-    "AND (sf.subject_id = entities.id OR sf.object_id = entities.id) "
-    "AND sf.superseded_at IS NULL)",
+    # Two lookups, one per index: with "subject or object" in one condition PostgreSQL read
+    # the whole facts table for every candidate with no current fact (0.8 ms each at 3,657
+    # facts; a named entity without facts is common: one mentioned but never described).
+    "(EXISTS (SELECT 1 FROM facts AS sf WHERE sf.tenant_id = entities.tenant_id "
+    "AND sf.subject_id = entities.id AND sf.superseded_at IS NULL) "
+    "OR EXISTS (SELECT 1 FROM facts AS sf WHERE sf.tenant_id = entities.tenant_id "
+    "AND sf.object_id = entities.id AND sf.superseded_at IS NULL))",
 )
 
 
