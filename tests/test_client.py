@@ -50,7 +50,7 @@ from memvault.lifecycle.reports import (
 )
 from memvault.models import AddResult, MemoryRecord, SearchResult
 from memvault.operations import client_operations
-from tests.conftest import backend_of
+from tests.conftest import TemplateCopies, _template_copy, backend_of, settings_for
 from tests.lossy import LosesConnections, LosesTheFirstAnswer
 from tests.serving import serving
 from tests.test_client_cognitive import COGNITIVE_METHODS
@@ -79,12 +79,22 @@ class Awaiting:
         return call
 
 
-@pytest.fixture(params=FACES)
+@pytest.fixture(scope="module", params=FACES)
 async def mem(
-    request: pytest.FixtureRequest, make_settings: Callable[..., Settings]
+    request: pytest.FixtureRequest,
+    template_copies: TemplateCopies,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Any]:
-    settings = make_settings(max_content_chars=LIMIT)
-    face = request.param
+    """One store (and server) on a database of its own per face, for the module: each test
+    of the suite takes users of its own, so none reads what another wrote. A store and a
+    server for each of the 60 cases cost a third of the module's time."""
+    for url in _template_copy(template_copies):
+        settings = settings_for(url, tmp_path_factory.mktemp("client"), max_content_chars=LIMIT)
+        async for face in _face(request.param, settings):
+            yield face
+
+
+async def _face(face: str, settings: Settings) -> AsyncIterator[Any]:
     if face == "Memory":
         with Memory(settings) as memory:
             yield Awaiting(memory)
@@ -167,7 +177,7 @@ async def test_count_answers_how_many_match_the_filters_without_a_page(mem: Any)
     for i in range(4):
         await mem.add(f"entry {i}", user_id="cato", tags=["odd"] if i % 2 else [],
                       metadata={"i": i}, infer=False)  # fmt: skip
-    await mem.add("another user's entry", user_id="other", tags=["odd"], infer=False)
+    await mem.add("another user's entry", user_id="not-cato", tags=["odd"], infer=False)
     assert await mem.count(user_id="cato") == 4
     assert await mem.count(user_id="cato", tags=["odd"]) == 2
     assert await mem.count(user_id="cato", metadata={"i": 3}) == 1
@@ -249,17 +259,17 @@ async def test_errors_are_typed_and_carry_no_content(mem: Any) -> None:
 
 
 async def test_the_audit_log_records_writes_and_filters_them(mem: Any) -> None:
-    stored = await mem.add("Ada audits the ledger", user_id="ada", infer=False)
-    page = await mem.audit_log(user_id="ada", operation="store")
+    stored = await mem.add("Ada audits the ledger", user_id="aud", infer=False)
+    page = await mem.audit_log(user_id="aud", operation="store")
     assert isinstance(page, AuditPage)
     assert [e.memory_ids for e in page.results] == [[stored.id]]
-    assert page.results[0].success and page.results[0].user_id == "ada"
+    assert page.results[0].success and page.results[0].user_id == "aud"
     assert "ledger" not in page.model_dump_json()  # the writes level keeps no text
     # A datetime travels in the query string and is read back as the same instant.
     after = page.results[0].at
-    assert (await mem.audit_log(user_id="ada", since=after)).results == page.results
+    assert (await mem.audit_log(user_id="aud", since=after)).results == page.results
     later = datetime(2999, 1, 1, tzinfo=UTC)
-    assert (await mem.audit_log(user_id="ada", since=later)).results == []
+    assert (await mem.audit_log(user_id="aud", since=later)).results == []
     with pytest.raises(InvalidInput):
         await mem.audit_log(limit=0)
 
@@ -282,33 +292,33 @@ async def test_erase_answers_with_a_receipt_and_refuses_a_missing_id(mem: Any) -
 
 
 async def test_memory_health_and_its_actions(mem: Any) -> None:
-    first = await mem.add("Cy likes hiking", user_id="cy", infer=False)
-    await mem.add("Cy owns a red bike", user_id="cy", infer=False)
-    health = await mem.memory_health(user_id="cy")
-    assert isinstance(health, MemoryHealth) and (health.user_id, health.total) == ("cy", 2)
-    archive = {"user_id": "cy", "action": "archive", "memory_ids": [str(first.id)]}
+    first = await mem.add("Cy likes hiking", user_id="cyd", infer=False)
+    await mem.add("Cy owns a red bike", user_id="cyd", infer=False)
+    health = await mem.memory_health(user_id="cyd")
+    assert isinstance(health, MemoryHealth) and (health.user_id, health.total) == ("cyd", 2)
+    archive = {"user_id": "cyd", "action": "archive", "memory_ids": [str(first.id)]}
     done = await mem.health_action(archive)
     assert isinstance(done, HealthActionResult) and (done.action, done.changed) == ("archive", 1)
-    assert (await mem.get(first.id, user_id="cy")).tier == "cold"
+    assert (await mem.get(first.id, user_id="cyd")).tier == "cold"
     again = HealthActionRequest.model_validate(archive)
     assert (await mem.health_action(again)).changed == 0  # cold already
     with pytest.raises(InvalidInput):
-        await mem.health_action({"user_id": "cy", "action": "archive"})  # names no memory
+        await mem.health_action({"user_id": "cyd", "action": "archive"})  # names no memory
 
 
 async def test_export_and_import_round_trip(mem: Any) -> None:
-    stored = await mem.add("Dee was born in Lyon", user_id="dee", tags=["bio"], infer=False)
-    await mem.update(stored.id, user_id="dee", content="Dee was born in Nantes")
-    lines = await mem.export_memories(user_id="dee")
+    stored = await mem.add("Dee was born in Lyon", user_id="deb", tags=["bio"], infer=False)
+    await mem.update(stored.id, user_id="deb", content="Dee was born in Nantes")
+    lines = await mem.export_memories(user_id="deb")
     memories = [line for line in lines if line["kind"] == "memory"]
     assert [line["id"] for line in memories] == [str(stored.id)]
     assert memories[0]["content"] == "Dee was born in Nantes" and memories[0]["tags"] == ["bio"]
-    await mem.erase_user(user_id="dee")
+    await mem.erase_user(user_id="deb")
     counts = await mem.import_memories(lines)
     assert (counts["imported"], counts["skipped"], counts["memories"]) == (len(lines), 0, 1)
-    back = await mem.get(stored.id, user_id="dee")
+    back = await mem.get(stored.id, user_id="deb")
     assert back.content == "Dee was born in Nantes" and back.tags == ["bio"]
-    assert [h.new_content for h in await mem.history(stored.id, user_id="dee")][-1] == (
+    assert [h.new_content for h in await mem.history(stored.id, user_id="deb")][-1] == (
         "Dee was born in Nantes"
     )
     assert (await mem.import_memories(lines))["skipped"] == len(lines)  # it can run twice
@@ -479,6 +489,16 @@ def stub() -> Iterator[tuple[str, list[str | None]]]:
 MID = str(uuid.uuid4())
 
 
+@pytest.fixture
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's own backoff (where no Retry-After says how long) from 10 ms, not 250 ms:
+    the tests using it count tries and read the error that surfaces, never the waits, which
+    were 1 to 3 s of each."""
+    import memvault.client
+
+    monkeypatch.setattr(memvault.client, "RETRY_BASE_S", 0.01)
+
+
 def test_error_envelopes_become_typed_errors(stub: tuple[str, list[str | None]]) -> None:
     url, seen = stub
     # No retries: each answer is the error it maps to (retries have their own tests below).
@@ -501,7 +521,9 @@ def test_error_envelopes_become_typed_errors(stub: tuple[str, list[str | None]])
             assert "sk-very-secret" not in str(error) and "sk-very-secret" not in repr(error)
 
 
-async def test_answers_that_are_not_memvault_ones(stub: tuple[str, list[str | None]]) -> None:
+async def test_answers_that_are_not_memvault_ones(
+    stub: tuple[str, list[str | None]], quick_backoff: None
+) -> None:
     url, seen = stub
     async with AsyncMemoryClient(url) as client:
         with pytest.raises(ServerUnreachable) as proxy:
@@ -513,7 +535,9 @@ async def test_answers_that_are_not_memvault_ones(stub: tuple[str, list[str | No
     assert seen[-1] is None  # no key, no header
 
 
-async def test_no_answer_is_server_unreachable(stub: tuple[str, list[str | None]]) -> None:
+async def test_no_answer_is_server_unreachable(
+    stub: tuple[str, list[str | None]], quick_backoff: None
+) -> None:
     url, _ = stub
     async with AsyncMemoryClient(url, timeout=0.1) as client:
         with pytest.raises(ServerUnreachable) as slow:
@@ -617,7 +641,7 @@ async def test_a_keyed_write_that_ran_out_of_time_is_sent_again_and_a_hand_writt
 
 
 async def test_reads_and_keyed_writes_are_asked_again_after_a_lost_connection(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., Settings], quick_backoff: None
 ) -> None:
     with serving(create_app(make_settings(embedding_provider="hash"))) as url:
         lossy = LosesConnections(2)
@@ -637,7 +661,7 @@ async def test_reads_and_keyed_writes_are_asked_again_after_a_lost_connection(
 
 
 async def test_a_write_whose_answer_was_lost_is_sent_again_and_stored_once(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., Settings], quick_backoff: None
 ) -> None:
     with serving(create_app(make_settings(embedding_provider="hash"))) as url:
         lost = LosesTheFirstAnswer()

@@ -15,6 +15,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -220,12 +221,14 @@ def _set(body: dict[str, Any], where: tuple[Any, ...], value: Any) -> dict[str, 
     return changed
 
 
-def _send(api: TestClient, method: str, url: str, query: dict[str, str], body: Any) -> Any:
+async def _send(
+    api: httpx.AsyncClient, method: str, url: str, query: dict[str, str], body: Any
+) -> httpx.Response:
     text = None if body is None else json.dumps(body)
     if text is not None and DEEP in text:
         text = text.replace(json.dumps(DEEP), "[" * 3_000 + "]" * 3_000)
     qs = "&".join(f"{k}={v if '%' in v else urllib.parse.quote(v)}" for k, v in query.items())
-    return api.request(
+    return await api.request(
         method,
         f"{url}?{qs}" if qs else url,
         content=text,
@@ -258,15 +261,26 @@ def _still_served(api: TestClient) -> None:
 def test_no_hostile_value_on_any_route_breaks_the_api_or_a_user(api: TestClient) -> None:
     spec = Spec(api.get("/openapi.json").json(), _seed(api))
     broken, echoed, sent = [], [], 0
-    for method, url, query, body, what in _cases(spec):
-        answer = _send(api, method, url, query, body)
-        sent += 1
-        if answer.status_code >= 500 and not (
-            answer.status_code == 503 and url in MAY_BE_UNAVAILABLE
-        ):
-            broken.append((method, url[:80], what, answer.status_code))
-        elif answer.status_code == 422 and "Secret" in answer.text:
-            echoed.append((method, url[:80], what))
+
+    async def send_each() -> None:
+        # The same app, its lifespan begun by the TestClient, asked from inside its own event
+        # loop: a TestClient request hops between threads eight times, most of the time of
+        # these thousands of requests (the sweep took 14.9 s before, 8.3 s after).
+        nonlocal sent
+        transport = httpx.ASGITransport(api.app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url=str(api.base_url)) as client:
+            for method, url, query, body, what in _cases(spec):
+                answer = await _send(client, method, url, query, body)
+                sent += 1
+                if answer.status_code >= 500 and not (
+                    answer.status_code == 503 and url in MAY_BE_UNAVAILABLE
+                ):
+                    broken.append((method, url[:80], what, answer.status_code))
+                elif answer.status_code == 422 and "Secret" in answer.text:
+                    echoed.append((method, url[:80], what))
+
+    assert api.portal is not None
+    api.portal.call(send_each)
     assert broken == [], broken
     assert echoed == [], echoed
     _still_served(api)

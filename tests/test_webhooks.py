@@ -83,7 +83,10 @@ class Receiver:
         ThreadingHTTPServer.request_queue_size = 64  # a batch connects at once
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.port = self._server.server_address[1]
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll: stop() (shutdown() waits for the loop's next poll) took the default
+        # 0.5 s in nearly every test here, and once more mid-test where an endpoint goes away.
+        serve = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
+        serve.start()
 
     def stop(self) -> None:
         """Down: the port refuses connections until ``start`` again."""
