@@ -23,7 +23,10 @@ async def get_vectors(conn: AsyncConnection, keys: Sequence[bytes]) -> dict[byte
 
 
 async def put_vectors(conn: AsyncConnection, packed: dict[bytes, bytes], expires: datetime) -> None:
-    rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in packed.items()]
+    # In key order: two writers caching the same names in their own orders ("Xan", "Yu" and
+    # "Yu", "Xan") each held one row the other wanted, and PostgreSQL broke the deadlock only
+    # after deadlock_timeout (1 s) by failing one. In one order they queue instead.
+    rows = [{"key": k, "embedding": v, "expires_at": expires} for k, v in sorted(packed.items())]
     if rows:
         await conn.execute(_PUT_VECTORS, rows)
 
