@@ -186,10 +186,9 @@ class Profiles:
             learned = [
                 (f.subject, f.predicate, f.object if f.object is not None else f.value or "")
                 for f in sorted(facts, key=lambda f: f.recorded_at)
-                if f.channel == channel
-                and f.subject == SELF
-                and is_profile_predicate(f.predicate)
-                and (since.get(channel) is None or f.recorded_at > since[channel])
+                # The read kept only what this channel has not seen, of profile predicates;
+                # SELF may be the object ("Bob knows @user"), which teaches nothing.
+                if f.channel == channel and f.subject == SELF
             ]
             if learned:
                 await self.update_profile_from_facts(learned, user_id=user_id, channel=channel)
